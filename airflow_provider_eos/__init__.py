@@ -1,0 +1,20 @@
+"""Exactly-once Kafka -> Spark -> Kafka pipelines, run and kept healthy by Airflow.
+
+This module is imported on Spark executors and by Airflow's provider manager, so it must
+import neither Airflow nor PySpark.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+
+def get_provider_info() -> dict:
+    """Return the provider metadata Airflow's ProvidersManager reads through the entry point."""
+    return {
+        "package-name": "airflow-provider-eos",
+        "name": "Exactly-once Kafka/Spark pipelines (EOS)",
+        "description": "End-to-end exactly-once Kafka -> Spark -> Kafka pipelines: pre-flight, "
+        "supervision, lingering-transaction recovery and offset verification.",
+        "versions": [__version__],
+    }

@@ -1,0 +1,109 @@
+"""The ``eos`` command line: the same operations the Airflow tasks run, for a terminal.
+
+Every subcommand is a thin shell over the core; imports are local so ``eos --help`` is fast
+and so subcommands that need neither Airflow nor Spark never import them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from airflow_provider_eos.core.errors import EosError
+
+
+def _devstack_up(args: argparse.Namespace) -> int:
+    from airflow_provider_eos.devstack.broker import LocalKafka
+
+    info = LocalKafka(args.state_dir).up(transaction_max_timeout_ms=args.transaction_max_timeout_ms)
+    print(f"Kafka {info.bootstrap_servers} pid={info.pid} logs={info.log_file}")
+    print(f"bootstrap.servers={info.bootstrap_servers}")
+    return 0
+
+
+def _devstack_down(args: argparse.Namespace) -> int:
+    from airflow_provider_eos.devstack.broker import LocalKafka
+
+    stopped = LocalKafka(args.state_dir).down()
+    print("stopped and removed" if stopped else "no devstack broker was running; state removed")
+    return 0
+
+
+def _devstack_status(args: argparse.Namespace) -> int:
+    from airflow_provider_eos.devstack.broker import LocalKafka
+
+    kafka = LocalKafka(args.state_dir)
+    info = kafka.status()
+    if info is None:
+        print(f"not running (state dir {kafka.state_dir})")
+        return 1
+    print(f"running pid={info.pid} logs={info.log_file} "
+          f"transaction.max.timeout.ms={info.transaction_max_timeout_ms}")
+    print(f"bootstrap.servers={info.bootstrap_servers}")
+    return 0
+
+
+def _jars(args: argparse.Namespace) -> int:
+    from airflow_provider_eos.devstack import jars
+
+    print(f"kafka={jars.kafka_jars_dir()}")
+    print(f"spark-kafka={jars.spark_kafka_jars_dir()}")
+    print(jars.eos_home() / "jars")
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from airflow_provider_eos.demo import run_demo
+
+    return run_demo()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="eos", description="Exactly-once Kafka -> Spark -> Kafka pipelines: run, verify, recover."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    devstack = commands.add_parser("devstack", help="a local single-node Kafka (KRaft) for development")
+    devstack_commands = devstack.add_subparsers(dest="devstack_command", required=True)
+    for name, handler, help_text in (
+        ("up", _devstack_up, "start the broker (idempotent) and print bootstrap.servers last"),
+        ("down", _devstack_down, "stop the broker and remove its data"),
+        ("status", _devstack_status, "say whether the broker runs and where"),
+    ):
+        sub = devstack_commands.add_parser(name, help=help_text)
+        sub.add_argument("--state-dir", default=None, help="folder of the broker (default $EOS_HOME/devstack)")
+        sub.set_defaults(handler=handler)
+        if name == "up":
+            sub.add_argument(
+                "--transaction-max-timeout-ms", type=int, default=900_000,
+                help="broker transaction.max.timeout.ms (default 900000, Kafka's default)",
+            )
+
+    jars = commands.add_parser("jars", help="resolve (if needed) and print the jars directories")
+    jars.set_defaults(handler=_jars)
+
+    demo = commands.add_parser("demo", help="run the embedded default end to end and stop what it started")
+    demo.set_defaults(handler=_demo)
+
+    for register in _EXTRA_COMMANDS:
+        register(commands)
+    return parser
+
+
+# Later modules (run, verify, abort, repair, preflight, health) add their subcommands here.
+_EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except EosError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

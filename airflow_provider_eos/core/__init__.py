@@ -1,0 +1,1 @@
+"""The domain of exactly-once pipelines, importable with neither Airflow nor PySpark."""

@@ -1,0 +1,264 @@
+"""A real single-node Apache Kafka broker (KRaft, combined broker+controller) on 127.0.0.1.
+
+Used by ``eos devstack``, by the test fixtures and by the demo: one code path, so the tests
+exercise exactly what users start. Configured for transactions on one node.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from airflow_provider_eos.core.errors import DevstackError
+from airflow_provider_eos.devstack.jars import eos_home, kafka_classpath, require_java
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TRANSACTION_MAX_TIMEOUT_MS = 900_000
+_STATE_FILE = "devstack.json"
+_LOG4J = Path(__file__).with_name("log4j2.xml")
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def default_state_dir() -> Path:
+    return eos_home() / "devstack"
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    """Where a running devstack broker is and how to reach it."""
+
+    pid: int
+    port: int
+    controller_port: int
+    state_dir: str
+    transaction_max_timeout_ms: int
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def log_file(self) -> Path:
+        return Path(self.state_dir) / "logs" / "server.log"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie child still answers kill(0); its /proc stat says 'Z'.
+    with contextlib.suppress(OSError):
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    return True
+
+
+def _server_properties(state_dir: Path, port: int, controller_port: int, txn_max_timeout_ms: int) -> str:
+    settings = {
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
+        "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "log.dirs": str(state_dir / "data"),
+        "num.partitions": "1",
+        "auto.create.topics.enable": "false",
+        # One node: every internal topic must fit on it.
+        "offsets.topic.replication.factor": "1",
+        "offsets.topic.num.partitions": "10",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+        "transaction.state.log.num.partitions": "10",
+        "share.coordinator.state.topic.replication.factor": "1",
+        "share.coordinator.state.topic.min.isr": "1",
+        "group.initial.rebalance.delay.ms": "0",
+        "transaction.max.timeout.ms": str(txn_max_timeout_ms),
+        # Timed-out transactions are aborted within a second instead of ten, so tests of
+        # transaction timeouts and lingering transactions run fast.
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
+        "log.segment.bytes": str(64 * 1024 * 1024),
+    }
+    return "".join(f"{k}={v}\n" for k, v in settings.items())
+
+
+class LocalKafka:
+    """Start, stop and describe one local broker whose files live in ``state_dir``.
+
+    :param state_dir: folder for config, data and logs; one broker per folder.
+    :param heap: JVM heap (modest: the broker shares the machine with Spark and Airflow).
+    """
+
+    def __init__(self, state_dir: Path | str | None = None, *, heap: str = "512m") -> None:
+        self.state_dir = Path(state_dir) if state_dir else default_state_dir()
+        self.heap = heap
+
+    @property
+    def _state_file(self) -> Path:
+        return self.state_dir / _STATE_FILE
+
+    def status(self) -> BrokerInfo | None:
+        """The running broker, or None. Stale state (process gone) reads as None."""
+        if not self._state_file.exists():
+            return None
+        try:
+            info = BrokerInfo(**json.loads(self._state_file.read_text()))
+        except (ValueError, TypeError) as exc:
+            raise DevstackError(
+                f"{self._state_file} is not a devstack state file ({exc}).",
+                fix=f"run `eos devstack down` (or remove {self.state_dir}) and start again.",
+            ) from exc
+        return info if _pid_alive(info.pid) else None
+
+    def up(
+        self, *, transaction_max_timeout_ms: int = DEFAULT_TRANSACTION_MAX_TIMEOUT_MS, timeout_s: float = 120
+    ) -> BrokerInfo:
+        """Format KRaft storage, start the broker, and wait until transactions work.
+
+        Idempotent: a broker already running from this folder with the same settings is returned.
+        """
+        if transaction_max_timeout_ms <= 0:
+            raise DevstackError(
+                f"--transaction-max-timeout-ms must be positive, got {transaction_max_timeout_ms}.",
+                fix="pass a value in milliseconds, e.g. 900000 (Kafka's default).",
+            )
+        running = self.status()
+        if running is not None:
+            if running.transaction_max_timeout_ms != transaction_max_timeout_ms:
+                raise DevstackError(
+                    f"A devstack broker already runs at {running.bootstrap_servers} with "
+                    f"transaction.max.timeout.ms={running.transaction_max_timeout_ms}, "
+                    f"not {transaction_max_timeout_ms}.",
+                    fix="run `eos devstack down` first, then `eos devstack up` with the new value.",
+                )
+            return running
+        if self.state_dir.exists():
+            log.warning("Removing stale devstack state in %s (its broker is not running).", self.state_dir)
+            shutil.rmtree(self.state_dir)
+        java = require_java()
+        classpath = kafka_classpath()
+        (self.state_dir / "logs").mkdir(parents=True)
+        port, controller_port = free_port(), free_port()
+        while controller_port == port:
+            controller_port = free_port()
+        config = self.state_dir / "server.properties"
+        config.write_text(_server_properties(self.state_dir, port, controller_port, transaction_max_timeout_ms))
+        jvm = [
+            java, f"-Xmx{self.heap}", f"-Xms{self.heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
+            f"-Dkafka.logs.dir={self.state_dir / 'logs'}", f"-Dlog4j2.configurationFile={_LOG4J}",
+            "-cp", classpath,
+        ]
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        fmt = subprocess.run(
+            [*jvm, "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}", "-c", str(config)],
+            capture_output=True, text=True, check=False,
+        )
+        if fmt.returncode != 0:
+            raise DevstackError(
+                f"Formatting KRaft storage in {self.state_dir} failed: {fmt.stderr or fmt.stdout}",
+                fix=f"remove {self.state_dir} and retry; check that Java 17+ runs.",
+            )
+        with (self.state_dir / "logs" / "kafka.out").open("w") as out:
+            process = subprocess.Popen(
+                [*jvm, "kafka.Kafka", str(config)], stdout=out, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, start_new_session=True,
+            )
+        info = BrokerInfo(process.pid, port, controller_port, str(self.state_dir), transaction_max_timeout_ms)
+        self._state_file.write_text(json.dumps(asdict(info)))
+        try:
+            self._wait_transactional(info, process, timeout_s)
+        except BaseException:
+            self.down()
+            raise
+        return info
+
+    def _wait_transactional(self, info: BrokerInfo, process: subprocess.Popen, timeout_s: float) -> None:
+        from confluent_kafka import KafkaException, Producer
+
+        deadline = time.monotonic() + timeout_s
+        last_error: Exception | None = None
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise DevstackError(
+                    f"The Kafka broker exited with code {process.returncode} while starting.\n"
+                    f"{self._log_tail(info)}",
+                    fix=f"read {info.log_file}; a port taken between selection and bind is fixed by retrying.",
+                )
+            producer = Producer(
+                {"bootstrap.servers": info.bootstrap_servers, "transactional.id": "eos-devstack-probe",
+                 "log_level": 0}
+            )
+            try:
+                producer.init_transactions(10)
+                producer.begin_transaction()
+                producer.abort_transaction(10)
+                return
+            except KafkaException as exc:
+                last_error = exc
+                time.sleep(0.5)
+            finally:
+                producer.flush(0)
+        raise DevstackError(
+            f"The broker at {info.bootstrap_servers} did not accept transactions within {timeout_s:.0f}s "
+            f"(last error: {last_error}).\n{self._log_tail(info)}",
+            fix=f"read {info.log_file}.",
+        )
+
+    @staticmethod
+    def _log_tail(info: BrokerInfo, lines: int = 20) -> str:
+        for candidate in (info.log_file, Path(info.state_dir) / "logs" / "kafka.out"):
+            if candidate.exists() and candidate.stat().st_size:
+                return "\n".join(candidate.read_text(errors="replace").splitlines()[-lines:])
+        return "(no broker log)"
+
+    def down(self, *, timeout_s: float = 30) -> bool:
+        """Stop the broker (SIGTERM, then SIGKILL) and remove its data. True if one was running."""
+        was_running = False
+        if self._state_file.exists():
+            with contextlib.suppress(ValueError, TypeError):
+                pid = json.loads(self._state_file.read_text())["pid"]
+                if _pid_alive(pid):
+                    was_running = True
+                    self._terminate(pid, timeout_s)
+        if self.state_dir.exists():
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+        return was_running
+
+    @staticmethod
+    def _terminate(pid: int, timeout_s: float) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+            if not _pid_alive(pid):
+                return
+            time.sleep(0.2)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)

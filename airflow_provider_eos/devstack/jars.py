@@ -1,0 +1,137 @@
+"""Resolve the JVM parts (Kafka broker and tools, Spark's Kafka connector) from Maven Central.
+
+Maven, not Spark's ``--packages``/Ivy, does the resolution so that it works wherever Maven
+works (mirrors, proxies in ``~/.m2/settings.xml``) and is cached: a second call is a stat of a
+stamp file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from airflow_provider_eos.core.errors import PrerequisiteError
+
+KAFKA_VERSION = "4.1.1"
+_MAVEN_DIR = Path(__file__).with_name("maven")
+_STAMP = ".eos-resolved"
+_ARTIFACT_NAME = re.compile(r"^(?P<artifact>.+?)-\d[\w.\-]*\.jar$")
+
+
+def eos_home() -> Path:
+    """Where caches and the devstack live: ``$EOS_HOME`` or ``~/.cache/airflow-provider-eos``."""
+    return Path(os.environ.get("EOS_HOME", Path.home() / ".cache" / "airflow-provider-eos")).expanduser()
+
+
+def require_tool(name: str, install_hint: str) -> str:
+    """Return the path of an executable or raise a PrerequisiteError that says how to install it."""
+    found = shutil.which(name)
+    if not found:
+        raise PrerequisiteError(f"`{name}` was not found on PATH.", fix=install_hint)
+    return found
+
+
+def require_java() -> str:
+    """The ``java`` executable (JAVA_HOME first), or a clear error."""
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and (Path(java_home) / "bin" / "java").exists():
+        return str(Path(java_home) / "bin" / "java")
+    return require_tool("java", "install a JDK 17 or newer (Debian: `apt-get install openjdk-17-jdk-headless`).")
+
+
+def pyspark_version() -> str:
+    """The installed PySpark distribution's version; the connector must match it exactly."""
+    try:
+        return importlib.metadata.version("pyspark")
+    except importlib.metadata.PackageNotFoundError as exc:
+        raise PrerequisiteError(
+            "PySpark is not installed.", fix="run `make install` (installs the pinned pyspark)."
+        ) from exc
+
+
+def pyspark_jars_dir() -> Path:
+    """The ``jars/`` folder of the full PySpark distribution (absent from ``pyspark-client``)."""
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.submodule_search_locations:
+        raise PrerequisiteError("PySpark is not importable.", fix="run `make install`.")
+    jars = Path(next(iter(spec.submodule_search_locations))) / "jars"
+    if not jars.is_dir():
+        raise PrerequisiteError(
+            f"{jars} does not exist: the installed `pyspark` is the thin Spark Connect client, "
+            "not the full distribution.",
+            fix=f"pip install --force-reinstall --no-deps pyspark=={pyspark_version()}",
+        )
+    return jars
+
+
+def _resolve(pom_name: str, target: Path, properties: dict[str, str]) -> Path:
+    pom = _MAVEN_DIR / pom_name
+    fingerprint = hashlib.sha256(pom.read_bytes() + repr(sorted(properties.items())).encode()).hexdigest()
+    stamp = target / _STAMP
+    if stamp.exists() and stamp.read_text().strip() == fingerprint:
+        return target
+    mvn = require_tool("mvn", "install Apache Maven 3.8+ (Debian: `apt-get install maven`).")
+    require_java()
+    build_dir = eos_home() / "maven-build" / pom.stem
+    build_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copy(pom, build_dir / "pom.xml")
+    if target.exists():
+        shutil.rmtree(target)
+    log = build_dir / "maven.log"
+    command = [
+        mvn, "-B", "-q", "-gs", str(_MAVEN_DIR / "settings.xml"), "-f", str(build_dir / "pom.xml"),
+        "package", f"-Djars.dir={target}", *(f"-D{k}={v}" for k, v in properties.items()),
+    ]
+    with log.open("w") as out:
+        result = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False)
+    if result.returncode != 0:
+        tail = "\n".join(log.read_text().splitlines()[-15:])
+        raise PrerequisiteError(
+            f"Maven could not resolve {pom_name} with {properties} (exit {result.returncode}):\n{tail}",
+            fix=f"check network access to Maven Central and {log}; rerun `eos jars`.",
+        )
+    stamp.write_text(fingerprint)
+    return target
+
+
+def kafka_jars_dir() -> Path:
+    """Kafka broker + tools jars (``kafka.Kafka``, ``TransactionsCommand``, ``ProducerPerformance``)."""
+    return _resolve(
+        "kafka-pom.xml", eos_home() / "jars" / f"kafka-{KAFKA_VERSION}", {"kafka.version": KAFKA_VERSION}
+    )
+
+
+def spark_kafka_jars_dir() -> Path:
+    """``spark-sql-kafka-0-10_2.13`` of exactly the installed PySpark version, with its runtime jars."""
+    version = pyspark_version()
+    return _resolve(
+        "spark-kafka-pom.xml", eos_home() / "jars" / f"spark-kafka-{version}", {"spark.version": version}
+    )
+
+
+def spark_connector_jars() -> list[Path]:
+    """The connector jars to pass to Spark, minus artifacts PySpark already ships.
+
+    Duplicates of Spark's own jars (hadoop-client, scala-library, slf4j) on the classpath in a
+    different version are a classic source of ``NoSuchMethodError``; Spark's copies win.
+    """
+    bundled = {
+        m.group("artifact") for j in pyspark_jars_dir().glob("*.jar") if (m := _ARTIFACT_NAME.match(j.name))
+    }
+    selected = []
+    for jar in sorted(spark_kafka_jars_dir().glob("*.jar")):
+        match = _ARTIFACT_NAME.match(jar.name)
+        if match is None or match.group("artifact") not in bundled:
+            selected.append(jar)
+    return selected
+
+
+def kafka_classpath() -> str:
+    """A Java classpath with every Kafka jar."""
+    return str(kafka_jars_dir() / "*")

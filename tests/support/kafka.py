@@ -1,0 +1,78 @@
+"""Test-side Kafka helpers: create topics, produce, read back with an isolation level."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable
+
+from confluent_kafka import Consumer, IsolationLevel, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+
+
+def create_topic(bootstrap: str, name: str, partitions: int = 1, config: dict | None = None) -> str:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(name, partitions, 1, config=config or {})])
+    futures[name].result(30)
+    # Metadata propagates asynchronously even on one node; wait until the leader is known.
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        topic = admin.list_topics(name, timeout=10).topics.get(name)
+        if topic and topic.error is None and len(topic.partitions) == partitions:
+            return name
+        time.sleep(0.1)
+    raise TimeoutError(f"topic {name} not ready")
+
+
+def produce(bootstrap: str, topic: str, records: Iterable[tuple[bytes | None, bytes]], **conf) -> int:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **conf})
+    count = 0
+    for key, value in records:
+        producer.produce(topic, value=value, key=key)
+        count += 1
+        if count % 10_000 == 0:
+            producer.flush(30)
+    assert producer.flush(30) == 0
+    return count
+
+
+def consume_all(
+    bootstrap: str, topic: str, *, isolation: str = "read_committed", idle_s: float = 2.0, timeout_s: float = 60
+) -> list:
+    """Every record of ``topic`` from the beginning, as seen at ``isolation``."""
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap, "group.id": f"reader-{uuid.uuid4()}", "enable.auto.commit": False,
+        "auto.offset.reset": "earliest", "isolation.level": isolation, "enable.partition.eof": True,
+    })
+    metadata = consumer.list_topics(topic, timeout=10).topics[topic]
+    consumer.assign([TopicPartition(topic, p, 0) for p in metadata.partitions])
+    records, eof = [], set()
+    deadline = time.monotonic() + timeout_s
+    last = time.monotonic()
+    try:
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is None:
+                if len(eof) == len(metadata.partitions) and time.monotonic() - last > idle_s:
+                    break
+                continue
+            if msg.error():
+                if msg.error().code() == -191:  # _PARTITION_EOF
+                    eof.add(msg.partition())
+                    continue
+                raise KafkaException(msg.error())
+            last = time.monotonic()
+            eof.discard(msg.partition())
+            records.append(msg)
+    finally:
+        consumer.close()
+    return records
+
+
+def end_offsets(bootstrap: str, topic: str, partitions: int, *, committed: bool) -> dict[int, int]:
+    """Per partition: the last stable offset (``committed=True``) or the high watermark."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    isolation = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
+    request = {TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)}
+    result = admin.list_offsets(request, isolation_level=isolation)
+    return {tp.partition: fut.result(30).offset for tp, fut in result.items()}
