@@ -52,7 +52,8 @@ def test_open_transaction_pins_lso_until_commit(bootstrap, topic_factory):
     producer.produce(topic, b"pending")
     producer.flush(30)
 
-    lso, hwm = end_offsets(bootstrap, topic, 1, committed=True), end_offsets(bootstrap, topic, 1, committed=False)
+    lso = end_offsets(bootstrap, topic, 1, committed=True)
+    hwm = end_offsets(bootstrap, topic, 1, committed=False)
     assert lso[0] == 1 and hwm[0] == 2, (lso, hwm)
     assert _values(consume_all(bootstrap, topic, idle_s=1)) == [b"before"]
 

@@ -37,7 +37,12 @@ def produce(bootstrap: str, topic: str, records: Iterable[tuple[bytes | None, by
 
 
 def consume_all(
-    bootstrap: str, topic: str, *, isolation: str = "read_committed", idle_s: float = 2.0, timeout_s: float = 60
+    bootstrap: str,
+    topic: str,
+    *,
+    isolation: str = "read_committed",
+    idle_s: float = 2.0,
+    timeout_s: float = 60,
 ) -> list:
     """Every record of ``topic`` from the beginning, as seen at ``isolation``."""
     consumer = Consumer({
