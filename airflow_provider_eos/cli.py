@@ -59,6 +59,24 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo()
 
 
+def _run(args: argparse.Namespace) -> int:
+    import os
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from airflow_provider_eos.core.spec import PipelineSpec
+    from airflow_provider_eos.spark.submit_command import plan_submit, spark_submit_executable
+
+    spec_file = Path(args.spec).resolve()
+    spec = PipelineSpec.load(spec_file)
+    with tempfile.TemporaryDirectory(prefix="eos-run-") as work_dir:
+        plan = plan_submit(spec_file, spec, mode=args.mode or spec.mode, work_dir=Path(work_dir))
+        command = plan.command(spark_submit_executable(), args.master)
+        print(" ".join(command), file=sys.stderr)
+        return subprocess.run(command, check=False, env={**os.environ}).returncode
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="eos", description="Exactly-once Kafka -> Spark -> Kafka pipelines: run, verify, recover."
@@ -83,6 +101,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     jars = commands.add_parser("jars", help="resolve (if needed) and print the jars directories")
     jars.set_defaults(handler=_jars)
+
+    run = commands.add_parser("run", help="run a pipeline's Spark job through spark-submit")
+    run.add_argument("--spec", required=True, help="pipeline spec file (YAML or JSON)")
+    run.add_argument("--master", default="local[2]", help="Spark master URL (default local[2])")
+    run.add_argument("--mode", choices=["exactly-once", "at-least-once"], default=None,
+                     help="sink mode; at-least-once is Spark's built-in writer, for baselines only")
+    run.set_defaults(handler=_run)
 
     demo = commands.add_parser("demo", help="run the embedded default end to end and stop what it started")
     demo.set_defaults(handler=_demo)

@@ -1,0 +1,504 @@
+"""The one reader of Spark Structured Streaming checkpoints, for local paths and fsspec URLs.
+
+What Spark writes (Spark 3.x and 4.x; file names are batch ids, written atomically through a
+temporary file and a rename, each with a Hadoop ``.<name>.crc`` sidecar on local and HDFS paths):
+
+``metadata``
+    ``{"id":"<query id uuid>"}`` (the query id; older Spark ends it with a newline).
+``offsets/<N>`` (``OffsetSeqLog``, the write-ahead log, written before batch ``N`` runs)
+    v1: ``v1``, a metadata JSON line (``batchWatermarkMs``, ``batchTimestampMs``, ``conf``), then
+    one line per source in query order: the source's offset JSON, or ``-`` for none.
+    v2 (Spark 4.1+, ``spark.sql.streaming.offsetLog.formatVersion=2``): ``v2``, the metadata
+    line (adds ``sourceMetadataInfo``), then one ``<source id>:<offset JSON or ->`` line per
+    source in no particular order. Source ids are ``"0"``, ``"1"``... or names given with
+    ``DataStreamReader.name()``.
+``commits/<N>`` (``CommitLog``, written after batch ``N`` completed)
+    ``v1`` or ``v2``, then JSON (``{"nextBatchWatermarkMs":0}``; v2 may add ``stateUniqueIds``).
+``sources/<source id>/0`` (the Kafka source's initial offsets, ``KafkaSourceInitialOffsetWriter``)
+    a 0x00 byte (SPARK-19517), ``v1``, a newline, then the offset JSON without newline.
+
+A Kafka source offset is ``{"<topic>":{"<partition>":<next offset to read>,...},...}``, the same
+meaning as a committed consumer-group offset.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import posixpath
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import fsspec.core
+from fsspec.spec import AbstractFileSystem
+
+from airflow_provider_eos.core.errors import CheckpointError
+from airflow_provider_eos.core.topic_partition import OffsetMap, TopicPartition
+
+#: Highest ``offsets/`` format version this reader understands.
+MAX_OFFSETS_VERSION = 2
+#: Highest ``commits/`` format version this reader understands.
+MAX_COMMITS_VERSION = 2
+#: Highest ``sources/<i>/0`` (Kafka initial offsets) format version this reader understands.
+MAX_INITIAL_OFFSETS_VERSION = 1
+
+_VOID_OFFSET = "-"
+# Hadoop's s3a/s3n connectors and fsspec's s3fs address the same objects.
+_SCHEME_ALIASES = {"s3a://": "s3://", "s3n://": "s3://"}
+_UPGRADE_FIX = "upgrade airflow-provider-eos to a release that reads this Spark version's checkpoint"
+
+
+def normalize_location(location: str) -> str:
+    """Map Hadoop-only URL schemes to their fsspec equivalent (``s3a://`` and ``s3n://`` to ``s3://``).
+
+    :param location: a local path or URL as given to Spark's ``checkpointLocation``.
+    """
+    for alias, canonical in _SCHEME_ALIASES.items():
+        if location.lower().startswith(alias):
+            return canonical + location[len(alias) :]
+    return location
+
+
+@dataclass(frozen=True)
+class CheckpointSnapshot:
+    """What a checkpoint says about a query's progress, read in one pass.
+
+    :param query_id: the query id from ``metadata``.
+    :param last_committed: the newest batch with a ``commits/`` file, ``None`` before the first.
+    :param last_planned: the newest batch with an ``offsets/`` file, ``None`` before the first.
+    :param committed_offsets: the Kafka source's end offsets of ``last_committed``.
+    :param planned_offsets: the Kafka source's end offsets of ``last_planned``.
+    :param last_commit_time: modification time (UTC) of ``commits/<last_committed>``.
+    """
+
+    query_id: str
+    last_committed: int | None
+    last_planned: int | None
+    committed_offsets: OffsetMap | None
+    planned_offsets: OffsetMap | None
+    last_commit_time: dt.datetime | None
+
+    @property
+    def batch_in_flight(self) -> bool:
+        """Whether a batch was planned but not committed (it will be replayed on restart)."""
+        if self.last_planned is None:
+            return False
+        return self.last_committed is None or self.last_planned > self.last_committed
+
+
+@dataclass(frozen=True)
+class _OffsetLogEntry:
+    version: int
+    metadata: dict[str, Any]
+    # Source id ("0", "1", ... or a v2 name) -> offset JSON text, None for "-".
+    sources: dict[str, str | None]
+    # v1 keeps positions; v2 has none.
+    ordered: bool
+
+
+class CheckpointReader:
+    """Reads a Spark checkpoint without Spark, through fsspec.
+
+    :param location: the checkpoint location: a local path, ``file:`` URL or any fsspec URL
+        (``s3://``, ``gs://``, ``abfs://``, ``memory://`` ...); ``s3a://`` and ``s3n://`` are read
+        as ``s3://``.
+    :param storage_options: passed to the fsspec filesystem (credentials, endpoint ...).
+    :raises CheckpointError: if no filesystem can serve the location.
+
+    Attributes ``fs`` (the fsspec filesystem) and ``root`` (the checkpoint root as ``fs`` spells
+    it, without trailing ``/``) let repair code move files with the same addressing.
+    """
+
+    def __init__(self, location: str, storage_options: Mapping[str, Any] | None = None) -> None:
+        self.location = str(location)
+        url = normalize_location(self.location)
+        try:
+            fs, root = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
+        except ImportError as err:
+            raise CheckpointError(
+                f"checkpoint location {self.location!r} needs an fsspec filesystem that is not installed: {err}",
+                fix="install the fsspec implementation for this scheme (e.g. s3fs for s3a://, gcsfs "
+                "for gs://, adlfs for abfs://)",
+            ) from err
+        except (ValueError, TypeError) as err:
+            raise CheckpointError(
+                f"checkpoint location {self.location!r} cannot be opened: {err}",
+                fix="use a local path or an fsspec URL, and check storage_options",
+            ) from err
+        self.fs: AbstractFileSystem = fs
+        self.root: str = root.rstrip("/") or "/"
+
+    def __repr__(self) -> str:
+        return f"CheckpointReader({self.location!r})"
+
+    # -- addressing ----------------------------------------------------------------------------
+
+    def path(self, *parts: str) -> str:
+        """The ``fs`` path of a file under the checkpoint root, e.g. ``path("offsets", "3")``."""
+        return posixpath.join(self.root, *parts)
+
+    def display(self, path: str) -> str:
+        """A path as the operator knows it: the local path, or a URL with its scheme."""
+        protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
+        if protocol in ("file", "local"):
+            return path
+        return self.fs.unstrip_protocol(path)
+
+    def _batches(self, log: str) -> list[int]:
+        directory = self.path(log)
+        # Listing caches (s3fs, gcsfs) would hide batches written since the last call.
+        self.fs.invalidate_cache(directory)
+        try:
+            entries = self.fs.ls(directory, detail=True)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        batches: set[int] = set()
+        for entry in entries:
+            if entry.get("type") != "file":
+                continue
+            name = posixpath.basename(str(entry["name"]).rstrip("/"))
+            # Spark names batch files by decimal id; ".3.crc", ".3.<uuid>.tmp", "_..." are not batches.
+            if name.isascii() and name.isdecimal():
+                batches.add(int(name))
+        return sorted(batches)
+
+    def _read_text(self, path: str, expected: str, missing_fix: Callable[[], str] | None = None) -> str:
+        data = self._read_bytes(path, expected, missing_fix)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise CheckpointError(
+                f"checkpoint file {self.display(path)} is not UTF-8 text ({err}); expected {expected}",
+                fix="the file is corrupt: restore it from a backup, or rewind the checkpoint before it "
+                "with `eos repair`",
+            ) from err
+
+    def _read_bytes(self, path: str, expected: str, missing_fix: Callable[[], str] | None = None) -> bytes:
+        try:
+            return self.fs.cat_file(path)
+        except (FileNotFoundError, IsADirectoryError):
+            raise CheckpointError(
+                f"checkpoint file {self.display(path)} is missing; expected {expected}",
+                # Computed only on failure: it lists the log, which costs a request on object stores.
+                fix=missing_fix()
+                if missing_fix
+                else f"check that checkpoint location {self.location!r} is the pipeline's (spec "
+                "checkpoint_location) and that the query has run",
+            ) from None
+
+    def _missing_batch_fix(self, log: str) -> str:
+        batches = self._batches(log)
+        present = f"batches {batches[0]}..{batches[-1]}" if batches else "no batches"
+        return (
+            f"{log}/ holds {present}; ask for one of those, and check that checkpoint location "
+            f"{self.location!r} is the pipeline's (spec checkpoint_location)"
+        )
+
+    def _malformed(self, path: str, expected: str, found: str, fix: str | None = None) -> CheckpointError:
+        return CheckpointError(
+            f"checkpoint file {self.display(path)} is malformed: expected {expected}, found {_clip(found)}",
+            fix=fix
+            or "if Spark wrote it, the format may be newer than this reader ("
+            + _UPGRADE_FIX
+            + "); otherwise restore the file or rewind the checkpoint before it with `eos repair`",
+        )
+
+    def _version(self, path: str, line: str, maximum: int, expected: str) -> int:
+        text = line.strip()
+        if not (text.startswith("v") and text[1:].isascii() and text[1:].isdecimal()):
+            raise self._malformed(path, f"a version line such as 'v1' ({expected})", repr(line))
+        version = int(text[1:])
+        if not 1 <= version <= maximum:
+            raise CheckpointError(
+                f"checkpoint file {self.display(path)} has format version v{version}; this reader "
+                f"supports v1..v{maximum}",
+                fix=_UPGRADE_FIX,
+            )
+        return version
+
+    def _json(self, path: str, text: str, expected: str) -> Any:
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            raise self._malformed(path, expected, repr(text)) from None
+
+    # -- existence and identity ----------------------------------------------------------------
+
+    def exists(self) -> bool:
+        """Whether a checkpoint is there: the root holds ``metadata`` or a non-empty ``offsets/`` log."""
+        self.fs.invalidate_cache(self.root)
+        if self.fs.isfile(self.path("metadata")):
+            return True
+        return bool(self._batches("offsets"))
+
+    def query_id(self) -> str:
+        """The streaming query id from ``metadata``.
+
+        :raises CheckpointError: if ``metadata`` is missing or not ``{"id": "..."}``.
+        """
+        path = self.path("metadata")
+        expected = 'the query metadata {"id":"<query id>"}'
+        text = self._read_text(path, expected)
+        data = self._json(path, text.strip(), expected)
+        query_id = data.get("id") if isinstance(data, dict) else None
+        if not isinstance(query_id, str) or not query_id:
+            raise self._malformed(path, expected, repr(text))
+        return query_id
+
+    def state_dir_exists(self) -> bool:
+        """Whether the query keeps operator state (``state/``), so rewinds must consider it."""
+        return bool(self.fs.isdir(self.path("state")))
+
+    # -- batch listings ------------------------------------------------------------------------
+
+    def offset_batches(self) -> list[int]:
+        """Batch ids with an ``offsets/`` file (planned batches), ascending."""
+        return self._batches("offsets")
+
+    def commit_batches(self) -> list[int]:
+        """Batch ids with a ``commits/`` file (completed batches), ascending."""
+        return self._batches("commits")
+
+    def latest_planned_batch(self) -> int | None:
+        """The newest planned batch id, ``None`` if none was planned."""
+        batches = self.offset_batches()
+        return batches[-1] if batches else None
+
+    def latest_committed_batch(self) -> int | None:
+        """The newest completed batch id, ``None`` if none completed."""
+        batches = self.commit_batches()
+        return batches[-1] if batches else None
+
+    # -- offsets log ---------------------------------------------------------------------------
+
+    def _offset_log_entry(self, batch_id: int) -> _OffsetLogEntry:
+        path = self.path("offsets", str(batch_id))
+        expected = "Spark's offset log entry ('v1' or 'v2', a metadata line, one line per source)"
+        text = self._read_text(path, expected, lambda: self._missing_batch_fix("offsets"))
+        lines = [line.removesuffix("\r") for line in text.split("\n")]
+        # Spark writes no trailing newline, but files edited by hand often gain one.
+        if len(lines) > 1 and lines[-1] == "":
+            lines.pop()
+        if len(lines) < 2:
+            raise self._malformed(path, expected, repr(text))
+        version = self._version(path, lines[0], MAX_OFFSETS_VERSION, expected)
+        meta_text = lines[1].strip()
+        metadata = self._json(path, meta_text, "a batch metadata JSON object on line 2") if meta_text else {}
+        if not isinstance(metadata, dict):
+            raise self._malformed(path, "a batch metadata JSON object on line 2", repr(lines[1]))
+        sources: dict[str, str | None] = {}
+        if version == 1:
+            for index, line in enumerate(lines[2:]):
+                sources[str(index)] = None if line.strip() == _VOID_OFFSET else line
+        else:
+            for line in lines[2:]:
+                source_id, sep, offset = line.partition(":")
+                if not sep or not source_id:
+                    raise self._malformed(path, "'<source id>:<offset json>' lines after the metadata", repr(line))
+                sources[source_id] = None if offset.strip() == _VOID_OFFSET else offset
+        return _OffsetLogEntry(version=version, metadata=metadata, sources=sources, ordered=version == 1)
+
+    def offset_log_version(self, batch_id: int) -> int:
+        """The format version (1 or 2) of ``offsets/<batch_id>``."""
+        return self._offset_log_entry(batch_id).version
+
+    def source_ids(self, batch_id: int) -> list[str]:
+        """The source ids in ``offsets/<batch_id>``: positions ``"0"``, ``"1"``... or v2 names."""
+        return list(self._offset_log_entry(batch_id).sources)
+
+    def batch_metadata(self, batch_id: int) -> dict[str, Any]:
+        """The metadata line of ``offsets/<batch_id>`` (``batchWatermarkMs``, ``batchTimestampMs``, ``conf``)."""
+        return self._offset_log_entry(batch_id).metadata
+
+    def planned_offsets(self, batch_id: int, source_index: int | str = 0) -> OffsetMap:
+        """The Kafka source's end offsets of batch ``batch_id`` (from ``offsets/<batch_id>``).
+
+        :param batch_id: the batch.
+        :param source_index: the source's position in the query (v1) or id (v2; ``0`` means
+            ``"0"``); a string names a v2 source given a name with ``DataStreamReader.name()``.
+        :raises CheckpointError: if the file is missing or malformed, the source is absent or has
+            no offset (``-``), or its offset is not a Kafka source offset.
+        """
+        path = self.path("offsets", str(batch_id))
+        entry = self._offset_log_entry(batch_id)
+        key = str(source_index)
+        if key not in entry.sources:
+            raise CheckpointError(
+                f"checkpoint file {self.display(path)} has no source {key!r}; it lists sources {list(entry.sources)}",
+                fix="pass the source index (or v2 source id) of the Kafka source in the query",
+            )
+        offset_json = entry.sources[key]
+        if offset_json is None:
+            raise CheckpointError(
+                f"checkpoint file {self.display(path)} records no offset ('-') for source {key!r}",
+                fix="check that source " + key + " is the query's Kafka source; a source without an "
+                "offset has not produced its first batch",
+            )
+        return self._kafka_offsets(path, offset_json, f"source {key!r}")
+
+    def _kafka_offsets(self, path: str, text: str, what: str) -> OffsetMap:
+        expected = f'a Kafka source offset for {what}, e.g. {{"topic":{{"0":123,"1":456}}}}'
+        fix = (
+            f"check that {what} belongs to the query's Kafka source (other sources write other "
+            "offsets; pass the Kafka source's index or id); if it does, the file is corrupt: restore "
+            "it or rewind the checkpoint before it with `eos repair`"
+        )
+        try:
+            data = json.loads(text.strip())
+        except json.JSONDecodeError:
+            raise self._malformed(path, expected, repr(text), fix) from None
+        if not isinstance(data, dict) or not data:
+            raise self._malformed(path, expected, repr(text), fix)
+        offsets: OffsetMap = {}
+        for topic, partitions in data.items():
+            if not isinstance(topic, str) or not topic or not isinstance(partitions, dict):
+                raise self._malformed(path, expected, repr(text), fix)
+            for partition, offset in partitions.items():
+                if not (partition.isascii() and partition.isdecimal()):
+                    raise self._malformed(path, expected, f"partition key {partition!r} in {text!r}", fix)
+                # Spark resolves -1/-2 (latest/earliest) before writing; a negative value here is
+                # not an offset this package can compare with a committed one.
+                if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+                    raise self._malformed(path, expected, f"offset {offset!r} for {topic}-{partition}", fix)
+                offsets[TopicPartition(topic, int(partition))] = offset
+        return dict(sorted(offsets.items()))
+
+    def initial_offsets(self, source_index: int | str = 0) -> OffsetMap:
+        """The Kafka source's initial offsets, from ``sources/<source id>/0``.
+
+        These are the start of the query's first batch (``startingOffsets`` resolved when the
+        query first ran).
+
+        :raises CheckpointError: if the file is missing or not Kafka initial offsets.
+        """
+        path = self.path("sources", str(source_index), "0")
+        expected = "the Kafka source's initial offsets ('v1', newline, offset JSON)"
+        data = self._read_bytes(path, expected)
+        # KafkaSourceInitialOffsetWriter writes a 0x00 byte first so Spark 2.1.0 can tell its format.
+        if data[:1] == b"\x00":
+            data = data[1:]
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise self._malformed(path, expected, repr(data[:80])) from None
+        if text.startswith("v"):
+            first, sep, body = text.partition("\n")
+            if not sep:
+                raise self._malformed(path, expected, repr(text))
+            self._version(path, first, MAX_INITIAL_OFFSETS_VERSION, expected)
+        else:
+            # Spark 2.1.0 wrote the bare JSON.
+            body = text
+        return self._kafka_offsets(path, body, f"initial offsets of source {str(source_index)!r}")
+
+    def start_offsets(self, batch_id: int, source_index: int | str = 0) -> OffsetMap:
+        """Where batch ``batch_id`` starts reading: ``offsets/<batch_id - 1>``, or for batch 0 the
+        initial offsets (``sources/<i>/0``).
+
+        Partitions added to a topic between two batches are in ``offsets/N`` but not in
+        ``offsets/N-1``; Spark reads them from their earliest available offset, which the
+        checkpoint does not record, so they are absent from the result (callers treat an absent
+        partition as "new in this batch").
+
+        :raises CheckpointError: if batch ``batch_id > 0`` has no ``offsets/<batch_id - 1>``
+            (purged by ``spark.sql.streaming.minBatchesToRetain`` or deleted): using the initial
+            offsets instead would silently be wrong.
+        """
+        if batch_id < 0:
+            raise CheckpointError(f"batch id {batch_id} is negative", fix="pass a batch id listed by offset_batches()")
+        if batch_id == 0:
+            return self.initial_offsets(source_index)
+        previous = batch_id - 1
+        if previous not in self.offset_batches():
+            raise CheckpointError(
+                f"checkpoint file {self.display(self.path('offsets', str(previous)))} is missing, so "
+                f"the start of batch {batch_id} is unknown",
+                fix="Spark keeps only the last spark.sql.streaming.minBatchesToRetain batches (default "
+                "100); ask about a recent batch, or restore the file",
+            )
+        return self.planned_offsets(previous, source_index)
+
+    # -- commits log ---------------------------------------------------------------------------
+
+    def commit_metadata(self, batch_id: int) -> dict[str, Any]:
+        """The JSON of ``commits/<batch_id>`` (``nextBatchWatermarkMs``; v2 adds ``stateUniqueIds``).
+
+        :raises CheckpointError: if the file is missing or malformed.
+        """
+        path = self.path("commits", str(batch_id))
+        expected = "Spark's commit log entry ('v1' or 'v2', then a JSON object)"
+        text = self._read_text(path, expected, lambda: self._missing_batch_fix("commits"))
+        first, _, rest = text.partition("\n")
+        self._version(path, first, MAX_COMMITS_VERSION, expected)
+        body = rest.split("\n", 1)[0].strip()
+        # Spark itself reads a commit file without a JSON line as "{}".
+        data = self._json(path, body, expected) if body else {}
+        if not isinstance(data, dict):
+            raise self._malformed(path, expected, repr(text))
+        return data
+
+    def commit_time(self, batch_id: int) -> dt.datetime:
+        """Modification time (UTC) of ``commits/<batch_id>``: when Spark finished the batch."""
+        return self._modified(self.path("commits", str(batch_id)))
+
+    def _modified(self, path: str) -> dt.datetime:
+        try:
+            value: Any = self.fs.modified(path)
+        except FileNotFoundError:
+            raise CheckpointError(
+                f"checkpoint file {self.display(path)} is missing; expected a commit log entry",
+                fix="re-read the checkpoint; a repair may have moved the file",
+            ) from None
+        except (NotImplementedError, AttributeError):
+            info = self.fs.info(path)
+            value = next(
+                (info[k] for k in ("mtime", "LastModified", "last_modified", "updated", "created") if info.get(k)),
+                None,
+            )
+        return _as_utc(value, self.display(path))
+
+    # -- snapshot ------------------------------------------------------------------------------
+
+    def snapshot(self, source_index: int | str = 0) -> CheckpointSnapshot:
+        """Read the query's progress in one pass.
+
+        :raises CheckpointError: if there is no checkpoint at the location, or a file is malformed.
+        """
+        if not self.exists():
+            raise CheckpointError(
+                f"no Spark checkpoint at {self.location!r} (no metadata file, no offsets)",
+                fix="check the spec's checkpoint_location; a pipeline that never ran has no checkpoint",
+            )
+        query_id = self.query_id()
+        last_committed = self.latest_committed_batch()
+        last_planned = self.latest_planned_batch()
+        return CheckpointSnapshot(
+            query_id=query_id,
+            last_committed=last_committed,
+            last_planned=last_planned,
+            committed_offsets=(None if last_committed is None else self.planned_offsets(last_committed, source_index)),
+            planned_offsets=None if last_planned is None else self.planned_offsets(last_planned, source_index),
+            last_commit_time=None if last_committed is None else self.commit_time(last_committed),
+        )
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _as_utc(value: Any, where: str) -> dt.datetime:
+    if isinstance(value, dt.datetime):
+        # Filesystems that return naive times (memory, some object stores) mean UTC.
+        return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
+    if isinstance(value, int | float):
+        return dt.datetime.fromtimestamp(value, tz=dt.UTC)
+    if isinstance(value, str):
+        try:
+            return _as_utc(dt.datetime.fromisoformat(value), where)
+        except ValueError:
+            pass
+    raise CheckpointError(
+        f"the filesystem reports no usable modification time for {where} (got {value!r})",
+        fix="use a filesystem whose fsspec implementation reports modification times",
+    )

@@ -1,0 +1,183 @@
+"""The sink's per-batch decision (DESIGN.md section 2, step 2), free of any Kafka client.
+
+Before producing batch ``N`` the sink compares the sink group's committed offsets (and their
+batch markers) with the batch's planned range from the checkpoint. Exactly one of three things
+is true, because each batch's transaction commits the end offsets of *every* input partition
+with marker ``N`` atomically:
+
+- every partition is at ``end`` with marker ``N``: the batch is already in Kafka and Spark is
+  replaying it -> :attr:`BatchAction.SKIP_REPLAY`;
+- every partition is at ``start`` with marker ``N-1`` (or, on the query's first batch, nothing is
+  committed) -> :attr:`BatchAction.PRODUCE`;
+- anything else, including a mix of the two -> :class:`InconsistentOffsetsError`. The sink never
+  repairs this silently: producing would duplicate or lose output.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from airflow_provider_eos.core.errors import InconsistentOffsetsError, MarkerError
+from airflow_provider_eos.core.markers import BatchMarker, CommittedOffset, CommittedOffsets
+from airflow_provider_eos.core.topic_partition import OffsetMap, TopicPartition
+
+
+class BatchAction(enum.Enum):
+    """What the sink does with a micro-batch."""
+
+    #: Produce the batch's output and commit ``end`` with marker ``N`` in one transaction.
+    PRODUCE = "produce"
+    #: The batch's transaction already committed; Spark is replaying it. Produce nothing.
+    SKIP_REPLAY = "skip_replay"
+
+
+class _State(enum.Enum):
+    """Where one partition's committed offset stands relative to batch ``N``."""
+
+    AT_END = "committed by this batch"
+    AT_START = "committed by the previous batch"
+    INCONSISTENT = "inconsistent"
+
+
+@dataclass(frozen=True)
+class _Finding:
+    tp: TopicPartition
+    state: _State
+    expected: str
+    found: str
+
+
+def _describe(committed: CommittedOffset | None) -> str:
+    return "nothing committed" if committed is None else committed.describe()
+
+
+def _classify(
+    tp: TopicPartition,
+    *,
+    query_id: str,
+    batch_id: int,
+    start: OffsetMap,
+    end: OffsetMap,
+    committed: CommittedOffset | None,
+    is_first_batch: bool,
+) -> _Finding:
+    end_marker = BatchMarker(query_id, batch_id).encode()
+    replay = f"offset {end[tp]} with marker {end_marker} (batch {batch_id} already committed)"
+    if tp not in start:
+        # A partition added between batches: Spark reads it from its earliest offset, which the
+        # checkpoint does not record, so the only consistent "before" state is "nothing committed".
+        before = "nothing committed (partition new in this batch)"
+    elif is_first_batch:
+        before = f"nothing committed (first batch of query {query_id})"
+    else:
+        prev_marker = BatchMarker(query_id, batch_id - 1).encode()
+        before = f"offset {start[tp]} with marker {prev_marker}"
+    expected = f"{before}, or {replay}"
+    found = _describe(committed)
+
+    if committed is None:
+        ok = tp not in start or is_first_batch
+        return _Finding(tp, _State.AT_START if ok else _State.INCONSISTENT, expected, found)
+    try:
+        marker = committed.marker
+    except MarkerError:
+        return _Finding(tp, _State.INCONSISTENT, expected, found)
+    if marker is None or marker.query_id != query_id:
+        return _Finding(tp, _State.INCONSISTENT, expected, found)
+    if marker.batch_id == batch_id and committed.offset == end[tp]:
+        return _Finding(tp, _State.AT_END, expected, found)
+    if batch_id > 0 and marker.batch_id == batch_id - 1 and tp in start and committed.offset == start[tp]:
+        return _Finding(tp, _State.AT_START, expected, found)
+    return _Finding(tp, _State.INCONSISTENT, expected, found)
+
+
+def _fix(group_id: str) -> str:
+    return (
+        "Nothing was produced. Run `eos verify --spec <spec file>` (Airflow: "
+        "VerifyCommittedOffsetsOperator) to see the verdict, then repair with `eos repair --spec "
+        f"<spec file>` (rewind the checkpoint, or align group {group_id!r} to it). Do not move the "
+        "group's offsets by hand and do not delete the checkpoint: either duplicates or loses output."
+    )
+
+
+def decide_batch(
+    *,
+    query_id: str,
+    batch_id: int,
+    start: OffsetMap,
+    end: OffsetMap,
+    committed: CommittedOffsets,
+    group_id: str,
+    is_first_batch: bool | None = None,
+) -> BatchAction:
+    """Decide whether the sink produces batch ``N`` or skips it as a replay.
+
+    :param query_id: the query id from the checkpoint's ``metadata`` file.
+    :param batch_id: the micro-batch id ``N``.
+    :param start: the batch's start offsets (``offsets/N-1``, or the initial offsets for the
+        query's first batch). Partitions absent here are new in this batch.
+    :param end: the batch's end offsets (``offsets/N``); every partition here is checked.
+    :param committed: the sink group's committed offsets for the input partitions (read with
+        ``require_stable``); a missing key or ``None`` means nothing is committed.
+    :param group_id: the sink group, named in the error.
+    :param is_first_batch: whether ``N`` is the query's first batch; defaults to ``batch_id == 0``.
+    :returns: :attr:`BatchAction.PRODUCE` or :attr:`BatchAction.SKIP_REPLAY`.
+    :raises InconsistentOffsetsError: listing every partition whose committed offset or marker
+        fits neither case, with expected and found values, or naming the mix of both cases.
+    """
+    first = batch_id == 0 if is_first_batch is None else is_first_batch
+    if not end:
+        raise InconsistentOffsetsError(
+            f"batch {batch_id} of query {query_id} has no input partitions in its end offsets, "
+            f"so group {group_id!r} cannot be checked",
+            fix="check that the checkpoint's offsets file for this batch holds the Kafka source's "
+            "offsets (run `eos verify --spec <spec file>`)",
+        )
+    findings = [
+        _classify(
+            tp,
+            query_id=query_id,
+            batch_id=batch_id,
+            start=start,
+            end=end,
+            committed=committed.get(tp),
+            is_first_batch=first,
+        )
+        for tp in sorted(end)
+    ]
+    states = {f.state for f in findings}
+    if states == {_State.AT_END}:
+        return BatchAction.SKIP_REPLAY
+    if states == {_State.AT_START}:
+        return BatchAction.PRODUCE
+
+    bad = [f for f in findings if f.state is _State.INCONSISTENT]
+    header = f"sink group {group_id!r} disagrees with the checkpoint for batch {batch_id} of query {query_id}"
+    if bad:
+        lines = [f"  {f.tp}: expected {f.expected}; found {f.found}" for f in bad]
+        message = f"{header}; {len(bad)} of {len(findings)} partition(s) inconsistent:\n" + "\n".join(lines)
+    else:
+        # Every partition is individually plausible, but a transaction commits all partitions
+        # with the same marker atomically, so this sink cannot have left them split.
+        at_end = ", ".join(f"{f.tp} ({f.found})" for f in findings if f.state is _State.AT_END)
+        at_start = ", ".join(f"{f.tp} ({f.found})" for f in findings if f.state is _State.AT_START)
+        message = (
+            f"{header}: partitions are split between batch {batch_id} and the state before it, "
+            "which one transaction cannot produce (it commits every partition atomically). "
+            f"At batch {batch_id}: {at_end}. Before it: {at_start}"
+        )
+    raise InconsistentOffsetsError(message, fix=_fix(group_id))
+
+
+def offsets_to_commit(query_id: str, batch_id: int, end: OffsetMap) -> dict[TopicPartition, tuple[int, str]]:
+    """The offsets the sink commits in batch ``N``'s transaction: ``end`` with marker ``N``.
+
+    :param query_id: the query id from the checkpoint's ``metadata`` file.
+    :param batch_id: the micro-batch id ``N``.
+    :param end: the batch's end offsets (``offsets/N``), next offset to read per partition.
+    :returns: ``{partition: (offset, marker)}`` for every partition in ``end``.
+    :raises MarkerError: if the query id or batch id cannot form a marker.
+    """
+    marker = BatchMarker(query_id, batch_id).encode()
+    return {tp: (offset, marker) for tp, offset in sorted(end.items())}

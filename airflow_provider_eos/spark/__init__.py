@@ -1,0 +1,1 @@
+"""The Spark side: source, transform plug-in, exactly-once sink, job runner. Imports PySpark, never Airflow."""

@@ -1,0 +1,56 @@
+"""Test-only fault injection at the named points of the sink protocol.
+
+Armed only when BOTH ``EOS_FAULT_INJECTION=<point>@<batch>`` and
+``EOS_FAULT_INJECTION_ACK=kill-this-driver`` are set, so no single stray variable in a
+production environment can kill a driver. When it fires it logs ``EOS-FAULT`` and SIGKILLs the
+driver's whole process group (the Spark JVM with it), which is what a real crash looks like.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import time
+from enum import StrEnum
+
+log = logging.getLogger(__name__)
+
+ACK_VALUE = "kill-this-driver"
+
+
+class FaultPoint(StrEnum):
+    BEFORE_PRODUCE = "before_produce"
+    AFTER_PRODUCE = "after_produce"
+    AFTER_KAFKA_COMMIT = "after_kafka_commit"
+    SLOW_TRANSACTION = "slow_transaction"
+
+
+class FaultInjector:
+    """Fires at most once per process, at ``point`` of batch ``batch_id``."""
+
+    def __init__(self, point: FaultPoint | None = None, batch_id: int | None = None, stall_s: float = 0) -> None:
+        self.point, self.batch_id, self.stall_s = point, batch_id, stall_s
+
+    @classmethod
+    def from_environment(cls, transaction_timeout_ms: int) -> FaultInjector:
+        setting = os.environ.get("EOS_FAULT_INJECTION")
+        if not setting or os.environ.get("EOS_FAULT_INJECTION_ACK") != ACK_VALUE:
+            return cls()
+        point, _, batch = setting.partition("@")
+        log.warning("EOS-FAULT armed: %s at batch %s (test only)", point, batch)
+        # A slow batch outlives the transaction timeout by a margin larger than the broker's abort interval.
+        return cls(FaultPoint(point), int(batch), stall_s=transaction_timeout_ms / 1000 + 8)
+
+    def hit(self, point: FaultPoint, batch_id: int) -> None:
+        if self.point is not point or self.batch_id != batch_id:
+            return
+        self.point = None
+        if point is FaultPoint.SLOW_TRANSACTION:
+            log.warning("EOS-FAULT fired: %s batch %d, stalling %.0fs", point.value, batch_id, self.stall_s)
+            time.sleep(self.stall_s)
+            return
+        log.warning("EOS-FAULT fired: %s batch %d, killing the driver", point.value, batch_id)
+        for handler in logging.getLogger().handlers:
+            handler.flush()
+        os.killpg(os.getpgrp(), signal.SIGKILL)

@@ -1,0 +1,1 @@
+"""spark-submit entry script and example transforms."""

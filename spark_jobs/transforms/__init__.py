@@ -1,0 +1,1 @@
+"""Example transforms: ``spark_jobs.transforms.<name>:transform``."""
