@@ -74,7 +74,7 @@ def _run(args: argparse.Namespace) -> int:
         plan = plan_submit(spec_file, spec, mode=args.mode or spec.mode, work_dir=Path(work_dir))
         command = plan.command(spark_submit_executable(), args.master)
         print(" ".join(command), file=sys.stderr)
-        return subprocess.run(command, check=False, env={**os.environ}).returncode
+        return subprocess.run(command, check=False, env={**os.environ, **plan.environment()}).returncode
 
 
 def build_parser() -> argparse.ArgumentParser:

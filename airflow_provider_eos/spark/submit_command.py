@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+import sys
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,10 @@ class SubmitPlan:
     jars: list[Path]
     py_files: list[Path]
     conf: dict[str, str] = field(default_factory=dict)
+
+    def environment(self) -> dict[str, str]:
+        """Driver and executors run this interpreter, which has the Kafka clients installed."""
+        return {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
 
     def command(self, spark_submit: str, master: str) -> list[str]:
         args = [spark_submit, "--master", master, "--jars", ",".join(map(str, self.jars)),
