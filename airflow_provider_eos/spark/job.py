@@ -17,7 +17,7 @@ from airflow_provider_eos.core.errors import EosError, SpecError
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.kafka.client_config import spark_source_options
 from airflow_provider_eos.spark.faults import FaultInjector
-from airflow_provider_eos.spark.sink import DLQ_REASON_COLUMN, ExactlyOnceKafkaSink
+from airflow_provider_eos.spark.sink import DLQ_REASON_COLUMN, AtLeastOnceKafkaSink, ExactlyOnceKafkaSink
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -75,9 +75,7 @@ def _apply_trigger(writer, spec: PipelineSpec):
 
 
 def start_query(spark: SparkSession, spec: PipelineSpec, mode: str = EXACTLY_ONCE) -> tuple[StreamingQuery, object]:
-    """Start the query; returns it and the sink (the exactly-once sink, or None for at-least-once)."""
-    from pyspark.sql import functions as F
-
+    """Start the query; returns it and its sink."""
     transformed = load_transform(spec.transform)(read_source(spark, spec))
     missing = {"key", "value"} - set(transformed.columns)
     if missing:
@@ -89,21 +87,8 @@ def start_query(spark: SparkSession, spec: PipelineSpec, mode: str = EXACTLY_ONC
         sink = ExactlyOnceKafkaSink(spec, FaultInjector.from_environment(spec.transaction_timeout_ms))
         writer = transformed.writeStream.foreachBatch(sink).outputMode(output_mode)
     elif mode == AT_LEAST_ONCE:
-        # Baseline only: Spark's built-in Kafka writer. A replayed batch is written again.
-        sink = None
-        routed = transformed
-        if DLQ_REASON_COLUMN in transformed.columns:
-            routed = transformed.withColumn(
-                "topic", F.when(F.col(DLQ_REASON_COLUMN).isNull(), F.lit(spec.output_topic)).otherwise(
-                    F.lit(spec.dlq_topic or spec.output_topic))
-            )
-        else:
-            routed = transformed.withColumn("topic", F.lit(spec.output_topic))
-        columns = ["topic", "key", "value"] + (["headers"] if "headers" in routed.columns else [])
-        writer = (
-            routed.select(*columns).writeStream.format("kafka").outputMode(output_mode)
-            .options(**spark_source_options(spec))
-        )
+        sink = AtLeastOnceKafkaSink(spec, FaultInjector.from_environment(spec.transaction_timeout_ms))
+        writer = transformed.writeStream.foreachBatch(sink).outputMode(output_mode)
     else:
         raise EosError(f"unknown mode {mode!r}", fix=f"use {EXACTLY_ONCE!r} or {AT_LEAST_ONCE!r}")
     writer = _apply_trigger(writer.option("checkpointLocation", spec.checkpoint_location), spec)
@@ -116,7 +101,7 @@ def start_query(spark: SparkSession, spec: PipelineSpec, mode: str = EXACTLY_ONC
 class BatchProgressLogger:
     """One ``EOS-PROGRESS`` JSON line per finished batch: Spark's counts joined with the sink's."""
 
-    def __init__(self, sink: ExactlyOnceKafkaSink | None, mode: str) -> None:
+    def __init__(self, sink: ExactlyOnceKafkaSink | AtLeastOnceKafkaSink, mode: str) -> None:
         self.sink, self.mode = sink, mode
 
     def as_listener(self):
@@ -142,7 +127,7 @@ class BatchProgressLogger:
     def log_progress(self, progress) -> None:
         line = {"mode": self.mode, "batch_id": progress.batchId, "rows_in": progress.numInputRows,
                 "batch_ms": (progress.durationMs or {}).get("triggerExecution")}
-        if self.sink is not None and (stats := self.sink.stats.pop(progress.batchId, None)):
+        if stats := self.sink.stats.pop(progress.batchId, None):
             line.update(action=stats.action, rows_out=stats.rows_out, rows_dlq=stats.rows_dlq,
                         replay_skipped=stats.action == "skip_replay", collect_ms=stats.collect_ms,
                         produce_ms=stats.produce_ms, commit_ms=stats.commit_ms)
@@ -161,7 +146,7 @@ def run_pipeline(spark: SparkSession, spec: PipelineSpec, mode: str = EXACTLY_ON
         while query.isActive:
             if query.awaitTermination(0.5):
                 break
-            if stop_requested.is_set() and not (sink is not None and sink.in_batch):
+            if stop_requested.is_set() and not sink.in_batch:
                 log.info("EOS-QUERY SIGTERM: stopping after the running batch")
                 query.stop()
         exception = query.exception()
@@ -170,5 +155,4 @@ def run_pipeline(spark: SparkSession, spec: PipelineSpec, mode: str = EXACTLY_ON
             return 1
         return 0
     finally:
-        if sink is not None:
-            sink.close()
+        sink.close()

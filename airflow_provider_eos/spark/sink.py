@@ -215,3 +215,46 @@ def collect_output(batch: DataFrame) -> pa.Table:
 
 def _ms_since(started: float) -> int:
     return int((time.monotonic() - started) * 1000)
+
+
+class AtLeastOnceKafkaSink:
+    """Baseline only, clearly NOT exactly-once: Spark's built-in Kafka writer inside ``foreachBatch``.
+
+    This is the same ``KafkaWriter`` Spark's streaming Kafka sink uses; a batch replayed after a
+    crash between the write and Spark's commit log is written again (duplicates). It exists to
+    measure the cost of exactly-once and to prove the duplicate checks can see duplicates.
+    """
+
+    def __init__(self, spec: PipelineSpec, faults: FaultInjector | None = None) -> None:
+        self.spec = spec
+        self.faults = faults or FaultInjector()
+        self.stats: dict[int, BatchStats] = {}
+        self.in_batch = False
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        from pyspark.sql import functions as F
+
+        from airflow_provider_eos.kafka.client_config import spark_source_options
+
+        self.in_batch = True
+        try:
+            started = time.monotonic()
+            if DLQ_REASON_COLUMN in batch.columns:
+                topic = F.when(F.col(DLQ_REASON_COLUMN).isNull(), F.lit(self.spec.output_topic)).otherwise(
+                    F.lit(self.spec.dlq_topic or self.spec.output_topic))
+            else:
+                topic = F.lit(self.spec.output_topic)
+            columns = [topic.alias("topic"), "key", "value"] + (["headers"] if "headers" in batch.columns else [])
+            self.faults.hit(FaultPoint.BEFORE_PRODUCE, batch_id)
+            batch.select(*columns).write.format("kafka").options(**spark_source_options(self.spec)).save()
+            self.faults.hit(FaultPoint.AFTER_PRODUCE, batch_id)
+            self._record(BatchStats(batch_id, "produce_at_least_once", produce_ms=_ms_since(started)))
+        finally:
+            self.in_batch = False
+
+    def _record(self, stats: BatchStats) -> None:
+        self.stats[stats.batch_id] = stats
+        log.info("EOS-BATCH %s", json.dumps(asdict(stats), sort_keys=True))
+
+    def close(self) -> None:
+        """Nothing to release: Spark owns the writer's producers."""

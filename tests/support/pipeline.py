@@ -1,0 +1,194 @@
+"""Run the real job (spark-submit subprocess) on topics and a checkpoint of a test's own."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from confluent_kafka import Producer
+
+from airflow_provider_eos.core.checkpoint import CheckpointReader
+from airflow_provider_eos.core.spec import PipelineSpec
+from airflow_provider_eos.spark.faults import ACK_VALUE
+from tests.support.kafka import consume_all, create_topic
+
+
+@dataclass
+class JobResult:
+    returncode: int
+    log: str
+
+    @property
+    def killed(self) -> bool:
+        return self.returncode in (-signal.SIGKILL, 128 + signal.SIGKILL)
+
+    def batch_lines(self, tag: str = "EOS-BATCH") -> list[dict]:
+        return [json.loads(line.split(f"{tag} ", 1)[1]) for line in self.log.splitlines() if f"{tag} " in line]
+
+
+@dataclass
+class PipelineHarness:
+    """Topics, a spec file and a checkpoint for one test; starts and kills the real job."""
+
+    bootstrap: str
+    work_dir: Path
+    transform: str | None = "spark_jobs.transforms.json_enrich:transform"
+    partitions: int = 2
+    max_offsets_per_trigger: int = 300
+    transaction_timeout_ms: int = 60_000
+    trigger: str = "available_now"
+    name: str = field(default_factory=lambda: f"p{uuid.uuid4().hex[:8]}")
+    runs: int = 0
+
+    def __post_init__(self) -> None:
+        self.input_topic = create_topic(self.bootstrap, f"{self.name}-in", self.partitions)
+        self.output_topic = create_topic(self.bootstrap, f"{self.name}-out", self.partitions)
+        self.dlq_topic = create_topic(self.bootstrap, f"{self.name}-dlq", 1)
+        self.spec = PipelineSpec(
+            name=self.name.replace("-", "_"),
+            kafka={"bootstrap.servers": self.bootstrap},
+            input_topics=[self.input_topic], output_topic=self.output_topic, dlq_topic=self.dlq_topic,
+            group_id=f"{self.name}-sink", transactional_id_prefix=f"{self.name}-txn",
+            checkpoint_location=str(self.work_dir / "checkpoint"), trigger=self.trigger,
+            max_offsets_per_trigger=self.max_offsets_per_trigger,
+            transaction_timeout_ms=self.transaction_timeout_ms, transform=self.transform,
+            spark_conf={"spark.driver.memory": "768m", "spark.sql.shuffle.partitions": "2"},
+        )
+        self.spec_file = self.work_dir / "spec.yaml"
+        self.spec_file.write_text(yaml.safe_dump(self.spec.to_dict()))
+
+    # -- input -------------------------------------------------------------------------------
+
+    def produce_input(self, records: list[tuple[bytes | None, bytes]], *, aborted_every: int = 0,
+                      chunk: int = 200) -> None:
+        """Produce ``records`` in committed transactions; with ``aborted_every=k`` an aborted
+        transaction of junk records follows every k-th committed one (offsets the job must skip)."""
+        producer = Producer({"bootstrap.servers": self.bootstrap, "transactional.id": f"{self.name}-input",
+                             "linger.ms": 5})
+        producer.init_transactions(30)
+        for n, start in enumerate(range(0, len(records), chunk)):
+            producer.begin_transaction()
+            for key, value in records[start:start + chunk]:
+                producer.produce(self.input_topic, value=value, key=key)
+            producer.commit_transaction(60)
+            if aborted_every and n % aborted_every == 0:
+                producer.begin_transaction()
+                for i in range(5):
+                    producer.produce(self.input_topic, value=b'{"id":"ABORTED-%d"}' % i, key=b"x")
+                producer.flush(30)
+                producer.abort_transaction(30)
+
+    # -- the job -----------------------------------------------------------------------------
+
+    def _command(self, mode: str) -> list[str]:
+        return [sys.executable, "-m", "airflow_provider_eos.cli", "run", "--spec", str(self.spec_file),
+                "--master", "local[2]", "--mode", mode]
+
+    def start(self, *, fault: str | None = None, mode: str = "exactly-once") -> tuple[subprocess.Popen, Path]:
+        self.runs += 1
+        log_path = self.work_dir / f"run-{self.runs}.log"
+        env = {**os.environ, "EOS_LOG_LEVEL": "INFO"}
+        env.pop("EOS_FAULT_INJECTION", None)
+        if fault:
+            env.update(EOS_FAULT_INJECTION=fault, EOS_FAULT_INJECTION_ACK=ACK_VALUE)
+        with log_path.open("w") as out:
+            process = subprocess.Popen(self._command(mode), stdout=out, stderr=subprocess.STDOUT, env=env,
+                                       start_new_session=True)
+        return process, log_path
+
+    def run(self, *, fault: str | None = None, mode: str = "exactly-once", timeout_s: float = 420) -> JobResult:
+        process, log_path = self.start(fault=fault, mode=mode)
+        try:
+            returncode = process.wait(timeout_s)
+        finally:
+            kill_group(process)
+        return JobResult(returncode, log_path.read_text(errors="replace"))
+
+    # -- output ------------------------------------------------------------------------------
+
+    def output_values(self, isolation: str = "read_committed") -> list[bytes]:
+        return [m.value() for m in consume_all(self.bootstrap, self.output_topic, isolation=isolation)]
+
+    def dlq_records(self) -> list:
+        return consume_all(self.bootstrap, self.dlq_topic)
+
+    def checkpoint(self) -> CheckpointReader:
+        return CheckpointReader(self.spec.checkpoint_location)
+
+
+def kill_group(process: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
+    """Kill the job's whole process group (spark-submit's JVM and the Python driver)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, sig)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(30)
+
+
+def json_events(count: int, *, malformed_every: int = 0, prefix: str = "e") -> tuple[list, list, list]:
+    """Input records with unique ids; returns (records, ids of valid ones, malformed values)."""
+    records, valid_ids, malformed = [], [], []
+    for i in range(count):
+        if malformed_every and i % malformed_every == malformed_every - 1:
+            value = b"not json {" + str(i).encode() if i % 2 else json.dumps({"id": f"{prefix}{i}"}).encode()
+            records.append((b"bad", value))
+            malformed.append(value)
+            continue
+        event_id = f"{prefix}{i}"
+        records.append((f"user{i % 13}".encode(),
+                        json.dumps({"id": event_id, "user": f"user{i % 13}", "amount": i % 1500 + 0.5,
+                                    "ts": "2026-11-01T00:00:00Z"}).encode()))
+        valid_ids.append(event_id)
+    return records, valid_ids, malformed
+
+
+def output_ids(values: list[bytes]) -> Counter:
+    return Counter(json.loads(v)["id"] for v in values)
+
+
+def wait_for(predicate, timeout_s: float, interval_s: float = 0.5) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval_s)
+    return False
+
+
+def assert_exactly_once(harness: PipelineHarness, valid_ids: list[str], malformed: list[bytes]) -> None:
+    """Output = expected multiset (0 duplicates, 0 lost), DLQ = the malformed ones, and the sink
+    group sits at the checkpoint's last committed offsets with that batch's marker."""
+    from confluent_kafka.admin import AdminClient
+
+    from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
+
+    produced = output_ids(harness.output_values())
+    duplicates = {k: v for k, v in produced.items() if v > 1}
+    lost = set(valid_ids) - set(produced)
+    unexpected = set(produced) - set(valid_ids)
+    assert not duplicates and not lost and not unexpected, (
+        f"duplicates={len(duplicates)} lost={len(lost)} unexpected={len(unexpected)} "
+        f"e.g. {list(duplicates.items())[:3]} {sorted(lost)[:3]} {sorted(unexpected)[:3]}"
+    )
+    assert Counter(m.value() for m in harness.dlq_records()) == Counter(malformed)
+    checkpoint = harness.checkpoint()
+    last = checkpoint.latest_committed_batch()
+    assert last is not None
+    expected = checkpoint.planned_offsets(last)
+    admin = AdminClient({"bootstrap.servers": harness.bootstrap})
+    committed = read_committed_offsets(admin, harness.spec.group_id, expected)
+    for tp, offset in expected.items():
+        found = committed[tp]
+        assert found is not None, f"group has nothing for {tp}"
+        assert found.offset == offset, (tp, found, offset)
+        assert found.marker is not None
+        assert (found.marker.query_id, found.marker.batch_id) == (checkpoint.query_id(), last)
