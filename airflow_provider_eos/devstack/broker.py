@@ -155,8 +155,9 @@ class LocalKafka:
                     fix="run `eos devstack down` first, then `eos devstack up` with the new value.",
                 )
             return running
-        if self.state_dir.exists():
+        if self._state_file.exists():
             log.warning("Removing stale devstack state in %s (its broker is not running).", self.state_dir)
+        if self.state_dir.exists():
             shutil.rmtree(self.state_dir)
         java = require_java()
         classpath = kafka_classpath()

@@ -4,6 +4,7 @@ Armed only when BOTH ``EOS_FAULT_INJECTION=<point>@<batch>`` and
 ``EOS_FAULT_INJECTION_ACK=kill-this-driver`` are set, so no single stray variable in a
 production environment can kill a driver. When it fires it logs ``EOS-FAULT`` and SIGKILLs the
 driver's whole process group (the Spark JVM with it), which is what a real crash looks like.
+``EOS_FAULT_REPORT=<file>`` also appends that line to a file, which survives the kill.
 """
 
 from __future__ import annotations
@@ -47,10 +48,22 @@ class FaultInjector:
             return
         self.point = None
         if point is FaultPoint.SLOW_TRANSACTION:
-            log.warning("EOS-FAULT fired: %s batch %d, stalling %.0fs", point.value, batch_id, self.stall_s)
+            self._report(f"EOS-FAULT fired: {point.value} batch {batch_id}, stalling {self.stall_s:.0f}s")
             time.sleep(self.stall_s)
             return
-        log.warning("EOS-FAULT fired: %s batch %d, killing the driver", point.value, batch_id)
+        self._report(f"EOS-FAULT fired: {point.value} batch {batch_id}, killing the driver")
+        # spark-submit relays the Python driver's output through a JVM thread: give it a moment,
+        # or the proof that the fault fired dies with the process.
+        time.sleep(1)
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+
+    @staticmethod
+    def _report(message: str) -> None:
+        log.warning(message)
         for handler in logging.getLogger().handlers:
             handler.flush()
-        os.killpg(os.getpgrp(), signal.SIGKILL)
+        if report_file := os.environ.get("EOS_FAULT_REPORT"):
+            with open(report_file, "a") as out:
+                out.write(message + "\n")
+                out.flush()
+                os.fsync(out.fileno())

@@ -100,7 +100,8 @@ class PipelineHarness:
         env = {**os.environ, "EOS_LOG_LEVEL": "INFO"}
         env.pop("EOS_FAULT_INJECTION", None)
         if fault:
-            env.update(EOS_FAULT_INJECTION=fault, EOS_FAULT_INJECTION_ACK=ACK_VALUE)
+            env.update(EOS_FAULT_INJECTION=fault, EOS_FAULT_INJECTION_ACK=ACK_VALUE,
+                       EOS_FAULT_REPORT=str(log_path.with_suffix(".faults")))
         with log_path.open("w") as out:
             process = subprocess.Popen(self._command(mode), stdout=out, stderr=subprocess.STDOUT, env=env,
                                        start_new_session=True)
@@ -112,7 +113,9 @@ class PipelineHarness:
             returncode = process.wait(timeout_s)
         finally:
             kill_group(process)
-        return JobResult(returncode, log_path.read_text(errors="replace"))
+        faults = log_path.with_suffix(".faults")
+        text = log_path.read_text(errors="replace") + (faults.read_text() if faults.exists() else "")
+        return JobResult(returncode, text)
 
     # -- output ------------------------------------------------------------------------------
 

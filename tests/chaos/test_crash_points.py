@@ -1,0 +1,127 @@
+"""Crashes at each named point of the sink protocol, random SIGKILLs, a zombie driver, and the
+at-least-once control that proves the duplicate check can see duplicates."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+
+from tests.support.pipeline import (
+    PipelineHarness,
+    assert_exactly_once,
+    json_events,
+    kill_group,
+    output_ids,
+    wait_for,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.chaos]
+
+FAULT_BATCH = 2
+
+
+@pytest.mark.parametrize("point", ["before_produce", "after_produce", "after_kafka_commit"])
+def test_crash_at_named_point_then_restart_is_exactly_once(bootstrap, tmp_path, point):
+    harness = PipelineHarness(bootstrap, tmp_path)
+    records, valid_ids, malformed = json_events(2000, malformed_every=41)
+    harness.produce_input(records, aborted_every=3)
+
+    crashed = harness.run(fault=f"{point}@{FAULT_BATCH}")
+    assert crashed.killed, f"expected a SIGKILL, got {crashed.returncode}\n{crashed.log[-2000:]}"
+    assert f"EOS-FAULT fired: {point} batch {FAULT_BATCH}" in crashed.log
+    assert FAULT_BATCH not in harness.checkpoint().commit_batches(), "Spark must not have committed the batch"
+
+    restarted = harness.run()
+    assert restarted.returncode == 0, restarted.log[-3000:]
+    assert_exactly_once(harness, valid_ids, malformed)
+
+    actions = {b["batch_id"]: b["action"] for b in restarted.batch_lines()}
+    if point == "after_kafka_commit":
+        # The batch was in Kafka already: the replay found marker N and produced nothing.
+        assert actions[FAULT_BATCH] == "skip_replay", actions
+    else:
+        assert actions[FAULT_BATCH] == "produce", actions
+    if point == "after_produce":
+        # The crashed attempt's records reached the log and were aborted by the restart's
+        # init_transactions: visible to read_uncommitted only.
+        uncommitted = output_ids(harness.output_values("read_uncommitted"))
+        assert sum(uncommitted.values()) > len(valid_ids)
+        assert max(uncommitted.values()) == 2
+
+
+def test_batch_slower_than_transaction_timeout_is_aborted_and_replayed_once(bootstrap, tmp_path):
+    harness = PipelineHarness(bootstrap, tmp_path, transaction_timeout_ms=6000)
+    records, valid_ids, malformed = json_events(1500, malformed_every=29)
+    harness.produce_input(records)
+
+    slow = harness.run(fault=f"slow_transaction@{FAULT_BATCH}")
+    assert slow.returncode != 0 and not slow.killed, slow.log[-3000:]
+    assert f"EOS-FAULT fired: slow_transaction batch {FAULT_BATCH}" in slow.log
+    assert f"batch {FAULT_BATCH} was not written" in slow.log, slow.log[-3000:]
+    assert FAULT_BATCH not in harness.checkpoint().commit_batches()
+
+    restarted = harness.run()
+    assert restarted.returncode == 0, restarted.log[-3000:]
+    assert_exactly_once(harness, valid_ids, malformed)
+    # The broker's timeout abort left the slow attempt in the log, aborted.
+    assert sum(output_ids(harness.output_values("read_uncommitted")).values()) > len(valid_ids)
+
+
+def test_random_sigkills_while_processing_50k_records(bootstrap, tmp_path):
+    harness = PipelineHarness(bootstrap, tmp_path, partitions=4, max_offsets_per_trigger=4000)
+    records, valid_ids, malformed = json_events(50_000, malformed_every=997)
+    harness.produce_input(records, aborted_every=10, chunk=1000)
+    rng = random.Random(20261122)
+    kills = 0
+    for _ in range(5):
+        process, log_path = harness.start()
+        # Kill once batches are flowing, at a random moment within the next few batches.
+        started = wait_for(lambda p=log_path: "EOS-BATCH" in p.read_text(errors="replace"), 180, 0.2)
+        time.sleep(rng.uniform(0.0, 4.0))
+        if process.poll() is None:
+            kill_group(process)
+            kills += 1
+        assert started or process.returncode is not None
+    final = harness.run()
+    assert final.returncode == 0, final.log[-3000:]
+    assert kills >= 5, f"only {kills} kills landed while the job was processing"
+    assert_exactly_once(harness, valid_ids, malformed)
+
+
+def test_at_least_once_control_duplicates_after_crash(bootstrap, tmp_path):
+    """The control: Spark's built-in writer, killed after writing a batch and before the commit log."""
+    harness = PipelineHarness(bootstrap, tmp_path)
+    records, valid_ids, _ = json_events(1500)
+    harness.produce_input(records)
+
+    crashed = harness.run(fault=f"after_produce@{FAULT_BATCH}", mode="at-least-once")
+    assert crashed.killed, crashed.log[-2000:]
+    restarted = harness.run(mode="at-least-once")
+    assert restarted.returncode == 0, restarted.log[-3000:]
+    produced = output_ids(harness.output_values())
+    duplicates = sum(c - 1 for c in produced.values() if c > 1)
+    assert set(produced) == set(valid_ids)
+    assert duplicates == 300, f"expected batch {FAULT_BATCH} (300 records) written twice, got {duplicates}"
+
+
+def test_zombie_driver_is_fenced_and_output_stays_exact(bootstrap, tmp_path):
+    harness = PipelineHarness(bootstrap, tmp_path, transaction_timeout_ms=90_000)
+    records, valid_ids, malformed = json_events(1500, malformed_every=31)
+    harness.produce_input(records)
+
+    # Driver A stalls inside batch 1's transaction (well under the 90 s transaction timeout).
+    zombie, zombie_log = harness.start(fault="slow_transaction@1")
+    try:
+        faults = zombie_log.with_suffix(".faults")
+        assert wait_for(lambda: faults.exists() and "slow_transaction batch 1" in faults.read_text(), 180)
+        # Driver B takes over the same spec: its init_transactions aborts A's transaction and fences A.
+        successor = harness.run()
+        assert successor.returncode == 0, successor.log[-3000:]
+        assert zombie.wait(180) != 0
+    finally:
+        kill_group(zombie)
+    zombie_text = zombie_log.read_text(errors="replace")
+    assert "batch 1 was not written" in zombie_text and "fenced" in zombie_text.lower(), zombie_text[-3000:]
+    assert_exactly_once(harness, valid_ids, malformed)
