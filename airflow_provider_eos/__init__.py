@@ -17,4 +17,33 @@ def get_provider_info() -> dict:
         "description": "End-to-end exactly-once Kafka -> Spark -> Kafka pipelines: pre-flight, "
         "supervision, lingering-transaction recovery and offset verification.",
         "versions": [__version__],
+        "integrations": [
+            {
+                "integration-name": "Apache Kafka (exactly-once)",
+                "external-doc-url": "https://kafka.apache.org/documentation/#semantics",
+                "tags": ["apache"],
+            },
+            {
+                "integration-name": "Spark Structured Streaming checkpoints",
+                "external-doc-url": "https://spark.apache.org/docs/latest/"
+                "structured-streaming-programming-guide.html#recovering-from-failures-with-checkpointing",
+                "tags": ["apache"],
+            },
+        ],
+        "hooks": [
+            {
+                "integration-name": "Apache Kafka (exactly-once)",
+                "python-modules": ["airflow_provider_eos.hooks.kafka_admin"],
+            },
+            {
+                "integration-name": "Spark Structured Streaming checkpoints",
+                "python-modules": ["airflow_provider_eos.hooks.checkpoint_storage"],
+            },
+        ],
+        "operators": [
+            {
+                "integration-name": "Apache Kafka (exactly-once)",
+                "python-modules": ["airflow_provider_eos.operators.recovery"],
+            },
+        ],
     }

@@ -70,7 +70,7 @@ def test_batch_slower_than_transaction_timeout_is_aborted_and_replayed_once(boot
 
 
 def test_random_sigkills_while_processing_50k_records(bootstrap, tmp_path):
-    harness = PipelineHarness(bootstrap, tmp_path, partitions=4, max_offsets_per_trigger=4000)
+    harness = PipelineHarness(bootstrap, tmp_path, partitions=4, max_offsets_per_trigger=1000)
     records, valid_ids, malformed = json_events(50_000, malformed_every=997)
     harness.produce_input(records, aborted_every=10, chunk=1000)
     rng = random.Random(20261122)
@@ -79,7 +79,7 @@ def test_random_sigkills_while_processing_50k_records(bootstrap, tmp_path):
         process, log_path = harness.start()
         # Kill once batches are flowing, at a random moment within the next few batches.
         started = wait_for(lambda p=log_path: "EOS-BATCH" in p.read_text(errors="replace"), 180, 0.2)
-        time.sleep(rng.uniform(0.0, 4.0))
+        time.sleep(rng.uniform(0.0, 5.0))
         if process.poll() is None:
             kill_group(process)
             kills += 1
@@ -103,7 +103,9 @@ def test_at_least_once_control_duplicates_after_crash(bootstrap, tmp_path):
     produced = output_ids(harness.output_values())
     duplicates = sum(c - 1 for c in produced.values() if c > 1)
     assert set(produced) == set(valid_ids)
-    assert duplicates == 300, f"expected batch {FAULT_BATCH} (300 records) written twice, got {duplicates}"
+    replayed = next(p["rows_in"] for p in restarted.batch_lines("EOS-PROGRESS") if p["batch_id"] == FAULT_BATCH)
+    assert replayed > 0
+    assert duplicates == replayed, f"expected batch {FAULT_BATCH} ({replayed} records) written twice, got {duplicates}"
 
 
 def test_zombie_driver_is_fenced_and_output_stays_exact(bootstrap, tmp_path):

@@ -1,0 +1,1 @@
+"""Airflow hooks: credentials from Airflow connections, turned into what the core needs."""

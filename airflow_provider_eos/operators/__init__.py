@@ -1,0 +1,1 @@
+"""Airflow operators: thin adapters that turn core results into task outcomes, logs and XComs."""
