@@ -119,6 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 # Later modules (run, verify, abort, repair, preflight, health) add their subcommands here.
 _EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []
+from airflow_provider_eos.recovery_cli import register as _register_recovery  # noqa: E402
+
+_EXTRA_COMMANDS.append(_register_recovery)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
