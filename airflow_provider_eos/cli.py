@@ -61,6 +61,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     import os
+    import signal
     import subprocess
     import tempfile
     from pathlib import Path
@@ -74,7 +75,20 @@ def _run(args: argparse.Namespace) -> int:
         plan = plan_submit(spec_file, spec, mode=args.mode or spec.mode, work_dir=Path(work_dir))
         command = plan.command(spark_submit_executable(), args.master)
         print(" ".join(command), file=sys.stderr)
-        return subprocess.run(command, check=False, env={**os.environ, **plan.environment()}).returncode
+        pid_file = Path(work_dir) / "driver.pid"
+        env = {**os.environ, **plan.environment(), "EOS_DRIVER_PID_FILE": str(pid_file)}
+        process = subprocess.Popen(command, env=env)
+
+        def forward_sigterm(*_: object) -> None:
+            # SIGTERM on spark-submit's JVM would tear the Python driver down mid-batch; the driver
+            # itself stops the query after the running batch.
+            try:
+                os.kill(int(pid_file.read_text()), signal.SIGTERM)
+            except (OSError, ValueError):
+                process.terminate()
+
+        signal.signal(signal.SIGTERM, forward_sigterm)
+        return process.wait()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -122,6 +136,12 @@ _EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []
 from airflow_provider_eos.recovery_cli import register as _register_recovery  # noqa: E402
 
 _EXTRA_COMMANDS.append(_register_recovery)
+from airflow_provider_eos.preflight_cli import register as _register_preflight  # noqa: E402
+
+_EXTRA_COMMANDS.append(_register_preflight)
+from airflow_provider_eos.health_cli import register as _register_health  # noqa: E402
+
+_EXTRA_COMMANDS.append(_register_health)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

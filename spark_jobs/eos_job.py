@@ -28,6 +28,10 @@ def main(argv: list[str] | None = None) -> int:
     except EosError as exc:
         logging.getLogger("airflow_provider_eos.job").error("EOS-ERROR %s", exc)
         return 2
+    if pid_file := os.environ.get("EOS_DRIVER_PID_FILE"):
+        # `eos run` forwards SIGTERM here, to the driver that can stop between batches.
+        with open(pid_file, "w") as out:
+            out.write(str(os.getpid()))
     spark = SparkSession.builder.appName(f"eos-{spec.name}").getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     try:

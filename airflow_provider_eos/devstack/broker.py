@@ -202,6 +202,9 @@ class LocalKafka:
         deadline = time.monotonic() + timeout_s
         last_error: Exception | None = None
         while time.monotonic() < deadline:
+            if process.poll() is None and not self._listening(info.port):
+                time.sleep(0.2)  # no client before the port listens: librdkafka would log every refusal
+                continue
             if process.poll() is not None:
                 raise DevstackError(
                     f"The Kafka broker exited with code {process.returncode} while starting.\n"
@@ -209,14 +212,14 @@ class LocalKafka:
                     fix=f"read {info.log_file}; a port taken between selection and bind is fixed by retrying.",
                 )
             producer = Producer(
-                {"bootstrap.servers": info.bootstrap_servers, "transactional.id": "eos-devstack-probe",
-                 "log_level": 0}
+                {"bootstrap.servers": info.bootstrap_servers, "transactional.id": "eos-devstack-probe"}
             )
             try:
                 producer.init_transactions(10)
                 producer.begin_transaction()
                 producer.abort_transaction(10)
-                return
+                if self._group_coordinator_ready(info):
+                    return
             except KafkaException as exc:
                 last_error = exc
                 time.sleep(0.5)
@@ -227,6 +230,32 @@ class LocalKafka:
             f"(last error: {last_error}).\n{self._log_tail(info)}",
             fix=f"read {info.log_file}.",
         )
+
+    @staticmethod
+    def _listening(port: int) -> bool:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.settimeout(0.5)
+            return sock.connect_ex(("127.0.0.1", port)) == 0
+
+    @staticmethod
+    def _group_coordinator_ready(info: BrokerInfo) -> bool:
+        """True once a group offset fetch answers without a coordinator error.
+
+        The first FindCoordinator creates ``__consumer_offsets``; until its partitions are loaded,
+        offset commits fail per partition with NOT_COORDINATOR. Tests and the demo commit group
+        offsets right after start, so the broker is not "up" before this works.
+        """
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import AdminClient
+
+        # describe_consumer_groups, not list_consumer_group_offsets: confluent-kafka 2.16.1 crashes
+        # (SIGSEGV in librdkafka) when an offset fetch meets a coordinator that is still loading.
+        admin = AdminClient({"bootstrap.servers": info.bootstrap_servers})
+        try:
+            admin.describe_consumer_groups(["eos-devstack-probe"])["eos-devstack-probe"].result(10)
+        except KafkaException:
+            return False
+        return True
 
     @staticmethod
     def _log_tail(info: BrokerInfo, lines: int = 20) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
@@ -10,7 +11,14 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from airflow_provider_eos.kafka.group_offsets import write_committed_offsets
-from tests.support.pipeline import PipelineHarness, assert_exactly_once, json_events
+from tests.support.pipeline import (
+    PipelineHarness,
+    assert_exactly_once,
+    json_events,
+    kill_group,
+    output_ids,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -106,3 +114,29 @@ def test_tampered_group_offsets_refuse_and_write_nothing(bootstrap, tmp_path):
     assert result.returncode != 0
     assert "disagrees with the checkpoint" in result.log and "eos verify" in result.log, result.log[-3000:]
     assert len(harness.output_values("read_uncommitted")) == before, "the refused batch wrote records"
+
+
+def test_sigterm_stops_a_processing_time_query_after_the_running_batch(bootstrap, tmp_path):
+    harness = PipelineHarness(bootstrap, tmp_path, trigger="1 second", max_offsets_per_trigger=100)
+    records, valid_ids, malformed = json_events(3000, malformed_every=53)
+    harness.produce_input(records)
+    process, log_path = harness.start()
+    try:
+        assert wait_for(lambda: log_path.read_text(errors="replace").count("EOS-BATCH") >= 3, 180)
+        process.send_signal(signal.SIGTERM)  # to `eos run` only, as a scheduler or Airflow would
+        returncode = process.wait(120)
+    finally:
+        kill_group(process)
+    log = log_path.read_text(errors="replace")
+    assert returncode == 0, log[-3000:]
+    assert "SIGTERM: stopping after the running batch" in log
+    # Whatever was processed is exact and committed; the rest is still to come.
+    checkpoint = harness.checkpoint()
+    last = checkpoint.latest_committed_batch()
+    assert last is not None and checkpoint.latest_planned_batch() == last, "a batch was left half-done"
+    done = output_ids(harness.output_values())
+    assert all(c == 1 for c in done.values()) and 0 < len(done) < len(valid_ids)
+    # A restart (available-now) finishes the rest exactly once.
+    finished = harness.with_overrides(trigger="available_now", max_offsets_per_trigger=5000).run()
+    assert finished.returncode == 0, finished.log[-3000:]
+    assert_exactly_once(harness, valid_ids, malformed)

@@ -67,6 +67,12 @@ class PipelineHarness:
         self.spec_file = self.work_dir / "spec.yaml"
         self.spec_file.write_text(yaml.safe_dump(self.spec.to_dict()))
 
+    def with_overrides(self, **overrides: object) -> PipelineHarness:
+        """The same pipeline (topics, group, checkpoint) with other settings, e.g. to drain it."""
+        self.spec = self.spec.with_overrides(**overrides)
+        self.spec_file.write_text(yaml.safe_dump(self.spec.to_dict()))
+        return self
+
     # -- input -------------------------------------------------------------------------------
 
     def produce_input(self, records: list[tuple[bytes | None, bytes]], *, aborted_every: int = 0,
