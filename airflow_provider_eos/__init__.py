@@ -43,7 +43,23 @@ def get_provider_info() -> dict:
         "operators": [
             {
                 "integration-name": "Apache Kafka (exactly-once)",
-                "python-modules": ["airflow_provider_eos.operators.recovery"],
+                "python-modules": [
+                    "airflow_provider_eos.operators.recovery",
+                    "airflow_provider_eos.operators.preflight",
+                    "airflow_provider_eos.operators.spark_submit",
+                ],
+            },
+        ],
+        "sensors": [
+            {
+                "integration-name": "Apache Kafka (exactly-once)",
+                "python-modules": ["airflow_provider_eos.sensors.health"],
+            },
+        ],
+        "triggers": [
+            {
+                "integration-name": "Apache Kafka (exactly-once)",
+                "python-modules": ["airflow_provider_eos.triggers.health"],
             },
         ],
     }

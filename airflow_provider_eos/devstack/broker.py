@@ -212,7 +212,9 @@ class LocalKafka:
                     fix=f"read {info.log_file}; a port taken between selection and bind is fixed by retrying.",
                 )
             producer = Producer(
-                {"bootstrap.servers": info.bootstrap_servers, "transactional.id": "eos-devstack-probe"}
+                {"bootstrap.servers": info.bootstrap_servers, "transactional.id": "eos-devstack-probe",
+                 # The probe's own timeout must fit under a deliberately low broker maximum.
+                 "transaction.timeout.ms": min(60_000, info.transaction_max_timeout_ms)}
             )
             try:
                 producer.init_transactions(10)

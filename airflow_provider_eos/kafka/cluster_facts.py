@@ -1,0 +1,357 @@
+"""Gather the pre-flight facts live: the cluster through the admin API, the checkpoint, the other specs.
+
+Broker and topic configs come from DescribeConfigs, live brokers from DescribeCluster,
+partitions and replicas from the metadata, the sink group from DescribeConsumerGroups and
+its committed offsets (with batch markers), transactions under the prefix from the KIP-664
+admin calls (:mod:`airflow_provider_eos.kafka.transactions_admin`), the checkpoint through
+:class:`~airflow_provider_eos.core.checkpoint.CheckpointReader`.
+
+Only an unreachable cluster stops the gathering (:class:`~airflow_provider_eos.core.preflight.
+PreflightError`): without it nothing can be checked. Any other read that fails (an ACL
+refusing DescribeConfigs, a malformed checkpoint, an invalid spec among the others) leaves
+that fact ``None`` with the reason in :attr:`PreflightFacts.unavailable`, so the rules
+needing it report "not checked" and the rest still run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+
+from airflow_provider_eos.core.checkpoint import CheckpointReader
+from airflow_provider_eos.core.errors import EosError
+from airflow_provider_eos.core.markers import CommittedOffsets
+from airflow_provider_eos.core.preflight import (
+    DEFAULT_LONGEST_EXPECTED_PAUSE_MS,
+    CheckpointFacts,
+    PreflightError,
+    PreflightFacts,
+    PreflightReport,
+    TopicFacts,
+    evaluate,
+)
+from airflow_provider_eos.core.spec import PipelineSpec, load_specs
+from airflow_provider_eos.core.topic_partition import TopicPartition
+from airflow_provider_eos.core.transactions import Transaction
+from airflow_provider_eos.kafka.client_config import admin_config, sink_producer_config
+from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
+from airflow_provider_eos.kafka.transactions_admin import admin_client, scan_prefix
+
+__all__ = ["gather_facts", "load_other_specs", "run_preflight"]
+
+log = logging.getLogger(__name__)
+_T = TypeVar("_T")
+
+# The topic settings the rules read.
+_TOPIC_KEYS = ("min.insync.replicas", "cleanup.policy", "retention.ms", "unclean.leader.election.enable")
+# A fresh broker loads __consumer_offsets lazily; describing a group meanwhile fails with these.
+_COORDINATOR_NOT_READY = {
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+}
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, EosError):
+        return exc.message
+    if isinstance(exc, KafkaException) and isinstance(exc.args[0], KafkaError):
+        return f"{exc.args[0].name()}: {exc.args[0].str()}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _retry_coordinator(call: Callable[[], _T], timeout_s: float) -> _T:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return call()
+        except KafkaException as exc:
+            code = exc.args[0].code() if isinstance(exc.args[0], KafkaError) else None
+            if code not in _COORDINATOR_NOT_READY or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+def load_other_specs(specs_dir: str | Path) -> tuple[PipelineSpec, ...]:
+    """Every pipeline spec in ``specs_dir`` (the spec under test may be among them; rules skip it).
+
+    :raises SpecError: if the folder is missing or holds an invalid spec.
+    """
+    return tuple(load_specs(specs_dir))
+
+
+class _Gatherer:
+    """One pre-flight's reads; each method fills its facts or records why it could not."""
+
+    def __init__(self, spec: PipelineSpec, timeout_s: float) -> None:
+        self.spec = spec
+        self.timeout_s = timeout_s
+        self.admin = AdminClient(admin_config(spec))
+        self.unavailable: dict[str, str] = {}
+
+    def missing(self, fact: str, exc: BaseException) -> None:
+        """Record why ``fact`` stays unknown."""
+        self.unavailable[fact] = _reason(exc)
+        log.warning("pre-flight: could not read %s: %s", fact, self.unavailable[fact])
+
+    def cluster(self) -> list[int]:
+        """Live broker ids; the one read whose failure ends the pre-flight."""
+        try:
+            description = self.admin.describe_cluster(request_timeout=self.timeout_s).result(self.timeout_s + 5)
+        except (KafkaException, TimeoutError) as exc:
+            raise PreflightError(
+                f"could not describe the Kafka cluster at {self.spec.kafka.get('bootstrap.servers')!r}: "
+                f"{_reason(exc)}; nothing can be checked",
+                fix="check that the brokers are up and reachable with the pipeline's kafka settings (or connection)",
+            ) from exc
+        return sorted(node.id for node in description.nodes)
+
+    def broker_configs(self, brokers: Iterable[int]) -> dict[int, dict[str, str | None]] | None:
+        resources = [ConfigResource(ResourceType.BROKER, str(broker)) for broker in brokers]
+        try:
+            futures = self.admin.describe_configs(resources, request_timeout=self.timeout_s)
+            return {
+                int(resource.name): {name: entry.value for name, entry in future.result(self.timeout_s + 5).items()}
+                for resource, future in futures.items()
+            }
+        except (KafkaException, TimeoutError) as exc:
+            self.missing("broker_configs", exc)
+            return None
+
+    def topics(self) -> tuple[dict[str, TopicFacts] | None, dict[str, list[int]]]:
+        """Facts of the pipeline's topics, and the partitions of those that exist."""
+        names = [
+            *self.spec.input_topics,
+            self.spec.output_topic,
+            *([self.spec.dlq_topic] if self.spec.dlq_topic else []),
+        ]
+        try:
+            metadata = self.admin.list_topics(timeout=self.timeout_s)
+        except KafkaException as exc:
+            self.missing("topics", exc)
+            return None, {}
+        partitions: dict[str, list[int]] = {}
+        shapes: dict[str, tuple[int, int]] = {}
+        for name in names:
+            topic = metadata.topics.get(name)
+            if topic is None or topic.error is not None or not topic.partitions:
+                continue
+            partitions[name] = sorted(topic.partitions)
+            shapes[name] = (len(topic.partitions), min(len(p.replicas) for p in topic.partitions.values()))
+        configs = self._topic_configs(list(shapes))
+        facts: dict[str, TopicFacts] = {}
+        for name in names:
+            if name not in shapes:
+                facts[name] = TopicFacts(name=name, exists=False)
+                continue
+            config = configs.get(name, {})
+            count, replication = shapes[name]
+            facts[name] = TopicFacts(
+                name=name,
+                exists=True,
+                partitions=count,
+                replication_factor=replication,
+                min_insync_replicas=_int(config.get("min.insync.replicas")),
+                cleanup_policy=config.get("cleanup.policy"),
+                retention_ms=_int(config.get("retention.ms")),
+                unclean_leader_election=_bool(config.get("unclean.leader.election.enable")),
+            )
+        return facts, partitions
+
+    def _topic_configs(self, names: list[str]) -> dict[str, dict[str, str | None]]:
+        if not names:
+            return {}
+        found: dict[str, dict[str, str | None]] = {}
+        failures: list[str] = []
+        try:
+            futures = self.admin.describe_configs(
+                [ConfigResource(ResourceType.TOPIC, name) for name in names], request_timeout=self.timeout_s
+            )
+        except KafkaException as exc:
+            self.missing("topic_configs", exc)
+            return {}
+        for resource, future in futures.items():
+            try:
+                entries = future.result(self.timeout_s + 5)
+            except (KafkaException, TimeoutError) as exc:
+                failures.append(f"{resource.name}: {_reason(exc)}")
+                continue
+            found[resource.name] = {key: entries[key].value for key in _TOPIC_KEYS if key in entries}
+        if failures:
+            self.unavailable["topic_configs"] = "; ".join(failures)
+        return found
+
+    def group(self) -> tuple[str | None, tuple[str, ...] | None]:
+        group_id = self.spec.group_id
+
+        def describe() -> Any:
+            futures = self.admin.describe_consumer_groups([group_id], request_timeout=self.timeout_s)
+            return futures[group_id].result(self.timeout_s + 5)
+
+        try:
+            description = _retry_coordinator(describe, self.timeout_s)
+        except (KafkaException, TimeoutError) as exc:
+            self.missing("group", exc)
+            return None, None
+        members = tuple(
+            f"{member.client_id} on {member.host.lstrip('/')} (member {member.member_id})"
+            for member in description.members
+        )
+        state = getattr(description.state, "name", None) or str(description.state)
+        return state, members
+
+    def checkpoint(
+        self, storage_options: Mapping[str, Any] | None
+    ) -> tuple[CheckpointFacts | None, set[TopicPartition]]:
+        """The checkpoint's identity and progress, and the partitions its last batches name."""
+        location = self.spec.checkpoint_location
+        try:
+            reader = CheckpointReader(location, storage_options)
+            if not reader.exists():
+                return CheckpointFacts(location=location, exists=False), set()
+            committed, planned = reader.latest_committed_batch(), reader.latest_planned_batch()
+            partitions: set[TopicPartition] = set()
+            for batch in {committed, planned} - {None}:
+                partitions.update(reader.planned_offsets(batch))
+            facts = CheckpointFacts(
+                location=location,
+                exists=True,
+                query_id=reader.query_id(),
+                last_committed=committed,
+                last_planned=planned,
+            )
+            return facts, partitions
+        except (EosError, OSError) as exc:
+            self.missing("checkpoint", exc)
+            return None, set()
+
+    def group_offsets(self, partitions: set[TopicPartition]) -> CommittedOffsets | None:
+        try:
+            return read_committed_offsets(self.admin, self.spec.group_id, partitions, timeout_s=self.timeout_s)
+        except EosError as exc:
+            self.missing("group_offsets", exc)
+            return None
+
+    def transactions(self) -> tuple[Transaction, ...] | None:
+        try:
+            with admin_client(self.spec, timeout_ms=int(self.timeout_s * 1000)) as admin:
+                return tuple(scan_prefix(admin, self.spec.transactional_id_prefix))
+        except EosError as exc:
+            self.missing("transactions", exc)
+            return None
+
+    def producer_config(self) -> dict[str, Any] | None:
+        try:
+            return sink_producer_config(self.spec)
+        except (ValueError, TypeError) as exc:
+            self.missing("producer_config", exc)
+            return None
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return None if value is None else int(value)
+    except ValueError:
+        return None
+
+
+def _bool(value: str | None) -> bool | None:
+    return None if value is None else value.strip().lower() == "true"
+
+
+def gather_facts(
+    spec: PipelineSpec,
+    *,
+    other_specs: Iterable[PipelineSpec] | None = None,
+    specs_dir: str | Path | None = None,
+    master: str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    longest_expected_pause_ms: int = DEFAULT_LONGEST_EXPECTED_PAUSE_MS,
+    timeout_s: float = 30,
+) -> PreflightFacts:
+    """Read everything the pre-flight rules look at.
+
+    :param spec: the pipeline (its ``kafka`` dict says how to reach the cluster).
+    :param other_specs: other pipelines to check sharing against. With neither this nor
+        ``specs_dir`` the sharing rules are not checked; ``()`` means "there are none".
+    :param specs_dir: a folder of spec files to add to ``other_specs`` (the spec under test may
+        be in it). An invalid spec there makes the sharing rules "not checked", with the reason.
+    :param master: the Spark master URL the job will run on; default ``spark.master`` of the
+        spec's ``spark_conf``, else unknown.
+    :param storage_options: fsspec options for the checkpoint location.
+    :param longest_expected_pause_ms: how long the pipeline may be stopped and still resume.
+    :param timeout_s: per admin request.
+    :raises PreflightError: if the cluster cannot be described at all.
+    """
+    gatherer = _Gatherer(spec, timeout_s)
+    brokers = gatherer.cluster()
+    broker_configs = gatherer.broker_configs(brokers)
+    topics, partitions = gatherer.topics()
+    group_state, members = gatherer.group()
+    checkpoint, checkpoint_partitions = gatherer.checkpoint(storage_options)
+    input_partitions = {TopicPartition(t, p) for t in spec.input_topics for p in partitions.get(t, [])}
+    # The checkpoint's partitions too: a partition the group committed but the topic lost still tells whose it is.
+    group_offsets = gatherer.group_offsets(input_partitions | checkpoint_partitions)
+    transactions = gatherer.transactions()
+    observed_at = dt.datetime.now(dt.UTC)
+
+    others: tuple[PipelineSpec, ...] | None = None
+    if other_specs is not None:
+        others = tuple(other_specs)
+    if specs_dir is not None:
+        try:
+            others = (*(others or ()), *load_other_specs(specs_dir))
+        except EosError as exc:
+            gatherer.missing("other_specs", exc)
+            others = None
+
+    return PreflightFacts(
+        spec=spec,
+        broker_configs=broker_configs,
+        live_brokers=len(brokers),
+        topics=topics,
+        group_state=group_state,
+        group_members=members,
+        group_offsets=group_offsets,
+        transactions=transactions,
+        observed_at=observed_at,
+        other_specs=others,
+        checkpoint=checkpoint,
+        master=master or spec.spark_conf.get("spark.master"),
+        producer_config=gatherer.producer_config(),
+        longest_expected_pause_ms=longest_expected_pause_ms,
+        unavailable=dict(gatherer.unavailable),
+    )
+
+
+def run_preflight(
+    spec: PipelineSpec,
+    *,
+    other_specs: Iterable[PipelineSpec] | None = None,
+    specs_dir: str | Path | None = None,
+    master: str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    longest_expected_pause_ms: int = DEFAULT_LONGEST_EXPECTED_PAUSE_MS,
+    timeout_s: float = 30,
+) -> PreflightReport:
+    """Gather the facts (:func:`gather_facts`, same arguments) and run the whole catalog.
+
+    :raises PreflightError: if the cluster cannot be described at all.
+    """
+    facts = gather_facts(
+        spec,
+        other_specs=other_specs,
+        specs_dir=specs_dir,
+        master=master,
+        storage_options=storage_options,
+        longest_expected_pause_ms=longest_expected_pause_ms,
+        timeout_s=timeout_s,
+    )
+    return evaluate(facts)

@@ -1,0 +1,274 @@
+"""Take health samples from the live cluster and the checkpoint; the rules are :mod:`airflow_provider_eos.core.health`.
+
+One :func:`probe` reads, in this order:
+
+1. the partitions of the input, output and dead-letter topics (metadata);
+2. the sink group's committed offsets and batch markers for the input partitions, the
+   checkpoint's newest commit, the verification verdict, and the group's offsets again. If the
+   group changed while the checkpoint was read (the job committed a batch meanwhile), the read
+   is repeated; a verdict taken across a commit could report a false ``KAFKA_BEHIND`` or
+   ``DIVERGED``;
+3. per partition the last stable offset (ListOffsets ``read_committed``), the high watermark
+   (``read_uncommitted``) and, for inputs, the log start offset. They are read after the
+   group's offsets, so a lag is never understated;
+4. the transactional ids under the prefix (kafka-python's ListTransactions and
+   DescribeTransactions, which confluent-kafka lacks).
+
+Every read is a plain admin request: the job's cooperation is not needed, and nothing is
+written.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import pendulum
+from confluent_kafka import IsolationLevel, KafkaException
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from airflow_provider_eos.core.checkpoint import CheckpointReader
+from airflow_provider_eos.core.errors import EosError
+from airflow_provider_eos.core.health import (
+    DEFAULT_MAX_SAMPLES,
+    HealthReport,
+    HealthSample,
+    HealthThresholds,
+    InputPartitionSample,
+    LagWindow,
+    OutputPartitionSample,
+    VerificationSample,
+)
+from airflow_provider_eos.core.health import evaluate as evaluate_window
+from airflow_provider_eos.core.topic_partition import TopicPartition
+from airflow_provider_eos.core.transactions import Transaction, to_epoch_ms
+from airflow_provider_eos.core.verification import verify_checkpoint
+from airflow_provider_eos.kafka.client_config import admin_config
+from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
+
+if TYPE_CHECKING:
+    from airflow_provider_eos.core.markers import CommittedOffsets
+    from airflow_provider_eos.core.spec import PipelineSpec
+
+
+__all__ = ["HealthProbeError", "check", "evaluate", "probe"]
+
+# Reads of the group and the checkpoint before the verdict is reported as not settled; a job
+# commits at most once per trigger interval, so two quiet reads in a row come quickly.
+_VERIFY_ATTEMPTS = 4
+
+
+class HealthProbeError(EosError):
+    """The cluster could not be read for a health sample; the message names the request."""
+
+
+def _kafka_error(what: str, spec: PipelineSpec, exc: BaseException) -> HealthProbeError:
+    return HealthProbeError(
+        f"{what} failed against {spec.kafka.get('bootstrap.servers')!r}: {exc}",
+        fix="check that the broker is reachable with the spec's kafka settings and that the principal may "
+        "Describe the topics and the group",
+    )
+
+
+def _topic_partitions(
+    admin: AdminClient, spec: PipelineSpec, timeout_s: float
+) -> tuple[list[TopicPartition], list[tuple[TopicPartition, str]], list[str]]:
+    """Input partitions, ``(partition, role)`` of output and DLQ, and the topics that are missing."""
+    try:
+        metadata = admin.list_topics(timeout=timeout_s)
+    except KafkaException as exc:
+        raise _kafka_error("reading topic metadata", spec, exc) from exc
+    missing: list[str] = []
+
+    def partitions(topic: str) -> list[TopicPartition]:
+        found = metadata.topics.get(topic)
+        if found is None or found.error is not None:
+            missing.append(topic)
+            return []
+        return [TopicPartition(topic, p) for p in sorted(found.partitions)]
+
+    inputs = [tp for topic in spec.input_topics for tp in partitions(topic)]
+    outputs = [(tp, "output") for tp in partitions(spec.output_topic)]
+    if spec.dlq_topic:
+        outputs += [(tp, "dlq") for tp in partitions(spec.dlq_topic)]
+    return inputs, outputs, missing
+
+
+def _list_offsets(
+    admin: AdminClient,
+    spec: PipelineSpec,
+    partitions: Iterable[TopicPartition],
+    offset_spec: OffsetSpec,
+    isolation: IsolationLevel,
+    timeout_s: float,
+) -> dict[TopicPartition, int]:
+    wanted = sorted(set(partitions))
+    if not wanted:
+        return {}
+    request = {KafkaTopicPartition(tp.topic, tp.partition): offset_spec for tp in wanted}
+    what = f"ListOffsets ({isolation.name.lower()})"
+    try:
+        futures = admin.list_offsets(request, isolation_level=isolation, request_timeout=timeout_s)
+        return {
+            TopicPartition(tp.topic, tp.partition): future.result(timeout_s).offset for tp, future in futures.items()
+        }
+    except KafkaException as exc:
+        raise _kafka_error(what, spec, exc) from exc
+
+
+def _checkpoint_facts(reader: CheckpointReader) -> tuple[bool, str | None, int | None, int | None]:
+    """``(exists, query id, newest committed batch, its commit time in ms)``; reads no offsets file."""
+    if not reader.exists():
+        return False, None, None, None
+    query_id = reader.query_id() if reader.fs.isfile(reader.path("metadata")) else None
+    last = reader.latest_committed_batch()
+    when = None if last is None else to_epoch_ms(reader.commit_time(last))
+    return True, query_id, last, when
+
+
+def _checkpoint_partitions(reader: CheckpointReader) -> set[TopicPartition]:
+    """Partitions the checkpoint's newest batches name (a partition may have left the topic)."""
+    found: set[TopicPartition] = set()
+    for batch in {reader.latest_committed_batch(), reader.latest_planned_batch()} - {None}:
+        found.update(reader.planned_offsets(batch))
+    return found
+
+
+def _settled_read(
+    admin: AdminClient, spec: PipelineSpec, reader: CheckpointReader, partitions: set[TopicPartition], timeout_s: float
+) -> tuple[CommittedOffsets, tuple[bool, str | None, int | None, int | None], VerificationSample]:
+    """Read group, checkpoint and verdict so that the group did not change under the verdict."""
+    before = read_committed_offsets(admin, spec.group_id, partitions, timeout_s=timeout_s)
+    for _ in range(_VERIFY_ATTEMPTS):
+        facts = _checkpoint_facts(reader)
+        report = verify_checkpoint(reader, before)
+        after = read_committed_offsets(admin, spec.group_id, partitions, timeout_s=timeout_s)
+        if after == before:
+            verification = VerificationSample(verdict=report.overall.value, ok=report.ok, next_step=report.next_step)
+            return after, facts, verification
+        before = after
+    note = f"not settled: the group committed during each of {_VERIFY_ATTEMPTS} reads (the job is alive)"
+    return before, _checkpoint_facts(reader), VerificationSample(verdict=None, ok=None, note=note)
+
+
+def _open_transactions(spec: PipelineSpec) -> tuple[Transaction, ...]:
+    from airflow_provider_eos.kafka.transactions_admin import admin_client, scan_prefix
+
+    with admin_client(spec) as admin:
+        return tuple(scan_prefix(admin, spec.transactional_id_prefix))
+
+
+def probe(
+    spec: PipelineSpec,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+    timeout_s: float = 30,
+    include_transactions: bool = True,
+) -> HealthSample:
+    """Take one health sample of the pipeline.
+
+    :param spec: the pipeline.
+    :param storage_options: fsspec options for the checkpoint location (credentials ...).
+    :param timeout_s: per-request timeout.
+    :param include_transactions: list the transactional ids under the prefix (needs
+        kafka-python's admin client; off only for callers that cannot reach the coordinators).
+    :raises HealthProbeError: if metadata or offsets cannot be read.
+    :raises GroupOffsetsError: if the group's offsets cannot be read.
+    :raises TransactionsAdminError: if the transactions cannot be listed.
+    :raises CheckpointError: if a checkpoint file is malformed.
+    """
+    taken_at = to_epoch_ms(pendulum.now("UTC"))
+    admin = AdminClient({**admin_config(spec), "log_level": 3})
+    inputs, outputs, missing = _topic_partitions(admin, spec, timeout_s)
+    notes = [f"topic {topic!r} does not exist" for topic in missing]
+    reader = CheckpointReader(spec.checkpoint_location, storage_options)
+    group_partitions = set(inputs) | (_checkpoint_partitions(reader) if reader.exists() else set())
+    committed, facts, verification = _settled_read(admin, spec, reader, group_partitions, timeout_s)
+    exists, query_id, last_committed, last_commit_ms = facts
+    if not exists:
+        notes.append(f"no checkpoint at {spec.checkpoint_location!r} yet")
+
+    every = inputs + [tp for tp, _ in outputs]
+    lso = _list_offsets(admin, spec, every, OffsetSpec.latest(), IsolationLevel.READ_COMMITTED, timeout_s)
+    hwm = _list_offsets(admin, spec, every, OffsetSpec.latest(), IsolationLevel.READ_UNCOMMITTED, timeout_s)
+    start = _list_offsets(admin, spec, inputs, OffsetSpec.earliest(), IsolationLevel.READ_UNCOMMITTED, timeout_s)
+
+    input_samples = []
+    for tp in inputs:
+        found = committed.get(tp)
+        marker_batch = None
+        if found is not None:
+            try:
+                marker = found.marker
+            except EosError:
+                # Verification reports the unreadable marker; the lag only needs the offset.
+                marker = None
+            marker_batch = None if marker is None else marker.batch_id
+        input_samples.append(
+            InputPartitionSample(
+                tp=tp,
+                lso=lso[tp],
+                hwm=hwm[tp],
+                log_start=start.get(tp),
+                committed=None if found is None else found.offset,
+                marker_batch=marker_batch,
+            )
+        )
+    output_samples = [OutputPartitionSample(tp=tp, role=role, lso=lso[tp], hwm=hwm[tp]) for tp, role in outputs]
+    transactions = _open_transactions(spec) if include_transactions else ()
+    return HealthSample(
+        taken_at_ms=taken_at,
+        inputs=tuple(input_samples),
+        outputs=tuple(output_samples),
+        checkpoint_exists=exists,
+        query_id=query_id,
+        last_committed=last_committed,
+        last_commit_time_ms=last_commit_ms,
+        verification=verification,
+        transactions=transactions,
+        notes=tuple(notes),
+    )
+
+
+def evaluate(
+    spec: PipelineSpec, window: LagWindow, *, thresholds: Mapping[str, Any] | HealthThresholds | None = None
+) -> HealthReport:
+    """Evaluate the window with the spec's thresholds (optionally overridden).
+
+    :param spec: the pipeline.
+    :param window: the samples.
+    :param thresholds: a full :class:`HealthThresholds`, or a mapping of fields overriding those
+        :meth:`HealthThresholds.from_spec` derives.
+    :raises HealthError: if the window is empty or an override is invalid.
+    """
+    if not isinstance(thresholds, HealthThresholds):
+        thresholds = HealthThresholds.from_spec(spec).with_overrides(thresholds)
+    return evaluate_window(
+        window, thresholds, pipeline=spec.name, transactional_id_prefix=spec.transactional_id_prefix
+    )
+
+
+def check(
+    spec: PipelineSpec,
+    *,
+    samples: int = 1,
+    interval_s: float = 5.0,
+    thresholds: Mapping[str, Any] | HealthThresholds | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    max_samples: int = DEFAULT_MAX_SAMPLES,
+) -> HealthReport:
+    """Take ``samples`` samples ``interval_s`` apart and evaluate them (what ``eos health`` runs).
+
+    One sample judges the commit age, pinned partitions, lingering transactions and the
+    verdict; the lag trends and hanging need several samples spanning the thresholds.
+    """
+    if samples < 1:
+        raise HealthProbeError(f"samples is {samples}", fix="take at least one sample")
+    window = LagWindow(max_samples=max(max_samples, samples))
+    for index in range(samples):
+        if index:
+            time.sleep(interval_s)
+        window.add(probe(spec, storage_options=storage_options))
+    return evaluate(spec, window, thresholds=thresholds)

@@ -1,0 +1,283 @@
+"""Supervise a running exactly-once pipeline from Airflow (DESIGN.md section 5).
+
+:class:`StreamingQueryHealthSensor` checks the pipeline's health once, synchronously, and if
+that does not settle it, defers to
+:class:`~airflow_provider_eos.triggers.health.StreamingQueryHealthTrigger`, which keeps
+sampling in the triggerer. The signals and rules are
+:mod:`airflow_provider_eos.core.health`.
+
+Outcomes:
+
+* ``wait_healthy`` succeeds once a batch was committed after the sensor started (or after
+  ``committed_after``) and the pipeline is not UNHEALTHY; it fails with a sensor timeout, and
+  the last report, if that does not happen within ``timeout``.
+* ``watch`` fails without retrying (``AirflowFailException``, the report table in the message)
+  as soon as the pipeline is UNHEALTHY, and succeeds when ``timeout`` passes without that.
+
+Either way the report's ``to_dict()`` is the task's XCom ``return_value`` (pushed before
+failing, too). Samples that cannot be taken (broker unreachable) fail the task with a
+retryable ``AirflowException`` once ``max_probe_failures`` of them fail in a row.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pendulum
+from airflow.sdk import BaseSensorOperator, BaseXCom, PokeReturnValue
+from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSensorTimeout
+
+from airflow_provider_eos.core.errors import CheckpointError, EosError, MarkerError, SpecError
+from airflow_provider_eos.core.health import (
+    DEFAULT_MAX_SAMPLES,
+    HealthError,
+    HealthReport,
+    LagWindow,
+    WatchMode,
+    WatchOutcome,
+    watch_outcome,
+)
+from airflow_provider_eos.triggers.health import StreamingQueryHealthTrigger, event_payload
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+    from airflow_provider_eos.core.spec import PipelineSpec
+
+__all__ = ["StreamingQueryHealthSensor"]
+
+# Errors about the task's own arguments or durable state: a retry cannot change them.
+_NOT_RETRYABLE: tuple[type[EosError], ...] = (SpecError, HealthError, CheckpointError, MarkerError)
+# The deferral's own timeout only backs up the trigger's, whose event carries the last report.
+_DEFER_GRACE_S = 120
+
+
+def _task_failure(err: EosError) -> AirflowException:
+    if isinstance(err, _NOT_RETRYABLE):
+        return AirflowFailException(str(err))
+    return AirflowException(str(err))
+
+
+def _ms(moment: dt.datetime) -> int:
+    return int(moment.timestamp() * 1000)
+
+
+class StreamingQueryHealthSensor(BaseSensorOperator):
+    """Wait until a pipeline's job committed its first batch healthily, or watch it and fail when unhealthy.
+
+    :param spec_path: the pipeline spec file. (templated)
+    :param watch: ``wait_healthy`` (succeed on the first batch committed after the start, while
+        not UNHEALTHY) or ``watch`` (fail when UNHEALTHY; succeed at ``timeout``). Named
+        ``watch`` because ``mode`` is the sensor's poke/reschedule mode. (templated)
+    :param committed_after: ISO time a commit must be newer than for ``wait_healthy``; default:
+        when the sensor started. (templated)
+    :param thresholds: overrides of the thresholds derived from the spec, in milliseconds
+        (``warn_after_ms``, ``stop_after_ms``, ``hang_after_ms``, ``lingering_after_ms``,
+        ``min_samples``). (templated)
+    :param max_samples: samples the sliding window keeps.
+    :param max_probe_failures: failed samples in a row before the task fails (retryable).
+    :param kafka_conn_id: an Airflow ``kafka`` connection whose settings replace the spec's
+        connection settings. (templated)
+    :param checkpoint_conn_id: an Airflow connection with the checkpoint storage credentials.
+        (templated)
+    :param deferrable: check once, then wait in the triggerer (default); ``False`` pokes in
+        the worker (``mode="poke"`` keeps the window between pokes; ``mode="reschedule"``
+        evaluates each poke alone, so the lag trends and hanging need the deferrable or poke mode).
+    :param poke_interval: seconds between samples.
+    :param timeout: seconds until ``wait_healthy`` gives up or ``watch`` ends successfully.
+    """
+
+    template_fields: Sequence[str] = (
+        "spec_path",
+        "watch",
+        "committed_after",
+        "thresholds",
+        "kafka_conn_id",
+        "checkpoint_conn_id",
+    )
+    ui_color = "#d7ecd9"
+
+    def __init__(
+        self,
+        *,
+        spec_path: str,
+        watch: str = WatchMode.WAIT_HEALTHY.value,
+        committed_after: str | dt.datetime | None = None,
+        thresholds: Mapping[str, Any] | None = None,
+        max_samples: int = DEFAULT_MAX_SAMPLES,
+        max_probe_failures: int = 3,
+        kafka_conn_id: str | None = None,
+        checkpoint_conn_id: str | None = None,
+        deferrable: bool = True,
+        poke_interval: float = 30,
+        timeout: float = 3600,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(poke_interval=poke_interval, timeout=timeout, **kwargs)
+        self.spec_path = spec_path
+        self.watch = watch
+        self.committed_after = committed_after
+        self.thresholds = thresholds
+        self.max_samples = max_samples
+        self.max_probe_failures = max_probe_failures
+        self.kafka_conn_id = kafka_conn_id
+        self.checkpoint_conn_id = checkpoint_conn_id
+        self.deferrable = deferrable
+        self._window: LagWindow | None = None
+        self._started: pendulum.DateTime | None = None
+        self._failures = 0
+
+    # -- shared -------------------------------------------------------------------------------
+
+    def _mode(self) -> WatchMode:
+        try:
+            return WatchMode.parse(self.watch)
+        except HealthError as err:
+            raise AirflowFailException(str(err)) from err
+
+    def _started_at(self, context: Context) -> pendulum.DateTime:
+        if self._started is None:
+            first = context["ti"].get_first_reschedule_date(context) if self.reschedule else None
+            self._started = pendulum.instance(first) if first is not None else pendulum.now("UTC")
+        return self._started
+
+    def _committed_after(self, context: Context) -> pendulum.DateTime:
+        value = self.committed_after
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return self._started_at(context)
+        if isinstance(value, dt.datetime):
+            return pendulum.instance(value)
+        try:
+            parsed = pendulum.parse(str(value))
+        except (ValueError, TypeError) as err:
+            raise AirflowFailException(f"committed_after is {value!r}, not an ISO date-time") from err
+        if not isinstance(parsed, dt.datetime):
+            raise AirflowFailException(f"committed_after is {value!r}, not an ISO date-time")
+        return pendulum.instance(parsed)
+
+    def _load(self) -> tuple[PipelineSpec, dict[str, Any]]:
+        from airflow_provider_eos.hooks.checkpoint_storage import CheckpointStorageHook
+        from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
+
+        spec = load_pipeline_spec(self.spec_path, self.kafka_conn_id or None)
+        options = CheckpointStorageHook(self.checkpoint_conn_id or None).get_storage_options(spec.checkpoint_location)
+        return spec, options
+
+    def _check(self) -> HealthReport:
+        """Take a sample, add it to the window and evaluate it (blocking)."""
+        from airflow_provider_eos.kafka.health_probe import evaluate, probe
+
+        if self._window is None:
+            self._window = LagWindow(max_samples=self.max_samples)
+        try:
+            spec, options = self._load()
+            self._window.add(probe(spec, storage_options=options))
+            report = evaluate(spec, self._window, thresholds=self.thresholds)
+        except EosError as err:
+            raise _task_failure(err) from err
+        self.log.info("%s", report.render())
+        return report
+
+    def _push_before_failing(self, context: Context, value: dict[str, Any] | None) -> None:
+        if self.do_xcom_push and value is not None:
+            context["ti"].xcom_push(key=BaseXCom.XCOM_RETURN_KEY, value=value)
+
+    def _finish(self, context: Context, event: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Turn an outcome (a trigger event's payload) into the task's result or failure."""
+        outcome = WatchOutcome(event["outcome"])
+        mode = WatchMode(event["watch"])
+        report: dict[str, Any] | None = event.get("report")
+        table: str = event.get("table") or "(no health report: no sample succeeded)"
+        message: str = event.get("message", "")
+        if outcome is WatchOutcome.HEALTHY or (outcome is WatchOutcome.TIMEOUT and mode is WatchMode.WATCH):
+            self.log.info("%s\n%s", message, table)
+            return report
+        self._push_before_failing(context, report)
+        if outcome is WatchOutcome.UNHEALTHY:
+            raise AirflowFailException(f"{message}:\n{table}")
+        if outcome is WatchOutcome.TIMEOUT:
+            raise AirflowSensorTimeout(f"{message}\n{table}")
+        raise AirflowException(f"{message}\n{table}")
+
+    # -- deferrable path ------------------------------------------------------------------------
+
+    def execute(self, context: Context) -> Any:
+        """Check once; finish if that settles it, else defer (or poke when not deferrable)."""
+        mode = self._mode()
+        if not self.deferrable:
+            return super().execute(context)
+        started = self._started_at(context)
+        committed_after = self._committed_after(context)
+        report = self._check()
+        outcome = watch_outcome(report, mode, _ms(committed_after))
+        if outcome is not None:
+            return self._finish(context, event_payload(outcome, mode, _message(outcome, report), report))
+        window = self._window or LagWindow(max_samples=self.max_samples)
+        timeout_at = started.add(seconds=self.timeout)
+        self.log.info(
+            "Deferring: %s every %ss until %s",
+            "waiting for a healthy committed batch" if mode is WatchMode.WAIT_HEALTHY else "watching",
+            self.poke_interval,
+            timeout_at.isoformat(),
+        )
+        self.defer(
+            trigger=StreamingQueryHealthTrigger(
+                spec_path=self.spec_path,
+                watch=mode.value,
+                committed_after=committed_after.isoformat(),
+                timeout_at=timeout_at.isoformat(),
+                poke_interval=self.poke_interval,
+                window=window.to_dict(),
+                max_samples=self.max_samples,
+                thresholds=self.thresholds,
+                kafka_conn_id=self.kafka_conn_id,
+                checkpoint_conn_id=self.checkpoint_conn_id,
+                max_probe_failures=self.max_probe_failures,
+            ),
+            method_name="execute_complete",
+            timeout=dt.timedelta(seconds=self.timeout + self.poke_interval + _DEFER_GRACE_S),
+        )
+
+    def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any] | None:
+        """Resume after the trigger fired: return the report, or fail with its table."""
+        return self._finish(context, event)
+
+    # -- poke path ------------------------------------------------------------------------------
+
+    def poke(self, context: Context) -> bool | PokeReturnValue:
+        """Take a sample and decide; the window persists between pokes of one worker run."""
+        mode = self._mode()
+        started = self._started_at(context)
+        committed_after = self._committed_after(context)
+        try:
+            report = self._check()
+        except AirflowFailException:
+            raise
+        except AirflowException as err:
+            self._failures += 1
+            if self._failures >= self.max_probe_failures:
+                raise
+            self.log.warning("Health sample %d of %d failed: %s", self._failures, self.max_probe_failures, err)
+            return False
+        self._failures = 0
+        outcome = watch_outcome(report, mode, _ms(committed_after))
+        if outcome is None and mode is WatchMode.WATCH:
+            # The base class fails a sensor at its timeout; a watch that lasted that long
+            # without an unhealthy report succeeded, so it ends one interval early instead.
+            elapsed = (pendulum.now("UTC") - started).total_seconds()
+            if elapsed + self.poke_interval >= self.timeout:
+                outcome = WatchOutcome.TIMEOUT
+        if outcome is None:
+            return False
+        result = self._finish(context, event_payload(outcome, mode, _message(outcome, report), report))
+        return PokeReturnValue(is_done=True, xcom_value=result)
+
+
+def _message(outcome: WatchOutcome, report: HealthReport) -> str:
+    if outcome is WatchOutcome.HEALTHY:
+        return f"batch {report.last_committed} committed; pipeline {report.pipeline} is {report.status.value}"
+    if outcome is WatchOutcome.UNHEALTHY:
+        return f"pipeline {report.pipeline} is UNHEALTHY"
+    return f"the watch of pipeline {report.pipeline} ended without an unhealthy report"

@@ -1,0 +1,1 @@
+"""Airflow triggers: the asynchronous half of the sensors, polling in the triggerer."""

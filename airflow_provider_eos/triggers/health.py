@@ -1,0 +1,226 @@
+"""The trigger behind :class:`~airflow_provider_eos.sensors.health.StreamingQueryHealthSensor`.
+
+It polls the pipeline's health every ``poke_interval`` seconds in the triggerer, keeping the
+sliding window of samples (:class:`~airflow_provider_eos.core.health.LagWindow`) between polls,
+and fires exactly one event. Its payload is a plain dict:
+
+``outcome``
+    ``healthy`` (``wait_healthy``: a batch committed after ``committed_after`` and the
+    pipeline is not UNHEALTHY), ``unhealthy`` (``watch``: the pipeline is UNHEALTHY),
+    ``timeout`` (``timeout_at`` passed) or ``error`` (``max_probe_failures`` samples in a row
+    failed).
+``watch``, ``message``
+    the mode and one sentence saying what happened.
+``report``, ``table``
+    the newest :class:`~airflow_provider_eos.core.health.HealthReport` as ``to_dict()`` and as
+    rendered text (``None`` if no sample succeeded).
+
+Sampling is blocking I/O (admin requests, checkpoint listing), so it runs in a worker thread
+and never blocks the triggerer's event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import pendulum
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+from airflow_provider_eos.core.errors import EosError
+from airflow_provider_eos.core.health import (
+    DEFAULT_MAX_SAMPLES,
+    HealthReport,
+    HealthSample,
+    LagWindow,
+    WatchMode,
+    WatchOutcome,
+    watch_outcome,
+)
+
+if TYPE_CHECKING:
+    from airflow_provider_eos.core.spec import PipelineSpec
+
+__all__ = ["StreamingQueryHealthTrigger", "event_payload"]
+
+
+def _to_ms(moment: str) -> int:
+    return int(pendulum.parse(moment).timestamp() * 1000)
+
+
+def _now_ms() -> int:
+    return int(pendulum.now("UTC").timestamp() * 1000)
+
+
+def event_payload(
+    outcome: WatchOutcome, mode: WatchMode, message: str, report: HealthReport | None
+) -> dict[str, Any]:
+    """The payload of the trigger's event (also used by the sensor's synchronous check).
+
+    :param outcome: how the watch ended.
+    :param mode: the watch mode.
+    :param message: one sentence saying what happened.
+    :param report: the newest report, if any.
+    """
+    return {
+        "outcome": outcome.value,
+        "watch": mode.value,
+        "message": message,
+        "report": None if report is None else report.to_dict(),
+        "table": None if report is None else report.render(),
+    }
+
+
+class StreamingQueryHealthTrigger(BaseTrigger):
+    """Poll a pipeline's health until it is healthy (``wait_healthy``), unhealthy (``watch``) or time is up.
+
+    :param spec_path: the pipeline spec file (must be readable by the triggerer).
+    :param watch: ``wait_healthy`` or ``watch`` (see :class:`~airflow_provider_eos.core.health.WatchMode`).
+    :param committed_after: ISO time a commit must be newer than for ``wait_healthy``.
+    :param timeout_at: ISO time at which to fire a ``timeout`` event; ``None``: never.
+    :param poke_interval: seconds between samples.
+    :param window: the serialized window so far (:meth:`LagWindow.to_dict`); ``None``: empty.
+    :param max_samples: samples the window keeps.
+    :param thresholds: overrides of the thresholds derived from the spec (milliseconds).
+    :param kafka_conn_id: an Airflow ``kafka`` connection replacing the spec's connection settings.
+    :param checkpoint_conn_id: an Airflow connection with the checkpoint storage credentials.
+    :param max_probe_failures: failed samples in a row before an ``error`` event.
+    """
+
+    def __init__(
+        self,
+        *,
+        spec_path: str,
+        watch: str = WatchMode.WAIT_HEALTHY.value,
+        committed_after: str,
+        timeout_at: str | None = None,
+        poke_interval: float = 60.0,
+        window: Mapping[str, Any] | None = None,
+        max_samples: int = DEFAULT_MAX_SAMPLES,
+        thresholds: Mapping[str, Any] | None = None,
+        kafka_conn_id: str | None = None,
+        checkpoint_conn_id: str | None = None,
+        max_probe_failures: int = 3,
+    ) -> None:
+        super().__init__()
+        self.spec_path = spec_path
+        self.watch = WatchMode.parse(watch).value
+        self.committed_after = committed_after
+        self.timeout_at = timeout_at
+        self.poke_interval = float(poke_interval)
+        self.window = dict(window) if window is not None else None
+        self.max_samples = max_samples
+        self.thresholds = dict(thresholds) if thresholds else None
+        self.kafka_conn_id = kafka_conn_id
+        self.checkpoint_conn_id = checkpoint_conn_id
+        self.max_probe_failures = max_probe_failures
+        self._spec: PipelineSpec | None = None
+        self._storage_options: dict[str, Any] | None = None
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        """Classpath and keyword arguments; ``window`` holds the samples taken so far."""
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "spec_path": self.spec_path,
+                "watch": self.watch,
+                "committed_after": self.committed_after,
+                "timeout_at": self.timeout_at,
+                "poke_interval": self.poke_interval,
+                "window": self.window,
+                "max_samples": self.max_samples,
+                "thresholds": self.thresholds,
+                "kafka_conn_id": self.kafka_conn_id,
+                "checkpoint_conn_id": self.checkpoint_conn_id,
+                "max_probe_failures": self.max_probe_failures,
+            },
+        )
+
+    # -- blocking work, run in a thread ---------------------------------------------------------
+
+    def _load(self) -> PipelineSpec:
+        if self._spec is None:
+            from airflow_provider_eos.hooks.checkpoint_storage import CheckpointStorageHook
+            from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
+
+            spec = load_pipeline_spec(self.spec_path, self.kafka_conn_id or None)
+            self._storage_options = CheckpointStorageHook(self.checkpoint_conn_id or None).get_storage_options(
+                spec.checkpoint_location
+            )
+            self._spec = spec
+        return self._spec
+
+    def _sample(self) -> HealthSample:
+        """Take one sample (blocking)."""
+        from airflow_provider_eos.kafka.health_probe import probe
+
+        spec = self._load()
+        return probe(spec, storage_options=self._storage_options)
+
+    def _evaluate(self, window: LagWindow) -> HealthReport:
+        from airflow_provider_eos.kafka.health_probe import evaluate
+
+        return evaluate(self._load(), window, thresholds=self.thresholds)
+
+    # -- the loop --------------------------------------------------------------------------------
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        """Sample every ``poke_interval`` seconds and yield one event (see the module docstring)."""
+        mode = WatchMode(self.watch)
+        committed_after_ms = _to_ms(self.committed_after)
+        deadline_ms = None if self.timeout_at is None else _to_ms(self.timeout_at)
+        window = LagWindow.from_dict(self.window, max_samples=self.max_samples)
+        report: HealthReport | None = None
+        failures = 0
+        last_error = ""
+        while True:
+            # The sensor checked just before deferring, so the first sample waits one interval.
+            pause = self.poke_interval
+            if deadline_ms is not None:
+                pause = min(pause, (deadline_ms - _now_ms()) / 1000)
+            if pause > 0:
+                await asyncio.sleep(pause)
+            if deadline_ms is not None and _now_ms() >= deadline_ms:
+                message = f"timed out at {self.timeout_at}: " + (
+                    "the watch ended without an unhealthy report"
+                    if mode is WatchMode.WATCH
+                    else "no batch was committed after "
+                    f"{self.committed_after} while the pipeline was healthy"
+                )
+                if last_error:
+                    message += f"; the last sample failed: {last_error}"
+                yield TriggerEvent(event_payload(WatchOutcome.TIMEOUT, mode, message, report))
+                return
+            try:
+                sample = await asyncio.to_thread(self._sample)
+                window.add(sample)
+                report = await asyncio.to_thread(self._evaluate, window)
+            except EosError as err:
+                failures += 1
+                last_error = err.message
+                self.log.warning("Health sample %d of %d failed: %s", failures, self.max_probe_failures, err)
+                if failures >= self.max_probe_failures:
+                    message = f"{failures} health samples in a row failed; the last: {err}"
+                    yield TriggerEvent(event_payload(WatchOutcome.ERROR, mode, message, report))
+                    return
+                continue
+            failures = 0
+            last_error = ""
+            # Kept current so a re-serialized trigger (e.g. in a log) shows the window it holds.
+            self.window = window.to_dict()
+            self.log.info(
+                "Pipeline %s: %s (%d sample(s)); %s",
+                report.pipeline,
+                report.status.value,
+                len(window),
+                "; ".join(f"{f.subject}: {f.detail}" for f in report.problems) or "no findings",
+            )
+            outcome = watch_outcome(report, mode, committed_after_ms)
+            if outcome is WatchOutcome.HEALTHY:
+                message = f"batch {report.last_committed} committed after {self.committed_after}; {report.status.value}"
+                yield TriggerEvent(event_payload(outcome, mode, message, report))
+                return
+            if outcome is WatchOutcome.UNHEALTHY:
+                yield TriggerEvent(event_payload(outcome, mode, f"pipeline {report.pipeline} is UNHEALTHY", report))
+                return

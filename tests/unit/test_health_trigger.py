@@ -1,0 +1,308 @@
+"""The health trigger's serialization and polling loop, and the sensor's hand-over to it, with a fake probe.
+
+The probe (Kafka and checkpoint I/O) is replaced by a scripted function; the rules are the
+real ones. The real broker and a real job are in tests/integration/test_health_live.py and
+tests/dags/test_health_sensor.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pendulum
+import pytest
+
+from airflow_provider_eos.core.errors import EosError
+from airflow_provider_eos.core.health import (
+    HealthSample,
+    InputPartitionSample,
+    LagWindow,
+    VerificationSample,
+)
+from airflow_provider_eos.core.topic_partition import TopicPartition
+from airflow_provider_eos.triggers.health import StreamingQueryHealthTrigger
+
+TP = TopicPartition("orders", 0)
+CLASSPATH = "airflow_provider_eos.triggers.health.StreamingQueryHealthTrigger"
+
+
+@pytest.fixture
+def spec_path(tmp_path: Path) -> str:
+    path = tmp_path / "orders.json"
+    path.write_text(json.dumps({
+        "name": "orders",
+        "kafka": {"bootstrap.servers": "localhost:1"},
+        "input_topics": ["orders"],
+        "output_topic": "orders-out",
+        "group_id": "orders-sink",
+        "transactional_id_prefix": "orders-eos",
+        "checkpoint_location": str(tmp_path / "checkpoint"),
+        "trigger": "1 second",
+        "transaction_timeout_ms": 60_000,
+    }))
+    return str(path)
+
+
+def now_ms() -> int:
+    return int(pendulum.now("UTC").timestamp() * 1000)
+
+
+def make_sample(
+    *, committed: int, lso: int, marker: int, commit_ms: int | None, verdict: str = "IN_SYNC"
+) -> HealthSample:
+    return HealthSample(
+        taken_at_ms=now_ms(),
+        inputs=(InputPartitionSample(TP, lso=lso, hwm=lso, log_start=0, committed=committed, marker_batch=marker),),
+        query_id="q1",
+        last_committed=None if commit_ms is None else marker,
+        last_commit_time_ms=commit_ms,
+        verification=VerificationSample(verdict, verdict in ("IN_SYNC", "KAFKA_AHEAD_SAFE")),
+    )
+
+
+class FakeProbe:
+    """Stands in for ``StreamingQueryHealthTrigger._sample``: each call runs the next step."""
+
+    def __init__(self, steps: list[Callable[[], HealthSample]]) -> None:
+        self.steps = steps
+        self.calls = 0
+        self.threads: set[int] = set()
+
+    # Set on the class, an instance is not bound as a method: it is called without the trigger.
+    def __call__(self) -> HealthSample:
+        self.threads.add(threading.get_ident())
+        step = self.steps[min(self.calls, len(self.steps) - 1)]
+        self.calls += 1
+        return step()
+
+
+@pytest.fixture
+def fake_probe(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[list[Callable[[], HealthSample]]], FakeProbe]]:
+    def install(steps: list[Callable[[], HealthSample]]) -> FakeProbe:
+        fake = FakeProbe(steps)
+        monkeypatch.setattr(StreamingQueryHealthTrigger, "_sample", fake)
+        return fake
+
+    yield install
+
+
+def first_event(trigger: StreamingQueryHealthTrigger, timeout_s: float = 30) -> dict[str, Any]:
+    async def go() -> dict[str, Any]:
+        event = await asyncio.wait_for(anext(trigger.run()), timeout_s)
+        return event.payload
+
+    return asyncio.run(go())
+
+
+def trigger(spec_path: str, **kwargs: Any) -> StreamingQueryHealthTrigger:
+    defaults: dict[str, Any] = {
+        "spec_path": spec_path,
+        "committed_after": pendulum.now("UTC").isoformat(),
+        "poke_interval": 0.05,
+    }
+    return StreamingQueryHealthTrigger(**{**defaults, **kwargs})
+
+
+# -- serialization -----------------------------------------------------------------------------
+
+
+def test_serialize_round_trip_keeps_every_argument_and_the_window(spec_path: str) -> None:
+    from airflow.sdk._shared.module_loading import import_string
+    from airflow.sdk.serde import deserialize, serialize
+
+    window = LagWindow([make_sample(committed=5, lso=10, marker=1, commit_ms=now_ms())], max_samples=4)
+    original = trigger(
+        spec_path,
+        watch="watch",
+        timeout_at="2030-01-01T00:00:00+00:00",
+        window=window.to_dict(),
+        max_samples=4,
+        thresholds={"stop_after_ms": 5000},
+        kafka_conn_id="kafka_default",
+        checkpoint_conn_id="s3",
+        max_probe_failures=5,
+    )
+    classpath, kwargs = original.serialize()
+    assert classpath == CLASSPATH
+    # The way Airflow stores and revives it: serde-encoded kwargs, class imported by path.
+    revived = import_string(classpath)(**deserialize(serialize(kwargs)))
+    assert revived.serialize() == (classpath, kwargs)
+    assert LagWindow.from_dict(revived.window) == window
+    assert json.loads(json.dumps(kwargs)) == kwargs
+
+
+def test_unknown_watch_mode_is_refused(spec_path: str) -> None:
+    with pytest.raises(EosError, match="watch mode"):
+        trigger(spec_path, watch="poke")
+
+
+# -- run() -------------------------------------------------------------------------------------
+
+
+def test_wait_healthy_fires_on_the_first_commit_after_the_start(spec_path: str, fake_probe) -> None:
+    started = now_ms()
+    fake = fake_probe([
+        lambda: make_sample(committed=5, lso=10, marker=1, commit_ms=started - 60_000),  # from before the start
+        lambda: make_sample(committed=5, lso=10, marker=1, commit_ms=started - 60_000),
+        lambda: make_sample(committed=10, lso=10, marker=2, commit_ms=now_ms()),
+    ])
+    payload = first_event(trigger(spec_path, committed_after=pendulum.from_timestamp(started / 1000).isoformat()))
+    assert payload["outcome"] == "healthy" and payload["watch"] == "wait_healthy"
+    assert fake.calls == 3
+    assert payload["report"]["last_committed"] == 2 and payload["report"]["status"] == "HEALTHY"
+    assert "Health of pipeline 'orders'" in payload["table"]
+    # Sampling ran off the event loop's thread.
+    assert threading.get_ident() not in fake.threads
+
+
+def test_wait_healthy_ignores_an_unhealthy_start_and_times_out_with_the_last_report(spec_path: str, fake_probe) -> None:
+    fake_probe([lambda: make_sample(committed=5, lso=10, marker=1, commit_ms=None, verdict="DIVERGED")])
+    deadline = pendulum.now("UTC").add(seconds=0.5)
+    payload = first_event(trigger(spec_path, timeout_at=deadline.isoformat()))
+    assert payload["outcome"] == "timeout"
+    assert "no batch was committed after" in payload["message"]
+    assert payload["report"]["status"] == "UNHEALTHY"
+
+
+def test_watch_fires_when_the_window_shows_a_stall(spec_path: str, fake_probe) -> None:
+    # The sensor's own check is the first sample; two more with the marker advancing and the
+    # offset stuck make the STALL rule (3 samples) fire.
+    fresh = now_ms()
+    window = LagWindow([make_sample(committed=5, lso=10, marker=1, commit_ms=fresh)])
+    markers = iter([2, 3, 4, 5])
+    fake = fake_probe([lambda: make_sample(committed=5, lso=10, marker=next(markers), commit_ms=now_ms())])
+    payload = first_event(trigger(spec_path, watch="watch", window=window.to_dict()))
+    assert payload["outcome"] == "unhealthy" and payload["watch"] == "watch"
+    assert fake.calls == 2  # the carried sample counted
+    (row,) = payload["report"]["partitions"]
+    assert row["status"] == "STALL" and row["samples"] == 3
+    assert "STALL" in payload["table"]
+
+
+def test_watch_times_out_quietly_when_healthy(spec_path: str, fake_probe) -> None:
+    fake_probe([lambda: make_sample(committed=10, lso=10, marker=1, commit_ms=now_ms())])
+    deadline = pendulum.now("UTC").add(seconds=0.4).isoformat()
+    payload = first_event(trigger(spec_path, watch="watch", timeout_at=deadline))
+    assert payload["outcome"] == "timeout" and "without an unhealthy report" in payload["message"]
+    assert payload["report"]["status"] == "HEALTHY"
+
+
+def test_failing_samples_end_with_an_error_event_after_max_failures(spec_path: str, fake_probe) -> None:
+    def broken() -> HealthSample:
+        raise EosError("broker localhost:1 unreachable", fix="start it")
+
+    fake = fake_probe([broken])
+    payload = first_event(trigger(spec_path, watch="watch", max_probe_failures=3))
+    assert payload["outcome"] == "error" and fake.calls == 3
+    assert "3 health samples in a row failed" in payload["message"] and "unreachable" in payload["message"]
+    assert payload["report"] is None
+
+
+def test_a_failed_sample_between_good_ones_is_tolerated(spec_path: str, fake_probe) -> None:
+    def broken() -> HealthSample:
+        raise EosError("transient")
+
+    fake = fake_probe([
+        lambda: make_sample(committed=5, lso=10, marker=1, commit_ms=None),
+        broken,
+        broken,
+        lambda: make_sample(committed=10, lso=10, marker=2, commit_ms=now_ms()),
+    ])
+    payload = first_event(trigger(spec_path, max_probe_failures=3))
+    assert payload["outcome"] == "healthy" and fake.calls == 4
+
+
+def test_the_window_is_carried_in_the_trigger_between_polls(spec_path: str, fake_probe) -> None:
+    fake_probe([lambda: make_sample(committed=10, lso=10, marker=1, commit_ms=None)])
+    t = trigger(spec_path, timeout_at=pendulum.now("UTC").add(seconds=0.4).isoformat(), max_samples=3)
+    first_event(t)
+    window = LagWindow.from_dict(t.serialize()[1]["window"])
+    assert len(window) == 3 and window.max_samples == 3
+
+
+# -- the sensor's synchronous check and hand-over ----------------------------------------------
+
+
+def test_sensor_checks_once_then_defers_with_its_sample_in_the_trigger(spec_path: str, monkeypatch) -> None:
+    from airflow.sdk.exceptions import TaskDeferred
+
+    from airflow_provider_eos.kafka import health_probe
+    from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
+
+    calls: list[str] = []
+
+    def fake(spec, **kwargs) -> HealthSample:
+        calls.append(spec.name)
+        return make_sample(committed=5, lso=10, marker=1, commit_ms=now_ms() - 60_000)
+
+    monkeypatch.setattr(health_probe, "probe", fake)
+    sensor = StreamingQueryHealthSensor(
+        task_id="health", spec_path=spec_path, poke_interval=7, timeout=600, thresholds={"stop_after_ms": 9000}
+    )
+    with pytest.raises(TaskDeferred) as deferred:
+        sensor.execute({})
+    assert calls == ["orders"]
+    handed = deferred.value.trigger
+    assert isinstance(handed, StreamingQueryHealthTrigger) and deferred.value.method_name == "execute_complete"
+    assert handed.watch == "wait_healthy" and handed.poke_interval == 7 and handed.thresholds == {"stop_after_ms": 9000}
+    assert len(LagWindow.from_dict(handed.window)) == 1
+    assert pendulum.parse(handed.timeout_at) > pendulum.parse(handed.committed_after)
+    assert deferred.value.timeout.total_seconds() > 600
+
+
+def test_sensor_finishes_without_deferring_when_the_first_check_settles_it(spec_path: str, monkeypatch) -> None:
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from airflow_provider_eos.kafka import health_probe
+    from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
+
+    monkeypatch.setattr(
+        health_probe, "probe", lambda spec, **kw: make_sample(committed=5, lso=10, marker=1, commit_ms=now_ms(),
+                                                             verdict="KAFKA_BEHIND")
+    )
+    sensor = StreamingQueryHealthSensor(task_id="watch", spec_path=spec_path, watch="watch", do_xcom_push=False)
+    with pytest.raises(AirflowFailException, match="UNHEALTHY"):
+        sensor.execute({})
+
+
+def test_sensor_execute_complete_translates_each_outcome(spec_path: str) -> None:
+    from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSensorTimeout
+
+    from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
+
+    sensor = StreamingQueryHealthSensor(task_id="health", spec_path=spec_path, do_xcom_push=False)
+    report = {"status": "HEALTHY"}
+
+    def event(outcome: str, watch: str = "wait_healthy") -> dict[str, Any]:
+        return {"outcome": outcome, "watch": watch, "message": f"it was {outcome}", "report": report, "table": "TABLE"}
+
+    assert sensor.execute_complete({}, event("healthy")) == report
+    assert sensor.execute_complete({}, event("timeout", "watch")) == report
+    with pytest.raises(AirflowFailException, match=r"(?s)it was unhealthy.*TABLE"):
+        sensor.execute_complete({}, event("unhealthy", "watch"))
+    with pytest.raises(AirflowSensorTimeout, match="it was timeout"):
+        sensor.execute_complete({}, event("timeout"))
+    with pytest.raises(AirflowException, match="it was error") as raised:
+        sensor.execute_complete({}, event("error"))
+    assert not isinstance(raised.value, AirflowFailException)  # retryable
+
+
+def test_sensor_poke_keeps_the_window_between_pokes(spec_path: str, monkeypatch) -> None:
+    from airflow_provider_eos.kafka import health_probe
+    from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
+
+    started = now_ms()
+    script = iter([
+        make_sample(committed=5, lso=10, marker=1, commit_ms=started - 1),
+        make_sample(committed=10, lso=10, marker=2, commit_ms=now_ms() + 5),
+    ])
+    monkeypatch.setattr(health_probe, "probe", lambda spec, **kw: next(script))
+    sensor = StreamingQueryHealthSensor(task_id="health", spec_path=spec_path, deferrable=False, poke_interval=0)
+    assert sensor.poke({}) is False
+    done = sensor.poke({})
+    assert done and done.xcom_value["samples"] == 2 and done.xcom_value["last_committed"] == 2
