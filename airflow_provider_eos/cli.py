@@ -88,7 +88,9 @@ def _run(args: argparse.Namespace) -> int:
                 process.terminate()
 
         signal.signal(signal.SIGTERM, forward_sigterm)
-        return process.wait()
+        returncode = process.wait()
+        # A signal death reads as the shell's 128 + signal number, not a wrapped negative code.
+        return 128 - returncode if returncode < 0 else returncode
 
 
 def build_parser() -> argparse.ArgumentParser:

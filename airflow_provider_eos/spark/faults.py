@@ -3,7 +3,9 @@
 Armed only when BOTH ``EOS_FAULT_INJECTION=<point>@<batch>`` and
 ``EOS_FAULT_INJECTION_ACK=kill-this-driver`` are set, so no single stray variable in a
 production environment can kill a driver. When it fires it logs ``EOS-FAULT`` and SIGKILLs the
-driver's whole process group (the Spark JVM with it), which is what a real crash looks like.
+driver and its parent, the spark-submit JVM (in client mode the Python driver is the JVM's
+child), which is what a real crash of the driver host looks like. Only those two: whatever
+launched spark-submit (``eos run``, an Airflow worker, a test) survives to see the crash.
 ``EOS_FAULT_REPORT=<file>`` also appends that line to a file, which survives the kill.
 """
 
@@ -55,7 +57,8 @@ class FaultInjector:
         # spark-submit relays the Python driver's output through a JVM thread: give it a moment,
         # or the proof that the fault fired dies with the process.
         time.sleep(1)
-        os.killpg(os.getpgrp(), signal.SIGKILL)
+        os.kill(os.getppid(), signal.SIGKILL)
+        os.kill(os.getpid(), signal.SIGKILL)
 
     @staticmethod
     def _report(message: str) -> None:

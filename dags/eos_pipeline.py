@@ -1,0 +1,100 @@
+"""eos_pipeline: pre-flight -> abort lingering -> verify -> submit -> supervise; on failure: abort -> verify.
+
+Pick the pipeline in the trigger form. The spec's trigger picks the path: an ``available_now``
+job runs to the end of the available input, then ``supervise`` checks that this run committed
+healthily; a processing-time job runs until stopped, so ``submit_stream`` and ``watch_stream``
+run side by side and the sensor fails the run when the stream turns unhealthy. If anything on
+either path fails, the recovery branch aborts what the dead driver left open and verifies the
+offsets, so the next run starts from a known state; the run still ends failed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pendulum
+from airflow.providers.standard.operators.python import PythonOperator
+from airflow.sdk import DAG, Param, task
+from airflow.sdk.exceptions import AirflowFailException
+from airflow.task.trigger_rule import TriggerRule
+
+from airflow_provider_eos.operators.preflight import EosPreflightOperator
+from airflow_provider_eos.operators.recovery import AbortOpenTransactionsOperator, VerifyCommittedOffsetsOperator
+from airflow_provider_eos.operators.spark_submit import EosSparkSubmitOperator
+from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
+from airflow_provider_eos.spec_registry import discover_specs, specs_directory
+
+SPECS_DIR = specs_directory(Path(__file__).parent / "pipelines")
+SPECS = discover_specs(SPECS_DIR)
+SPARK_CONN_ID = os.environ.get("EOS_SPARK_CONN_ID", "spark_default")
+SPEC_PATH = "{{ spec_path_of(params.pipeline) }}"
+
+
+def _spec_path_of(name: str) -> str:
+    if name not in SPECS:
+        raise AirflowFailException(f"pipeline {name!r} has no spec in {SPECS_DIR}; known: {sorted(SPECS)}")
+    return str(SPECS[name])
+
+
+def _report_failure() -> None:
+    raise AirflowFailException(
+        "The pipeline failed; the recovery branch aborted open transactions and verified the offsets "
+        "(see recover_verify). Fix the cause, then trigger eos_pipeline again: the job resumes exactly once."
+    )
+
+
+with DAG(
+    dag_id="eos_pipeline",
+    description="Run an exactly-once Kafka -> Spark -> Kafka pipeline with pre-flight, supervision and recovery",
+    schedule=None,
+    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+    catchup=False,
+    max_active_runs=1,
+    tags=["eos", "kafka", "spark"],
+    user_defined_macros={"spec_path_of": _spec_path_of},
+    params={
+        "pipeline": Param(next(iter(SPECS), ""), type="string", enum=list(SPECS) or [""],
+                          description=f"a pipeline spec from {SPECS_DIR}"),
+    },
+    doc_md=__doc__,
+) as dag:
+    preflight = EosPreflightOperator(task_id="preflight", spec_path=SPEC_PATH, specs_dir=str(SPECS_DIR))
+    abort_lingering = AbortOpenTransactionsOperator(task_id="abort_lingering", spec_path=SPEC_PATH)
+    verify = VerifyCommittedOffsetsOperator(task_id="verify", spec_path=SPEC_PATH)
+
+    @task.branch(task_id="choose_path")
+    def choose_path(spec_path: str) -> str | list[str]:
+        """``available_now`` specs end by themselves; processing-time specs are supervised while they run."""
+        from airflow_provider_eos.core.spec import PipelineSpec
+
+        if PipelineSpec.load(spec_path).trigger_interval_ms is None:
+            return "submit"
+        return ["submit_stream", "watch_stream"]
+
+    path = choose_path(SPEC_PATH)
+    submit = EosSparkSubmitOperator(task_id="submit", spec_path=SPEC_PATH, conn_id=SPARK_CONN_ID)
+    supervise = StreamingQueryHealthSensor(
+        task_id="supervise", spec_path=SPEC_PATH, watch="wait_healthy",
+        committed_after="{{ dag_run.start_date }}", poke_interval=5, timeout=600,
+    )
+    submit_stream = EosSparkSubmitOperator(task_id="submit_stream", spec_path=SPEC_PATH, conn_id=SPARK_CONN_ID)
+    watch_stream = StreamingQueryHealthSensor(
+        task_id="watch_stream", spec_path=SPEC_PATH, watch="watch", poke_interval=30, timeout=7 * 24 * 3600,
+    )
+    recover_abort = AbortOpenTransactionsOperator(
+        task_id="recover_abort", spec_path=SPEC_PATH, force=True, trigger_rule=TriggerRule.ONE_FAILED,
+    )
+    recover_verify = VerifyCommittedOffsetsOperator(
+        task_id="recover_verify", spec_path=SPEC_PATH, trigger_rule=TriggerRule.NONE_SKIPPED,
+    )
+    pipeline_failed = PythonOperator(
+        task_id="pipeline_failed", python_callable=_report_failure, trigger_rule=TriggerRule.ONE_FAILED,
+    )
+
+    preflight >> abort_lingering >> verify >> path
+    path >> submit >> supervise
+    path >> [submit_stream, watch_stream]
+    running = [submit, supervise, submit_stream, watch_stream]
+    running >> recover_abort >> recover_verify
+    running >> pipeline_failed

@@ -1,0 +1,128 @@
+"""The three DAGs: parse cleanly and fast, and run with dag.test() against the real broker and Spark."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.support.dag_runner import parse_dags, run_dag
+from tests.support.kafka import end_offsets
+from tests.support.pipeline import PipelineHarness, assert_exactly_once, json_events, output_ids
+
+pytestmark = [pytest.mark.airflow]
+
+SPARK_LOCAL = {"AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"})}
+
+
+def test_dagbag_has_the_three_dags_no_import_errors_and_parses_fast(airflow_home, tmp_path):
+    parsed = parse_dags(tmp_path / "parse.json")
+    assert parsed["import_errors"] == {}
+    assert {"eos_pipeline", "eos_health_check", "eos_manual_recovery"} <= set(parsed["dag_ids"])
+    assert parsed["heavy_modules"] == [], "DAG files must not import Spark or dataframe libraries at parse time"
+    assert parsed["seconds"] < 30
+    assert parsed["params"]["eos_manual_recovery"]["dry_run"] is True
+
+
+def test_invalid_spec_is_an_import_error_naming_the_field(airflow_home, tmp_path):
+    (tmp_path / "broken.yaml").write_text("name: broken\nkafka: {}\n")
+    parsed = parse_dags(tmp_path / "parse.json", env={"EOS_SPECS_DIR": str(tmp_path)})
+    errors = " ".join(parsed["import_errors"].values())
+    assert "broken.yaml" in errors and "bootstrap.servers" in errors, errors
+
+
+def _specs_env(harness: PipelineHarness) -> dict[str, str]:
+    return {"EOS_SPECS_DIR": str(harness.spec_file.parent), **SPARK_LOCAL}
+
+
+@pytest.mark.integration
+@pytest.mark.spark
+def test_eos_pipeline_runs_then_recovers_from_a_crash_and_resumes(airflow_home, bootstrap, tmp_path):
+    (tmp_path / "pipeline").mkdir()
+    harness = PipelineHarness(bootstrap, tmp_path / "pipeline", max_offsets_per_trigger=250)
+    records, valid_ids, malformed = json_events(1500, malformed_every=47)
+    harness.produce_input(records)
+    env = _specs_env(harness)
+    conf = {"pipeline": harness.spec.name}
+
+    crashed = run_dag("eos_pipeline", conf, tmp_path / "run1.json", env={
+        **env, "EOS_FAULT_INJECTION": "after_produce@2", "EOS_FAULT_INJECTION_ACK": "kill-this-driver"})
+    assert crashed.state == "failed", crashed.states
+    assert crashed.states["submit"] == "failed"
+    assert crashed.states["recover_abort"] == "success" and crashed.states["recover_verify"] == "success"
+    assert crashed.states["pipeline_failed"] == "failed"
+    aborted = crashed.xcoms["recover_abort"]
+    assert [r["transactional_id"] for r in aborted["rows"]] == [harness.spec.transactional_id(0)]
+    lso = end_offsets(bootstrap, harness.output_topic, harness.partitions, committed=True)
+    assert lso == end_offsets(bootstrap, harness.output_topic, harness.partitions, committed=False)
+
+    resumed = run_dag("eos_pipeline", conf, tmp_path / "run2.json", env=env)
+    assert resumed.state == "success", resumed.states
+    assert resumed.states["submit"] == "success" and resumed.states["supervise"] == "success"
+    assert resumed.states["recover_abort"] == "skipped" and resumed.states["pipeline_failed"] == "skipped"
+    assert resumed.xcoms["verify"]["overall"] in {"IN_SYNC", "KAFKA_AHEAD_SAFE"}
+    assert resumed.xcoms["preflight"]["ok"] is True
+    assert_exactly_once(harness, valid_ids, malformed)
+    assert max(output_ids(harness.output_values("read_uncommitted")).values()) == 2, "the crash really hit"
+
+
+@pytest.mark.integration
+@pytest.mark.spark
+def test_health_check_and_manual_recovery(airflow_home, bootstrap, tmp_path):
+    (tmp_path / "pipeline").mkdir()
+    harness = PipelineHarness(bootstrap, tmp_path / "pipeline")
+    records, _, _ = json_events(400)
+    harness.produce_input(records)
+    assert harness.run().returncode == 0
+    env = _specs_env(harness)
+
+    health = run_dag("eos_health_check", {}, tmp_path / "health.json", env=env)
+    assert health.state == "success", health.states
+    (report,) = health.xcoms.values()
+    assert report["status"] in {"HEALTHY", "DEGRADED"}
+
+    name = harness.spec.name
+    verified = run_dag("eos_manual_recovery", {"pipeline": name, "action": "verify"}, tmp_path / "v.json", env=env)
+    assert verified.state == "success" and verified.xcoms["verify"]["overall"] == "IN_SYNC"
+    assert verified.states["rewind"] == "skipped"
+
+    last = harness.checkpoint().latest_committed_batch()
+    unconfirmed = run_dag("eos_manual_recovery", {"pipeline": name, "action": "rewind", "dry_run": False,
+                                                  "target_batch": last - 1}, tmp_path / "r1.json", env=env)
+    assert unconfirmed.state == "failed" and unconfirmed.states["validate_request"] == "failed"
+    assert f"rewind {name}" in unconfirmed.task_log("validate_request")
+    assert harness.checkpoint().latest_committed_batch() == last
+
+    dry = run_dag("eos_manual_recovery", {"pipeline": name, "action": "rewind", "target_batch": last - 1},
+                  tmp_path / "r2.json", env=env)
+    assert dry.state == "success", dry.states
+    assert harness.checkpoint().latest_committed_batch() == last, "dry run changed the checkpoint"
+
+    align = run_dag("eos_manual_recovery", {"pipeline": name, "action": "align"}, tmp_path / "a.json", env=env)
+    assert align.state == "success", align.states
+
+
+def test_manual_recovery_form_validation(airflow_home, monkeypatch):
+    monkeypatch.setenv("EOS_SPECS_DIR", str(Path(__file__).resolve().parents[2] / "dags" / "pipelines"))
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "eos_manual_recovery", Path(__file__).resolve().parents[2] / "dags" / "eos_manual_recovery.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    from airflow.sdk.exceptions import AirflowFailException
+
+    ok = {"pipeline": "orders_enrich", "action": "rewind", "dry_run": True, "target_batch": 3}
+    assert module.validate_request(ok) == "rewind"
+    assert module.validate_request({**ok, "dry_run": False, "confirmation": "rewind orders_enrich"}) == "rewind"
+    for bad, message in (
+        ({**ok, "dry_run": False}, "confirmation must read exactly 'rewind orders_enrich'"),
+        ({**ok, "dry_run": False, "confirmation": "rewind other"}, "got 'rewind other'"),
+        ({**ok, "pipeline": "nope"}, "pipeline 'nope' is unknown"),
+        ({**ok, "action": "delete"}, "action 'delete' is unknown"),
+        ({**ok, "target_batch": -5}, "target_batch is -5"),
+        ({**ok, "action": "align", "target_batch": 2}, "only applies to rewind"),
+    ):
+        with pytest.raises(AirflowFailException, match=message.replace("(", r"\(")):
+            module.validate_request(bad)

@@ -1,0 +1,102 @@
+"""Parse or run the repo's DAG files with Airflow in a child process, and report as JSON.
+
+``python -m tests.support.dag_runner parse <out.json>`` or
+``python -m tests.support.dag_runner run <dag_id> <conf json> <out.json>``. A child per call keeps
+Airflow (its logging setup, its settings read from the ``airflow_home`` fixture's environment)
+out of the pytest process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+DAGS = REPO / "dags"
+HEAVY_MODULES = ("pyspark", "pandas", "pyarrow")
+
+
+@dataclass
+class DagRunResult:
+    state: str
+    states: dict[str, str]
+    xcoms: dict[str, Any]
+    log: str
+
+    def task_log(self, task_id: str) -> str:
+        start = self.log.index(f"starting task_id={task_id} ")
+        end = self.log.find(f"end task task_id={task_id} ", start)
+        return self.log[start:end if end >= 0 else None]
+
+
+def _child(args: list[str], env: dict[str, str] | None, timeout_s: float) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", __name__, *args], cwd=REPO, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout_s, check=False,
+    )
+
+
+def parse_dags(out: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
+    proc = _child(["parse", str(out)], env, 300)
+    assert proc.returncode == 0 and out.exists(), proc.stdout[-5000:]
+    return json.loads(out.read_text())
+
+
+def run_dag(dag_id: str, conf: dict[str, Any], out: Path, env: dict[str, str] | None = None,
+            timeout_s: float = 900) -> DagRunResult:
+    proc = _child(["run", dag_id, json.dumps(conf), str(out)], env, timeout_s)
+    assert proc.returncode == 0 and out.exists(), f"exit {proc.returncode}\n{proc.stdout[-8000:]}"
+    return DagRunResult(**json.loads(out.read_text()), log=proc.stdout)
+
+
+def _parse(out: str) -> None:
+    started = time.monotonic()
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=str(DAGS))
+    result = {
+        "seconds": time.monotonic() - started,
+        "dag_ids": sorted(bag.dag_ids),
+        "import_errors": {str(k): str(v) for k, v in bag.import_errors.items()},
+        "heavy_modules": [m for m in HEAVY_MODULES if m in sys.modules],
+        "params": {d: {k: v.value if hasattr(v, "value") else v for k, v in bag.get_dag(d).params.items()}
+                   for d in bag.dag_ids},
+    }
+    Path(out).write_text(json.dumps(result, default=str))
+
+
+def _run(dag_id: str, conf: str, out: str) -> None:
+    from airflow.dag_processing.bundles.manager import DagBundlesManager
+    from airflow.dag_processing.dagbag import DagBag, sync_bag_to_db
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    bag = DagBag(dag_folder=str(DAGS))
+    assert not bag.import_errors, bag.import_errors
+    # dag.test() runs only DAGs serialized with a version, as the DAG processor would write them.
+    DagBundlesManager().sync_bundles_to_db()
+    sync_bag_to_db(bag, "dags-folder", None)
+    dag = bag.get_dag(dag_id)
+    dag_run = dag.test(run_conf=json.loads(conf))
+    with create_session() as session:
+        tis = dag_run.get_task_instances(session=session)
+        xcoms = session.query(XComModel).filter(
+            XComModel.dag_id == dag_id, XComModel.run_id == dag_run.run_id, XComModel.key == "return_value")
+        result = {
+            "state": str(dag_run.state),
+            "states": {(ti.task_id if ti.map_index < 0 else f"{ti.task_id}[{ti.map_index}]"): str(ti.state)
+                       for ti in tis},
+            "xcoms": {(x.task_id if x.map_index < 0 else f"{x.task_id}[{x.map_index}]"): x.value for x in xcoms},
+        }
+    Path(out).write_text(json.dumps(result, default=str))
+
+
+if __name__ == "__main__":
+    command, *rest = sys.argv[1:]
+    {"parse": _parse, "run": _run}[command](*rest)
