@@ -22,13 +22,15 @@ SPECS = discover_specs(SPECS_DIR)
 @task(map_index_template="{{ pipeline_name }}")
 def health_report(spec_path: str, **context: Any) -> dict[str, Any]:
     """Sample one pipeline, log the table, return the report; fail when unhealthy."""
+    from airflow.sdk import get_current_context
     from airflow.sdk.exceptions import AirflowFailException
 
     from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
     from airflow_provider_eos.kafka.health_probe import check
 
     spec = load_pipeline_spec(spec_path)
-    context["pipeline_name"] = spec.name
+    # map_index_template renders against the live task context, not the **context copy.
+    get_current_context()["pipeline_name"] = spec.name
     report = check(spec, samples=3, interval_s=10)
     print(report.render())
     if not report.is_healthy:
