@@ -17,6 +17,7 @@ import time
 import uuid
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pendulum
 
@@ -79,11 +80,26 @@ def _create_topics(bootstrap: str, topics: dict[str, int]) -> None:
         future.result(30)
 
 
-def _read_committed(bootstrap: str, topic: str, partitions: int) -> list[bytes]:
+def _pinned_partitions(bootstrap: str, topic: str, partitions: int) -> int:
+    """Partitions whose last stable offset sits below the high watermark (an open transaction)."""
+    from confluent_kafka import IsolationLevel, TopicPartition
+    from confluent_kafka.admin import AdminClient, OffsetSpec
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    request = {TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)}
+    ends = {}
+    for isolation in (IsolationLevel.READ_COMMITTED, IsolationLevel.READ_UNCOMMITTED):
+        ends[isolation] = {tp.partition: f.result(30).offset
+                           for tp, f in admin.list_offsets(request, isolation_level=isolation).items()}
+    return sum(ends[IsolationLevel.READ_COMMITTED][p] < ends[IsolationLevel.READ_UNCOMMITTED][p]
+               for p in range(partitions))
+
+
+def _read_committed(bootstrap: str, topic: str, partitions: int, isolation: str = "read_committed") -> list[bytes]:
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"demo-reader-{uuid.uuid4().hex[:6]}",
-                         "isolation.level": "read_committed", "enable.auto.commit": False,
+                         "isolation.level": isolation, "enable.auto.commit": False,
                          "enable.partition.eof": True})
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     values, eof = [], set()
@@ -123,13 +139,16 @@ class _Airflow:
             return subprocess.run([self.airflow, *args], env={**self.env, **(extra_env or {})}, stdout=out,
                                   stderr=subprocess.STDOUT, check=False).returncode
 
+    def _json(self, *args: str) -> list[dict[str, Any]]:
+        out = subprocess.run([self.airflow, *args, "-o", "json"], env=self.env, capture_output=True, text=True,
+                             check=True).stdout
+        # Airflow may print warnings on stdout before the JSON document.
+        start = next(i for i, line in enumerate(out.splitlines()) if line.startswith("["))
+        return json.loads("\n".join(out.splitlines()[start:]))
+
     def task_states(self, dag_id: str) -> tuple[str, dict[str, str]]:
-        runs = json.loads(subprocess.run([self.airflow, "dags", "list-runs", dag_id, "-o", "json"], env=self.env,
-                                         capture_output=True, text=True, check=True).stdout)
-        latest = max(runs, key=lambda r: r.get("start_date") or "")
-        states = json.loads(subprocess.run(
-            [self.airflow, "tasks", "states-for-dag-run", dag_id, latest["run_id"], "-o", "json"], env=self.env,
-            capture_output=True, text=True, check=True).stdout)
+        latest = max(self._json("dags", "list-runs", dag_id), key=lambda r: r.get("start_date") or "")
+        states = self._json("tasks", "states-for-dag-run", dag_id, latest["run_id"])
         return latest["state"], {s["task_id"]: s["state"] for s in states}
 
 
@@ -191,8 +210,10 @@ def _run(bootstrap: str, work: Path) -> int:
     if tasks.get("submit") != "failed" or tasks.get("recover_abort") != "success":
         print("      the crash did not take the expected path; see the logs")
         return 1
-    print("[4/6] recovery path ran: recover_abort fenced the dead driver's open transaction, recover_verify "
-          f"checked the offsets ({tasks.get('recover_verify')})")
+    pinned = _pinned_partitions(bootstrap, spec.output_topic, 4)
+    print(f"[4/6] recovery path ran: recover_abort={tasks.get('recover_abort')}, "
+          f"recover_verify={tasks.get('recover_verify')}; output partitions still pinned by an open "
+          f"transaction: {pinned} of 4")
 
     print("[5/6] airflow dags test eos_pipeline (resume) ...")
     airflow("dags", "test", "eos_pipeline", "-c", conf, log_name="run-2-resume")
@@ -200,6 +221,7 @@ def _run(bootstrap: str, work: Path) -> int:
     print(f"      run 2: {state}; " + ", ".join(f"{t}={s}" for t, s in sorted(tasks.items())))
 
     output = _read_committed(bootstrap, spec.output_topic, 4)
+    attempts = len(_read_committed(bootstrap, spec.output_topic, 4, isolation="read_uncommitted")) - len(output)
     dlq = _read_committed(bootstrap, spec.dlq_topic, 1)
     produced = Counter(json.loads(v)["id"] for v in output)
     duplicates = sum(n - 1 for n in produced.values() if n > 1)
@@ -214,7 +236,7 @@ def _run(bootstrap: str, work: Path) -> int:
     verdict = verify_checkpoint(reader, committed).overall.value
     print("[6/6] report")
     rows = [("records in", len(records)), ("records out", len(output)), ("DLQ", len(dlq)),
-            ("duplicates", duplicates), ("lost", lost), ("DLQ = malformed", dlq_ok), ("verdict", verdict),
+            ("duplicates", duplicates), ("lost", lost), ("aborted attempt", f"{attempts} records (read_uncommitted only)"), ("DLQ = malformed", dlq_ok), ("verdict", verdict),
             ("last batch", last), ("DAG run 2", state)]
     for name, value in rows:
         print(f"      {name:<16} {value}")
