@@ -236,7 +236,9 @@ def _run(bootstrap: str, work: Path) -> int:
     verdict = verify_checkpoint(reader, committed).overall.value
     print("[6/6] report")
     rows = [("records in", len(records)), ("records out", len(output)), ("DLQ", len(dlq)),
-            ("duplicates", duplicates), ("lost", lost), ("aborted attempt", f"{attempts} records (read_uncommitted only)"), ("DLQ = malformed", dlq_ok), ("verdict", verdict),
+            ("duplicates", duplicates), ("lost", lost),
+            ("aborted attempt", f"{attempts} records (read_uncommitted only)"), ("DLQ = malformed", dlq_ok),
+            ("verdict", verdict),
             ("last batch", last), ("DAG run 2", state)]
     for name, value in rows:
         print(f"      {name:<16} {value}")
