@@ -162,7 +162,7 @@ def run_demo() -> int:
     print(f"demo folder: {work} (logs in {work / 'logs'})")
     kafka = LocalKafka(work / "kafka")
     started = time.monotonic()
-    info = kafka.up()
+    info = kafka.up(stop_with_pid=os.getpid())
     print(f"[1/6] Kafka (KRaft, single node) up at {info.bootstrap_servers} in {time.monotonic() - started:.1f}s")
     try:
         return _run(info.bootstrap_servers, work)
@@ -178,7 +178,7 @@ def _run(bootstrap: str, work: Path) -> int:
     from airflow_provider_eos.core.spec import PipelineSpec
     from airflow_provider_eos.core.verification import verify_checkpoint
     from airflow_provider_eos.kafka.client_config import admin_config
-    from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
+    from airflow_provider_eos.kafka.group_offsets import sink_group_offsets
 
     spec = PipelineSpec(
         name="orders_enrich_demo", kafka={"bootstrap.servers": bootstrap}, input_topics=["demo-orders"],
@@ -231,8 +231,7 @@ def _run(bootstrap: str, work: Path) -> int:
     from confluent_kafka.admin import AdminClient
 
     last = reader.latest_committed_batch()
-    committed = read_committed_offsets(AdminClient(admin_config(spec)), spec.group_id,
-                                       reader.planned_offsets(last) if last is not None else {})
+    committed = sink_group_offsets(AdminClient(admin_config(spec)), spec, reader)
     verdict = verify_checkpoint(reader, committed).overall.value
     print("[6/6] report")
     rows = [("records in", len(records)), ("records out", len(output)), ("DLQ", len(dlq)),

@@ -92,34 +92,10 @@ def _confluent_admin(spec: PipelineSpec) -> AdminClient:
     return AdminClient(admin_config(spec))
 
 
-def _input_partitions(reader: CheckpointReader, admin: AdminClient, spec: PipelineSpec) -> set[Any]:
-    """The input partitions to compare: those the checkpoint planned and those the topics have now."""
-    from confluent_kafka import KafkaException
-
-    from airflow_provider_eos.core.topic_partition import TopicPartition
-    from airflow_provider_eos.kafka.group_offsets import GroupOffsetsError
-
-    partitions: set[TopicPartition] = set()
-    for batch in {reader.latest_committed_batch(), reader.latest_planned_batch()} - {None}:
-        partitions.update(reader.planned_offsets(batch))
-    try:
-        metadata = admin.list_topics(timeout=30)
-    except KafkaException as exc:
-        raise GroupOffsetsError(
-            f"could not read topic metadata from {spec.kafka.get('bootstrap.servers')!r}: {exc}",
-            fix="check that the broker is reachable with the spec's kafka settings",
-        ) from exc
-    for topic in spec.input_topics:
-        found = metadata.topics.get(topic)
-        if found is not None and found.error is None:
-            partitions.update(TopicPartition(topic, p) for p in found.partitions)
-    return partitions
-
-
 def _committed(reader: CheckpointReader, admin: AdminClient, spec: PipelineSpec) -> CommittedOffsets:
-    from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
+    from airflow_provider_eos.kafka.group_offsets import sink_group_offsets
 
-    return read_committed_offsets(admin, spec.group_id, _input_partitions(reader, admin, spec))
+    return sink_group_offsets(admin, spec, reader)
 
 
 # -- handlers ----------------------------------------------------------------------------------

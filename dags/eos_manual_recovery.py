@@ -21,18 +21,12 @@ from airflow_provider_eos.operators.recovery import (
     RewindCheckpointOperator,
     VerifyCommittedOffsetsOperator,
 )
-from airflow_provider_eos.spec_registry import discover_specs, specs_directory
+from airflow_provider_eos.spec_registry import discover_specs, spec_path_lookup, specs_directory
 
 SPECS_DIR = specs_directory(Path(__file__).parent / "pipelines")
 SPECS = discover_specs(SPECS_DIR)
 ACTIONS = ("verify", "abort", "rewind", "align")
 SPEC_PATH = "{{ spec_path_of(params.pipeline) }}"
-
-
-def _spec_path_of(name: str) -> str:
-    if name not in SPECS:
-        raise AirflowFailException(f"pipeline {name!r} has no spec in {SPECS_DIR}; known: {sorted(SPECS)}")
-    return str(SPECS[name])
 
 
 def validate_request(params: dict[str, Any]) -> str:
@@ -66,7 +60,7 @@ with DAG(
     catchup=False,
     max_active_runs=1,
     tags=["eos", "recovery"],
-    user_defined_macros={"spec_path_of": _spec_path_of},
+    user_defined_macros={"spec_path_of": spec_path_lookup(SPECS, SPECS_DIR)},
     params={
         "pipeline": Param(next(iter(SPECS), ""), type="string", enum=list(SPECS) or [""], title="Pipeline"),
         "action": Param("verify", type="string", enum=list(ACTIONS), title="Action",

@@ -23,18 +23,12 @@ from airflow_provider_eos.operators.preflight import EosPreflightOperator
 from airflow_provider_eos.operators.recovery import AbortOpenTransactionsOperator, VerifyCommittedOffsetsOperator
 from airflow_provider_eos.operators.spark_submit import EosSparkSubmitOperator
 from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
-from airflow_provider_eos.spec_registry import discover_specs, specs_directory
+from airflow_provider_eos.spec_registry import discover_specs, spec_path_lookup, specs_directory
 
 SPECS_DIR = specs_directory(Path(__file__).parent / "pipelines")
 SPECS = discover_specs(SPECS_DIR)
 SPARK_CONN_ID = os.environ.get("EOS_SPARK_CONN_ID", "spark_default")
 SPEC_PATH = "{{ spec_path_of(params.pipeline) }}"
-
-
-def _spec_path_of(name: str) -> str:
-    if name not in SPECS:
-        raise AirflowFailException(f"pipeline {name!r} has no spec in {SPECS_DIR}; known: {sorted(SPECS)}")
-    return str(SPECS[name])
 
 
 def _report_failure() -> None:
@@ -52,7 +46,7 @@ with DAG(
     catchup=False,
     max_active_runs=1,
     tags=["eos", "kafka", "spark"],
-    user_defined_macros={"spec_path_of": _spec_path_of},
+    user_defined_macros={"spec_path_of": spec_path_lookup(SPECS, SPECS_DIR)},
     params={
         "pipeline": Param(next(iter(SPECS), ""), type="string", enum=list(SPECS) or [""],
                           description=f"a pipeline spec from {SPECS_DIR}"),

@@ -6,6 +6,7 @@ A missing prerequisite fails the test with what to install; nothing here skips s
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import uuid
@@ -17,6 +18,14 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
+def _interrupt_on_sigterm(*_: object) -> None:
+    # A CI timeout sends SIGTERM: turn it into an interrupt so fixtures tear down what they started.
+    raise KeyboardInterrupt("SIGTERM")
+
+
+signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
+
+
 @pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
     """A real single-node KRaft broker, started with the code of `eos devstack up`, always stopped."""
@@ -24,7 +33,7 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
 
     kafka = LocalKafka(tmp_path_factory.mktemp("kafka-broker"))
     try:
-        yield kafka.up()
+        yield kafka.up(stop_with_pid=os.getpid())
     finally:
         kafka.down()
 

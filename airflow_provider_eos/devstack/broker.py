@@ -15,6 +15,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 import uuid
 from dataclasses import asdict, dataclass
@@ -28,6 +29,33 @@ log = logging.getLogger(__name__)
 DEFAULT_TRANSACTION_MAX_TIMEOUT_MS = 900_000
 _STATE_FILE = "devstack.json"
 _LOG4J = Path(__file__).with_name("log4j2.xml")
+
+
+_REAPER = """
+import os, shutil, signal, sys, time
+owner, broker, state_dir = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+while alive(owner) and alive(broker):
+    time.sleep(2)
+if alive(broker):
+    try:
+        os.killpg(broker, signal.SIGTERM)
+        for _ in range(100):
+            if not alive(broker):
+                break
+            time.sleep(0.2)
+        os.killpg(broker, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    shutil.rmtree(state_dir, ignore_errors=True)
+"""
 
 
 def free_port() -> int:
@@ -134,11 +162,19 @@ class LocalKafka:
         return info if _pid_alive(info.pid) else None
 
     def up(
-        self, *, transaction_max_timeout_ms: int = DEFAULT_TRANSACTION_MAX_TIMEOUT_MS, timeout_s: float = 120
+        self,
+        *,
+        transaction_max_timeout_ms: int = DEFAULT_TRANSACTION_MAX_TIMEOUT_MS,
+        timeout_s: float = 120,
+        stop_with_pid: int | None = None,
     ) -> BrokerInfo:
         """Format KRaft storage, start the broker, and wait until transactions work.
 
         Idempotent: a broker already running from this folder with the same settings is returned.
+
+        :param stop_with_pid: stop the broker (and remove its data) when this process dies, even
+            if it dies without running its cleanup (SIGKILL, a CI timeout). Tests and the demo pass
+            their own pid; ``eos devstack up`` leaves the broker running on purpose.
         """
         if transaction_max_timeout_ms <= 0:
             raise DevstackError(
@@ -189,6 +225,8 @@ class LocalKafka:
             )
         info = BrokerInfo(process.pid, port, controller_port, str(self.state_dir), transaction_max_timeout_ms)
         self._state_file.write_text(json.dumps(asdict(info)))
+        if stop_with_pid is not None:
+            self._start_reaper(stop_with_pid, process.pid)
         try:
             self._wait_transactional(info, process, timeout_s)
         except BaseException:
@@ -231,6 +269,13 @@ class LocalKafka:
             f"The broker at {info.bootstrap_servers} did not accept transactions within {timeout_s:.0f}s "
             f"(last error: {last_error}).\n{self._log_tail(info)}",
             fix=f"read {info.log_file}.",
+        )
+
+    def _start_reaper(self, owner_pid: int, broker_pid: int) -> None:
+        # A detached watcher, not a thread: it must outlive an owner that is SIGKILLed.
+        subprocess.Popen(
+            [sys.executable, "-c", _REAPER, str(owner_pid), str(broker_pid), str(self.state_dir)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
         )
 
     @staticmethod

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
@@ -14,6 +14,10 @@ from confluent_kafka.admin import AdminClient
 from airflow_provider_eos.core.errors import EosError
 from airflow_provider_eos.core.markers import CommittedOffset, CommittedOffsets
 from airflow_provider_eos.core.topic_partition import TopicPartition
+
+if TYPE_CHECKING:
+    from airflow_provider_eos.core.checkpoint import CheckpointReader
+    from airflow_provider_eos.core.spec import PipelineSpec
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -117,3 +121,37 @@ def write_committed_offsets(
             f"could not write offsets of group {group_id!r}: {exc}",
             fix="the group must have no active members (stop the job first)",
         ) from exc
+
+
+def verification_partitions(admin: AdminClient, spec: PipelineSpec, reader: CheckpointReader,
+                            *, timeout_s: float = 30) -> set[TopicPartition]:
+    """The input partitions a verification compares: those of the input topics now, plus those the
+    checkpoint's last committed and planned batches name, so a partition only one side knows is
+    compared too. A topic missing from the cluster contributes only the checkpoint's partitions.
+    """
+    partitions: set[TopicPartition] = set()
+    if reader.exists():
+        for batch in {reader.latest_committed_batch(), reader.latest_planned_batch()} - {None}:
+            partitions.update(reader.planned_offsets(batch))
+    try:
+        metadata = admin.list_topics(timeout=timeout_s)
+    except KafkaException as exc:
+        raise GroupOffsetsError(
+            f"could not read topic metadata from {spec.kafka.get('bootstrap.servers')!r}: {exc}",
+            fix="check that the broker is reachable with the spec's kafka settings",
+        ) from exc
+    for topic in spec.input_topics:
+        found = metadata.topics.get(topic)
+        if found is None or found.error is not None:
+            log.warning("input topic %r is not in the cluster's metadata; comparing the checkpoint's partitions", topic)
+            continue
+        partitions.update(TopicPartition(topic, p) for p in found.partitions)
+    return partitions
+
+
+def sink_group_offsets(admin: AdminClient, spec: PipelineSpec, reader: CheckpointReader,
+                       *, timeout_s: float = 30) -> CommittedOffsets:
+    """The sink group's committed offsets and markers on every partition a verification compares."""
+    return read_committed_offsets(admin, spec.group_id, verification_partitions(admin, spec, reader,
+                                                                                timeout_s=timeout_s),
+                                  timeout_s=timeout_s)

@@ -28,13 +28,12 @@ from airflow_provider_eos.core.errors import (
     SpecError,
 )
 from airflow_provider_eos.core.repair import plan_align, rewind
-from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.core.transactional_ids import TransactionalIdError
 from airflow_provider_eos.core.verification import VerificationReport, verify_checkpoint
 from airflow_provider_eos.hooks.checkpoint_storage import CheckpointStorageHook
 from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
 from airflow_provider_eos.kafka.client_config import admin_config
-from airflow_provider_eos.kafka.group_offsets import read_committed_offsets, write_committed_offsets
+from airflow_provider_eos.kafka.group_offsets import sink_group_offsets, write_committed_offsets
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -157,36 +156,8 @@ class _EosRecoveryOperator(BaseOperator):
         return AdminClient(admin_config(spec))
 
     def committed_offsets(self, spec: PipelineSpec, reader: CheckpointReader, admin: AdminClient) -> CommittedOffsets:
-        """Read the sink group's committed offsets for every input partition.
-
-        The partitions are those of the input topics now, plus those of the checkpoint's last
-        committed and planned batches, so a partition the group committed but the checkpoint
-        lost (or the reverse) is compared too.
-        """
-        from confluent_kafka import KafkaException
-
-        partitions: set[TopicPartition] = set()
-        try:
-            metadata = admin.list_topics(timeout=_METADATA_TIMEOUT_S)
-        except KafkaException as err:
-            raise AirflowException(
-                f"could not read topic metadata from {spec.kafka['bootstrap.servers']!r}: {err}; check that "
-                "the brokers are reachable with the pipeline's Kafka settings"
-            ) from err
-        for topic in spec.input_topics:
-            found = metadata.topics.get(topic)
-            if found is None or found.error is not None:
-                self.log.warning(
-                    "Input topic %r is not in the cluster's metadata (%s); comparing only the "
-                    "partitions the checkpoint names",
-                    topic,
-                    "missing" if found is None else found.error,
-                )
-                continue
-            partitions.update(TopicPartition(topic, p) for p in found.partitions)
-        for batch in {reader.latest_committed_batch(), reader.latest_planned_batch()} - {None}:
-            partitions.update(reader.planned_offsets(batch))
-        return read_committed_offsets(admin, spec.group_id, partitions)
+        """The sink group's committed offsets on every partition the verification compares."""
+        return sink_group_offsets(admin, spec, reader, timeout_s=_METADATA_TIMEOUT_S)
 
     def push_before_failing(self, context: Context, value: dict[str, Any]) -> None:
         """Make ``value`` the task's XCom ``return_value`` although the task is about to fail."""

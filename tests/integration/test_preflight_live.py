@@ -10,6 +10,7 @@ query) and ``eos preflight``'s exit codes and JSON.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -87,7 +88,7 @@ def test_a_low_broker_transaction_max_timeout_fires_the_timeout_rule_with_the_br
 
     kafka = LocalKafka(tmp_path / "low-timeout-broker")
     try:
-        bootstrap = kafka.up(transaction_max_timeout_ms=LOW_MAX_TIMEOUT_MS).bootstrap_servers
+        bootstrap = kafka.up(transaction_max_timeout_ms=LOW_MAX_TIMEOUT_MS, stop_with_pid=os.getpid()).bootstrap_servers
         inp, out = create_topic(bootstrap, "low-in"), create_topic(bootstrap, "low-out")
         spec, path = write_spec(
             tmp_path,

@@ -1,0 +1,62 @@
+"""`eos devstack` as a user runs it, and the reaper that stops a test's broker when its owner dies."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from airflow_provider_eos.devstack.broker import LocalKafka, _pid_alive
+
+pytestmark = pytest.mark.integration
+
+
+def eos(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "airflow_provider_eos.cli", *args], capture_output=True,
+                          text=True, timeout=timeout, check=False)
+
+
+def test_devstack_up_status_down(tmp_path):
+    state = str(tmp_path / "devstack")
+    try:
+        up = eos("devstack", "up", "--state-dir", state, "--transaction-max-timeout-ms", "120000")
+        assert up.returncode == 0, up.stderr
+        last = up.stdout.strip().splitlines()[-1]
+        assert last.startswith("bootstrap.servers=127.0.0.1:")
+        again = eos("devstack", "up", "--state-dir", state, "--transaction-max-timeout-ms", "120000")
+        assert again.stdout.strip().splitlines()[-1] == last, "up is idempotent"
+        conflict = eos("devstack", "up", "--state-dir", state, "--transaction-max-timeout-ms", "60000")
+        assert conflict.returncode == 2 and "eos devstack down" in conflict.stderr
+        status = eos("devstack", "status", "--state-dir", state)
+        assert status.returncode == 0 and status.stdout.strip().splitlines()[-1] == last
+    finally:
+        down = eos("devstack", "down", "--state-dir", state)
+    assert down.returncode == 0 and "stopped" in down.stdout
+    assert eos("devstack", "status", "--state-dir", state).returncode == 1
+    assert not (tmp_path / "devstack").exists()
+
+
+def test_bad_transaction_max_timeout_is_a_clear_error(tmp_path):
+    result = eos("devstack", "up", "--state-dir", str(tmp_path / "x"), "--transaction-max-timeout-ms", "0")
+    assert result.returncode == 2 and "--transaction-max-timeout-ms must be positive, got 0" in result.stderr
+
+
+def test_broker_is_stopped_when_its_owner_dies_without_cleanup(tmp_path):
+    owner = subprocess.run(
+        [sys.executable, "-c",
+         "import os, sys; from airflow_provider_eos.devstack.broker import LocalKafka; "
+         f"info = LocalKafka({str(tmp_path / 'owned')!r}).up(stop_with_pid=os.getpid()); "
+         "print(info.pid, flush=True); os._exit(0)"],
+        capture_output=True, text=True, timeout=180, check=True,
+    )
+    broker_pid = int(owner.stdout.strip().splitlines()[-1])
+    deadline = time.monotonic() + 60
+    while (_pid_alive(broker_pid) or (tmp_path / "owned").exists()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    try:
+        assert not _pid_alive(broker_pid), "the reaper did not stop the orphaned broker"
+        assert not (tmp_path / "owned").exists()
+    finally:
+        LocalKafka(tmp_path / "owned").down()
