@@ -1,0 +1,253 @@
+"""``python -m bench [--quick] [--only NAME ...]``: run the benchmarks on one broker and write the results.
+
+Benchmarks (in this order): scale, throughput, memory, profile, latency, recovery. The broker is
+started in a temporary folder and always stopped; every job subprocess is killed on the way out.
+Full runs write ``bench/results/<date>.{json,md,png}`` and ``LATEST.md``; ``--quick`` and
+``--only`` runs write ``<date>-quick.*`` / ``<date>-<names>.*`` and leave ``LATEST.md`` alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.common import kill_tracked, log
+
+BENCHES = ("scale", "throughput", "memory", "profile", "latency", "recovery")
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+@dataclass(frozen=True)
+class Config:
+    records: int = 1_000_000
+    batch: int = 100_000
+    repetitions: int = 5
+    latency_rate: int = 2_000
+    latency_duration_s: int = 60
+    latency_modes: tuple[str, ...] = ("exactly-once", "at-least-once")
+    recovery_records: int = 40_000
+    recovery_batch: int = 10_000
+    recovery_kill_batch: int = 2
+    recovery_repetitions: int = 3
+    scale_partitions: int = 10_000
+    scale_transactions: int = 10_000
+    scale_topics: int = 100
+    scale_repetitions: int = 5
+    notes: list[str] = field(default_factory=list)
+
+
+QUICK = Config(records=100_000, batch=25_000, repetitions=1, latency_rate=500, latency_duration_s=15,
+               latency_modes=("exactly-once",), recovery_records=8_000, recovery_batch=2_000, recovery_repetitions=1,
+               scale_topics=20, scale_repetitions=2)
+
+
+def _machine() -> str:
+    model = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+        mem_kb = int(next(x for x in Path("/proc/meminfo").read_text().splitlines()
+                          if x.startswith("MemTotal")).split()[1])
+    except (OSError, StopIteration, ValueError):
+        mem_kb = 0
+    return f"{os.cpu_count()} cores ({model}), {mem_kb / 1024 / 1024:.0f} GiB RAM, {platform.system()}"
+
+
+def _versions() -> str:
+    import confluent_kafka
+    import pyarrow
+    import pyspark
+
+    return (f"Python {platform.python_version()}, PySpark {pyspark.__version__}, confluent-kafka "
+            f"{confluent_kafka.__version__} (librdkafka {confluent_kafka.libversion()[0]}), "
+            f"pyarrow {pyarrow.__version__}")
+
+
+def _git_commit() -> str:
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
+                                cwd=Path(__file__).parent).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", ":!bench"], capture_output=True, text=True,
+                               check=True, cwd=Path(__file__).parent).stdout.strip()
+        return commit + ("+dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+
+
+def _collect_loads(node: Any, found: list[float]) -> list[float]:
+    if isinstance(node, dict):
+        if "loadavg_before" in node and isinstance(node["loadavg_before"], dict):
+            found.append(node["loadavg_before"]["1m"])
+        for value in node.values():
+            _collect_loads(value, found)
+    elif isinstance(node, list):
+        for value in node:
+            _collect_loads(value, found)
+    return found
+
+
+def run_benches(selected: list[str], config: Config, work_dir: Path, results: dict[str, Any]) -> None:
+    from airflow_provider_eos.devstack.broker import LocalKafka
+    from bench import latency, memory, profile_sink, recovery, scale, throughput
+
+    kafka = LocalKafka(work_dir / "kafka")
+    try:
+        info = kafka.up()
+        bootstrap = info.bootstrap_servers
+        log(f"broker {bootstrap} (state {work_dir / 'kafka'})")
+        data = None
+
+        def guarded(name: str, call: Callable[[], dict[str, Any]], store: bool = True) -> dict[str, Any] | None:
+            """Run one benchmark; a failure is recorded and the others still run."""
+            started = time.monotonic()
+            value = None
+            try:
+                value = call()
+                if store:
+                    results[name] = value
+            except Exception:
+                results.setdefault("errors", {})[name] = traceback.format_exc()
+                log(f"{name} FAILED:\n{traceback.format_exc()}")
+            finally:
+                kill_tracked()
+            log(f"{name} took {time.monotonic() - started:.0f}s")
+            return value
+
+        if "scale" in selected:
+            guarded("scale", lambda: scale.run(bootstrap, work_dir, partitions=config.scale_partitions,
+                                               transactions=config.scale_transactions, topics=config.scale_topics,
+                                               repetitions=config.scale_repetitions))
+        if "throughput" in selected:
+            def do_throughput() -> dict[str, Any]:
+                nonlocal data
+                result, data = throughput.run(bootstrap, work_dir, records=config.records, batch=config.batch,
+                                              repetitions=config.repetitions)
+                return result
+
+            guarded("throughput", do_throughput)
+        if "memory" in selected:
+            guarded("memory", lambda: memory.run(bootstrap, work_dir, batch=config.batch))
+        if "profile" in selected:
+            def do_profile() -> dict[str, Any]:
+                nonlocal data
+                data = data or throughput.prepare_input(bootstrap, config.records)
+                return profile_sink.run(bootstrap, work_dir, input_topic=data.topic, records=len(data.records),
+                                        batch=config.batch)
+
+            guarded("profile", do_profile)
+        data = None  # the input records are held in memory; the rest does not need them
+        if "latency" in selected:
+            results["latency"] = {}
+            for mode in config.latency_modes:
+                value = guarded(f"latency {mode}", lambda mode=mode: latency.run(
+                    bootstrap, work_dir, mode=mode, rate=config.latency_rate, duration_s=config.latency_duration_s,
+                    batch=config.batch), store=False)
+                if value is not None:
+                    results["latency"][mode] = value
+        if "recovery" in selected:
+            guarded("recovery", lambda: recovery.run(bootstrap, work_dir, records=config.recovery_records,
+                                                     batch=config.recovery_batch,
+                                                     kill_batch=config.recovery_kill_batch,
+                                                     repetitions=config.recovery_repetitions))
+    finally:
+        kill_tracked()
+        kafka.down()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="small smoke run (minutes), results suffixed -quick")
+    parser.add_argument("--only", action="append", choices=BENCHES, metavar="NAME",
+                        help=f"run only this benchmark (repeatable): {', '.join(BENCHES)}")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="results folder (default bench/results)")
+    parser.add_argument("--keep-work", action="store_true", help="keep the temporary folder (job logs, checkpoints)")
+    parser.add_argument("--render", type=Path, metavar="JSON",
+                        help="only rewrite the markdown, chart (and LATEST.md) from a results JSON; runs nothing")
+    args = parser.parse_args(argv)
+    if args.render:
+        results = json.loads(args.render.read_text())
+        meta = results["meta"]
+        write_results(results, args.render.parent,
+                      full=not meta["quick"] and list(meta["selected"]) == list(BENCHES))
+        return 0
+    selected = [b for b in BENCHES if not args.only or b in args.only]
+    config = QUICK if args.quick else Config()
+
+    # A SIGTERM to the bench must still stop the broker and the jobs (the finally blocks run).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    today = dt.date.today().isoformat()
+    started = dt.datetime.now()
+    results: dict[str, Any] = {"meta": {
+        "date": today, "quick": args.quick, "selected": selected,
+        "command": "python -m bench" + (" --quick" if args.quick else "")
+        + "".join(f" --only {name}" for name in args.only or []),
+        "started": started.strftime("%Y-%m-%d %H:%M:%S"), "machine": _machine(), "versions": _versions(),
+        "git_commit": _git_commit(), "loadavg_start": os.getloadavg(), "config": asdict(config),
+    }}
+    from airflow_provider_eos.devstack.jars import KAFKA_VERSION
+
+    results["meta"]["kafka"] = KAFKA_VERSION
+    work_dir = Path(tempfile.mkdtemp(prefix="eos-bench-"))
+    log(f"work folder {work_dir}; running {', '.join(selected)}{' (quick)' if args.quick else ''}")
+    try:
+        run_benches(selected, config, work_dir, results)
+    finally:
+        if args.keep_work:
+            log(f"kept {work_dir}")
+        else:
+            shutil.rmtree(work_dir, ignore_errors=True)
+    finished = dt.datetime.now()
+    loads = _collect_loads({k: v for k, v in results.items() if k != "meta"}, [])
+    results["meta"].update(
+        finished=finished.strftime("%Y-%m-%d %H:%M:%S"), duration_min=(finished - started).total_seconds() / 60,
+        loadavg_end=os.getloadavg(),
+        load_summary=(f"{min(loads):.2f} to {max(loads):.2f} (median {sorted(loads)[len(loads) // 2]:.2f}) "
+                      f"over {len(loads)} measurements") if loads else "not recorded",
+    )
+    write_results(results, args.out, full=not args.quick and not args.only)
+    return 1 if results.get("errors") else 0
+
+
+def write_results(results: dict[str, Any], out: Path, *, full: bool) -> None:
+    from bench.report import analyze, chart, evaluate_targets, markdown
+
+    meta = results["meta"]
+    results["targets"] = evaluate_targets(results)
+    results["analysis"] = analyze(results)
+    stem = meta["date"]
+    if meta["quick"]:
+        stem += "-quick"
+    elif not full:
+        stem += "-" + "-".join(meta["selected"])
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{stem}.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    table = markdown(results)
+    (out / f"{stem}.md").write_text(table)
+    chart(results, out / f"{stem}.png")
+    if full:
+        (out / "LATEST.md").write_text(table.replace("the JSON next to this file; chart: the PNG next to it",
+                                                     f"`{stem}.json`; chart: `{stem}.png`"))
+    log(f"results: {out / stem}.{{json,md,png}}" + (" and LATEST.md" if full else ""))
+    for target in results["targets"]:
+        log(f"  {'PASS' if target['pass'] else 'MISS'} {target['target']}: {target['measured']}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

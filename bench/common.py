@@ -1,0 +1,435 @@
+"""What every benchmark shares: load, statistics, topics, input records, and the job as a subprocess.
+
+The job runs exactly as users run it: ``eos run --spec FILE --mode ...`` (spark-submit of
+``spark_jobs/eos_job.py``), in its own session so the bench can signal its whole process group.
+The job logs one ``EOS-PROGRESS`` JSON line per finished batch (Spark's ``triggerExecution``
+duration, rows in, and for exactly-once the sink's collect/produce/commit times); the bench reads
+them from the job's log file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from confluent_kafka import Consumer, IsolationLevel, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+
+from airflow_provider_eos.core.spec import PipelineSpec
+
+EXACTLY_ONCE, AT_LEAST_ONCE = "exactly-once", "at-least-once"
+# Spark conf of every job the bench starts: modest heaps, the machine is shared.
+SPARK_CONF = {"spark.driver.memory": "1g", "spark.sql.shuffle.partitions": "2"}
+
+
+# -- measurement helpers ------------------------------------------------------------------------
+
+
+def loadavg() -> dict[str, float]:
+    """The 1/5/15-minute load averages, recorded before every measurement."""
+    one, five, fifteen = os.getloadavg()
+    return {"1m": round(one, 2), "5m": round(five, 2), "15m": round(fifteen, 2)}
+
+
+def summarize(values: Sequence[float], digits: int = 3) -> dict[str, Any]:
+    """min / median / max (and the values) of repeated measurements."""
+    if not values:
+        return {"n": 0, "min": None, "median": None, "max": None, "values": []}
+    return {
+        "n": len(values),
+        "min": round(min(values), digits),
+        "median": round(statistics.median(values), digits),
+        "max": round(max(values), digits),
+        "values": [round(v, digits) for v in values],
+    }
+
+
+def percentile(ordered: Sequence[float], q: float) -> float:
+    """Linear-interpolated percentile ``q`` (0..100) of an ascending sequence."""
+    if not ordered:
+        raise ValueError("no values")
+    rank = (len(ordered) - 1) * q / 100
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def timed(call: Callable[[], Any]) -> tuple[float, Any]:
+    started = time.perf_counter()
+    result = call()
+    return time.perf_counter() - started, result
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+# -- Kafka --------------------------------------------------------------------------------------
+
+
+def unique(stem: str) -> str:
+    return f"{stem}-{uuid.uuid4().hex[:8]}"
+
+
+def create_topics(bootstrap: str, names: Iterable[str], partitions: int) -> list[str]:
+    """Create topics and wait until the cluster metadata lists their partitions."""
+    names = list(names)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(n, partitions, 1) for n in names], operation_timeout=60).values():
+        future.result(60)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        topics = admin.list_topics(timeout=10).topics
+        if all(n in topics and topics[n].error is None and len(topics[n].partitions) == partitions for n in names):
+            return names
+        time.sleep(0.2)
+    raise TimeoutError(f"topics {names[:3]}... not ready")
+
+
+def delete_topics(bootstrap: str, names: Iterable[str]) -> None:
+    """Delete topics the bench no longer needs (keeps the broker's disk small); errors are ignored."""
+    names = list(names)
+    if not names:
+        return
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.delete_topics(names, operation_timeout=60).values():
+        with contextlib.suppress(Exception):
+            future.result(60)
+
+
+def end_offsets(bootstrap: str, topic: str, partitions: int, *, committed: bool) -> dict[int, int]:
+    """Per partition: the last stable offset (``committed=True``) or the high watermark."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    isolation = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
+    request = {TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)}
+    result = admin.list_offsets(request, isolation_level=isolation, request_timeout=30)
+    return {tp.partition: future.result(30).offset for tp, future in result.items()}
+
+
+def produce(bootstrap: str, topic: str, records: Iterable[tuple[bytes, bytes]]) -> int:
+    """Produce input records (idempotent producer, not transactional); returns the count."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "enable.idempotence": True,
+                         "queue.buffering.max.messages": 500_000})
+    count = 0
+    for key, value in records:
+        while True:
+            try:
+                producer.produce(topic, value=value, key=key)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        count += 1
+        if count % 50_000 == 0:
+            producer.poll(0)
+    remaining = producer.flush(120)
+    if remaining:
+        raise RuntimeError(f"{remaining} input record(s) not delivered to {topic}")
+    return count
+
+
+def read_committed_consumer(bootstrap: str, **extra: Any) -> Consumer:
+    """A ``read_committed`` consumer without a group of its own (partitions are assigned, not subscribed)."""
+    return Consumer({
+        "bootstrap.servers": bootstrap, "group.id": unique("bench-reader"), "enable.auto.commit": False,
+        "isolation.level": "read_committed", "auto.offset.reset": "earliest", **extra,
+    })
+
+
+# -- input records ------------------------------------------------------------------------------
+
+_PAD_POOL = [os.urandom(96).hex()[:150] for _ in range(256)]
+
+
+def bench_record(i: int) -> tuple[bytes, bytes]:
+    """Input record ``i``: key ``u<nnn>``, a JSON value of about 200 bytes (half random hex)."""
+    key = b"u%03d" % (i % 997)
+    value = b'{"id":%d,"user":"u%03d","amount":%d.%02d,"note":"%s"}' % (
+        i, i % 997, i % 5000, i % 100, _PAD_POOL[i % 256][: 150 - len(str(i))].encode())
+    return key, value
+
+
+def bench_records(count: int, start: int = 0) -> list[tuple[bytes, bytes]]:
+    return [bench_record(i) for i in range(start, start + count)]
+
+
+def record_bytes(records: Iterable[tuple[bytes, bytes]]) -> int:
+    return sum(len(k) + len(v) for k, v in records)
+
+
+# -- pipelines and the job ----------------------------------------------------------------------
+
+
+def write_spec(
+    work_dir: Path,
+    bootstrap: str,
+    *,
+    name: str,
+    input_topics: list[str],
+    output_topic: str,
+    trigger: str = "available_now",
+    max_offsets_per_trigger: int,
+    transaction_timeout_ms: int = 60_000,
+    spark_conf: dict[str, str] | None = None,
+) -> tuple[PipelineSpec, Path]:
+    """A spec with a fresh checkpoint, group and prefix under ``work_dir/name``; returns it and its file."""
+    folder = work_dir / name
+    folder.mkdir(parents=True, exist_ok=True)
+    spec = PipelineSpec(
+        name=name.replace("-", "_"), kafka={"bootstrap.servers": bootstrap}, input_topics=input_topics,
+        output_topic=output_topic, group_id=f"{name}-sink", transactional_id_prefix=f"{name}-txn",
+        checkpoint_location=str(folder / "checkpoint"), trigger=trigger,
+        max_offsets_per_trigger=max_offsets_per_trigger, transaction_timeout_ms=transaction_timeout_ms,
+        spark_conf={**SPARK_CONF, **(spark_conf or {})},
+    )
+    spec_file = folder / "spec.yaml"
+    spec_file.write_text(yaml.safe_dump(spec.to_dict()))
+    return spec, spec_file
+
+
+_TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S,%f"
+
+
+def _line_time(line: str) -> float | None:
+    try:
+        return dt.datetime.strptime(line[:23], _TIMESTAMP_FORMAT).timestamp()
+    except ValueError:
+        return None
+
+
+def _read_kb(pid: int, key: str) -> int | None:
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return None
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError):
+                found.extend(int(c) for c in (task / "children").read_text().split())
+    return found
+
+
+def _cmdline(pid: int) -> list[str]:
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    return []
+
+
+@dataclass
+class MemorySampler:
+    """Samples peak RSS (``VmHWM``) of the job's Python driver and of spark-submit's JVM.
+
+    The process tree is ``eos run`` (Python) -> spark-submit JVM -> Python driver
+    (``eos_job.py``); both are found by walking ``/proc/<pid>/task/*/children`` from the root.
+    ``VmHWM`` is the kernel's own high-water mark, so sampling every 0.2 s loses nothing but the
+    last 0.2 s of a process's life.
+    """
+
+    root_pid: int
+    interval_s: float = 0.2
+    peaks_kb: dict[str, int] = field(default_factory=dict)
+    pids: dict[str, int] = field(default_factory=dict)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, daemon=True, name="bench-memory")
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.sample()
+            self._stop.wait(self.interval_s)
+
+    def sample(self) -> None:
+        pending, seen = [self.root_pid], set()
+        while pending:
+            pid = pending.pop()
+            if pid in seen:
+                continue
+            seen.add(pid)
+            pending.extend(_children(pid))
+            command = _cmdline(pid)
+            if not command or not command[0]:
+                continue
+            if any(part.endswith("eos_job.py") for part in command) and "java" not in Path(command[0]).name:
+                role = "driver_python"
+            elif Path(command[0]).name == "java":
+                role = "jvm"
+            else:
+                continue
+            hwm = _read_kb(pid, "VmHWM")
+            if hwm is not None:
+                self.pids[role] = pid
+                self.peaks_kb[role] = max(self.peaks_kb.get(role, 0), hwm)
+
+    def peaks_mb(self) -> dict[str, float]:
+        return {role: round(kb / 1024, 1) for role, kb in sorted(self.peaks_kb.items())}
+
+
+_TRACKED: dict[int, subprocess.Popen] = {}
+
+
+def track(process: subprocess.Popen) -> subprocess.Popen:
+    """Remember a subprocess started in its own session, so :func:`kill_tracked` can end it."""
+    _TRACKED[process.pid] = process
+    return process
+
+
+def kill_tracked() -> None:
+    """SIGKILL the process group of every tracked subprocess still running (on the way out)."""
+    for pid, process in list(_TRACKED.items()):
+        if process.poll() is None:
+            log(f"killing leftover job process group {pid}")
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(30)
+        _TRACKED.pop(pid, None)
+
+
+class Job:
+    """The job as a subprocess: ``eos run --spec FILE --mode MODE`` in a new session, log to a file."""
+
+    def __init__(self, spec_file: Path, mode: str, log_path: Path, *, env: dict[str, str] | None = None) -> None:
+        self.spec_file, self.mode, self.log_path = spec_file, mode, log_path
+        self.env = {**os.environ, "EOS_LOG_LEVEL": "INFO", **(env or {})}
+        if "EOS_FAULT_INJECTION" not in (env or {}):
+            self.env.pop("EOS_FAULT_INJECTION", None)
+            self.env.pop("EOS_FAULT_INJECTION_ACK", None)
+        self.process: subprocess.Popen | None = None
+        self.memory: MemorySampler | None = None
+        self.started_at = 0.0
+
+    def start(self, *, sample_memory: bool = False) -> Job:
+        command = [sys.executable, "-m", "airflow_provider_eos.cli", "run", "--spec", str(self.spec_file),
+                   "--master", "local[2]", "--mode", self.mode]
+        self.started_at = time.time()
+        with self.log_path.open("w") as out:
+            # cwd: Spark writes spark-warehouse/derby files into the working directory.
+            self.process = track(subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=self.env,
+                                                  cwd=self.log_path.parent, start_new_session=True))
+        if sample_memory:
+            self.memory = MemorySampler(self.process.pid)
+            self.memory.start()
+        return self
+
+    def wait(self, timeout_s: float) -> int:
+        assert self.process is not None
+        try:
+            return self.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise RuntimeError(
+                f"job did not finish within {timeout_s:.0f}s; log: {self.log_path}\n{self.tail()}") from None
+        finally:
+            if self.memory is not None:
+                self.memory.stop()
+
+    def stop(self, timeout_s: float = 90) -> int | None:
+        """SIGTERM ``eos run`` (it forwards to the driver, which stops between batches), then SIGKILL."""
+        if self.process is None or self.process.poll() is not None:
+            return None if self.process is None else self.process.returncode
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.process.pid, signal.SIGTERM)
+        try:
+            return self.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return self.process.returncode
+        finally:
+            if self.memory is not None:
+                self.memory.stop()
+
+    def kill(self) -> None:
+        """SIGKILL the job's whole process group (eos run, spark-submit's JVM, the Python driver)."""
+        if self.process is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(30)
+        if self.memory is not None:
+            self.memory.stop()
+
+    def text(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def tail(self, lines: int = 40) -> str:
+        return "\n".join(self.text().splitlines()[-lines:])
+
+    def tagged(self, tag: str) -> list[tuple[float | None, dict]]:
+        """``(log time, JSON)`` of every ``<tag> {...}`` line, e.g. ``EOS-PROGRESS``."""
+        found = []
+        for line in self.text().splitlines():
+            if f"{tag} {{" in line:
+                found.append((_line_time(line), json.loads(line.split(f"{tag} ", 1)[1])))
+        return found
+
+    def first_line_time(self, needle: str) -> float | None:
+        """Log time of the first line containing ``needle``."""
+        for line in self.text().splitlines():
+            if needle in line:
+                return _line_time(line)
+        return None
+
+    def progress(self) -> list[tuple[float | None, dict]]:
+        return self.tagged("EOS-PROGRESS")
+
+    def wait_for(self, needle: str, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if needle in self.text():
+                return True
+            if self.process is not None and self.process.poll() is not None:
+                return needle in self.text()
+            time.sleep(0.2)
+        return False
+
+
+def processing_time(progress: list[tuple[float | None, dict]]) -> dict[str, float | None]:
+    """How long the job processed, without JVM startup and query start.
+
+    ``sum_trigger_s``: the sum of Spark's ``triggerExecution`` durations of all batches (the
+    primary figure). ``first_to_last_s``: from the first batch's start (its progress line's log
+    time minus its duration) to the last batch's progress line, which also counts the gaps
+    between batches.
+    """
+    durations = [(p.get("batch_ms") or 0) / 1000 for _, p in progress]
+    times = [t for t, _ in progress if t is not None]
+    first_to_last = None
+    if len(times) == len(progress) and progress:
+        first_to_last = times[-1] - (times[0] - durations[0])
+    return {"sum_trigger_s": round(sum(durations), 3),
+            "first_to_last_s": None if first_to_last is None else round(first_to_last, 3)}
+
+
+def in_subprocess_env() -> dict[str, str]:
+    """Environment for helper subprocesses (the ``eos`` CLI) that must not inherit fault hooks."""
+    env = dict(os.environ)
+    env.pop("EOS_FAULT_INJECTION", None)
+    env.pop("EOS_FAULT_INJECTION_ACK", None)
+    return env
