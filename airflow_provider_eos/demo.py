@@ -81,18 +81,14 @@ def _create_topics(bootstrap: str, topics: dict[str, int]) -> None:
 
 
 def _pinned_partitions(bootstrap: str, topic: str, partitions: int) -> int:
-    """Partitions whose last stable offset sits below the high watermark (an open transaction)."""
-    from confluent_kafka import IsolationLevel, TopicPartition
-    from confluent_kafka.admin import AdminClient, OffsetSpec
+    """How many of the topic's partitions an open transaction still holds below the high watermark."""
+    from confluent_kafka.admin import AdminClient
+
+    from airflow_provider_eos.core.topic_partition import TopicPartition
+    from airflow_provider_eos.kafka.log_offsets import pinned_partitions
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    request = {TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)}
-    ends = {}
-    for isolation in (IsolationLevel.READ_COMMITTED, IsolationLevel.READ_UNCOMMITTED):
-        ends[isolation] = {tp.partition: f.result(30).offset
-                           for tp, f in admin.list_offsets(request, isolation_level=isolation).items()}
-    return sum(ends[IsolationLevel.READ_COMMITTED][p] < ends[IsolationLevel.READ_UNCOMMITTED][p]
-               for p in range(partitions))
+    return len(pinned_partitions(admin, [TopicPartition(topic, p) for p in range(partitions)]))
 
 
 def _read_committed(bootstrap: str, topic: str, partitions: int, isolation: str = "read_committed") -> list[bytes]:

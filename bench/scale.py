@@ -31,6 +31,7 @@ from airflow_provider_eos.core.markers import BatchMarker, CommittedOffset
 from airflow_provider_eos.core.preflight import CheckpointFacts, PreflightFacts, TopicFacts, evaluate
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.topic_partition import TopicPartition
+from airflow_provider_eos.core.transactional_ids import transactional_id
 from airflow_provider_eos.core.transactions import (
     ProducerState,
     Transaction,
@@ -140,7 +141,7 @@ def transactions_scan(*, transactions: int, partitions: int, repetitions: int) -
     for i in range(transactions):
         ours = i % 5 != 4
         described.append(Transaction(
-            transactional_id=f"{prefix}-{i}" if ours else f"other-app-{i}",
+            transactional_id=transactional_id(prefix, i) if ours else f"other-app-{i}",
             state=states[i % len(states)], producer_id=10_000 + i, producer_epoch=i % 7,
             start_time_ms=now_ms - (i * 37) % 900_000, timeout_ms=60_000,
             partitions=frozenset({TopicPartition(f"bench-out-{i % 100:03d}", i // 100)}),
@@ -152,7 +153,9 @@ def transactions_scan(*, transactions: int, partitions: int, repetitions: int) -
              ProducerState(30_000 + i, 1, 5, now_ms - 5000, 3, -1)]
         for i, tp in enumerate(tps)
     }
-    listings = [TransactionListing(f"{prefix}-{i}", 20_000 + i, TxnState.ONGOING) for i in range(0, partitions, 100)]
+    listings = [
+        TransactionListing(transactional_id(prefix, i), 20_000 + i, TxnState.ONGOING) for i in range(0, partitions, 100)
+    ]
     descriptions = {x.transactional_id: None for x in listings}
     load = loadavg()
     lingering_ms, lingering = _repeat(lambda: find_lingering(prefix, described, now, 60_000), repetitions)

@@ -246,6 +246,17 @@ class CheckpointReader:
             raise self._malformed(path, expected, repr(text))
         return query_id
 
+    def query_id_if_known(self) -> str | None:
+        """The query id, or ``None`` when ``metadata`` is not there (yet); malformed still raises."""
+        return self.query_id() if self.fs.isfile(self.path("metadata")) else None
+
+    def recent_partitions(self, source_index: int | str = 0) -> set[TopicPartition]:
+        """Partitions named by the last committed and the last planned batch (empty without batches)."""
+        found: set[TopicPartition] = set()
+        for batch in {self.latest_committed_batch(), self.latest_planned_batch()} - {None}:
+            found.update(self.planned_offsets(batch, source_index))
+        return found
+
     def state_dir_exists(self) -> bool:
         """Whether the query keeps operator state (``state/``), so rewinds must consider it."""
         return bool(self.fs.isdir(self.path("state")))

@@ -575,9 +575,8 @@ def verify_checkpoint(reader: CheckpointReader, committed: CommittedOffsets) -> 
     def offsets_for(batch: int) -> OffsetMap | None:
         return reader.planned_offsets(batch) if batch in retained else None
 
-    has_metadata = reader.fs.isfile(reader.path("metadata"))
     return verify(
-        query_id=reader.query_id() if has_metadata else None,
+        query_id=reader.query_id_if_known(),
         last_committed=reader.latest_committed_batch(),
         last_planned=reader.latest_planned_batch(),
         planned_offsets=offsets_for,

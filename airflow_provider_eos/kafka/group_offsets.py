@@ -129,10 +129,7 @@ def verification_partitions(admin: AdminClient, spec: PipelineSpec, reader: Chec
     checkpoint's last committed and planned batches name, so a partition only one side knows is
     compared too. A topic missing from the cluster contributes only the checkpoint's partitions.
     """
-    partitions: set[TopicPartition] = set()
-    if reader.exists():
-        for batch in {reader.latest_committed_batch(), reader.latest_planned_batch()} - {None}:
-            partitions.update(reader.planned_offsets(batch))
+    partitions = reader.recent_partitions() if reader.exists() else set()
     try:
         metadata = admin.list_topics(timeout=timeout_s)
     except KafkaException as exc:

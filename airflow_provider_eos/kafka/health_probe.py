@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 
 import pendulum
 from confluent_kafka import IsolationLevel, KafkaException
-from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from airflow_provider_eos.core.checkpoint import CheckpointReader
@@ -47,6 +46,7 @@ from airflow_provider_eos.core.transactions import Transaction, to_epoch_ms
 from airflow_provider_eos.core.verification import verify_checkpoint
 from airflow_provider_eos.kafka.client_config import admin_config
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
+from airflow_provider_eos.kafka.log_offsets import list_log_offsets
 
 if TYPE_CHECKING:
     from airflow_provider_eos.core.markers import CommittedOffsets
@@ -104,36 +104,20 @@ def _list_offsets(
     isolation: IsolationLevel,
     timeout_s: float,
 ) -> dict[TopicPartition, int]:
-    wanted = sorted(set(partitions))
-    if not wanted:
-        return {}
-    request = {KafkaTopicPartition(tp.topic, tp.partition): offset_spec for tp in wanted}
-    what = f"ListOffsets ({isolation.name.lower()})"
     try:
-        futures = admin.list_offsets(request, isolation_level=isolation, request_timeout=timeout_s)
-        return {
-            TopicPartition(tp.topic, tp.partition): future.result(timeout_s).offset for tp, future in futures.items()
-        }
+        return list_log_offsets(admin, partitions, offset_spec=offset_spec, isolation=isolation, timeout_s=timeout_s)
     except KafkaException as exc:
-        raise _kafka_error(what, spec, exc) from exc
+        raise _kafka_error(f"ListOffsets ({isolation.name.lower()})", spec, exc) from exc
 
 
 def _checkpoint_facts(reader: CheckpointReader) -> tuple[bool, str | None, int | None, int | None]:
     """``(exists, query id, newest committed batch, its commit time in ms)``; reads no offsets file."""
     if not reader.exists():
         return False, None, None, None
-    query_id = reader.query_id() if reader.fs.isfile(reader.path("metadata")) else None
+    query_id = reader.query_id_if_known()
     last = reader.latest_committed_batch()
     when = None if last is None else to_epoch_ms(reader.commit_time(last))
     return True, query_id, last, when
-
-
-def _checkpoint_partitions(reader: CheckpointReader) -> set[TopicPartition]:
-    """Partitions the checkpoint's newest batches name (a partition may have left the topic)."""
-    found: set[TopicPartition] = set()
-    for batch in {reader.latest_committed_batch(), reader.latest_planned_batch()} - {None}:
-        found.update(reader.planned_offsets(batch))
-    return found
 
 
 def _settled_read(
@@ -184,7 +168,7 @@ def probe(
     inputs, outputs, missing = _topic_partitions(admin, spec, timeout_s)
     notes = [f"topic {topic!r} does not exist" for topic in missing]
     reader = CheckpointReader(spec.checkpoint_location, storage_options)
-    group_partitions = set(inputs) | (_checkpoint_partitions(reader) if reader.exists() else set())
+    group_partitions = set(inputs) | (reader.recent_partitions() if reader.exists() else set())
     committed, facts, verification = _settled_read(admin, spec, reader, group_partitions, timeout_s)
     exists, query_id, last_committed, last_commit_ms = facts
     if not exists:

@@ -143,7 +143,8 @@ def test_tampered_offsets_are_diverged(bootstrap, tmp_path):
     write_committed_offsets(AdminClient({"bootstrap.servers": bootstrap}), harness.spec.group_id, tampered)
     diverged = verify(harness)
     assert diverged.returncode == 1 and diverged.data["overall"] == "DIVERGED", diverged.stderr
-    assert "manual" in diverged.data["next_step"].lower() or diverged.data["next_step"]
+    assert diverged.data["next_step"].startswith("Manual"), diverged.data["next_step"]
+    assert {r["verdict"] for r in diverged.data["rows"]} == {"DIVERGED"}
 
 
 def test_transaction_left_open_by_a_sigkilled_driver_is_listed_and_aborted(bootstrap, tmp_path):
