@@ -3,19 +3,24 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.eos-installed
-PYSPARK_PIN = $$(sed -n 's/^ *pyspark==//p' setup.cfg)
+# The tested versions (Airflow's convention): setup.cfg declares ranges, this file pins a run.
+CONSTRAINTS := constraints-3.11.txt
+PYSPARK_PIN = $$(sed -n 's/^pyspark==//p' $(CONSTRAINTS))
+# The Spark side (spark-submit, the job) and the test tools; an Airflow worker that only runs
+# pre-flight, health and recovery installs the package without extras.
+EXTRAS ?= spark,dev
 PYTEST_ARGS ?=
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test lint bench constraints clean
 
 install: $(STAMP)
 
-$(STAMP): setup.cfg pyproject.toml
+$(STAMP): setup.cfg pyproject.toml $(CONSTRAINTS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q -e ".[$(EXTRAS)]" -c $(CONSTRAINTS)
 	# The Spark provider pulls in pyspark-client, which shares the `pyspark` import name and
-	# lacks Spark's jars: put the full distribution back on top, at the pinned version.
+	# lacks Spark's jars: put the full distribution back on top, at the tested version.
 	$(PY) -m pip install -q --force-reinstall --no-deps "pyspark==$(PYSPARK_PIN)"
 	$(VENV)/bin/eos jars
 	touch $(STAMP)
@@ -31,6 +36,11 @@ test: lint
 
 bench: install
 	$(PY) -m bench
+
+# After moving a range in setup.cfg and a green `make test`: record the versions that passed.
+constraints: install
+	{ sed -n '1,2p' $(CONSTRAINTS); $(PY) -m pip freeze --exclude-editable | grep -vi '^airflow-provider-eos'; } > $(CONSTRAINTS).new
+	mv $(CONSTRAINTS).new $(CONSTRAINTS)
 
 clean:
 	rm -rf $(VENV) .cache build *.egg-info

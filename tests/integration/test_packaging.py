@@ -14,9 +14,45 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _pinned(name: str) -> str:
-    match = re.search(rf"^\s*{re.escape(name)}==([\w.]+)\s*$", (REPO / "setup.cfg").read_text(), re.M)
-    assert match, f"{name} is not pinned in setup.cfg"
+    match = re.search(rf"^{re.escape(name)}==([\w.]+)\s*$", (REPO / "constraints-3.11.txt").read_text(), re.M)
+    assert match, f"{name} is not pinned in constraints-3.11.txt"
     return match.group(1)
+
+
+def _requirements(section: str) -> list[str]:
+    """The requirement lines of ``install_requires`` or of one extra in setup.cfg."""
+    import configparser
+
+    cfg = configparser.ConfigParser()
+    cfg.read(REPO / "setup.cfg")
+    value = cfg["options"]["install_requires"] if section == "install_requires" else cfg["options.extras_require"][section]
+    return [line.strip() for line in value.splitlines() if line.strip()]
+
+
+def test_requirements_are_ranges_and_spark_is_an_extra():
+    base = _requirements("install_requires")
+    assert not [r for r in base if "==" in r], "install_requires must declare ranges, not exact pins"
+    names = {re.split(r"[<>=!~ \[]", r, maxsplit=1)[0].lower() for r in base}
+    assert not names & {"pyspark", "pyspark-client", "pyarrow", "pandas", "apache-airflow-providers-apache-spark"}, (
+        "an Airflow worker that only runs pre-flight, health and recovery must install no Spark"
+    )
+    spark = {re.split(r"[<>=!~ \[]", r, maxsplit=1)[0].lower() for r in _requirements("spark")}
+    assert {"pyspark", "pyarrow", "pandas"} <= spark
+
+
+def test_constraints_pin_every_requirement_in_range():
+    from packaging.requirements import Requirement
+
+    pins = dict(
+        line.split("==", 1) for line in (REPO / "constraints-3.11.txt").read_text().splitlines()
+        if "==" in line and not line.startswith("#")
+    )
+    pins = {name.lower().replace("_", "-"): version for name, version in pins.items()}
+    for line in _requirements("install_requires") + _requirements("spark") + _requirements("dev"):
+        requirement = Requirement(line)
+        name = requirement.name.lower().replace("_", "-")
+        assert name in pins, f"{name} has no tested version in constraints-3.11.txt (run `make constraints`)"
+        assert requirement.specifier.contains(pins[name]), f"{name}=={pins[name]} is outside {requirement.specifier}"
 
 
 def test_package_root_imports_neither_airflow_nor_pyspark():
