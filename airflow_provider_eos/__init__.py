@@ -47,6 +47,7 @@ def get_provider_info() -> dict:
                     "airflow_provider_eos.operators.recovery",
                     "airflow_provider_eos.operators.preflight",
                     "airflow_provider_eos.operators.spark_submit",
+                    "airflow_provider_eos.operators.driver",
                 ],
             },
         ],

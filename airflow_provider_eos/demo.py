@@ -54,8 +54,10 @@ def _produce_input(bootstrap: str, topic: str, records: list[tuple[bytes, bytes]
     """Committed transactions of 500 records, each followed by an aborted one the job must skip."""
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"demo-source-{uuid.uuid4().hex[:6]}",
-                         "linger.ms": 10})
+    from airflow_provider_eos.kafka.settings import with_client_logger
+
+    producer = Producer(with_client_logger("producer", {
+        "bootstrap.servers": bootstrap, "transactional.id": f"demo-source-{uuid.uuid4().hex[:6]}", "linger.ms": 10}))
     producer.init_transactions(30)
     aborted = 0
     for start in range(0, len(records), 500):
@@ -75,7 +77,9 @@ def _produce_input(bootstrap: str, topic: str, records: list[tuple[bytes, bytes]
 def _create_topics(bootstrap: str, topics: dict[str, int]) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    from airflow_provider_eos.kafka.settings import with_client_logger
+
+    admin = AdminClient(with_client_logger("admin", {"bootstrap.servers": bootstrap}))
     for future in admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()]).values():
         future.result(30)
 
@@ -86,17 +90,20 @@ def _pinned_partitions(bootstrap: str, topic: str, partitions: int) -> int:
 
     from airflow_provider_eos.core.topic_partition import TopicPartition
     from airflow_provider_eos.kafka.log_offsets import pinned_partitions
+    from airflow_provider_eos.kafka.settings import with_client_logger
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(with_client_logger("admin", {"bootstrap.servers": bootstrap}))
     return len(pinned_partitions(admin, [TopicPartition(topic, p) for p in range(partitions)]))
 
 
 def _read_committed(bootstrap: str, topic: str, partitions: int, isolation: str = "read_committed") -> list[bytes]:
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"demo-reader-{uuid.uuid4().hex[:6]}",
-                         "isolation.level": isolation, "enable.auto.commit": False,
-                         "enable.partition.eof": True})
+    from airflow_provider_eos.kafka.settings import with_client_logger
+
+    consumer = Consumer(with_client_logger("consumer", {
+        "bootstrap.servers": bootstrap, "group.id": f"demo-reader-{uuid.uuid4().hex[:6]}",
+        "isolation.level": isolation, "enable.auto.commit": False, "enable.partition.eof": True}))
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     values, eof = [], set()
     deadline = time.monotonic() + 120
@@ -173,15 +180,15 @@ def _run(bootstrap: str, work: Path) -> int:
     from airflow_provider_eos.core.checkpoint import CheckpointReader
     from airflow_provider_eos.core.spec import PipelineSpec
     from airflow_provider_eos.core.verification import verify_checkpoint
-    from airflow_provider_eos.kafka.client_config import admin_config
     from airflow_provider_eos.kafka.group_offsets import sink_group_offsets
+    from airflow_provider_eos.kafka.settings import admin_config, with_client_logger
 
     spec = PipelineSpec(
         name="orders_enrich_demo", kafka={"bootstrap.servers": bootstrap}, input_topics=["demo-orders"],
         output_topic="demo-orders-enriched", dlq_topic="demo-orders-dlq", group_id="demo-orders-eos",
         transactional_id_prefix="demo-orders", checkpoint_location=str(work / "checkpoint"),
         trigger="available_now", max_offsets_per_trigger=2000, transaction_timeout_ms=60_000,
-        batch_budget_ms=30_000, transform="spark_jobs.transforms.json_enrich:transform",
+        batch_budget_ms=30_000, transform="airflow_provider_eos.jobs.transforms.json_enrich:transform",
         spark_conf={"spark.driver.memory": "1g"},
     )
     spec_path = work / "specs" / "orders_enrich_demo.yaml"
@@ -227,7 +234,7 @@ def _run(bootstrap: str, work: Path) -> int:
     from confluent_kafka.admin import AdminClient
 
     last = reader.latest_committed_batch()
-    committed = sink_group_offsets(AdminClient(admin_config(spec)), spec, reader)
+    committed = sink_group_offsets(AdminClient(with_client_logger("admin", admin_config(spec))), spec, reader)
     verdict = verify_checkpoint(reader, committed).overall.value
     print("[6/6] report")
     rows = [("records in", len(records)), ("records out", len(output)), ("DLQ", len(dlq)),

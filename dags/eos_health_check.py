@@ -26,12 +26,13 @@ def health_report(spec_path: str, **context: Any) -> dict[str, Any]:
     from airflow.sdk.exceptions import AirflowFailException
 
     from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
-    from airflow_provider_eos.kafka.health_probe import check
+    from airflow_provider_eos.usecases.clients import PipelineClients
+    from airflow_provider_eos.usecases.health import health
 
     spec = load_pipeline_spec(spec_path)
     # map_index_template renders against the live task context, not the **context copy.
     get_current_context()["pipeline_name"] = spec.name
-    report = check(spec, samples=3, interval_s=10)
+    report = health(PipelineClients(spec), samples=3, interval_s=10).report
     print(report.render())
     if not report.is_healthy:
         context["ti"].xcom_push(key="return_value", value=report.to_dict())

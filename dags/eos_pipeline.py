@@ -1,11 +1,17 @@
-"""eos_pipeline: pre-flight -> abort lingering -> verify -> submit -> supervise; on failure: abort -> verify.
+"""eos_pipeline: pre-flight -> abort lingering -> verify -> submit -> supervise; after a driver failure: recovery.
 
 Pick the pipeline in the trigger form. The spec's trigger picks the path: an ``available_now``
 job runs to the end of the available input, then ``supervise`` checks that this run committed
 healthily; a processing-time job runs until stopped, so ``submit_stream`` and ``watch_stream``
-run side by side and the sensor fails the run when the stream turns unhealthy. If anything on
-either path fails, the recovery branch aborts what the dead driver left open and verifies the
-offsets, so the next run starts from a known state; the run still ends failed.
+run side by side and the sensor fails when the stream turns unhealthy; ``stop_stream`` then
+stops the driver deliberately and waits until it is gone.
+
+Recovery never acts on a live job (DESIGN.md section 3): ``confirm_driver_gone`` waits until
+every task on the running path is done, lets recovery run only if a task that ran the driver
+failed or ``stop_stream`` stopped it, and only on positive evidence that no process of this
+run's driver is left. A failed pre-flight therefore aborts nothing: the pipeline may be running
+somewhere else. The recovery tasks abort what the dead driver left open and verify the offsets,
+so the next run starts from a known state; the run still ends failed. No task passes ``force``.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from airflow.sdk import DAG, Param, task
 from airflow.sdk.exceptions import AirflowFailException
 from airflow.task.trigger_rule import TriggerRule
 
+from airflow_provider_eos.operators.driver import ConfirmDriverGoneOperator, StopPipelineDriverOperator
 from airflow_provider_eos.operators.preflight import EosPreflightOperator
 from airflow_provider_eos.operators.recovery import AbortOpenTransactionsOperator, VerifyCommittedOffsetsOperator
 from airflow_provider_eos.operators.spark_submit import EosSparkSubmitOperator
@@ -33,8 +40,9 @@ SPEC_PATH = "{{ spec_path_of(params.pipeline) }}"
 
 def _report_failure() -> None:
     raise AirflowFailException(
-        "The pipeline failed; the recovery branch aborted open transactions and verified the offsets "
-        "(see recover_verify). Fix the cause, then trigger eos_pipeline again: the job resumes exactly once."
+        "The pipeline failed: see the first failed task. If a task that ran the driver failed or the "
+        "driver was stopped, confirm_driver_gone, recover_abort and recover_verify say what recovery "
+        "did. Fix the cause, then trigger eos_pipeline again: the job resumes exactly once."
     )
 
 
@@ -76,12 +84,18 @@ with DAG(
     watch_stream = StreamingQueryHealthSensor(
         task_id="watch_stream", spec_path=SPEC_PATH, watch="watch", poke_interval=30, timeout=7 * 24 * 3600,
     )
+    stop_stream = StopPipelineDriverOperator(
+        task_id="stop_stream", spec_path=SPEC_PATH, submit_task_ids=["submit_stream"],
+        trigger_rule=TriggerRule.ALL_FAILED,
+    )
+    confirm_driver_gone = ConfirmDriverGoneOperator(
+        task_id="confirm_driver_gone", spec_path=SPEC_PATH, submit_task_ids=["submit", "submit_stream"],
+        stopped_by="stop_stream", trigger_rule=TriggerRule.ALL_DONE,
+    )
     recover_abort = AbortOpenTransactionsOperator(
-        task_id="recover_abort", spec_path=SPEC_PATH, force=True, trigger_rule=TriggerRule.ONE_FAILED,
+        task_id="recover_abort", spec_path=SPEC_PATH, driver_gone_task_id="confirm_driver_gone",
     )
-    recover_verify = VerifyCommittedOffsetsOperator(
-        task_id="recover_verify", spec_path=SPEC_PATH, trigger_rule=TriggerRule.NONE_SKIPPED,
-    )
+    recover_verify = VerifyCommittedOffsetsOperator(task_id="recover_verify", spec_path=SPEC_PATH)
     pipeline_failed = PythonOperator(
         task_id="pipeline_failed", python_callable=_report_failure, trigger_rule=TriggerRule.ONE_FAILED,
     )
@@ -89,6 +103,7 @@ with DAG(
     preflight >> abort_lingering >> verify >> path
     path >> submit >> supervise
     path >> [submit_stream, watch_stream]
+    watch_stream >> stop_stream
     running = [submit, supervise, submit_stream, watch_stream]
-    running >> recover_abort >> recover_verify
+    [*running, stop_stream] >> confirm_driver_gone >> recover_abort >> recover_verify
     running >> pipeline_failed

@@ -46,3 +46,62 @@ class RepairError(EosError):
 
 class UnsafeToActError(EosError):
     """The pipeline looks alive; acting now could abort a healthy transaction."""
+
+
+class KafkaConfigError(EosError):
+    """A Kafka setting of the spec cannot be expressed in a client's dialect; names the key, the client and the fix.
+
+    Raised by :mod:`airflow_provider_eos.kafka.settings` for the Java client under Spark and for
+    kafka-python (the spec's ``kafka`` dict is librdkafka's dialect).
+    """
+
+
+class RetryExhaustedError(EosError):
+    """A retry policy gave up (:mod:`airflow_provider_eos.core.retry`); the last error is the cause.
+
+    :param what: the operation that was retried.
+    :param attempts: how many attempts were made.
+    :param elapsed_s: seconds from the first attempt to giving up.
+    :param last_error: the last attempt's error.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        what: str,
+        attempts: int,
+        elapsed_s: float,
+        last_error: BaseException | None,
+        fix: str | None = None,
+    ) -> None:
+        super().__init__(message, fix=fix)
+        self.what, self.attempts, self.elapsed_s, self.last_error = what, attempts, elapsed_s, last_error
+
+
+class SinkError(EosError):
+    """A batch could not be written; its transaction was aborted (or fenced) and Spark will replay it."""
+
+
+class ProducerFencedError(SinkError):
+    """Another writer with the same transactional id started: this producer is a zombie."""
+
+
+class TransactionAbortedError(SinkError):
+    """The transaction failed in a way that aborts it; the replay writes the batch once."""
+
+
+class TransactionTimedOutError(SinkError):
+    """The batch outlived ``transaction.timeout.ms`` or a delivery timed out; the broker aborted it."""
+
+
+class SinkAuthorizationError(SinkError):
+    """The broker refused the sink's principal an operation; the message names the missing ACL."""
+
+
+class UnknownProducerIdError(SinkError):
+    """The broker no longer knows the producer id (its state expired); the producer is recreated."""
+
+
+class SinkKafkaError(SinkError):
+    """Any other Kafka error of the sink; the message carries the broker's code and text."""

@@ -11,8 +11,9 @@ import difflib
 import json
 import re
 from collections.abc import Mapping
+from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
@@ -25,6 +26,22 @@ SPEC_SUFFIXES = (".yaml", ".yml", ".json")
 
 TRIGGER_AVAILABLE_NOW = "available_now"
 
+
+class Mode(StrEnum):
+    """The delivery guarantee of the sink: the one spelling the spec, the CLI and the job share."""
+
+    EXACTLY_ONCE = "exactly-once"
+    AT_LEAST_ONCE = "at-least-once"
+
+
+class Writers(StrEnum):
+    """Where the exactly-once sink writes (DESIGN.md section 2): the driver, the executors, or chosen per plan."""
+
+    AUTO = "auto"
+    DRIVER = "driver"
+    EXECUTORS = "executors"
+
+
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 # Kafka's own rule (org.apache.kafka.common.internals.Topic): legal chars and at most 249 long.
 _TOPIC_RE = re.compile(r"[A-Za-z0-9._-]{1,249}")
@@ -35,6 +52,9 @@ _TRANSFORM_RE = re.compile(
 # those keeps a spec that validates here from failing later in DataStreamWriter.trigger().
 _INTERVAL_RE = re.compile(r"(?:interval\s+)?(\d+)\s*(millisecond|second|minute|hour|day)s?", re.IGNORECASE)
 _UNIT_MS = {"millisecond": 1, "second": 1_000, "minute": 60_000, "hour": 3_600_000, "day": 86_400_000}
+
+# The example transforms moved from the top-level ``spark_jobs`` package into this distribution.
+_OLD_JOBS_PACKAGE, _JOBS_PACKAGE = "spark_jobs", "airflow_provider_eos.jobs"
 
 # Keys this package owns; setting them in the shared client config would contradict the spec.
 _RESERVED_KAFKA_KEYS = {
@@ -101,7 +121,7 @@ class PipelineSpec(BaseModel):
     #: Expected longest batch duration, checked against the transaction timeout before start.
     batch_budget_ms: int | None = None
     #: Delivery guarantee of the sink.
-    mode: Literal["exactly-once", "at-least-once"] = "exactly-once"
+    mode: Mode = Mode.EXACTLY_ONCE
 
     # -- field validation (pydantic runs these in field order, so later fields see earlier ones) --
 
@@ -291,7 +311,13 @@ class PipelineSpec(BaseModel):
         if value is not None and not _TRANSFORM_RE.fullmatch(value):
             raise ValueError(
                 f"transform {value!r} is not 'module:function'; use e.g. "
-                "'spark_jobs.transforms.orders:transform', or null for identity"
+                f"'{_JOBS_PACKAGE}.transforms.json_enrich:transform', or null for identity"
+            )
+        if value is not None and value.split(":")[0].split(".")[0] == _OLD_JOBS_PACKAGE:
+            moved = _JOBS_PACKAGE + value.removeprefix(_OLD_JOBS_PACKAGE)
+            raise ValueError(
+                f"transform {value!r} names the package {_OLD_JOBS_PACKAGE!r}, which moved into this "
+                f"distribution; use {moved!r}"
             )
         return value
 
@@ -449,13 +475,27 @@ def _translate(err: ValidationError, data: Mapping[str, Any], source: str | None
     return SpecError(message, fix=fix)
 
 
-def load_specs(directory: str | Path) -> list[PipelineSpec]:
-    """Load every spec file (``.yaml``, ``.yml``, ``.json``) in ``directory``, sorted by file name.
+def is_spec_file_name(name: str) -> bool:
+    """Whether a file called ``name`` in a specs folder is read as a pipeline spec.
 
-    Other files and hidden files (``.``-prefixed) are skipped; subdirectories are not searched.
+    Only ``.yaml``, ``.yml`` and ``.json`` files; hidden files (``.orders.yaml``, vim's swap
+    files) and editor leftovers (emacs's ``#orders.yaml#`` and ``orders.yaml~``) are not,
+    because a stale copy of a spec would otherwise count as a second pipeline.
+    """
+    if name.startswith((".", "#")) or name.endswith(("~", "#")):
+        return False
+    return Path(name).suffix.lower() in SPEC_SUFFIXES
 
-    :raises SpecError: naming the file of the first invalid spec, or both files of a duplicated
-        pipeline name.
+
+def load_spec_files(directory: str | Path) -> dict[Path, PipelineSpec]:
+    """The one scanner of a specs folder: ``{spec file: spec}`` for every spec file, sorted by file name.
+
+    Files :func:`is_spec_file_name` rejects are skipped; subdirectories are not searched. The DAGs
+    (through :mod:`airflow_provider_eos.spec_registry`), ``eos preflight`` and the pre-flight's
+    sharing rules all read a folder through this function.
+
+    :raises SpecError: if the folder does not exist, naming the file of the first invalid spec,
+        or both files of a duplicated pipeline name.
     """
     folder = Path(directory)
     if not folder.is_dir():
@@ -463,10 +503,10 @@ def load_specs(directory: str | Path) -> list[PipelineSpec]:
             f"spec directory {str(folder)!r} does not exist or is not a directory",
             fix="point to the folder holding the pipeline spec files",
         )
-    specs: list[PipelineSpec] = []
+    specs: dict[Path, PipelineSpec] = {}
     seen: dict[str, Path] = {}
     for file in sorted(folder.iterdir()):
-        if not file.is_file() or file.name.startswith(".") or file.suffix.lower() not in SPEC_SUFFIXES:
+        if not is_spec_file_name(file.name) or not file.is_file():
             continue
         spec = PipelineSpec.load(file)
         if spec.name in seen:
@@ -475,5 +515,13 @@ def load_specs(directory: str | Path) -> list[PipelineSpec]:
                 fix="give every pipeline a unique name (DAG ids derive from it)",
             )
         seen[spec.name] = file
-        specs.append(spec)
+        specs[file] = spec
     return specs
+
+
+def load_specs(directory: str | Path) -> list[PipelineSpec]:
+    """Every spec in ``directory``, sorted by file name (see :func:`load_spec_files`).
+
+    :raises SpecError: as :func:`load_spec_files`.
+    """
+    return list(load_spec_files(directory).values())

@@ -49,13 +49,14 @@ from __future__ import annotations
 import enum
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, computed_field
 
 from airflow_provider_eos.core.errors import CheckpointError, MarkerError
 from airflow_provider_eos.core.markers import BatchMarker, CommittedOffset, CommittedOffsets
 from airflow_provider_eos.core.report_table import render_table
-from airflow_provider_eos.core.topic_partition import OffsetMap, TopicPartition
+from airflow_provider_eos.core.topic_partition import OffsetMap, PartitionRow, TopicPartition
 
 if TYPE_CHECKING:
     from airflow_provider_eos.core.checkpoint import CheckpointReader
@@ -97,8 +98,7 @@ class Verdict(enum.StrEnum):
 _SEVERITY: dict[Verdict, int] = {verdict: rank for rank, verdict in enumerate(Verdict)}
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionVerdict:
+class PartitionVerdict(PartitionRow):
     """The comparison for one input partition.
 
     :param tp: the input partition.
@@ -113,7 +113,6 @@ class PartitionVerdict:
     :param detail: one sentence explaining the verdict with the values involved.
     """
 
-    tp: TopicPartition
     verdict: Verdict
     checkpoint_batch: int | None
     checkpoint_offset: int | None
@@ -122,21 +121,6 @@ class PartitionVerdict:
     marker_query_id: str | None
     wal_offset: int | None
     detail: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return the row as JSON-serializable values."""
-        return {
-            "topic": self.tp.topic,
-            "partition": self.tp.partition,
-            "verdict": self.verdict.value,
-            "checkpoint_batch": self.checkpoint_batch,
-            "checkpoint_offset": self.checkpoint_offset,
-            "group_offset": self.group_offset,
-            "marker_batch": self.marker_batch,
-            "marker_query_id": self.marker_query_id,
-            "wal_offset": self.wal_offset,
-            "detail": self.detail,
-        }
 
 
 _TABLE_HEADERS = [
@@ -152,8 +136,7 @@ _TABLE_HEADERS = [
 ]
 
 
-@dataclass(frozen=True)
-class VerificationReport:
+class VerificationReport(BaseModel):
     """The outcome of :func:`verify`.
 
     :param query_id: the checkpoint's query id (``None``: the checkpoint has no ``metadata``).
@@ -163,7 +146,12 @@ class VerificationReport:
     :param overall: the worst row verdict, or ``DIVERGED`` if markers disagree (see
         :attr:`issues`); ``IN_SYNC`` when there are no rows.
     :param issues: findings that concern the group as a whole rather than one partition.
+
+    Its JSON form (``model_dump(mode="json")``, :meth:`to_dict`) adds ``ok``, ``counts``,
+    ``rewind_to_batch`` and ``next_step``; each row names its partition by ``topic`` and ``partition``.
     """
+
+    model_config = ConfigDict(frozen=True)
 
     query_id: str | None
     last_committed: int | None
@@ -172,11 +160,13 @@ class VerificationReport:
     overall: Verdict
     issues: tuple[str, ...] = ()
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def ok(self) -> bool:
         """True only for ``IN_SYNC`` and ``KAFKA_AHEAD_SAFE``: the pipeline may resume as is."""
         return self.overall.ok
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def counts(self) -> dict[Verdict, int]:
         """How many partitions got each verdict (every verdict present, zeros included)."""
@@ -188,6 +178,7 @@ class VerificationReport:
         """True when the checkpoint has committed nothing and the group holds nothing."""
         return self.last_committed is None and all(row.group_offset is None for row in self.rows)
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def rewind_to_batch(self) -> int | None:
         """The batch to rewind the checkpoint to when the overall verdict is ``KAFKA_BEHIND``.
@@ -204,6 +195,7 @@ class VerificationReport:
         ]
         return min(behind) if behind else None
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def next_step(self) -> str:
         """What the operator should do about the overall verdict, as one paragraph."""
@@ -255,19 +247,8 @@ class VerificationReport:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the report as JSON-serializable, machine-readable values."""
-        return {
-            "overall": self.overall.value,
-            "ok": self.ok,
-            "query_id": self.query_id,
-            "last_committed": self.last_committed,
-            "last_planned": self.last_planned,
-            "rewind_to_batch": self.rewind_to_batch,
-            "next_step": self.next_step,
-            "issues": list(self.issues),
-            "counts": {verdict.value: count for verdict, count in self.counts.items()},
-            "rows": [row.to_dict() for row in self.rows],
-        }
+        """Alias of ``model_dump(mode="json")``: the report as machine-readable values."""
+        return self.model_dump(mode="json")
 
     def render(self, *, max_rows: int | None = None) -> str:
         """Render the report as readable text: a summary, the partition table, the next step.

@@ -237,6 +237,8 @@ class LocalKafka:
     def _wait_transactional(self, info: BrokerInfo, process: subprocess.Popen, timeout_s: float) -> None:
         from confluent_kafka import KafkaException, Producer
 
+        from airflow_provider_eos.kafka.settings import with_client_logger
+
         deadline = time.monotonic() + timeout_s
         last_error: Exception | None = None
         while time.monotonic() < deadline:
@@ -249,11 +251,12 @@ class LocalKafka:
                     f"{self._log_tail(info)}",
                     fix=f"read {info.log_file}; a port taken between selection and bind is fixed by retrying.",
                 )
-            producer = Producer(
+            producer = Producer(with_client_logger(
+                "probe-producer",
                 {"bootstrap.servers": info.bootstrap_servers, "transactional.id": "eos-devstack-probe",
                  # The probe's own timeout must fit under a deliberately low broker maximum.
-                 "transaction.timeout.ms": min(60_000, info.transaction_max_timeout_ms)}
-            )
+                 "transaction.timeout.ms": min(60_000, info.transaction_max_timeout_ms)},
+            ))
             try:
                 producer.init_transactions(10)
                 producer.begin_transaction()
@@ -295,9 +298,11 @@ class LocalKafka:
         from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient
 
+        from airflow_provider_eos.kafka.settings import with_client_logger
+
         # describe_consumer_groups, not list_consumer_group_offsets: confluent-kafka 2.16.1 crashes
         # (SIGSEGV in librdkafka) when an offset fetch meets a coordinator that is still loading.
-        admin = AdminClient({"bootstrap.servers": info.bootstrap_servers})
+        admin = AdminClient(with_client_logger("probe-admin", {"bootstrap.servers": info.bootstrap_servers}))
         try:
             admin.describe_consumer_groups(["eos-devstack-probe"])["eos-devstack-probe"].result(10)
         except KafkaException:

@@ -27,13 +27,12 @@ from airflow.sdk.exceptions import AirflowException
 from airflow.sdk.log import mask_secret
 
 from airflow_provider_eos.core.checkpoint import CheckpointReader, normalize_location
+from airflow_provider_eos.core.secrets import is_secret_key
 
 __all__ = ["CheckpointStorageHook"]
 
 _AWS_SCHEMES = ("s3://",)
 _GCP_SCHEMES = ("gs://", "gcs://")
-# Storage option names whose values are credentials in s3fs, gcsfs, adlfs and friends.
-_SECRET_WORDS = ("secret", "token", "password", "key", "credential", "sas")
 # Extras of the aws connection that need an STS round trip or a credentials chain s3fs
 # cannot be handed as options; ignoring them would silently read with other credentials.
 _AWS_UNSUPPORTED = ("role_arn", "assume_role_method", "assume_role_kwargs")
@@ -44,7 +43,7 @@ def _mask_storage_secrets(options: Mapping[str, Any]) -> None:
         if isinstance(value, Mapping):
             # Name-based inside nested dicts (a keyfile's "private_key", client_kwargs ...).
             mask_secret(dict(value))
-        elif isinstance(value, str) and any(word in key.lower() for word in _SECRET_WORDS):
+        elif isinstance(value, str) and is_secret_key(key):
             mask_secret(value)
 
 

@@ -3,8 +3,8 @@
 The connection type is the one the apache-kafka provider defines (its ``KafkaBaseHook``): the
 connection's extras are a librdkafka config dict, e.g.
 ``{"bootstrap.servers": "b1:9093", "security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
-"sasl.username": "...", "sasl.password": "..."}``. This package does not depend on that provider;
-it reads the same connections, so one Airflow connection serves both.
+"sasl.username": "...", "sasl.password": "..."}``. :class:`EosKafkaHook` subclasses that
+provider's hook, so one Airflow connection serves both.
 
 A pipeline spec carries its own ``kafka`` dict; a connection replaces the spec's *connection
 settings* (where the brokers are and how to authenticate) and leaves the spec's other client
@@ -17,11 +17,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseHook
+from airflow.providers.apache.kafka.hooks.base import KafkaBaseHook
 from airflow.sdk.exceptions import AirflowException
 from airflow.sdk.log import mask_secret
 
 from airflow_provider_eos.core.errors import SpecError
+from airflow_provider_eos.core.secrets import is_secret_key
 
 # The spec refuses these keys (the pipeline derives them), so a connection shared with the
 # apache-kafka provider's consumer operators may carry them but they must not reach the spec.
@@ -51,12 +52,6 @@ _CONNECTION_KEYS = frozenset(
 )
 _CONNECTION_PREFIXES = ("sasl.", "ssl.", "ssl_", "enable.sasl.", "https.")
 
-# Airflow's masker only hides values whose key names contain words like "password" or
-# "secret"; librdkafka also takes a PEM private key and an OAUTHBEARER config string holding
-# client secrets under names it does not recognise.
-_SECRET_KEYS = frozenset({"ssl.key.pem", "ssl_key", "sasl.oauthbearer.config"})
-_SECRET_WORDS = ("password", "secret", "passphrase", "token", "private")
-
 REDACTED = "***"
 """What :func:`redact_kafka_config` shows instead of a secret value."""
 
@@ -72,10 +67,14 @@ def is_connection_setting(key: str) -> bool:
 def is_secret_setting(key: str) -> bool:
     """Whether a librdkafka key's value is a secret (password, private key, token ...).
 
+    Airflow's masker only hides values whose key names contain words like "password" or
+    "secret"; librdkafka also takes a PEM private key and an OAUTHBEARER config string holding
+    client secrets under names it does not recognise. The package's one list:
+    :func:`airflow_provider_eos.core.secrets.is_secret_key`.
+
     :param key: a librdkafka property name.
     """
-    lowered = key.lower()
-    return lowered in _SECRET_KEYS or any(word in lowered for word in _SECRET_WORDS)
+    return is_secret_key(key)
 
 
 def mask_kafka_secrets(config: Mapping[str, Any]) -> None:
@@ -120,34 +119,24 @@ def merge_kafka_config(spec_kafka: Mapping[str, Any], connection: Mapping[str, A
     return merged
 
 
-class EosKafkaHook(BaseHook):
+class EosKafkaHook(KafkaBaseHook):
     """Reads the librdkafka config of an Airflow ``kafka`` connection (the apache-kafka provider's type).
 
-    The connection's extras are the config dict; host, login and password are not used. Secret
-    values (:func:`is_secret_setting`) are registered with the secrets masker as soon as the
-    config is read.
+    A subclass of the apache-kafka provider's :class:`KafkaBaseHook`, which owns the ``kafka``
+    connection type and its form in the UI (only the extras, labelled "Config Dict"): one
+    connection serves that provider's operators and this one. The connection's extras are the
+    config dict; host, login and password are not used. Secret values (:func:`is_secret_setting`)
+    are registered with the secrets masker as soon as the config is read.
 
     :param kafka_conn_id: the Airflow connection id.
     """
 
-    conn_name_attr = "kafka_conn_id"
-    default_conn_name = "kafka_default"
-    conn_type = "kafka"
     hook_name = "Apache Kafka (exactly-once pipelines)"
 
-    def __init__(self, kafka_conn_id: str = default_conn_name) -> None:
-        super().__init__()
+    def __init__(self, kafka_conn_id: str = KafkaBaseHook.default_conn_name) -> None:
+        super().__init__(kafka_config_id=kafka_conn_id)
         self.kafka_conn_id = kafka_conn_id
         self._config: dict[str, Any] | None = None
-
-    @classmethod
-    def get_ui_field_behaviour(cls) -> dict[str, Any]:
-        """Return the connection form layout: only the extras hold the config (as the apache-kafka provider's)."""
-        return {
-            "hidden_fields": ["schema", "login", "password", "port", "host"],
-            "relabeling": {"extra": "Config Dict"},
-            "placeholders": {"extra": '{"bootstrap.servers": "localhost:9092"}'},
-        }
 
     def get_config(self) -> dict[str, Any]:
         """Return the connection's librdkafka config, its secrets registered with the masker.
@@ -197,7 +186,9 @@ class EosKafkaHook(BaseHook):
         """Return a confluent-kafka ``AdminClient`` on this connection's config."""
         from confluent_kafka.admin import AdminClient
 
-        return AdminClient(self.get_config())
+        from airflow_provider_eos.kafka.settings import with_client_logger
+
+        return AdminClient(with_client_logger("admin", self.get_config()))
 
     def get_kafka_python_config(self) -> dict[str, Any]:
         """Return the connection's config as kafka-python ``KafkaAdminClient`` arguments, SASL and SSL included.

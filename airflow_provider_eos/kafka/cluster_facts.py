@@ -17,16 +17,15 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from airflow_provider_eos.core.checkpoint import CheckpointReader
-from airflow_provider_eos.core.errors import EosError
+from airflow_provider_eos.core.errors import EosError, RetryExhaustedError
 from airflow_provider_eos.core.markers import CommittedOffsets
 from airflow_provider_eos.core.preflight import (
     DEFAULT_LONGEST_EXPECTED_PAUSE_MS,
@@ -40,23 +39,17 @@ from airflow_provider_eos.core.preflight import (
 from airflow_provider_eos.core.spec import PipelineSpec, load_specs
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.core.transactions import Transaction
-from airflow_provider_eos.kafka.client_config import admin_config, sink_producer_config
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
+from airflow_provider_eos.kafka.retriable import COORDINATOR_LOADING
+from airflow_provider_eos.kafka.settings import admin_config, sink_producer_config, with_client_logger
 from airflow_provider_eos.kafka.transactions_admin import admin_client, scan_prefix
 
 __all__ = ["gather_facts", "load_other_specs", "run_preflight"]
 
 log = logging.getLogger(__name__)
-_T = TypeVar("_T")
 
 # The topic settings the rules read.
 _TOPIC_KEYS = ("min.insync.replicas", "cleanup.policy", "retention.ms", "unclean.leader.election.enable")
-# A fresh broker loads __consumer_offsets lazily; describing a group meanwhile fails with these.
-_COORDINATOR_NOT_READY = {
-    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-    KafkaError.NOT_COORDINATOR,
-    KafkaError.COORDINATOR_NOT_AVAILABLE,
-}
 
 
 def _reason(exc: BaseException) -> str:
@@ -65,18 +58,6 @@ def _reason(exc: BaseException) -> str:
     if isinstance(exc, KafkaException) and isinstance(exc.args[0], KafkaError):
         return f"{exc.args[0].name()}: {exc.args[0].str()}"
     return f"{type(exc).__name__}: {exc}"
-
-
-def _retry_coordinator(call: Callable[[], _T], timeout_s: float) -> _T:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            return call()
-        except KafkaException as exc:
-            code = exc.args[0].code() if isinstance(exc.args[0], KafkaError) else None
-            if code not in _COORDINATOR_NOT_READY or time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
 
 
 def load_other_specs(specs_dir: str | Path) -> tuple[PipelineSpec, ...]:
@@ -93,7 +74,7 @@ class _Gatherer:
     def __init__(self, spec: PipelineSpec, timeout_s: float) -> None:
         self.spec = spec
         self.timeout_s = timeout_s
-        self.admin = AdminClient(admin_config(spec))
+        self.admin = AdminClient(with_client_logger("admin", admin_config(spec)))
         self.unavailable: dict[str, str] = {}
 
     def missing(self, fact: str, exc: BaseException) -> None:
@@ -196,8 +177,11 @@ class _Gatherer:
             return futures[group_id].result(self.timeout_s + 5)
 
         try:
-            description = _retry_coordinator(describe, self.timeout_s)
-        except (KafkaException, TimeoutError) as exc:
+            # A fresh broker loads __consumer_offsets lazily: describing the group meanwhile fails.
+            description = COORDINATOR_LOADING.bounded(timeout_s=self.timeout_s).call(
+                describe, what=f"describe group {group_id!r}"
+            )
+        except (KafkaException, TimeoutError, RetryExhaustedError) as exc:
             self.missing("group", exc)
             return None, None
         members = tuple(

@@ -3,59 +3,27 @@
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
-from airflow_provider_eos.core.errors import EosError
+from airflow_provider_eos.core.errors import EosError, RetryExhaustedError
 from airflow_provider_eos.core.markers import CommittedOffset, CommittedOffsets
 from airflow_provider_eos.core.topic_partition import TopicPartition
+from airflow_provider_eos.kafka.retriable import COORDINATOR_LOADING, raise_if_coordinator_not_ready
 
 if TYPE_CHECKING:
     from airflow_provider_eos.core.checkpoint import CheckpointReader
     from airflow_provider_eos.core.spec import PipelineSpec
 
 log = logging.getLogger(__name__)
-_T = TypeVar("_T")
-
-# The group coordinator moves or is still loading the offsets topic (fresh broker, failover):
-# the request is fine, only early. Anything else is reported.
-_COORDINATOR_NOT_READY = {
-    KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
-}
 
 
 class GroupOffsetsError(EosError):
     """The sink group's offsets could not be read or written."""
-
-
-class _CoordinatorNotReady(Exception):
-    pass
-
-
-def _error_code(error: object) -> int | None:
-    if isinstance(error, KafkaException):
-        error = error.args[0]
-    return error.code() if isinstance(error, KafkaError) else None
-
-
-def _with_coordinator_retry(call: Callable[[], _T], what: str, timeout_s: float) -> _T:
-    deadline = time.monotonic() + timeout_s
-    delay = 0.1
-    while True:
-        try:
-            return call()
-        except (_CoordinatorNotReady, KafkaException) as exc:
-            retriable = isinstance(exc, _CoordinatorNotReady) or _error_code(exc) in _COORDINATOR_NOT_READY
-            if not retriable or time.monotonic() + delay > deadline:
-                raise
-            log.debug("%s: group coordinator not ready (%s); retrying", what, exc)
-            time.sleep(delay)
-            delay = min(delay * 2, 2.0)
 
 
 def read_committed_offsets(
@@ -70,16 +38,16 @@ def read_committed_offsets(
     if not wanted:
         return {}
     request = ConsumerGroupTopicPartitions(group_id, [KafkaTopicPartition(t, p) for t, p in wanted])
+    what = f"read offsets of group {group_id!r}"
 
     def fetch() -> ConsumerGroupTopicPartitions:
         result = admin.list_consumer_group_offsets([request], require_stable=True)[group_id].result(timeout_s)
-        if any(_error_code(tp.error) in _COORDINATOR_NOT_READY for tp in result.topic_partitions):
-            raise _CoordinatorNotReady(group_id)
+        raise_if_coordinator_not_ready(what, (tp.error for tp in result.topic_partitions))
         return result
 
     try:
-        result = _with_coordinator_retry(fetch, f"read offsets of {group_id!r}", timeout_s)
-    except (KafkaException, _CoordinatorNotReady) as exc:
+        result = COORDINATOR_LOADING.bounded(timeout_s=timeout_s).call(fetch, what=what)
+    except (KafkaException, RetryExhaustedError) as exc:
         raise GroupOffsetsError(
             f"could not read committed offsets of group {group_id!r}: {exc}",
             fix="check that the broker is reachable with the spec's kafka settings and that the principal may "
@@ -101,12 +69,12 @@ def write_committed_offsets(
     request = ConsumerGroupTopicPartitions(
         group_id, [KafkaTopicPartition(t, p, off, meta) for (t, p), (off, meta) in sorted(offsets.items())]
     )
+    what = f"write offsets of group {group_id!r}"
 
     def alter() -> None:
         result = admin.alter_consumer_group_offsets([request])[group_id].result(timeout_s)
         errors = [(tp, tp.error) for tp in result.topic_partitions if tp.error is not None]
-        if any(_error_code(err) in _COORDINATOR_NOT_READY for _, err in errors):
-            raise _CoordinatorNotReady(group_id)
+        raise_if_coordinator_not_ready(what, (err for _, err in errors))
         if errors:
             detail = ", ".join(f"{tp.topic}-{tp.partition}: {err}" for tp, err in errors)
             raise GroupOffsetsError(
@@ -115,8 +83,8 @@ def write_committed_offsets(
             )
 
     try:
-        _with_coordinator_retry(alter, f"write offsets of {group_id!r}", timeout_s)
-    except (KafkaException, _CoordinatorNotReady) as exc:
+        COORDINATOR_LOADING.bounded(timeout_s=timeout_s).call(alter, what=what)
+    except (KafkaException, RetryExhaustedError) as exc:
         raise GroupOffsetsError(
             f"could not write offsets of group {group_id!r}: {exc}",
             fix="the group must have no active members (stop the job first)",

@@ -20,7 +20,6 @@ written.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -31,29 +30,24 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.errors import EosError
 from airflow_provider_eos.core.health import (
-    DEFAULT_MAX_SAMPLES,
-    HealthReport,
     HealthSample,
-    HealthThresholds,
     InputPartitionSample,
-    LagWindow,
     OutputPartitionSample,
     VerificationSample,
 )
-from airflow_provider_eos.core.health import evaluate as evaluate_window
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.core.transactions import Transaction, to_epoch_ms
 from airflow_provider_eos.core.verification import verify_checkpoint
-from airflow_provider_eos.kafka.client_config import admin_config
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
 from airflow_provider_eos.kafka.log_offsets import list_log_offsets
+from airflow_provider_eos.kafka.settings import admin_config, with_client_logger
 
 if TYPE_CHECKING:
     from airflow_provider_eos.core.markers import CommittedOffsets
     from airflow_provider_eos.core.spec import PipelineSpec
 
 
-__all__ = ["HealthProbeError", "check", "evaluate", "probe"]
+__all__ = ["HealthProbeError", "probe"]
 
 # Reads of the group and the checkpoint before the verdict is reported as not settled; a job
 # commits at most once per trigger interval, so two quiet reads in a row come quickly.
@@ -164,7 +158,7 @@ def probe(
     :raises CheckpointError: if a checkpoint file is malformed.
     """
     taken_at = to_epoch_ms(pendulum.now("UTC"))
-    admin = AdminClient({**admin_config(spec), "log_level": 3})
+    admin = AdminClient(with_client_logger("probe-admin", {**admin_config(spec), "log_level": 3}))
     inputs, outputs, missing = _topic_partitions(admin, spec, timeout_s)
     notes = [f"topic {topic!r} does not exist" for topic in missing]
     reader = CheckpointReader(spec.checkpoint_location, storage_options)
@@ -214,45 +208,3 @@ def probe(
         transactions=transactions,
         notes=tuple(notes),
     )
-
-
-def evaluate(
-    spec: PipelineSpec, window: LagWindow, *, thresholds: Mapping[str, Any] | HealthThresholds | None = None
-) -> HealthReport:
-    """Evaluate the window with the spec's thresholds (optionally overridden).
-
-    :param spec: the pipeline.
-    :param window: the samples.
-    :param thresholds: a full :class:`HealthThresholds`, or a mapping of fields overriding those
-        :meth:`HealthThresholds.from_spec` derives.
-    :raises HealthError: if the window is empty or an override is invalid.
-    """
-    if not isinstance(thresholds, HealthThresholds):
-        thresholds = HealthThresholds.from_spec(spec).with_overrides(thresholds)
-    return evaluate_window(
-        window, thresholds, pipeline=spec.name, transactional_id_prefix=spec.transactional_id_prefix
-    )
-
-
-def check(
-    spec: PipelineSpec,
-    *,
-    samples: int = 1,
-    interval_s: float = 5.0,
-    thresholds: Mapping[str, Any] | HealthThresholds | None = None,
-    storage_options: Mapping[str, Any] | None = None,
-    max_samples: int = DEFAULT_MAX_SAMPLES,
-) -> HealthReport:
-    """Take ``samples`` samples ``interval_s`` apart and evaluate them (what ``eos health`` runs).
-
-    One sample judges the commit age, pinned partitions, lingering transactions and the
-    verdict; the lag trends and hanging need several samples spanning the thresholds.
-    """
-    if samples < 1:
-        raise HealthProbeError(f"samples is {samples}", fix="take at least one sample")
-    window = LagWindow(max_samples=max(max_samples, samples))
-    for index in range(samples):
-        if index:
-            time.sleep(interval_s)
-        window.add(probe(spec, storage_options=storage_options))
-    return evaluate(spec, window, thresholds=thresholds)

@@ -12,15 +12,15 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
-import ssl
-import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_eos.core import transactions as txn
-from airflow_provider_eos.core.errors import EosError
+from airflow_provider_eos.core.errors import EosError, KafkaConfigError
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.core.transactional_ids import writer_index
+from airflow_provider_eos.kafka.settings.kafka_python import kafka_python_config
+from airflow_provider_eos.kafka.settings.kafka_python import protect_secrets as _protect_secrets
 
 if TYPE_CHECKING:
     from kafka.admin import KafkaAdminClient
@@ -33,7 +33,6 @@ __all__ = [
     "KafkaConfigError",
     "TransactionsAdminError",
     "abort_hanging",
-    "abort_open_transactions",
     "admin_client",
     "broker_max_transaction_timeout_ms",
     "describe_producers",
@@ -53,170 +52,6 @@ DEFAULT_MAX_TRANSACTION_TIMEOUT_MS = 900_000
 
 class TransactionsAdminError(EosError):
     """A transaction admin call failed; the message names the call and the broker's error."""
-
-
-class KafkaConfigError(EosError):
-    """The spec's librdkafka settings cannot be expressed for kafka-python."""
-
-
-# -- librdkafka -> kafka-python ----------------------------------------------------------------
-
-# librdkafka key -> kafka-python key, for values that carry over unchanged (apart from type).
-_DIRECT = {
-    "client.id": "client_id",
-    "sasl.username": "sasl_plain_username",
-    "sasl.password": "sasl_plain_password",
-    "sasl.kerberos.service.name": "sasl_kerberos_service_name",
-    "ssl.ca.location": "ssl_cafile",
-    "ssl.certificate.location": "ssl_certfile",
-    "ssl.key.location": "ssl_keyfile",
-    "ssl.key.password": "ssl_password",
-    "ssl.crl.location": "ssl_crlfile",
-}
-_INTEGER = {
-    "socket.timeout.ms": "request_timeout_ms",
-    "metadata.max.age.ms": "metadata_max_age_ms",
-    "reconnect.backoff.ms": "reconnect_backoff_ms",
-    "reconnect.backoff.max.ms": "reconnect_backoff_max_ms",
-    "retry.backoff.ms": "retry_backoff_ms",
-    "connections.max.idle.ms": "connections_max_idle_ms",
-}
-_SECURITY_PROTOCOLS = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
-_SASL_MECHANISMS = {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI"}
-_TRUE = {"true", "1", "yes", "on"}
-_FALSE = {"false", "0", "no", "off"}
-
-
-def _as_bool(key: str, value: object) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in _TRUE | _FALSE:
-        return text in _TRUE
-    raise KafkaConfigError(f"kafka[{key!r}] is {value!r}, not a boolean", fix=f"set kafka[{key!r}] to true or false")
-
-
-def _as_int(key: str, value: object) -> int:
-    if isinstance(value, bool):
-        raise KafkaConfigError(f"kafka[{key!r}] is {value!r}, not an integer", fix=f"set kafka[{key!r}] to a number")
-    try:
-        return int(str(value).strip())
-    except ValueError:
-        raise KafkaConfigError(
-            f"kafka[{key!r}] is {value!r}, not an integer", fix=f"set kafka[{key!r}] to a number"
-        ) from None
-
-
-def kafka_python_config(librdkafka: Mapping[str, Any]) -> dict[str, Any]:
-    """Translate a librdkafka client config into ``KafkaAdminClient`` keyword arguments.
-
-    Connection and security settings carry over (bootstrap servers, client id, security
-    protocol, SASL PLAIN/SCRAM/GSSAPI, SSL files and password, hostname verification,
-    timeouts). Keys without a kafka-python equivalent (producer and consumer tuning, librdkafka
-    internals) are skipped with a debug log naming the key; values are never logged, because
-    some are secrets.
-
-    :param librdkafka: the spec's ``kafka`` dict (or any librdkafka config).
-    :returns: keyword arguments for ``kafka.admin.KafkaAdminClient``.
-    :raises KafkaConfigError: naming the key, if a setting cannot be honoured (a mechanism
-        kafka-python cannot take from a config, such as OAUTHBEARER, or a malformed value).
-    """
-    out: dict[str, Any] = {}
-    verify_certificates = True
-    for key, value in librdkafka.items():
-        if key == "bootstrap.servers":
-            servers = [s.strip() for s in str(value).split(",") if s.strip()]
-            if not servers:
-                raise KafkaConfigError(
-                    "kafka['bootstrap.servers'] is empty", fix="set it to the broker list, e.g. 'localhost:9092'"
-                )
-            out["bootstrap_servers"] = servers
-        elif key == "security.protocol":
-            protocol = str(value).strip().upper()
-            if protocol not in _SECURITY_PROTOCOLS:
-                raise KafkaConfigError(
-                    f"kafka['security.protocol'] is {value!r}",
-                    fix=f"use one of {', '.join(sorted(_SECURITY_PROTOCOLS))}",
-                )
-            out["security_protocol"] = protocol
-        elif key in ("sasl.mechanism", "sasl.mechanisms"):
-            mechanism = str(value).strip().upper()
-            if mechanism not in _SASL_MECHANISMS:
-                raise KafkaConfigError(
-                    f"kafka[{key!r}] is {value!r}, which the transaction admin client (kafka-python) "
-                    "cannot configure from the spec",
-                    fix=f"use one of {', '.join(sorted(_SASL_MECHANISMS))} for the pipeline's principal",
-                )
-            out["sasl_mechanism"] = mechanism
-        elif key in _DIRECT:
-            out[_DIRECT[key]] = str(value)
-        elif key in _INTEGER:
-            out[_INTEGER[key]] = _as_int(key, value)
-        elif key == "ssl.endpoint.identification.algorithm":
-            algorithm = str(value).strip().lower()
-            if algorithm not in ("https", "none", ""):
-                raise KafkaConfigError(
-                    f"kafka['ssl.endpoint.identification.algorithm'] is {value!r}", fix="use 'https' or 'none'"
-                )
-            out["ssl_check_hostname"] = algorithm == "https"
-        elif key == "enable.ssl.certificate.verification":
-            verify_certificates = _as_bool(key, value)
-        else:
-            log.debug("kafka config key %r has no kafka-python equivalent for the admin client; skipped", key)
-    if "bootstrap_servers" not in out:
-        raise KafkaConfigError(
-            "kafka['bootstrap.servers'] is missing", fix="set it to the broker list, e.g. 'localhost:9092'"
-        )
-    if not verify_certificates:
-        # kafka-python has no switch for this; only a ready-made SSLContext expresses it.
-        context = ssl.create_default_context(cafile=out.get("ssl_cafile"))
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-        if out.get("ssl_certfile"):
-            context.load_cert_chain(out["ssl_certfile"], out.get("ssl_keyfile"), out.get("ssl_password"))
-        out["ssl_context"] = context
-        out["ssl_check_hostname"] = False
-    return out
-
-
-_SECRET_KEYS = ("sasl_plain_password", "ssl_password")
-
-
-class _RedactSecrets(logging.Filter):
-    """Drops kafka-python log records that would show a secret.
-
-    kafka-python logs its whole config at DEBUG when the admin client starts, and its
-    protocol loggers dump request bodies (SASL authentication included) at DEBUG.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.secrets: set[str] = set()
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if str(record.msg).startswith("Starting KafkaAdminClient with configuration"):
-            return False
-        if not self.secrets:
-            return True
-        try:
-            text = record.getMessage()
-        except Exception:
-            return False
-        return not any(secret in text for secret in self.secrets)
-
-
-_REDACT = _RedactSecrets()
-
-
-def _protect_secrets(settings: Mapping[str, Any]) -> None:
-    # Logger filters do not apply to child loggers, so the filter goes on every kafka-python
-    # logger that exists once the admin client's modules are imported.
-    _REDACT.secrets.update(str(settings[key]) for key in _SECRET_KEYS if settings.get(key))
-    for name in [*logging.Logger.manager.loggerDict, "kafka"]:
-        if name == "kafka" or name.startswith("kafka."):
-            logger = logging.getLogger(name)
-            if _REDACT not in logger.filters:
-                logger.addFilter(_REDACT)
 
 
 @contextlib.contextmanager
@@ -467,16 +302,16 @@ def fence(spec: PipelineSpec, transactional_id: str, *, timeout_s: float = 60) -
     """
     from confluent_kafka import KafkaException, Producer
 
-    from airflow_provider_eos.kafka.client_config import common_config
+    from airflow_provider_eos.kafka.settings import common_config, with_client_logger
 
     # Builds the id back through the scheme's owner, so only ids of this pipeline get here.
     expected = spec.transactional_id(writer_index(spec.transactional_id_prefix, transactional_id))
-    producer = Producer({
+    producer = Producer(with_client_logger("fence-producer", {
         **common_config(spec),
         "transactional.id": expected,
         "transaction.timeout.ms": spec.transaction_timeout_ms,
         "log_level": 4,
-    })
+    }))
     try:
         producer.init_transactions(timeout_s)
     except KafkaException as exc:
@@ -518,172 +353,3 @@ def abort_hanging(admin: KafkaAdminClient, row: txn.AbortRow) -> bool:
     )
     _call(f"AbortTransaction on {tp} (producer {match.producer_id})", admin.abort_transaction, spec)
     return True
-
-
-def _last_commit_time(spec: PipelineSpec, storage_options: Mapping[str, Any] | None) -> dt.datetime | None:
-    from airflow_provider_eos.core.checkpoint import CheckpointReader
-
-    reader = CheckpointReader(spec.checkpoint_location, storage_options)
-    if not reader.exists():
-        return None
-    # The same value as snapshot().last_commit_time without parsing any offsets file: after a
-    # crash the abort must not depend on more of the checkpoint than it needs.
-    last = reader.latest_committed_batch()
-    return None if last is None else reader.commit_time(last)
-
-
-def _scan(
-    admin: KafkaAdminClient, spec: PipelineSpec, partitions: list[TopicPartition], now: dt.datetime, min_age_ms: int
-) -> tuple[list[txn.Transaction], list[txn.HangingTransaction], list[txn.PartitionOffsets]]:
-    transactions = scan_prefix(admin, spec.transactional_id_prefix)
-    hanging, offsets = scan_hanging(admin, partitions, now=now, max_transaction_timeout_ms=min_age_ms)
-    return transactions, hanging, offsets
-
-
-def _aborted_still_open(
-    admin: KafkaAdminClient, done: Iterable[txn.AbortRow], scanned: Iterable[TopicPartition]
-) -> bool:
-    """Whether a producer just aborted still shows an open transaction on a scanned partition.
-
-    Checked per producer, not by LSO < high watermark: another application's transaction on
-    the same partition may keep the LSO pinned, and that one is not ours to wait for.
-    """
-    aborted = [row for row in done if row.outcome is txn.Outcome.ABORTED]
-    producers = {row.producer_id for row in aborted}
-    watch = {tp for row in aborted for tp in row.partitions} & set(scanned)
-    if not watch:
-        return False
-    found = describe_producers(admin, watch)
-    return any(p.producer_id in producers and p.has_open_transaction for states in found.values() for p in states)
-
-
-def abort_open_transactions(
-    spec: PipelineSpec,
-    *,
-    force: bool = False,
-    execute: bool = True,
-    now: dt.datetime | None = None,
-    hanging_min_age_ms: int | None = None,
-    quiet_period_ms: int | None = None,
-    storage_options: Mapping[str, Any] | None = None,
-    settle_timeout_s: float = 30,
-) -> txn.AbortReport:
-    """Scan, check safety, abort what is open under the pipeline's prefix, and rescan.
-
-    Lingering transactions (ongoing under the prefix) are fenced; hanging transactions on the
-    output and dead-letter partitions are aborted with AbortTransaction, except those the
-    coordinator attributes to an id outside the prefix. Transactions of other ids are never
-    touched.
-
-    :param spec: the pipeline.
-    :param force: act even if the job looks alive (recent checkpoint commit, young transaction).
-    :param execute: ``False`` for a dry run: scan and report, change nothing, never refuse.
-    :param now: the current time (default: now); ages and the safety check use it.
-    :param hanging_min_age_ms: age above which an open partition transaction is a hanging
-        candidate (default: the brokers' ``transaction.max.timeout.ms``, as Kafka's tool).
-    :param quiet_period_ms: a checkpoint commit newer than this means the job may be alive
-        (default: :func:`~airflow_provider_eos.core.transactions.default_quiet_period_ms`).
-    :param storage_options: fsspec options for the checkpoint location.
-    :param settle_timeout_s: how long the rescan waits for aborted transactions to disappear.
-    :raises UnsafeToActError: if there is something to abort, the job looks alive, ``execute`` is
-        set and ``force`` is not.
-    :raises TransactionsAdminError: if the cluster cannot be read.
-    """
-    started = time.monotonic()
-    scanned_at = now or dt.datetime.now(dt.UTC)
-
-    def current_time() -> dt.datetime:
-        return scanned_at + dt.timedelta(seconds=time.monotonic() - started)
-
-    prefix = spec.transactional_id_prefix
-    quiet = (
-        quiet_period_ms
-        if quiet_period_ms is not None
-        else txn.default_quiet_period_ms(spec.transaction_timeout_ms, spec.trigger_interval_ms)
-    )
-    last_commit = _last_commit_time(spec, storage_options)
-    topics = [spec.output_topic] + ([spec.dlq_topic] if spec.dlq_topic else [])
-    notes: list[str] = []
-    with admin_client(spec) as admin:
-        partitions, missing = topic_partitions(admin, topics)
-        if missing:
-            notes.append(f"topic(s) {', '.join(missing)} do not exist; no hanging transactions there")
-        min_age = hanging_min_age_ms if hanging_min_age_ms is not None else broker_max_transaction_timeout_ms(admin)
-        transactions, hanging, offsets_before = _scan(admin, spec, partitions, scanned_at, min_age)
-        safety_args = {
-            "last_commit_time": last_commit,
-            "now": scanned_at,
-            "transaction_timeout_ms": spec.transaction_timeout_ms,
-            "quiet_period_ms": quiet,
-            "force": force,
-        }
-        planned = txn.plan_abort(
-            prefix, transactions, hanging, now=scanned_at, transaction_timeout_ms=spec.transaction_timeout_ms
-        )
-        # Refuse only when there is something to do: a scan that finds nothing harms no one.
-        if execute and any(row.action.acts for row in planned):
-            safety = txn.check_safe_to_act(prefix, transactions, **safety_args)
-        else:
-            safety = txn.evaluate_safety(prefix, transactions, **safety_args)
-        if not execute:
-            rows = tuple(
-                row.with_outcome(txn.Outcome.WOULD_ABORT if row.action.acts else txn.Outcome.LEFT) for row in planned
-            )
-            return txn.AbortReport(
-                prefix=prefix,
-                scanned_at=scanned_at,
-                executed=False,
-                safety=safety,
-                rows=rows,
-                offsets_before=tuple(offsets_before),
-                offsets_after=tuple(offsets_before),
-                remaining=tuple(row for row in rows if row.action.acts),
-                hanging_min_age_ms=min_age,
-                notes=tuple(notes),
-            )
-
-        done: list[txn.AbortRow] = []
-        for row in planned:
-            if not row.action.acts:
-                done.append(row.with_outcome(txn.Outcome.LEFT))
-                continue
-            try:
-                if row.action is txn.Action.FENCE and row.transactional_id is not None:
-                    log.info("fencing transactional id %s (producer %s)", row.transactional_id, row.producer_id)
-                    fence(spec, row.transactional_id)
-                    done.append(row.with_outcome(txn.Outcome.ABORTED))
-                elif abort_hanging(admin, row):
-                    log.info("aborted hanging transaction of producer %s on %s", row.producer_id, row.partitions[0])
-                    done.append(row.with_outcome(txn.Outcome.ABORTED))
-                else:
-                    gone = "no longer open when the abort was about to be sent"
-                    done.append(row.with_outcome(txn.Outcome.LEFT, gone))
-            except EosError as exc:
-                log.warning("could not abort %s: %s", row.transactional_id or row.partitions, exc.message)
-                done.append(row.with_outcome(txn.Outcome.FAILED, exc.message))
-
-        # Markers are written asynchronously after the fence returns; wait until the rescan
-        # shows nothing left to abort (or the wait runs out, and the report says what is left).
-        deadline = time.monotonic() + settle_timeout_s
-        while True:
-            moment = current_time()
-            transactions2, hanging2, offsets_after = _scan(admin, spec, partitions, moment, min_age)
-            remaining = txn.plan_abort(
-                prefix, transactions2, hanging2, now=moment, transaction_timeout_ms=spec.transaction_timeout_ms
-            )
-            settled = not any(row.action.acts for row in remaining) and not _aborted_still_open(admin, done, partitions)
-            if settled or time.monotonic() >= deadline:
-                break
-            time.sleep(0.5)
-    return txn.AbortReport(
-        prefix=prefix,
-        scanned_at=scanned_at,
-        executed=True,
-        safety=safety,
-        rows=tuple(done),
-        offsets_before=tuple(offsets_before),
-        offsets_after=tuple(offsets_after),
-        remaining=tuple(remaining),
-        hanging_min_age_ms=min_age,
-        notes=tuple(notes),
-    )

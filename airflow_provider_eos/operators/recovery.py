@@ -1,47 +1,24 @@
 """Recovery tasks (DESIGN.md section 3): abort open transactions, verify, rewind, align.
 
-Each operator loads the pipeline spec from ``spec_path``, optionally takes the Kafka settings
-from a ``kafka`` connection and the checkpoint storage credentials from another connection,
-calls the core, logs the core's table, and returns the core's machine-readable result (so it
-lands in XCom). Core errors become task failures carrying the core's message and fix:
-conditions a retry cannot change (an invalid spec, a malformed checkpoint, a refused repair, a
-verdict that needs a repair) raise ``AirflowFailException``, so the task fails without
-retrying; the rest (Kafka unreachable, the job still looks alive) raise ``AirflowException``
-and are retried as configured.
+Each operator calls the use case ``eos abort``, ``eos verify``, ``eos repair rewind`` and ``eos
+repair align`` call (:mod:`airflow_provider_eos.usecases`), logs its text and returns its data
+(XCom); the outcome decides the task's state as
+:mod:`airflow_provider_eos.operators.use_case` describes: a finding (a verdict that needs a
+repair, transactions left open, a group that still disagrees after align) fails the task
+without retrying, after pushing the data.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseOperator, BaseXCom
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
-
-from airflow_provider_eos.core.errors import (
-    CheckpointError,
-    EosError,
-    InconsistentOffsetsError,
-    MarkerError,
-    RepairError,
-    SpecError,
-)
-from airflow_provider_eos.core.repair import plan_align, rewind
-from airflow_provider_eos.core.transactional_ids import TransactionalIdError
-from airflow_provider_eos.core.verification import VerificationReport, verify_checkpoint
-from airflow_provider_eos.hooks.checkpoint_storage import CheckpointStorageHook
-from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
-from airflow_provider_eos.kafka.client_config import admin_config
-from airflow_provider_eos.kafka.group_offsets import sink_group_offsets, write_committed_offsets
+from airflow_provider_eos.operators.use_case import EosUseCaseOperator, as_batch, as_bool, task_failures
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
-    from confluent_kafka.admin import AdminClient
 
-    from airflow_provider_eos.core.checkpoint import CheckpointReader
-    from airflow_provider_eos.core.markers import CommittedOffsets
-    from airflow_provider_eos.core.spec import PipelineSpec
+    from airflow_provider_eos.usecases.verify import VerifyResult
 
 __all__ = [
     "AbortOpenTransactionsOperator",
@@ -50,192 +27,84 @@ __all__ = [
     "VerifyCommittedOffsetsOperator",
 ]
 
-# Errors about durable state or the task's own arguments: retrying cannot change the outcome.
-_NOT_RETRYABLE: tuple[type[EosError], ...] = (
-    SpecError,
-    CheckpointError,
-    MarkerError,
-    RepairError,
-    InconsistentOffsetsError,
-    TransactionalIdError,
-)
-_TRUE = frozenset({"true", "1", "yes", "on"})
-_FALSE = frozenset({"false", "0", "no", "off"})
-_METADATA_TIMEOUT_S = 30
+_RECOVERY_COLOR = "#fde2c4"
 
 
-@contextmanager
-def _as_task_failure() -> Iterator[None]:
-    """Turn a core error into a task failure with the core's message and fix."""
-    try:
-        yield
-    except _NOT_RETRYABLE as err:
-        raise AirflowFailException(str(err)) from err
-    except EosError as err:
-        raise AirflowException(str(err)) from err
-
-
-def _as_bool(value: bool | str, field: str) -> bool:
-    """Read a flag that may arrive as a rendered template string (``"False"``)."""
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in _TRUE:
-        return True
-    if text in _FALSE:
-        return False
-    raise AirflowFailException(f"{field} is {value!r}; use true or false")
-
-
-def _as_batch(value: int | str | None, field: str) -> int | None:
-    """Read a batch id that may arrive as a rendered template string; empty means none."""
-    if value is None:
-        return None
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    text = str(value).strip()
-    if text in ("", "None", "null"):
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        raise AirflowFailException(
-            f"{field} is {value!r}; use a batch id (an integer, -1 for before the first batch)"
-        ) from None
-
-
-class _EosRecoveryOperator(BaseOperator):
-    """Shared arguments: which pipeline, and where its credentials come from.
-
-    :param spec_path: the pipeline spec file (YAML or JSON). (templated)
-    :param kafka_conn_id: an Airflow ``kafka`` connection whose librdkafka config replaces the
-        spec's connection settings; ``None`` uses the spec's ``kafka`` dict. (templated)
-    :param checkpoint_conn_id: an Airflow connection with the checkpoint storage credentials
-        (see :class:`~airflow_provider_eos.hooks.checkpoint_storage.CheckpointStorageHook`);
-        ``None`` uses the worker's ambient credentials. (templated)
-    """
-
-    template_fields: Sequence[str] = ("spec_path", "kafka_conn_id", "checkpoint_conn_id")
-    ui_color = "#fde2c4"
-
-    def __init__(
-        self,
-        *,
-        spec_path: str,
-        kafka_conn_id: str | None = None,
-        checkpoint_conn_id: str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        self.spec_path = spec_path
-        self.kafka_conn_id = kafka_conn_id
-        self.checkpoint_conn_id = checkpoint_conn_id
-
-    def load_spec(self) -> PipelineSpec:
-        """Return the spec with the connection's Kafka settings applied, secrets masked."""
-        spec = load_pipeline_spec(self.spec_path, self.kafka_conn_id or None)
-        source = f"connection {self.kafka_conn_id!r}" if self.kafka_conn_id else "the spec"
-        self.log.info(
-            "Pipeline %r from %s; Kafka %s from %s",
-            spec.name,
-            self.spec_path,
-            spec.kafka["bootstrap.servers"],
-            source,
-        )
-        return spec
-
-    def checkpoint_reader(self, spec: PipelineSpec) -> CheckpointReader:
-        """Return the reader of the spec's checkpoint, with the storage connection's credentials."""
-        return CheckpointStorageHook(self.checkpoint_conn_id or None).get_reader(spec.checkpoint_location)
-
-    @staticmethod
-    def admin_client(spec: PipelineSpec) -> AdminClient:
-        """Return a confluent-kafka admin client on the spec's connection settings."""
-        from confluent_kafka.admin import AdminClient
-
-        return AdminClient(admin_config(spec))
-
-    def committed_offsets(self, spec: PipelineSpec, reader: CheckpointReader, admin: AdminClient) -> CommittedOffsets:
-        """The sink group's committed offsets on every partition the verification compares."""
-        return sink_group_offsets(admin, spec, reader, timeout_s=_METADATA_TIMEOUT_S)
-
-    def push_before_failing(self, context: Context, value: dict[str, Any]) -> None:
-        """Make ``value`` the task's XCom ``return_value`` although the task is about to fail."""
-        if self.do_xcom_push:
-            context["ti"].xcom_push(key=BaseXCom.XCOM_RETURN_KEY, value=value)
-
-    def verification(self, spec: PipelineSpec, reader: CheckpointReader, admin: AdminClient) -> VerificationReport:
-        """Verify the sink group against the checkpoint.
-
-        A checkpoint that does not exist yet verifies as "nothing committed": a pipeline's first
-        run must pass, and a wrong location of a pipeline that ran before still fails, because
-        the group's markers then name a query the (missing) checkpoint does not have.
-        """
-        if not reader.exists():
-            self.log.info("No checkpoint at %s yet: the pipeline has not committed a batch", spec.checkpoint_location)
-        return verify_checkpoint(reader, self.committed_offsets(spec, reader, admin))
-
-
-class AbortOpenTransactionsOperator(_EosRecoveryOperator):
+class AbortOpenTransactionsOperator(EosUseCaseOperator):
     """Abort the pipeline's lingering and hanging transactions (those under its transactional id prefix).
 
     Run it after a failure and before restarting the job, so ``read_committed`` consumers of the
-    output move on. Logs the report's table, returns its ``to_dict()`` (XCom) and fails when a
-    transaction under the prefix could not be aborted.
+    output move on. Logs the report's table and returns its data (XCom); fails when a
+    transaction under the prefix is left open (after aborting, or found by a dry run).
 
     :param force: act even if the job looks alive (a recent checkpoint commit, or an ongoing
         transaction younger than its timeout); fencing then breaks a live job's next commit.
         (templated)
     :param dry_run: only report what would be aborted. (templated)
+    :param driver_gone_task_id: a task of this run that established that the driver is gone
+        (:class:`~airflow_provider_eos.operators.driver.ConfirmDriverGoneOperator`); its
+        observation is the positive evidence that lets the abort end the dead driver's young
+        transactions without ``force``. Without a GONE observation from it the task fails.
     """
 
-    template_fields: Sequence[str] = (*_EosRecoveryOperator.template_fields, "force", "dry_run")
+    template_fields: Sequence[str] = (*EosUseCaseOperator.template_fields, "force", "dry_run")
+    ui_color = _RECOVERY_COLOR
 
-    def __init__(self, *, force: bool | str = False, dry_run: bool | str = False, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        force: bool | str = False,
+        dry_run: bool | str = False,
+        driver_gone_task_id: str | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.force = force
         self.dry_run = dry_run
+        self.driver_gone_task_id = driver_gone_task_id
 
     def execute(self, context: Context) -> dict[str, Any]:
         """Scan, abort unless dry-running, rescan; return the report."""
-        from airflow_provider_eos.kafka.transactions_admin import abort_open_transactions
+        from airflow_provider_eos.usecases.abort import abort
 
-        force = _as_bool(self.force, "force")
-        dry_run = _as_bool(self.dry_run, "dry_run")
-        with _as_task_failure():
-            spec = self.load_spec()
-            # The liveness check reads the checkpoint's newest commit, with the same credentials.
-            storage_options = CheckpointStorageHook(self.checkpoint_conn_id or None).get_storage_options(
-                spec.checkpoint_location
+        force = as_bool(self.force, "force")
+        dry_run = as_bool(self.dry_run, "dry_run")
+        evidence = self._driver_gone_evidence(context)
+        with task_failures():
+            result = abort(self.pipeline_clients(), force=force, execute=not dry_run, driver_gone=evidence)
+        return self.present(context, result)
+
+    def _driver_gone_evidence(self, context: Context) -> str | None:
+        if self.driver_gone_task_id is None:
+            return None
+        from airflow.sdk.exceptions import AirflowFailException
+
+        from airflow_provider_eos.core.driver import DriverObservation
+
+        seen = context["ti"].xcom_pull(task_ids=self.driver_gone_task_id)
+        observation = DriverObservation.model_validate(seen) if seen else None
+        if observation is None or not observation.gone:
+            raise AirflowFailException(
+                f"{self.driver_gone_task_id} gave no positive evidence that the driver is gone ({seen!r}); "
+                "refusing to abort. Check the driver by hand, then use eos_manual_recovery."
             )
-            report = abort_open_transactions(spec, force=force, execute=not dry_run, storage_options=storage_options)
-        self.log.info("%s", report.render())
-        result = report.to_dict()
-        if report.executed and not report.ok:
-            self.push_before_failing(context, result)
-            raise AirflowException(
-                f"transactions under prefix {spec.transactional_id_prefix!r} are still open after "
-                f"aborting:\n{report.render()}"
-            )
-        return result
-
-    def _push_before_failing(self, context: Any, value: dict[str, Any]) -> None:
-        if self.do_xcom_push:
-            context["ti"].xcom_push(key=BaseXCom.XCOM_RETURN_KEY, value=value)
+        return observation.evidence
 
 
-class VerifyCommittedOffsetsOperator(_EosRecoveryOperator):
+class VerifyCommittedOffsetsOperator(EosUseCaseOperator):
     """Verify the sink group's committed offsets and batch markers against the checkpoint.
 
-    Passes on ``IN_SYNC`` and ``KAFKA_AHEAD_SAFE``. Fails, without retrying, on
-    ``KAFKA_BEHIND``, ``NO_MARKER`` and ``DIVERGED``: each needs a repair or a person, which a
-    retry would only delay. The verification table and the next step go to the log and into
-    the failure message. The report's ``to_dict()`` is the task's XCom ``return_value`` in
-    every outcome (pushed before failing), so a downstream repair task can template, e.g.,
-    ``{{ ti.xcom_pull(task_ids='verify')['rewind_to_batch'] }}``.
+    Passes on ``IN_SYNC`` and ``KAFKA_AHEAD_SAFE`` (and on a checkpoint that has committed nothing
+    yet). Fails, without retrying, on ``KAFKA_BEHIND``, ``NO_MARKER`` and ``DIVERGED``: each needs
+    a repair or a person, which a retry would only delay. The verification table and the next
+    step go to the log and into the failure message. The report's data is the task's XCom
+    ``return_value`` in every outcome (pushed before failing), so a downstream repair task can
+    template, e.g., ``{{ ti.xcom_pull(task_ids='verify')['rewind_to_batch'] }}``.
 
     :param max_table_rows: partitions shown in the log table, worst first (the XCom holds all).
     """
+
+    ui_color = _RECOVERY_COLOR
 
     def __init__(self, *, max_table_rows: int = 100, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -243,25 +112,16 @@ class VerifyCommittedOffsetsOperator(_EosRecoveryOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         """Verify; return the report, or push it and fail."""
-        with _as_task_failure():
-            spec = self.load_spec()
-            reader = self.checkpoint_reader(spec)
-            report = self.verification(spec, reader, self.admin_client(spec))
-        table = report.render(max_rows=self.max_table_rows)
-        result = report.to_dict()
-        if report.ok:
-            self.log.info("%s", table)
-            return result
-        self.log.error("%s", table)
-        self.push_before_failing(context, result)
-        raise AirflowFailException(
-            f"pipeline {spec.name!r}: the sink group {spec.group_id!r} and checkpoint "
-            f"{spec.checkpoint_location} disagree ({report.overall.value}).\n{table}{_airflow_hint(report)}"
-        )
+        from airflow_provider_eos.usecases.verify import verify
+
+        with task_failures():
+            result = verify(self.pipeline_clients())
+        return self.present(context, result, max_rows=self.max_table_rows, hint=_airflow_hint(result))
 
 
-def _airflow_hint(report: VerificationReport) -> str:
+def _airflow_hint(result: VerifyResult) -> str:
     """The next step's Airflow spelling, after the CLI spelling the core gives."""
+    report = result.report
     if report.rewind_to_batch is not None:
         return (
             f"\nIn Airflow: RewindCheckpointOperator(to_batch={report.rewind_to_batch}) shows the plan; "
@@ -272,13 +132,13 @@ def _airflow_hint(report: VerificationReport) -> str:
     return ""
 
 
-class RewindCheckpointOperator(_EosRecoveryOperator):
+class RewindCheckpointOperator(EosUseCaseOperator):
     """Rewind the checkpoint to batch ``to_batch``: later batch files move into a backup folder.
 
     The repair for ``KAFKA_BEHIND``. Dry run by default: logs the before/after table and the
     files that would move, changes nothing. With ``dry_run=False`` the files move into
     ``<checkpoint>.eos-backup-<UTC time>/`` next to the checkpoint (nothing is deleted); stop
-    the job first. Returns the result's ``to_dict()``.
+    the job first. Returns the result's data.
 
     :param to_batch: the batch to rewind to (``-1``: before the first batch). ``None`` (or an
         empty rendered template) runs the verification and takes the batch it names, failing
@@ -286,7 +146,8 @@ class RewindCheckpointOperator(_EosRecoveryOperator):
     :param dry_run: only plan. (templated)
     """
 
-    template_fields: Sequence[str] = (*_EosRecoveryOperator.template_fields, "to_batch", "dry_run")
+    template_fields: Sequence[str] = (*EosUseCaseOperator.template_fields, "to_batch", "dry_run")
+    ui_color = _RECOVERY_COLOR
 
     def __init__(self, *, to_batch: int | str | None = None, dry_run: bool | str = True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -295,40 +156,31 @@ class RewindCheckpointOperator(_EosRecoveryOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         """Plan (and unless dry-running, execute) the rewind; return the result."""
-        dry_run = _as_bool(self.dry_run, "dry_run")
-        to_batch = _as_batch(self.to_batch, "to_batch")
-        with _as_task_failure():
-            spec = self.load_spec()
-            reader = self.checkpoint_reader(spec)
-            if to_batch is None:
-                report = self.verification(spec, reader, self.admin_client(spec))
-                if report.rewind_to_batch is None:
-                    raise AirflowFailException(
-                        f"no to_batch given and verification names no batch to rewind to "
-                        f"(verdict {report.overall.value}); nothing to rewind.\n{report.render(max_rows=20)}"
-                    )
-                to_batch = report.rewind_to_batch
-                self.log.info("Verification says %s: rewinding to batch %d", report.overall.value, to_batch)
-            result = rewind(reader, to_batch, execute=not dry_run)
-        self.log.info("%s", result.render())
-        return result.to_dict()
+        from airflow_provider_eos.usecases.rewind import rewind
+
+        dry_run = as_bool(self.dry_run, "dry_run")
+        to_batch = as_batch(self.to_batch, "to_batch")
+        with task_failures():
+            result = rewind(self.pipeline_clients(), to_batch=to_batch, execute=not dry_run)
+        return self.present(context, result)
 
 
-class AlignGroupOffsetsOperator(_EosRecoveryOperator):
+class AlignGroupOffsetsOperator(EosUseCaseOperator):
     """Commit the checkpoint's last committed batch ``offsets/C`` with marker ``C`` to the sink group.
 
     The repair for ``NO_MARKER``; a no-op on ``IN_SYNC``; refused for the other verdicts unless
     ``force`` (aligning then loses or duplicates output). Dry run by default: logs the
     before/after table and changes nothing. With ``dry_run=False`` it commits, then verifies
-    again and logs the result. The group must have no active members (stop the job first).
-    Returns the plan's ``to_dict()`` plus ``executed`` and ``verdict_after``.
+    again and fails when the group still disagrees. The group must have no active members (stop
+    the job first). Returns the plan's data plus ``executed``, ``verdict_after`` and ``after``.
 
     :param dry_run: only plan. (templated)
     :param force: align despite a verdict that makes aligning lose or duplicate output. (templated)
     :param max_table_rows: partitions shown in the log table (the XCom holds all).
     """
 
-    template_fields: Sequence[str] = (*_EosRecoveryOperator.template_fields, "dry_run", "force")
+    template_fields: Sequence[str] = (*EosUseCaseOperator.template_fields, "dry_run", "force")
+    ui_color = _RECOVERY_COLOR
 
     def __init__(
         self, *, dry_run: bool | str = True, force: bool | str = False, max_table_rows: int = 100, **kwargs: Any
@@ -340,30 +192,10 @@ class AlignGroupOffsetsOperator(_EosRecoveryOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         """Plan (and unless dry-running, commit) the alignment; return the plan and outcome."""
-        dry_run = _as_bool(self.dry_run, "dry_run")
-        force = _as_bool(self.force, "force")
-        with _as_task_failure():
-            spec = self.load_spec()
-            reader = self.checkpoint_reader(spec)
-            admin = self.admin_client(spec)
-            plan = plan_align(reader, self.committed_offsets(spec, reader, admin), force=force)
-            self.log.info("%s", plan.render(max_rows=self.max_table_rows))
-            result: dict[str, Any] = {**plan.to_dict(), "executed": False, "verdict_after": None}
-            if dry_run:
-                if not plan.is_noop:
-                    self.log.info("Dry run: nothing committed. Set dry_run=False to commit the plan above.")
-                return result
-            if plan.is_noop:
-                return result
-            write_committed_offsets(admin, spec.group_id, plan.offsets_with_metadata())
-            after = self.verification(spec, reader, admin)
-        table = after.render(max_rows=self.max_table_rows)
-        result = {**result, "executed": True, "verdict_after": after.overall.value}
-        if not after.ok and not force:
-            # The commit was acknowledged, yet the group does not hold the plan: say so, not "done".
-            self.push_before_failing(context, result)
-            raise AirflowException(
-                f"committed the plan, but verification afterwards says {after.overall.value}:\n{table}"
-            )
-        self.log.info("Committed. Verification afterwards:\n%s", table)
-        return result
+        from airflow_provider_eos.usecases.align import align
+
+        dry_run = as_bool(self.dry_run, "dry_run")
+        force = as_bool(self.force, "force")
+        with task_failures():
+            result = align(self.pipeline_clients(), execute=not dry_run, force=force)
+        return self.present(context, result, max_rows=self.max_table_rows)

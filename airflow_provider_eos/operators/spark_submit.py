@@ -3,11 +3,13 @@
 The application, jars, py-files and conf all come from the pipeline spec through
 :mod:`airflow_provider_eos.spark.submit_command`, the same plan ``eos run`` uses, so the DAG
 and the terminal submit the same job. The connection is the Spark provider's ``spark``
-connection (master, deploy mode, queue); in cluster deploy mode the provider tracks the driver.
+connection (master, deploy mode, queue). Client deploy mode is what is tested; in cluster deploy
+mode the recovery branch cannot observe the driver and refuses to act on its own.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -18,12 +20,18 @@ import yaml
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk.exceptions import AirflowFailException
 
+from airflow_provider_eos.core.driver import DRIVER_TOKEN_ENV, DriverHandle, driver_token
 from airflow_provider_eos.core.errors import EosError
 from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
+from airflow_provider_eos.spark.driver_processes import this_host
 from airflow_provider_eos.spark.submit_command import plan_submit, spark_submit_executable
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
+
+
+DRIVER_XCOM_KEY = "driver"
+"""The XCom key under which a submit task records its :class:`~airflow_provider_eos.core.driver.DriverHandle`."""
 
 
 class EosSparkSubmitOperator(SparkSubmitOperator):
@@ -33,6 +41,8 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
     succeeds; a processing-time spec runs until stopped (the task is long-lived: supervise it
     in parallel with :class:`~airflow_provider_eos.sensors.health.StreamingQueryHealthSensor`).
     Killing the task kills the driver, which is safe: the next run replays the open batch once.
+    Every process of the submission carries the run's driver token, recorded in the XCom
+    ``driver``, so the recovery branch can stop the driver and confirm it is gone.
 
     :param spec_path: the pipeline spec file. (templated)
     :param mode: ``exactly-once`` (default: the spec's mode) or ``at-least-once`` (baseline only).
@@ -84,7 +94,25 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
             self.name = f"eos-{spec.name}"
             # PySpark's own spark-submit: its version is the one the connector jars were resolved for.
             self._spark_binary = self._spark_binary or spark_submit_executable()
+            self._record_driver(context, spec.name)
             self.log.info("Submitting pipeline %s (%s) with %d connector jars", spec.name, mode, len(plan.jars))
             super().execute(context)
         finally:
             shutil.rmtree(work_dir, ignore_errors=True)
+
+    def _record_driver(self, context: Context, pipeline: str) -> None:
+        """Tag the submission's processes with the run's driver token and record where they run.
+
+        The XCom ``driver`` is what the recovery branch reads to stop the driver and to establish
+        that it is gone before it aborts anything (DESIGN.md section 3).
+        """
+        token = driver_token(pipeline, context["ti"].dag_id, context["run_id"])
+        self.env_vars = {**(self.env_vars or {}), DRIVER_TOKEN_ENV: token}
+        self._hook = self._get_hook()
+        handle = DriverHandle(
+            pipeline=pipeline, token=token, host=this_host(), master=str(self._hook._connection["master"]),
+            deploy_mode=str(self._hook._connection["deploy_mode"] or "client"),
+            submitted_at=dt.datetime.now(dt.UTC),
+        )
+        context["ti"].xcom_push(key=DRIVER_XCOM_KEY, value=handle.model_dump(mode="json"))
+        self.log.info("Driver token %s on host %s (%s)", token, handle.host, handle.master)

@@ -167,7 +167,8 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
 
     def _check(self) -> HealthReport:
         """Take a sample, add it to the window and evaluate it (blocking)."""
-        from airflow_provider_eos.kafka.health_probe import evaluate, probe
+        from airflow_provider_eos.kafka.health_probe import probe
+        from airflow_provider_eos.usecases.health import evaluate
 
         if self._window is None:
             self._window = LagWindow(max_samples=self.max_samples)

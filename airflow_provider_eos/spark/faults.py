@@ -1,12 +1,14 @@
 """Test-only fault injection at the named points of the sink protocol.
 
-Armed only when BOTH ``EOS_FAULT_INJECTION=<point>@<batch>`` and
-``EOS_FAULT_INJECTION_ACK=kill-this-driver`` are set, so no single stray variable in a
-production environment can kill a driver. When it fires it logs ``EOS-FAULT`` and SIGKILLs the
-driver and its parent, the spark-submit JVM (in client mode the Python driver is the JVM's
-child), which is what a real crash of the driver host looks like. Only those two: whatever
-launched spark-submit (``eos run``, an Airflow worker, a test) survives to see the crash.
-``EOS_FAULT_REPORT=<file>`` also appends that line to a file, which survives the kill.
+The sink calls ``faults.hit(point)`` at each :class:`FaultPoint`; what it holds is the inert
+:class:`FaultInjector`, whose ``hit`` does nothing, unless :meth:`FaultInjector.from_environment`
+found BOTH ``EOS_FAULT_INJECTION=<point>@<batch>`` and ``EOS_FAULT_INJECTION_ACK=kill-this-driver``,
+so no single stray variable in a production environment can kill a driver. Only then is the armed
+injector (a private class) built. When it fires it logs ``EOS-FAULT`` and SIGKILLs the driver and
+its parent, the spark-submit JVM (in client mode the Python driver is the JVM's child), which is
+what a real crash of the driver host looks like. Only those two: whatever launched spark-submit
+(``eos run``, an Airflow worker, a test) survives to see the crash. ``EOS_FAULT_REPORT=<file>``
+also appends that line to a file, which survives the kill.
 """
 
 from __future__ import annotations
@@ -30,20 +32,46 @@ class FaultPoint(StrEnum):
 
 
 class FaultInjector:
-    """Fires at most once per process, at ``point`` of batch ``batch_id``."""
+    """The inert injector: every point passes. What every sink holds unless a test armed one."""
 
-    def __init__(self, point: FaultPoint | None = None, batch_id: int | None = None, stall_s: float = 0) -> None:
-        self.point, self.batch_id, self.stall_s = point, batch_id, stall_s
-
-    @classmethod
-    def from_environment(cls, transaction_timeout_ms: int) -> FaultInjector:
+    @staticmethod
+    def from_environment(transaction_timeout_ms: int) -> FaultInjector:
+        """The injector the environment asks for: inert unless both variables are set (see the module)."""
         setting = os.environ.get("EOS_FAULT_INJECTION")
         if not setting or os.environ.get("EOS_FAULT_INJECTION_ACK") != ACK_VALUE:
-            return cls()
+            return FaultInjector()
         point, _, batch = setting.partition("@")
         log.warning("EOS-FAULT armed: %s at batch %s (test only)", point, batch)
         # A slow batch outlives the transaction timeout by a margin larger than the broker's abort interval.
-        return cls(FaultPoint(point), int(batch), stall_s=transaction_timeout_ms / 1000 + 8)
+        return _ArmedFaultInjector(FaultPoint(point), int(batch), stall_s=transaction_timeout_ms / 1000 + 8)
+
+    def for_batch(self, batch_id: int) -> BatchFaults:
+        """The points of one batch, so the sink names only the point."""
+        return BatchFaults(self, batch_id)
+
+    def hit(self, point: FaultPoint, batch_id: int) -> None:
+        """Reached ``point`` of batch ``batch_id``: nothing happens."""
+
+
+class BatchFaults:
+    """:meth:`FaultInjector.hit` with the batch id bound."""
+
+    __slots__ = ("_batch_id", "_injector")
+
+    def __init__(self, injector: FaultInjector, batch_id: int) -> None:
+        self._injector, self._batch_id = injector, batch_id
+
+    def hit(self, point: FaultPoint) -> None:
+        """Reached ``point`` of this batch."""
+        self._injector.hit(point, self._batch_id)
+
+
+class _ArmedFaultInjector(FaultInjector):
+    """Fires at most once per process, at ``point`` of batch ``batch_id``."""
+
+    def __init__(self, point: FaultPoint, batch_id: int, stall_s: float) -> None:
+        self.point: FaultPoint | None = point
+        self.batch_id, self.stall_s = batch_id, stall_s
 
     def hit(self, point: FaultPoint, batch_id: int) -> None:
         if self.point is not point or self.batch_id != batch_id:

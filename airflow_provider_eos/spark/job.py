@@ -1,6 +1,6 @@
 """Build and run the streaming query of a pipeline spec: source -> transform -> sink.
 
-The spark-submit entry (``spark_jobs/eos_job.py``) calls :func:`run_pipeline`.
+The spark-submit entry (``airflow_provider_eos/jobs/eos_job.py``) calls :func:`run_pipeline`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from airflow_provider_eos.core.errors import EosError, SpecError
-from airflow_provider_eos.core.spec import PipelineSpec
-from airflow_provider_eos.kafka.client_config import spark_source_options
+from airflow_provider_eos.core.spec import Mode, PipelineSpec
+from airflow_provider_eos.kafka.settings import spark_source_options
 from airflow_provider_eos.spark.faults import FaultInjector
 from airflow_provider_eos.spark.sink import DLQ_REASON_COLUMN, AtLeastOnceKafkaSink, ExactlyOnceKafkaSink
 
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("airflow_provider_eos.job")
 
 Transform = Callable[["DataFrame"], "DataFrame"]
-EXACTLY_ONCE, AT_LEAST_ONCE = "exactly-once", "at-least-once"
 
 
 def read_source(spark: SparkSession, spec: PipelineSpec) -> DataFrame:
@@ -74,7 +73,9 @@ def _apply_trigger(writer, spec: PipelineSpec):
     return writer.trigger(processingTime=f"{spec.trigger_interval_ms} milliseconds")
 
 
-def start_query(spark: SparkSession, spec: PipelineSpec, mode: str = EXACTLY_ONCE) -> tuple[StreamingQuery, object]:
+def start_query(
+    spark: SparkSession, spec: PipelineSpec, mode: Mode = Mode.EXACTLY_ONCE,
+) -> tuple[StreamingQuery, object]:
     """Start the query; returns it and its sink."""
     transformed = load_transform(spec.transform)(read_source(spark, spec))
     missing = {"key", "value"} - set(transformed.columns)
@@ -83,14 +84,14 @@ def start_query(spark: SparkSession, spec: PipelineSpec, mode: str = EXACTLY_ONC
                         f"{transformed.columns}", fix="return a DataFrame with key and value (and optional headers, "
                         f"{DLQ_REASON_COLUMN})")
     output_mode = "append"
-    if mode == EXACTLY_ONCE:
+    if mode == Mode.EXACTLY_ONCE:
         sink = ExactlyOnceKafkaSink(spec, FaultInjector.from_environment(spec.transaction_timeout_ms))
         writer = transformed.writeStream.foreachBatch(sink).outputMode(output_mode)
-    elif mode == AT_LEAST_ONCE:
+    elif mode == Mode.AT_LEAST_ONCE:
         sink = AtLeastOnceKafkaSink(spec, FaultInjector.from_environment(spec.transaction_timeout_ms))
         writer = transformed.writeStream.foreachBatch(sink).outputMode(output_mode)
     else:
-        raise EosError(f"unknown mode {mode!r}", fix=f"use {EXACTLY_ONCE!r} or {AT_LEAST_ONCE!r}")
+        raise EosError(f"unknown mode {mode!r}", fix=f"use one of {', '.join(repr(m.value) for m in Mode)}")
     writer = _apply_trigger(writer.option("checkpointLocation", spec.checkpoint_location), spec)
     # Registered before start so the first batch's progress is logged too.
     spark.streams.addListener(BatchProgressLogger(sink, mode).as_listener())
@@ -101,7 +102,7 @@ def start_query(spark: SparkSession, spec: PipelineSpec, mode: str = EXACTLY_ONC
 class BatchProgressLogger:
     """One ``EOS-PROGRESS`` JSON line per finished batch: Spark's counts joined with the sink's."""
 
-    def __init__(self, sink: ExactlyOnceKafkaSink | AtLeastOnceKafkaSink, mode: str) -> None:
+    def __init__(self, sink: ExactlyOnceKafkaSink | AtLeastOnceKafkaSink, mode: Mode) -> None:
         self.sink, self.mode = sink, mode
 
     def as_listener(self):
@@ -134,7 +135,7 @@ class BatchProgressLogger:
         log.info("EOS-PROGRESS %s", json.dumps(line, sort_keys=True))
 
 
-def run_pipeline(spark: SparkSession, spec: PipelineSpec, mode: str = EXACTLY_ONCE) -> int:
+def run_pipeline(spark: SparkSession, spec: PipelineSpec, mode: Mode = Mode.EXACTLY_ONCE) -> int:
     """Run until the query ends (available-now) or SIGTERM; returns a process exit code.
 
     SIGTERM stops the query after the running batch completes, never in the middle of one.

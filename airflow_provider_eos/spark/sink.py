@@ -2,7 +2,9 @@
 
 Per micro-batch: read the planned range from the checkpoint WAL, read the sink group's
 committed offsets and markers, let the core decide produce / skip-replay / refuse, and produce
-the output plus the batch's end offsets with marker N in ONE transaction.
+the output plus the batch's end offsets with marker N in ONE transaction. A Kafka failure
+aborts the transaction and raises the :class:`SinkError` subclass that says what it was
+(:mod:`airflow_provider_eos.core.sink_failures`).
 """
 
 from __future__ import annotations
@@ -10,37 +12,42 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
 from airflow_provider_eos.core.checkpoint import CheckpointReader
-from airflow_provider_eos.core.errors import EosError
+from airflow_provider_eos.core.errors import RetryExhaustedError, SinkError
+from airflow_provider_eos.core.sink_failures import KafkaFailure, must_recreate_producer, sink_failure_error
 from airflow_provider_eos.core.sink_protocol import BatchAction, decide_batch, offsets_to_commit
 from airflow_provider_eos.core.spec import PipelineSpec
-from airflow_provider_eos.kafka.client_config import (
+from airflow_provider_eos.core.topic_partition import OffsetMap
+from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
+from airflow_provider_eos.kafka.retriable import LOCAL_QUEUE_FULL, TRANSACTION_COMMIT, kafka_error
+from airflow_provider_eos.kafka.settings import (
     admin_config,
     group_metadata_consumer_config,
     sink_producer_config,
+    with_client_logger,
 )
-from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
 from airflow_provider_eos.spark.faults import FaultInjector, FaultPoint
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame
 
+__all__ = ["DLQ_REASON_COLUMN", "AtLeastOnceKafkaSink", "BatchStats", "ExactlyOnceKafkaSink", "SinkError",
+           "collect_output"]
+
 log = logging.getLogger("airflow_provider_eos.sink")
 
 DLQ_REASON_COLUMN = "dlq_reason"
-_COMMIT_ATTEMPTS = 5
-
-
-class SinkError(EosError):
-    """A batch could not be written; its transaction was aborted (or fenced) and Spark will replay it."""
 
 
 @dataclass
@@ -72,14 +79,16 @@ class ExactlyOnceKafkaSink:
         self.replays_skipped = 0
         self.in_batch = False
         self._producer: Producer | None = None
-        self._admin = AdminClient(admin_config(spec))
-        self._group_handle = Consumer(group_metadata_consumer_config(spec))
+        self._admin = AdminClient(with_client_logger("admin", admin_config(spec)))
+        self._group_handle = Consumer(
+            with_client_logger("group-metadata-consumer", group_metadata_consumer_config(spec))
+        )
 
     def _transactional_producer(self) -> Producer:
         # init_transactions aborts whatever a previous instance with the same id left open and
         # fences it: this is what makes a restart after a crash safe.
         if self._producer is None:
-            producer = Producer(sink_producer_config(self.spec))
+            producer = Producer(with_client_logger("sink-producer", sink_producer_config(self.spec)))
             producer.init_transactions(max(30, self.spec.transaction_timeout_ms / 1000))
             self._producer = producer
         return self._producer
@@ -92,102 +101,119 @@ class ExactlyOnceKafkaSink:
             self.in_batch = False
 
     def _write_batch(self, batch: DataFrame, batch_id: int) -> None:
+        faults = self.faults.for_batch(batch_id)
         query_id = self.checkpoint.query_id()
         end = self.checkpoint.planned_offsets(batch_id)
-        start = self.checkpoint.start_offsets(batch_id)
+        # The producer first: its init_transactions resolves what a crashed predecessor left open,
+        # so the group's offsets read next are stable.
         producer = self._transactional_producer()
-        committed = read_committed_offsets(self._admin, self.spec.group_id, end)
-        action = decide_batch(
-            query_id=query_id, batch_id=batch_id, start=start, end=end, committed=committed,
-            group_id=self.spec.group_id,
-        )
-        if action is BatchAction.SKIP_REPLAY:
-            self.replays_skipped += 1
-            self._record(BatchStats(batch_id, "skip_replay", extra={"replays_skipped": self.replays_skipped}))
+        if self._decide(query_id, batch_id, end) is BatchAction.SKIP_REPLAY:
+            self._skip_replay(batch_id)
             return
 
-        started = time.monotonic()
+        clock = _Stopwatch()
         table = collect_output(batch)
-        stats = BatchStats(batch_id, "produce", collect_ms=_ms_since(started))
+        self._require_dlq_topic(table)
+        stats = BatchStats(batch_id, "produce", collect_ms=clock.lap())
         offsets = [
             KafkaTopicPartition(tp.topic, tp.partition, offset, marker)
             for tp, (offset, marker) in offsets_to_commit(query_id, batch_id, end).items()
         ]
-        try:
+        with self._kafka_failures_as_sink_error(producer, batch_id):
             producer.begin_transaction()
-            self.faults.hit(FaultPoint.BEFORE_PRODUCE, batch_id)
-            started = time.monotonic()
+            faults.hit(FaultPoint.BEFORE_PRODUCE)
             stats.rows_out, stats.rows_dlq = self._produce(producer, table)
-            producer.flush(self.spec.transaction_timeout_ms / 1000)
-            stats.produce_ms = _ms_since(started)
-            self.faults.hit(FaultPoint.AFTER_PRODUCE, batch_id)
-            self.faults.hit(FaultPoint.SLOW_TRANSACTION, batch_id)
-            started = time.monotonic()
+            stats.produce_ms = clock.lap()
+            faults.hit(FaultPoint.AFTER_PRODUCE)
+            faults.hit(FaultPoint.SLOW_TRANSACTION)
             producer.send_offsets_to_transaction(offsets, self._group_handle.consumer_group_metadata(), 30)
-            self._commit(producer)
-            stats.commit_ms = _ms_since(started)
-        except KafkaException as exc:
-            self._abandon(producer, exc)
-            raise SinkError(
-                f"batch {batch_id} was not written: {exc}. Its transaction was aborted; Spark replays the batch "
-                "on restart and the sink writes it once.",
-                fix="see the broker error above; a fenced producer means another driver runs this pipeline",
-            ) from exc
-        self.faults.hit(FaultPoint.AFTER_KAFKA_COMMIT, batch_id)
+            self._commit(producer, batch_id)
+            stats.commit_ms = clock.lap()
+        faults.hit(FaultPoint.AFTER_KAFKA_COMMIT)
         self._record(stats)
 
+    def _decide(self, query_id: str, batch_id: int, end: OffsetMap) -> BatchAction:
+        return decide_batch(
+            query_id=query_id, batch_id=batch_id, start=self.checkpoint.start_offsets(batch_id), end=end,
+            committed=read_committed_offsets(self._admin, self.spec.group_id, end), group_id=self.spec.group_id,
+        )
+
+    def _skip_replay(self, batch_id: int) -> None:
+        self.replays_skipped += 1
+        self._record(BatchStats(batch_id, "skip_replay", extra={"replays_skipped": self.replays_skipped}))
+
+    def _require_dlq_topic(self, table: pa.Table) -> None:
+        # Checked before the transaction opens: refusing the batch then leaves nothing to abort.
+        if DLQ_REASON_COLUMN not in table.column_names or self.spec.dlq_topic:
+            return
+        dead = len(table) - table.column(DLQ_REASON_COLUMN).null_count
+        if dead:
+            raise SinkError(
+                f"the transform returned {dead} dead-letter row(s) but the spec {self.spec.name!r} has no dlq_topic",
+                fix="set dlq_topic in the spec (or make the transform drop or repair those rows)",
+            )
+
     def _produce(self, producer: Producer, table: pa.Table) -> tuple[int, int]:
+        """Produce every row (output or dead letter) and wait for their delivery; returns the two counts."""
         columns = table.to_pydict()
         keys, values = columns["key"], columns["value"]
         headers = columns.get("headers") or [None] * len(values)
         reasons = columns.get(DLQ_REASON_COLUMN) or [None] * len(values)
         origin = [columns.get(c) for c in ("topic", "partition", "offset")]
-        dead = sum(r is not None for r in reasons)
-        if dead and not self.spec.dlq_topic:
-            raise SinkError(
-                f"the transform returned {dead} dead-letter row(s) but the spec {self.spec.name!r} has no dlq_topic",
-                fix="set dlq_topic in the spec (or make the transform drop or repair those rows)",
-            )
+        timeout_s = self.spec.transaction_timeout_ms / 1000
+        queue_full = LOCAL_QUEUE_FULL.bounded(timeout_s=timeout_s)
+        dead = 0
         for i, value in enumerate(values):
             record_headers = [(h["key"], h["value"]) for h in headers[i]] if headers[i] else []
             topic = self.spec.output_topic
             if reasons[i] is not None:
+                dead += 1
                 topic = self.spec.dlq_topic
                 record_headers.append(("eos.dlq.reason", str(reasons[i]).encode()))
                 for name, column in zip(("topic", "partition", "offset"), origin, strict=True):
                     if column is not None:
                         record_headers.append((f"eos.source.{name}", str(column[i]).encode()))
-            while True:
-                try:
-                    producer.produce(topic, value=value, key=keys[i], headers=record_headers or None)
-                    break
-                except BufferError:
-                    producer.poll(0.1)  # local queue full: let deliveries drain
+            send = partial(producer.produce, topic, value=value, key=keys[i], headers=record_headers or None)
+            try:
+                send()
+            except BufferError:  # the local queue is full: serve delivery reports until it has room
+                queue_full.call(send, what=f"produce to {topic!r}", sleep=producer.poll)
+        producer.flush(timeout_s)
         return len(values) - dead, dead
 
-    def _commit(self, producer: Producer) -> None:
-        for attempt in range(1, _COMMIT_ATTEMPTS + 1):
-            try:
-                producer.commit_transaction(self.spec.transaction_timeout_ms / 1000)
-                return
-            except KafkaException as exc:
-                error: KafkaError = exc.args[0]
-                if not error.retriable() or attempt == _COMMIT_ATTEMPTS:
-                    raise
-                log.warning("commit_transaction attempt %d failed with a retriable error: %s", attempt, error)
-                time.sleep(min(2 ** attempt * 0.1, 2))
+    def _commit(self, producer: Producer, batch_id: int) -> None:
+        TRANSACTION_COMMIT.call(
+            partial(producer.commit_transaction, self.spec.transaction_timeout_ms / 1000),
+            what=f"commit the transaction of batch {batch_id}",
+        )
 
-    def _abandon(self, producer: Producer, exc: KafkaException) -> None:
-        error: KafkaError = exc.args[0]
-        if error.txn_requires_abort():
+    @contextmanager
+    def _kafka_failures_as_sink_error(self, producer: Producer, batch_id: int) -> Iterator[None]:
+        """Abort (or give up) the transaction a failure left and raise the typed error saying what it was."""
+        opened = time.monotonic()
+        try:
+            yield
+        except (KafkaException, RetryExhaustedError) as exc:
+            outlived = (time.monotonic() - opened) * 1000 >= self.spec.transaction_timeout_ms
+            failure = kafka_failure(exc, outlived_timeout=outlived)
+            self._abandon(producer, failure)
+            raise sink_failure_error(failure, batch_id=batch_id, spec=self.spec) from exc
+        except BaseException:
+            # Whatever else went wrong left a transaction open: the next batch's new producer aborts it.
+            self._producer = None
+            raise
+
+    def _abandon(self, producer: Producer, failure: KafkaFailure) -> None:
+        if failure.txn_requires_abort:
             try:
                 producer.abort_transaction(30)
-                return
             except KafkaException as abort_exc:
                 log.error("abort_transaction failed too: %s", abort_exc)
-        # Fatal (fenced, epoch exhausted) or the abort failed: the next batch starts a new producer,
-        # whose init_transactions aborts what is left.
-        self._producer = None
+                self._producer = None
+                return
+        if must_recreate_producer(failure):
+            # The next batch starts a new producer, whose init_transactions aborts what is left.
+            self._producer = None
 
     def _record(self, stats: BatchStats) -> None:
         self.stats[stats.batch_id] = stats
@@ -197,6 +223,34 @@ class ExactlyOnceKafkaSink:
         if self._producer is not None:
             self._producer.flush(10)
         self._group_handle.close()
+
+
+def kafka_failure(exc: KafkaException | RetryExhaustedError, *, outlived_timeout: bool) -> KafkaFailure:
+    """The classification's view of a client error (a retry policy's error: of its last attempt)."""
+    exhausted = isinstance(exc, RetryExhaustedError)
+    error = kafka_error(exc.last_error if isinstance(exc, RetryExhaustedError) else exc)
+    if error is None:  # only the local queue's BufferError carries no KafkaError
+        return KafkaFailure("_QUEUE_FULL", retriable=True, detail=str(exc), outlived_timeout=outlived_timeout)
+    return KafkaFailure(
+        error.name(),
+        fatal=error.fatal(),
+        retriable=error.retriable(),
+        txn_requires_abort=error.txn_requires_abort(),
+        detail=exc.message if exhausted else error.str(),
+        outlived_timeout=outlived_timeout,
+    )
+
+
+class _Stopwatch:
+    """Milliseconds between laps, for the batch's stats."""
+
+    def __init__(self) -> None:
+        self._last = time.monotonic()
+
+    def lap(self) -> int:
+        now = time.monotonic()
+        elapsed, self._last = now - self._last, now
+        return int(elapsed * 1000)
 
 
 def collect_output(batch: DataFrame) -> pa.Table:
@@ -211,10 +265,6 @@ def collect_output(batch: DataFrame) -> pa.Table:
         if optional in batch.columns:
             wanted.append(F.col(optional))
     return batch.select(*wanted).toArrow()
-
-
-def _ms_since(started: float) -> int:
-    return int((time.monotonic() - started) * 1000)
 
 
 class AtLeastOnceKafkaSink:
@@ -234,21 +284,22 @@ class AtLeastOnceKafkaSink:
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         from pyspark.sql import functions as F
 
-        from airflow_provider_eos.kafka.client_config import spark_source_options
+        from airflow_provider_eos.kafka.settings import spark_sink_options
 
         self.in_batch = True
         try:
-            started = time.monotonic()
+            faults = self.faults.for_batch(batch_id)
+            clock = _Stopwatch()
             if DLQ_REASON_COLUMN in batch.columns:
                 topic = F.when(F.col(DLQ_REASON_COLUMN).isNull(), F.lit(self.spec.output_topic)).otherwise(
                     F.lit(self.spec.dlq_topic or self.spec.output_topic))
             else:
                 topic = F.lit(self.spec.output_topic)
             columns = [topic.alias("topic"), "key", "value"] + (["headers"] if "headers" in batch.columns else [])
-            self.faults.hit(FaultPoint.BEFORE_PRODUCE, batch_id)
-            batch.select(*columns).write.format("kafka").options(**spark_source_options(self.spec)).save()
-            self.faults.hit(FaultPoint.AFTER_PRODUCE, batch_id)
-            self._record(BatchStats(batch_id, "produce_at_least_once", produce_ms=_ms_since(started)))
+            faults.hit(FaultPoint.BEFORE_PRODUCE)
+            batch.select(*columns).write.format("kafka").options(**spark_sink_options(self.spec)).save()
+            faults.hit(FaultPoint.AFTER_PRODUCE)
+            self._record(BatchStats(batch_id, "produce_at_least_once", produce_ms=clock.lap()))
         finally:
             self.in_batch = False
 

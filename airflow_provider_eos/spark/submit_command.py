@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from airflow_provider_eos.core.errors import PrerequisiteError
-from airflow_provider_eos.core.spec import PipelineSpec
+from airflow_provider_eos.core.spec import Mode, PipelineSpec
 
-PACKAGES_SHIPPED = ("airflow_provider_eos", "spark_jobs")
+# The entry script and example transforms live inside this package (``airflow_provider_eos.jobs``).
+PACKAGES_SHIPPED = ("airflow_provider_eos",)
 # Driver mode collects each batch on the driver; Arrow makes that a columnar transfer.
 DEFAULT_CONF = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
@@ -55,7 +56,7 @@ def _package_root(name: str) -> Path:
 
 
 def zip_packages(target_dir: Path) -> Path:
-    """Zip this package and ``spark_jobs`` for ``--py-files`` so executors can import transforms."""
+    """Zip this package (job, writers, example transforms) for ``--py-files`` so executors can import transforms."""
     target_dir.mkdir(parents=True, exist_ok=True)
     archive = target_dir / "eos-py-files.zip"
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
@@ -67,7 +68,8 @@ def zip_packages(target_dir: Path) -> Path:
 
 
 def entry_script() -> Path:
-    return _package_root("spark_jobs") / "eos_job.py"
+    """The spark-submit application: ``airflow_provider_eos/jobs/eos_job.py``."""
+    return _package_root("airflow_provider_eos.jobs") / "eos_job.py"
 
 
 def spark_submit_executable() -> str:
@@ -82,12 +84,12 @@ def spark_submit_executable() -> str:
     return found
 
 
-def plan_submit(spec_file: Path, spec: PipelineSpec, *, mode: str, work_dir: Path) -> SubmitPlan:
+def plan_submit(spec_file: Path, spec: PipelineSpec, *, mode: Mode | str, work_dir: Path) -> SubmitPlan:
     from airflow_provider_eos.devstack.jars import spark_connector_jars
 
     return SubmitPlan(
         application=entry_script(),
-        application_args=["--spec", str(spec_file), "--mode", mode],
+        application_args=["--spec", str(spec_file), "--mode", Mode(mode).value],
         jars=spark_connector_jars(),
         py_files=[zip_packages(work_dir)],
         conf={**DEFAULT_CONF, **spec.spark_conf},

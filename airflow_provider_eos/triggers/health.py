@@ -159,7 +159,7 @@ class StreamingQueryHealthTrigger(BaseTrigger):
         return probe(spec, storage_options=self._storage_options)
 
     def _evaluate(self, window: LagWindow) -> HealthReport:
-        from airflow_provider_eos.kafka.health_probe import evaluate
+        from airflow_provider_eos.usecases.health import evaluate
 
         return evaluate(self._load(), window, thresholds=self.thresholds)
 

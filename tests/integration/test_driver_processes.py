@@ -16,7 +16,8 @@ from airflow_provider_eos.spark.driver_processes import observe, stop_driver, th
 # a child that ignores SIGTERM (as a stuck worker would): the stop must end both.
 DRIVER = """
 import signal, subprocess, sys, time
-child = subprocess.Popen([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"])
+stuck = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"
+child = subprocess.Popen([sys.executable, "-c", stuck])
 def stop(*_):
     sys.exit(0)
 signal.signal(signal.SIGTERM, stop)

@@ -28,6 +28,7 @@ from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.kafka import health_probe
 from airflow_provider_eos.kafka import transactions_admin as ta
 from airflow_provider_eos.kafka.group_offsets import write_committed_offsets
+from airflow_provider_eos.usecases import health as health_usecase
 from tests.dags.test_recovery_operators import wait_for_group_coordinator
 from tests.integration.test_transactions_recovery import open_transaction_and_sigkill
 from tests.support.checkpoints import batch_end_offsets, write_checkpoint
@@ -127,7 +128,7 @@ def test_group_lagging_and_not_committing_is_stop(make_pipeline) -> None:
     pipeline.commit_group(LAST_COMMITTED)  # IN_SYNC with the checkpoint, 60 records behind per partition
 
     window = window_of(pipeline.spec, samples=3, gap_s=1.2)
-    report = health_probe.evaluate(pipeline.spec, window, thresholds={"stop_after_ms": 2_000})
+    report = health_usecase.evaluate(pipeline.spec, window, thresholds={"stop_after_ms": 2_000})
 
     assert {row.tp.partition: (row.status, row.lag, row.commits) for row in report.partitions} == {
         0: (LagStatus.STOP, 60, 0),
@@ -157,7 +158,7 @@ def test_commits_that_do_not_move_the_offset_are_stall(make_pipeline) -> None:
     window = window_of(
         pipeline.spec, samples=3, gap_s=0.2, between=lambda i: pipeline.commit_group(LAST_COMMITTED + i, LAST_COMMITTED)
     )
-    report = health_probe.evaluate(pipeline.spec, window)
+    report = health_usecase.evaluate(pipeline.spec, window)
 
     assert {row.tp.partition: (row.status, row.commits, row.marker_batch) for row in report.partitions} == {
         0: (LagStatus.STALL, 2, 5),
@@ -173,7 +174,7 @@ def test_caught_up_group_is_healthy(make_pipeline) -> None:
     pipeline.produce_input({0: 40, 1: 41})  # exactly offsets/3
     pipeline.commit_group(LAST_COMMITTED)
 
-    report = health_probe.evaluate(pipeline.spec, window_of(pipeline.spec, samples=2, gap_s=0.2))
+    report = health_usecase.evaluate(pipeline.spec, window_of(pipeline.spec, samples=2, gap_s=0.2))
 
     assert report.status is HealthStatus.HEALTHY, report.render()
     assert [row.lag for row in report.partitions] == [0, 0]
@@ -191,12 +192,12 @@ def test_open_transaction_under_the_prefix_older_than_the_timeout_is_lingering(m
     open_transaction_and_sigkill(pipeline.bootstrap, txn_id, pipeline.output_topic, 0, timeout_ms=600_000)
     try:
         young = health_probe.probe(pipeline.spec)
-        report = health_probe.evaluate(pipeline.spec, LagWindow([young]), thresholds={"lingering_after_ms": 600_000})
+        report = health_usecase.evaluate(pipeline.spec, LagWindow([young]), thresholds={"lingering_after_ms": 600_000})
         assert [(t.transactional_id, t.state, t.lingering) for t in report.transactions] == [(txn_id, "Ongoing", False)]
         assert not [f for f in report.findings if f.signal == "lingering"]
 
         time.sleep(3.5)
-        report = health_probe.evaluate(pipeline.spec, LagWindow([health_probe.probe(pipeline.spec)]))
+        report = health_usecase.evaluate(pipeline.spec, LagWindow([health_probe.probe(pipeline.spec)]))
         (row,) = report.transactions
         assert row.lingering and row.limit_ms == 3_000 and row.age_ms is not None and row.age_ms > 3_000
         assert row.partitions == (TopicPartition(pipeline.output_topic, 0),)
@@ -216,13 +217,13 @@ def test_output_partition_with_an_open_transaction_shows_a_gap_that_hangs_when_i
     open_transaction_and_sigkill(pipeline.bootstrap, txn_id, pipeline.output_topic, 0, timeout_ms=600_000)
     try:
         window = window_of(pipeline.spec, samples=3, gap_s=0.8)
-        gaps = {(g.tp.topic, g.tp.partition): g for g in health_probe.evaluate(pipeline.spec, window).gaps}
+        gaps = {(g.tp.topic, g.tp.partition): g for g in health_usecase.evaluate(pipeline.spec, window).gaps}
         pinned = gaps[(pipeline.output_topic, 0)]
         # The producer wrote 3 records; the LSO stays before them.
         assert (pinned.role, pinned.lso, pinned.hwm, pinned.gap, pinned.state) == ("output", 0, 3, 3, "pinned")
         assert gaps[(pipeline.output_topic, 1)].state == "ok"
 
-        report = health_probe.evaluate(pipeline.spec, window, thresholds={"hang_after_ms": 1_000})
+        report = health_usecase.evaluate(pipeline.spec, window, thresholds={"hang_after_ms": 1_000})
         hanging = {(g.tp.topic, g.tp.partition): g.state for g in report.gaps}
         assert hanging[(pipeline.output_topic, 0)] == "hanging"
         (found,) = [f for f in report.findings if f.signal == "hanging"]

@@ -25,7 +25,8 @@ def _requirements(section: str) -> list[str]:
 
     cfg = configparser.ConfigParser()
     cfg.read(REPO / "setup.cfg")
-    value = cfg["options"]["install_requires"] if section == "install_requires" else cfg["options.extras_require"][section]
+    options = cfg["options"] if section == "install_requires" else cfg["options.extras_require"]
+    value = options[section]
     return [line.strip() for line in value.splitlines() if line.strip()]
 
 

@@ -184,6 +184,8 @@ def test_kafka_behind_is_repaired_by_rewind(pipeline: Pipeline) -> None:
     assert code == 0 and dry["executed"] is False and dry["moved"] == []
     assert sorted(m["path"] for m in dry["moves"]) == ["commits/2", "offsets/2"]
     assert (pipeline.checkpoint / "commits" / "2").exists()  # a dry run moves nothing
+    code, named = eos_json("repair", "rewind", "--spec", spec)  # no --to-batch: the batch the verdict names
+    assert code == 0 and named["to_batch"] == 1 and named["moves"] == dry["moves"], named
 
     text = eos("repair", "rewind", "--spec", spec, "--to-batch", "1")
     assert text.returncode == 0 and "Dry run" in text.stdout and "before" in text.stdout and "after" in text.stdout
@@ -243,13 +245,28 @@ def test_diverged_align_is_refused_unless_forced(pipeline: Pipeline) -> None:
     assert any("forced" in w for w in forced["warnings"])
 
 
+def test_verify_without_a_checkpoint_passes_until_the_group_holds_markers(pipeline: Pipeline) -> None:
+    spec = str(pipeline.spec_file)
+    code, report = eos_json("verify", "--spec", spec)  # no checkpoint written: a pipeline's first run
+    assert code == 0 and report["outcome"] == "ok" and report["overall"] == "IN_SYNC", report
+    assert report["last_committed"] is None and {r["group_offset"] for r in report["rows"]} == {None}
+    text = eos("verify", "--spec", spec)
+    assert text.returncode == 0 and "no checkpoint at" in text.stdout
+    assert "no batch has been committed yet" in text.stdout
+
+    # Markers of a query the missing checkpoint does not have: the location is wrong, not new.
+    pipeline.commit_group(2)
+    code, report = eos_json("verify", "--spec", spec)
+    assert code == 1 and report["outcome"] == "finding" and report["overall"] == "DIVERGED", report
+
+
 def test_errors_exit_2_with_the_fix(pipeline: Pipeline, tmp_path: Path) -> None:
     spec = str(pipeline.spec_file)
-    missing = eos("verify", "--spec", spec)  # no checkpoint written
+    missing = eos("repair", "rewind", "--spec", spec, "--to-batch", "0")  # no checkpoint: nothing to repair
     assert missing.returncode == 2 and "no Spark checkpoint" in missing.stderr and "Fix:" in missing.stderr
-    code, error = eos_json("verify", "--spec", spec)
-    assert code == 2 and error["error"] == "CheckpointError" and error["fix"]
     code, error = eos_json("repair", "rewind", "--spec", spec, "--to-batch", "0")
+    assert code == 2 and error["error"] == "CheckpointError" and error["fix"]
+    code, error = eos_json("repair", "align", "--spec", spec)
     assert code == 2 and error["error"] == "CheckpointError"
 
     bad = tmp_path / "bad.yaml"

@@ -13,7 +13,7 @@ import os
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,20 @@ class DagRunResult:
     states: dict[str, str]
     xcoms: dict[str, Any]
     log: str
+    run_id: str = ""
+    times: dict[str, list[float | None]] = field(default_factory=dict)
+
+    def started(self, task_id: str) -> float:
+        """When the task started (epoch seconds)."""
+        start = self.times[task_id][0]
+        assert start is not None, f"{task_id} never started"
+        return start
+
+    def ended(self, task_id: str) -> float:
+        """When the task ended (epoch seconds)."""
+        end = self.times[task_id][1]
+        assert end is not None, f"{task_id} never ended"
+        return end
 
     def task_log(self, task_id: str) -> str:
         start = self.log.index(f"starting task_id={task_id} ")
@@ -49,8 +63,13 @@ def parse_dags(out: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
 
 
 def run_dag(dag_id: str, conf: dict[str, Any], out: Path, env: dict[str, str] | None = None,
-            timeout_s: float = 900) -> DagRunResult:
-    proc = _child(["run", dag_id, json.dumps(conf), str(out)], env, timeout_s)
+            timeout_s: float = 900, run_after: str = "", mark_success: str = "") -> DagRunResult:
+    """Run ``dag_id`` with ``dag.test()`` in a child process.
+
+    :param run_after: an ISO time; fixes the run id to ``manual__<run_after>`` (see :func:`manual_run_id`).
+    :param mark_success: a regex of task ids that dag.test() marks successful instead of running.
+    """
+    proc = _child(["run", dag_id, json.dumps(conf), str(out), run_after, mark_success], env, timeout_s)
     assert proc.returncode == 0 and out.exists(), f"exit {proc.returncode}\n{proc.stdout[-8000:]}"
     return DagRunResult(**json.loads(out.read_text()), log=proc.stdout)
 
@@ -71,7 +90,12 @@ def _parse(out: str) -> None:
     Path(out).write_text(json.dumps(result, default=str))
 
 
-def _run(dag_id: str, conf: str, out: str) -> None:
+def manual_run_id(run_after: str) -> str:
+    """The run id dag.test() gives a run with this ``run_after`` (and a logical date)."""
+    return f"manual__{run_after}"
+
+
+def _run(dag_id: str, conf: str, out: str, run_after: str = "", mark_success: str = "") -> None:
     from airflow.dag_processing.bundles.manager import DagBundlesManager
     from airflow.dag_processing.dagbag import DagBag, sync_bag_to_db
     from airflow.models.xcom import XComModel
@@ -83,16 +107,27 @@ def _run(dag_id: str, conf: str, out: str) -> None:
     DagBundlesManager().sync_bundles_to_db()
     sync_bag_to_db(bag, "dags-folder", None)
     dag = bag.get_dag(dag_id)
-    dag_run = dag.test(run_conf=json.loads(conf))
+    when = {}
+    if run_after:
+        from airflow.sdk import timezone
+
+        moment = timezone.parse(run_after)
+        when = {"run_after": moment, "logical_date": moment}
+    dag_run = dag.test(run_conf=json.loads(conf), mark_success_pattern=mark_success or None, **when)
     with create_session() as session:
         tis = dag_run.get_task_instances(session=session)
         xcoms = session.query(XComModel).filter(
-            XComModel.dag_id == dag_id, XComModel.run_id == dag_run.run_id, XComModel.key == "return_value")
+            XComModel.dag_id == dag_id, XComModel.run_id == dag_run.run_id,
+            XComModel.key.in_(("return_value", "driver")))
         result = {
             "state": str(dag_run.state),
             "states": {(ti.task_id if ti.map_index < 0 else f"{ti.task_id}[{ti.map_index}]"): str(ti.state)
                        for ti in tis},
-            "xcoms": {(x.task_id if x.map_index < 0 else f"{x.task_id}[{x.map_index}]"): x.value for x in xcoms},
+            "xcoms": {(x.task_id if x.map_index < 0 else f"{x.task_id}[{x.map_index}]")
+                      + ("" if x.key == "return_value" else f".{x.key}"): x.value for x in xcoms},
+            "run_id": dag_run.run_id,
+            "times": {ti.task_id: [ti.start_date.timestamp() if ti.start_date else None,
+                                   ti.end_date.timestamp() if ti.end_date else None] for ti in tis},
         }
     Path(out).write_text(json.dumps(result, default=str))
 

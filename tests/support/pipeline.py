@@ -42,7 +42,7 @@ class PipelineHarness:
 
     bootstrap: str
     work_dir: Path
-    transform: str | None = "spark_jobs.transforms.json_enrich:transform"
+    transform: str | None = "airflow_provider_eos.jobs.transforms.json_enrich:transform"
     partitions: int = 2
     max_offsets_per_trigger: int = 300
     transaction_timeout_ms: int = 60_000
@@ -100,10 +100,11 @@ class PipelineHarness:
         return [sys.executable, "-m", "airflow_provider_eos.cli", "run", "--spec", str(self.spec_file),
                 "--master", "local[2]", "--mode", mode]
 
-    def start(self, *, fault: str | None = None, mode: str = "exactly-once") -> tuple[subprocess.Popen, Path]:
+    def start(self, *, fault: str | None = None, mode: str = "exactly-once",
+              env_extra: dict[str, str] | None = None) -> tuple[subprocess.Popen, Path]:
         self.runs += 1
         log_path = self.work_dir / f"run-{self.runs}.log"
-        env = {**os.environ, "EOS_LOG_LEVEL": "INFO"}
+        env = {**os.environ, "EOS_LOG_LEVEL": "INFO", **(env_extra or {})}
         env.pop("EOS_FAULT_INJECTION", None)
         if fault:
             env.update(EOS_FAULT_INJECTION=fault, EOS_FAULT_INJECTION_ACK=ACK_VALUE,

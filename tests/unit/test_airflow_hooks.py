@@ -313,3 +313,17 @@ def test_other_connection_types_pass_their_extras_as_storage_options(monkeypatch
 
     assert hook.get_storage_options("s3://bucket/checkpoints/orders") == extras
     assert "minio-secret-3d4e" not in redact("secret=minio-secret-3d4e")
+
+
+def test_hook_is_the_kafka_providers_hook_so_the_connection_form_is_that_providers() -> None:
+    from airflow.providers.apache.kafka.hooks.base import KafkaBaseHook
+    from airflow.providers_manager import ProvidersManager
+
+    from airflow_provider_eos.hooks.kafka_admin import EosKafkaHook
+
+    assert issubclass(EosKafkaHook, KafkaBaseHook) and EosKafkaHook.conn_type == "kafka"
+    assert EosKafkaHook.get_ui_field_behaviour() == KafkaBaseHook.get_ui_field_behaviour()
+    # The connection type the UI offers is registered by the apache-kafka provider, with this form.
+    manager = ProvidersManager()
+    assert "kafka" in manager.hooks
+    assert manager.field_behaviours["kafka"]["relabeling"] == {"extra": "Config Dict"}

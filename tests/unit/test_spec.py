@@ -10,7 +10,7 @@ import pydantic
 import pytest
 
 from airflow_provider_eos.core.errors import SpecError
-from airflow_provider_eos.core.spec import PipelineSpec, load_specs
+from airflow_provider_eos.core.spec import Mode, PipelineSpec, Writers, load_specs
 
 
 def minimal(**overrides: Any) -> dict[str, Any]:
@@ -112,9 +112,25 @@ def test_starting_offsets(starting: str) -> None:
     assert PipelineSpec.from_dict(minimal(starting_offsets=starting)).starting_offsets == starting
 
 
-@pytest.mark.parametrize("transform", ["spark_jobs.transforms.orders:transform", "m:f", "a.b:Cls.method"])
+@pytest.mark.parametrize(
+    "transform", ["airflow_provider_eos.jobs.transforms.orders:transform", "m:f", "a.b:Cls.method", "spark_jobsx:f"]
+)
 def test_transform_format(transform: str) -> None:
     assert PipelineSpec.from_dict(minimal(transform=transform)).transform == transform
+
+
+def test_transform_in_the_old_spark_jobs_package_names_the_new_path() -> None:
+    message = spec_error(transform="spark_jobs.transforms.json_enrich:transform")
+    assert "transform 'spark_jobs.transforms.json_enrich:transform'" in message
+    assert "'airflow_provider_eos.jobs.transforms.json_enrich:transform'" in message
+
+
+def test_mode_is_the_one_mode_enum() -> None:
+    spec = PipelineSpec.from_dict(minimal(mode="at-least-once"))
+    assert spec.mode is Mode.AT_LEAST_ONCE and spec.mode == "at-least-once"
+    assert spec.to_dict()["mode"] == "at-least-once"
+    assert [m.value for m in Mode] == ["exactly-once", "at-least-once"]
+    assert [w.value for w in Writers] == ["auto", "driver", "executors"]
 
 
 # -- serialization -----------------------------------------------------------------------------

@@ -1,0 +1,129 @@
+"""The local development commands: ``eos devstack``, ``eos jars``, ``eos run`` and ``eos demo``.
+
+``devstack status`` exits 1 when the broker does not run (a finding: start it), like every
+command's exit codes (:class:`~airflow_provider_eos.cli.output.ExitCode`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from airflow_provider_eos.cli.output import ExitCode, add_spec_argument
+
+__all__ = ["register"]
+
+
+def _devstack_up(args: argparse.Namespace) -> int:
+    from airflow_provider_eos.devstack.broker import LocalKafka
+
+    info = LocalKafka(args.state_dir).up(transaction_max_timeout_ms=args.transaction_max_timeout_ms)
+    print(f"Kafka {info.bootstrap_servers} pid={info.pid} logs={info.log_file}")
+    print(f"bootstrap.servers={info.bootstrap_servers}")
+    return ExitCode.OK
+
+
+def _devstack_down(args: argparse.Namespace) -> int:
+    from airflow_provider_eos.devstack.broker import LocalKafka
+
+    stopped = LocalKafka(args.state_dir).down()
+    print("stopped and removed" if stopped else "no devstack broker was running; state removed")
+    return ExitCode.OK
+
+
+def _devstack_status(args: argparse.Namespace) -> int:
+    from airflow_provider_eos.devstack.broker import LocalKafka
+
+    kafka = LocalKafka(args.state_dir)
+    info = kafka.status()
+    if info is None:
+        print(f"not running (state dir {kafka.state_dir})")
+        return ExitCode.FINDING
+    print(f"running pid={info.pid} logs={info.log_file} "
+          f"transaction.max.timeout.ms={info.transaction_max_timeout_ms}")
+    print(f"bootstrap.servers={info.bootstrap_servers}")
+    return ExitCode.OK
+
+
+def _jars(args: argparse.Namespace) -> int:
+    from airflow_provider_eos.devstack import jars
+
+    print(f"kafka={jars.kafka_jars_dir()}")
+    print(f"spark-kafka={jars.spark_kafka_jars_dir()}")
+    print(jars.eos_home() / "jars")
+    return ExitCode.OK
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from airflow_provider_eos.demo import run_demo
+
+    return run_demo()
+
+
+def _run(args: argparse.Namespace) -> int:
+    import os
+    import signal
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from airflow_provider_eos.core.spec import PipelineSpec
+    from airflow_provider_eos.spark.submit_command import plan_submit, spark_submit_executable
+
+    spec_file = Path(args.spec).resolve()
+    spec = PipelineSpec.load(spec_file)
+    with tempfile.TemporaryDirectory(prefix="eos-run-") as work_dir:
+        plan = plan_submit(spec_file, spec, mode=args.mode or spec.mode, work_dir=Path(work_dir))
+        command = plan.command(spark_submit_executable(), args.master)
+        print(" ".join(command), file=sys.stderr)
+        pid_file = Path(work_dir) / "driver.pid"
+        env = {**os.environ, **plan.environment(), "EOS_DRIVER_PID_FILE": str(pid_file)}
+        process = subprocess.Popen(command, env=env)
+
+        def forward_sigterm(*_: object) -> None:
+            # SIGTERM on spark-submit's JVM would tear the Python driver down mid-batch; the driver
+            # itself stops the query after the running batch.
+            try:
+                os.kill(int(pid_file.read_text()), signal.SIGTERM)
+            except (OSError, ValueError):
+                process.terminate()
+
+        signal.signal(signal.SIGTERM, forward_sigterm)
+        returncode = process.wait()
+        # A signal death reads as the shell's 128 + signal number, not a wrapped negative code.
+        return 128 - returncode if returncode < 0 else returncode
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    """Add ``devstack``, ``jars``, ``run`` and ``demo`` to the ``eos`` command line."""
+    # The one spelling of the sink modes; core.spec imports pydantic, not Airflow, Spark or Kafka.
+    from airflow_provider_eos.core.spec import Mode
+
+    devstack = commands.add_parser("devstack", help="a local single-node Kafka (KRaft) for development")
+    devstack_commands = devstack.add_subparsers(dest="devstack_command", required=True)
+    for name, handler, help_text in (
+        ("up", _devstack_up, "start the broker (idempotent) and print bootstrap.servers last"),
+        ("down", _devstack_down, "stop the broker and remove its data"),
+        ("status", _devstack_status, "say whether the broker runs and where (exit 1: it does not)"),
+    ):
+        sub = devstack_commands.add_parser(name, help=help_text)
+        sub.add_argument("--state-dir", default=None, help="folder of the broker (default $EOS_HOME/devstack)")
+        sub.set_defaults(handler=handler)
+        if name == "up":
+            sub.add_argument(
+                "--transaction-max-timeout-ms", type=int, default=900_000,
+                help="broker transaction.max.timeout.ms (default 900000, Kafka's default)",
+            )
+
+    jars = commands.add_parser("jars", help="resolve (if needed) and print the jars directories")
+    jars.set_defaults(handler=_jars)
+
+    run = commands.add_parser("run", help="run a pipeline's Spark job through spark-submit")
+    add_spec_argument(run)
+    run.add_argument("--master", default="local[2]", help="Spark master URL (default local[2])")
+    run.add_argument("--mode", choices=[mode.value for mode in Mode], default=None,
+                     help="sink mode; at-least-once is Spark's built-in writer, for baselines only")
+    run.set_defaults(handler=_run)
+
+    demo = commands.add_parser("demo", help="run the embedded default end to end and stop what it started")
+    demo.set_defaults(handler=_demo)

@@ -1,0 +1,48 @@
+"""The ``eos`` command line: the parser, and the dispatch to the command groups.
+
+Every command module registers its subcommands here and is a thin shell: the local development
+commands (:mod:`~airflow_provider_eos.cli.devstack`) drive the devstack and spark-submit, the
+others (:mod:`~airflow_provider_eos.cli.preflight`, :mod:`~airflow_provider_eos.cli.health`,
+:mod:`~airflow_provider_eos.cli.recovery`) call the same use-case functions the Airflow
+operators call (:mod:`airflow_provider_eos.usecases`) and print the result through
+:mod:`~airflow_provider_eos.cli.output`. Heavy modules are imported when a command runs, so
+``eos --help`` imports neither Airflow, PySpark nor a Kafka client.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from airflow_provider_eos.cli import devstack, health, preflight, recovery
+from airflow_provider_eos.cli.output import emit_error
+from airflow_provider_eos.core.errors import EosError
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every ``eos`` command; each sets ``handler`` to the function that runs it."""
+    parser = argparse.ArgumentParser(
+        prog="eos",
+        description="Exactly-once Kafka -> Spark -> Kafka pipelines: run, verify, recover. Exit codes of every "
+        "command: 0 ok, 1 a finding that needs action, 2 an error (the message says why and what to do).",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    for group in (devstack, recovery, preflight, health):
+        group.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``eos`` command and return its exit code (see :class:`~airflow_provider_eos.cli.output.ExitCode`)."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except EosError as exc:
+        return int(emit_error(args, exc))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

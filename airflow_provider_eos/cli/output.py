@@ -1,0 +1,75 @@
+"""What every ``eos`` command prints and how it exits: one exit-code definition, one ``--json`` format.
+
+Exit codes, the same for every command:
+
+- ``0`` (:attr:`ExitCode.OK`): nothing needs doing;
+- ``1`` (:attr:`ExitCode.FINDING`): the command ran and found something that needs action (a
+  verdict, a failed pre-flight rule, an unhealthy pipeline, transactions left open, a broker
+  that is not running);
+- ``2`` (:attr:`ExitCode.ERROR`): the command could not run or refused (invalid spec,
+  unreachable broker, a refused repair or abort); the message says why and what to do.
+
+With ``--json`` the result, or the error as ``{"error", "message", "fix"}``, goes to stdout as one
+JSON object; without it, the text goes to stdout and errors to stderr as ``error: ...`` with the
+fix. Only the standard library is imported here: ``eos --help`` must stay fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from airflow_provider_eos.core.errors import EosError
+    from airflow_provider_eos.usecases.result import Outcome, UseCaseResult
+
+__all__ = ["ExitCode", "add_json_flag", "add_spec_argument", "emit", "emit_error", "print_json"]
+
+
+class ExitCode(enum.IntEnum):
+    """The exit status of every ``eos`` command."""
+
+    OK = 0
+    FINDING = 1
+    ERROR = 2
+
+    @classmethod
+    def of(cls, outcome: Outcome) -> ExitCode:
+        """The exit code of a use case's outcome."""
+        return {"ok": cls.OK, "finding": cls.FINDING}.get(outcome.value, cls.ERROR)
+
+
+def add_spec_argument(parser: argparse.ArgumentParser) -> None:
+    """``--spec FILE``, the pipeline every use-case command works on."""
+    parser.add_argument("--spec", required=True, help="pipeline spec file (YAML or JSON)")
+
+
+def add_json_flag(parser: argparse.ArgumentParser) -> None:
+    """``--json``: print the machine-readable result (or error) instead of the text."""
+    parser.add_argument("--json", action="store_true", help="print the machine-readable result (JSON)")
+
+
+def print_json(data: dict[str, Any]) -> None:
+    """Print one JSON object, keys sorted, values JSON cannot express as strings."""
+    print(json.dumps(data, indent=2, sort_keys=True, default=str))
+
+
+def emit(args: argparse.Namespace, result: UseCaseResult[Any]) -> ExitCode:
+    """Print a use case's result as text or (``--json``) as its data; return its exit code."""
+    if getattr(args, "json", False):
+        print_json(result.data())
+    else:
+        print(result.render())
+    return ExitCode.of(result.outcome)
+
+
+def emit_error(args: argparse.Namespace, exc: EosError) -> ExitCode:
+    """Report an error: the JSON error object on stdout with ``--json``, else ``error: ...`` on stderr."""
+    if getattr(args, "json", False):
+        print_json({"error": type(exc).__name__, "message": exc.message, "fix": exc.fix})
+    else:
+        print(f"error: {exc}", file=sys.stderr)
+    return ExitCode.ERROR

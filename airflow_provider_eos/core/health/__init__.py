@@ -1,0 +1,63 @@
+"""Health of a running pipeline, judged from what exists without the job's cooperation (DESIGN.md section 5).
+
+A *sample* (:class:`HealthSample`, :mod:`.samples`) is one look at the pipeline: per input
+partition the last stable offset (LSO, ``read_committed`` end), the high watermark (HWM), the
+log start offset and the sink group's committed offset with its batch marker; LSO and HWM of
+the output and dead-letter partitions; the checkpoint's newest ``commits/N`` and its time; the
+transactions the coordinators list under the transactional id prefix; and the verification
+verdict. The Kafka and checkpoint I/O that takes a sample lives in
+:mod:`airflow_provider_eos.kafka.health_probe`; everything here is pure.
+
+Samples accumulate in a bounded sliding :class:`LagWindow` (:mod:`.window`, oldest dropped
+first), and :func:`evaluate` (:mod:`.evaluate`) turns the window into a :class:`HealthReport`
+(:mod:`.report`, text form in :mod:`.render`). Five signals:
+
+1. lag per input partition, by the Burrow-style rules OK / WARN / STALL / STOP / REWIND, one
+   small function each (:mod:`.lag_rules`);
+2. the age of the newest commit, 3. hanging partitions (LSO < HWM, unmoving), 4. lingering
+   transactions under the prefix, 5. the verification verdict (:mod:`.findings`).
+
+The overall :class:`HealthStatus` is the worst finding: HEALTHY < DEGRADED < UNHEALTHY.
+:attr:`HealthReport.is_healthy` is true unless UNHEALTHY (DEGRADED pipelines make progress).
+What a sensor makes of a report is :mod:`.watch`. Every value here is a pydantic model:
+``model_dump(mode="json")`` is its JSON form and ``model_validate`` reads it back.
+"""
+
+from __future__ import annotations
+
+from airflow_provider_eos.core.health.base import HealthError, HealthStatus, LagStatus
+from airflow_provider_eos.core.health.evaluate import evaluate
+from airflow_provider_eos.core.health.findings import Finding, OpenTransaction, PartitionGap
+from airflow_provider_eos.core.health.lag_rules import PartitionLag
+from airflow_provider_eos.core.health.report import HealthReport
+from airflow_provider_eos.core.health.samples import (
+    HealthSample,
+    InputPartitionSample,
+    OutputPartitionSample,
+    VerificationSample,
+)
+from airflow_provider_eos.core.health.thresholds import HealthThresholds
+from airflow_provider_eos.core.health.watch import WatchMode, WatchOutcome, watch_outcome
+from airflow_provider_eos.core.health.window import DEFAULT_MAX_SAMPLES, LagWindow
+
+__all__ = [
+    "DEFAULT_MAX_SAMPLES",
+    "Finding",
+    "HealthError",
+    "HealthReport",
+    "HealthSample",
+    "HealthStatus",
+    "HealthThresholds",
+    "InputPartitionSample",
+    "LagStatus",
+    "LagWindow",
+    "OpenTransaction",
+    "OutputPartitionSample",
+    "PartitionGap",
+    "PartitionLag",
+    "VerificationSample",
+    "WatchMode",
+    "WatchOutcome",
+    "evaluate",
+    "watch_outcome",
+]

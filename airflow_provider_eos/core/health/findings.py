@@ -1,0 +1,299 @@
+"""The health signals besides lag: commit age, hanging partitions, lingering transactions, verification.
+
+**Age of the newest commit** (``now`` is the newest sample's time). With no input lag in the
+newest sample the pipeline is idle and any age is HEALTHY: a stateless query runs no batch
+without new data. With lag: age ``>= stop_after_ms`` is UNHEALTHY, ``>= warn_after_ms``
+DEGRADED. With lag and no commit at all, UNHEALTHY once the window spans ``stop_after_ms``,
+DEGRADED before.
+
+**Hanging transactions** on input, output and dead-letter partitions: a partition is *pinned*
+when ``LSO < HWM`` (an open transaction holds the LSO; normal while a batch produces). It is
+*hanging* when it was pinned in every sample of the window, its LSO never moved, and the window
+spans at least ``hang_after_ms``: no transaction of the sink stays open that long, so the LSO
+will not move by itself and every ``read_committed`` reader (the job itself, for input
+partitions, whose lag then reads 0) is stuck. Hanging is UNHEALTHY; pinned is HEALTHY and shown.
+
+**Lingering transactions**: an ongoing transaction under the prefix older than
+``lingering_after_ms`` or its own registered timeout, whichever is shorter, is UNHEALTHY (the
+sink never keeps one open that long, so its producer is gone). Younger ones are the running
+batch and are shown.
+
+**The verification verdict** of the newest sample: ``IN_SYNC`` and ``KAFKA_AHEAD_SAFE`` are
+HEALTHY, any other verdict UNHEALTHY. A verdict the probe could not settle (the group kept
+committing while it read; the job is alive) is HEALTHY with a note.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+import pendulum
+from pydantic import computed_field
+
+from airflow_provider_eos.core.health.base import HealthModel, HealthStatus
+from airflow_provider_eos.core.health.samples import HealthSample
+from airflow_provider_eos.core.health.thresholds import HealthThresholds
+from airflow_provider_eos.core.topic_partition import PartitionRow, TopicPartition
+from airflow_provider_eos.core.transactions import find_lingering, format_age
+from airflow_provider_eos.core.transactions.model import PartitionName
+
+__all__ = [
+    "Finding",
+    "OpenTransaction",
+    "PartitionGap",
+    "Signal",
+    "commit_age_finding",
+    "hanging_findings",
+    "open_transactions",
+    "partition_gaps",
+    "verification_finding",
+]
+
+#: The signals a finding can come from.
+Signal = Literal["lag", "commit_age", "hanging", "lingering", "verification"]
+
+
+class Finding(HealthModel):
+    """One signal's verdict about one subject.
+
+    :param signal: ``lag``, ``commit_age``, ``hanging``, ``lingering`` or ``verification``.
+    :param status: its contribution to the overall status.
+    :param subject: what it is about (a partition, a transactional id, the checkpoint ...).
+    :param detail: one sentence with the values found.
+    """
+
+    signal: Signal
+    status: HealthStatus
+    subject: str
+    detail: str
+
+
+# -- commit age --------------------------------------------------------------------------------
+
+_CHECKPOINT = "checkpoint commits/"
+
+
+def commit_age_finding(latest: HealthSample, span_ms: int, th: HealthThresholds) -> Finding:
+    """Judge the age of the newest ``commits/N`` at the newest sample's time.
+
+    :param latest: the newest sample.
+    :param span_ms: how long the window spans (decides when "no commit yet" becomes UNHEALTHY).
+    """
+    total_lag = latest.total_lag
+    if latest.last_commit_time_ms is None:
+        if total_lag == 0:
+            return Finding(
+                "commit_age", HealthStatus.HEALTHY, _CHECKPOINT, "no batch committed yet, and no input waits"
+            )
+        if span_ms >= th.stop_after_ms:
+            return Finding(
+                "commit_age",
+                HealthStatus.UNHEALTHY,
+                _CHECKPOINT,
+                f"no batch committed in {format_age(span_ms)} while {total_lag} input record(s) wait "
+                f"(stop after {format_age(th.stop_after_ms)}): is the job running?",
+            )
+        return Finding(
+            "commit_age",
+            HealthStatus.DEGRADED,
+            _CHECKPOINT,
+            f"no batch committed yet while {total_lag} input record(s) wait",
+        )
+    # A commit "in the future" (clock skew between this host and the checkpoint store) is fresh.
+    age = max(0, latest.taken_at_ms - latest.last_commit_time_ms)
+    batch = f"batch {latest.last_committed} committed {format_age(age)} ago"
+    if total_lag == 0:
+        return Finding("commit_age", HealthStatus.HEALTHY, _CHECKPOINT, f"{batch}; idle: no input waits")
+    if age >= th.stop_after_ms:
+        return Finding(
+            "commit_age",
+            HealthStatus.UNHEALTHY,
+            _CHECKPOINT,
+            f"{batch} (stop after {format_age(th.stop_after_ms)}) while {total_lag} input record(s) wait: "
+            "the job is not making progress",
+        )
+    if age >= th.warn_after_ms:
+        return Finding(
+            "commit_age",
+            HealthStatus.DEGRADED,
+            _CHECKPOINT,
+            f"{batch} (warn after {format_age(th.warn_after_ms)}) while {total_lag} input record(s) wait",
+        )
+    return Finding("commit_age", HealthStatus.HEALTHY, _CHECKPOINT, batch)
+
+
+# -- hanging: LSO < HWM that does not move -----------------------------------------------------
+
+GapState = Literal["ok", "pinned", "hanging"]
+
+
+class PartitionGap(PartitionRow):
+    """LSO versus HWM of one partition over the window.
+
+    :param tp: the partition.
+    :param role: ``input``, ``output`` or ``dlq``.
+    :param lso: the newest LSO.
+    :param hwm: the newest HWM.
+    :param state: ``ok`` (LSO = HWM), ``pinned`` (LSO < HWM) or ``hanging`` (pinned and unmoving
+        for at least ``hang_after_ms``).
+    :param pinned_for_ms: how long the window saw the LSO pinned at this value (0 if not pinned).
+    """
+
+    role: str
+    lso: int
+    hwm: int
+    state: GapState
+    pinned_for_ms: int
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def gap(self) -> int:
+        """Records between the LSO and the HWM."""
+        return max(0, self.hwm - self.lso)
+
+
+_ROLE_ORDER = {"input": 0, "output": 1, "dlq": 2}
+
+
+def _classify_gap(
+    tp: TopicPartition, role: str, history: Sequence[tuple[int, int, int]], th: HealthThresholds
+) -> PartitionGap:
+    """Classify LSO vs HWM of one partition; ``history`` holds ``(time, lso, hwm)``, oldest first."""
+    t_last, lso, hwm = history[-1]
+    if lso >= hwm:
+        return PartitionGap(tp=tp, role=role, lso=lso, hwm=hwm, state="ok", pinned_for_ms=0)
+    # How long the LSO has been pinned at its current value: walk back while it stays put.
+    since = t_last
+    for t, old_lso, old_hwm in reversed(history):
+        if old_lso != lso or old_lso >= old_hwm:
+            break
+        since = t
+    pinned_for = t_last - since
+    pinned_whole_window = since == history[0][0]
+    hanging = len(history) >= 2 and pinned_whole_window and pinned_for >= th.hang_after_ms
+    return PartitionGap(
+        tp=tp, role=role, lso=lso, hwm=hwm, state="hanging" if hanging else "pinned", pinned_for_ms=pinned_for
+    )
+
+
+def partition_gaps(samples: Sequence[HealthSample], th: HealthThresholds) -> tuple[PartitionGap, ...]:
+    """LSO vs HWM of every partition of the newest sample: inputs, then outputs, then dead letters.
+
+    :param samples: the window, oldest first (not empty).
+    """
+    history: dict[tuple[TopicPartition, str], list[tuple[int, int, int]]] = {}
+    for sample in samples:
+        for item in sample.inputs:
+            history.setdefault((item.tp, "input"), []).append((sample.taken_at_ms, item.lso, item.hwm))
+        for out in sample.outputs:
+            history.setdefault((out.tp, out.role), []).append((sample.taken_at_ms, out.lso, out.hwm))
+    latest = samples[-1]
+    current = {(item.tp, "input") for item in latest.inputs} | {(out.tp, out.role) for out in latest.outputs}
+    return tuple(
+        _classify_gap(tp, role, history[(tp, role)], th)
+        for tp, role in sorted(history, key=lambda key: (_ROLE_ORDER.get(key[1], 9), key[0]))
+        if (tp, role) in current
+    )
+
+
+def hanging_findings(gaps: Iterable[PartitionGap], th: HealthThresholds) -> list[Finding]:
+    """An UNHEALTHY finding per hanging partition."""
+    return [
+        Finding(
+            "hanging",
+            HealthStatus.UNHEALTHY,
+            f"{gap.tp} ({gap.role})",
+            f"LSO {gap.lso} < HWM {gap.hwm} and unmoved for {format_age(gap.pinned_for_ms)} "
+            f"(hanging after {format_age(th.hang_after_ms)}): an open transaction pins it; "
+            "read_committed readers are stuck; run `eos abort`",
+        )
+        for gap in gaps
+        if gap.state == "hanging"
+    ]
+
+
+# -- lingering: ongoing transactions under the prefix ---------------------------------------------
+
+
+class OpenTransaction(HealthModel):
+    """An open transaction under the prefix, as the report shows it.
+
+    :param transactional_id: the id.
+    :param state: the coordinator's state.
+    :param age_ms: how long it has been open (``None``: unknown).
+    :param limit_ms: the age above which it counts as lingering.
+    :param lingering: whether it is older than ``limit_ms``.
+    :param partitions: the partitions it holds (in JSON ``"topic-N"`` text, as people read them).
+    """
+
+    transactional_id: str
+    state: str
+    age_ms: int | None
+    limit_ms: int
+    lingering: bool
+    partitions: tuple[PartitionName, ...]
+
+
+def open_transactions(
+    latest: HealthSample, prefix: str, th: HealthThresholds
+) -> tuple[tuple[OpenTransaction, ...], list[Finding]]:
+    """The ongoing transactions under ``prefix`` in the newest sample, and a finding per lingering one."""
+    rows: list[OpenTransaction] = []
+    findings: list[Finding] = []
+    now = pendulum.from_timestamp(latest.taken_at_ms / 1000, tz="UTC")
+    for item in find_lingering(prefix, latest.transactions, now, th.lingering_after_ms):
+        limit = min(item.timeout_ms, th.lingering_after_ms)
+        lingering = item.age_ms is not None and item.age_ms > limit
+        txn = item.transaction
+        partitions = tuple(sorted(txn.partitions))
+        rows.append(
+            OpenTransaction(
+                transactional_id=txn.transactional_id,
+                state=txn.state.value,
+                age_ms=item.age_ms,
+                limit_ms=limit,
+                lingering=lingering,
+                partitions=partitions,
+            )
+        )
+        if lingering:
+            findings.append(
+                Finding(
+                    "lingering",
+                    HealthStatus.UNHEALTHY,
+                    txn.transactional_id,
+                    f"ongoing for {format_age(item.age_ms)}, longer than {format_age(limit)}: its producer is "
+                    "gone and it pins the LSO of "
+                    + (", ".join(str(tp) for tp in partitions) or "its partitions")
+                    + "; run `eos abort`",
+                )
+            )
+    return tuple(rows), findings
+
+
+# -- verification ------------------------------------------------------------------------------
+
+_VERIFICATION = "sink group vs checkpoint"
+
+
+def verification_finding(latest: HealthSample) -> Finding:
+    """Judge the newest sample's verification verdict."""
+    result = latest.verification
+    if result is None:
+        return Finding("verification", HealthStatus.HEALTHY, _VERIFICATION, "not checked")
+    if result.verdict is None:
+        return Finding(
+            "verification",
+            HealthStatus.HEALTHY,
+            _VERIFICATION,
+            result.note or "not settled: the group kept committing while it was read (the job is alive)",
+        )
+    if result.ok:
+        return Finding("verification", HealthStatus.HEALTHY, _VERIFICATION, result.verdict)
+    return Finding(
+        "verification",
+        HealthStatus.UNHEALTHY,
+        _VERIFICATION,
+        f"{result.verdict}: " + (result.next_step or "run `eos verify` for the partition table"),
+    )

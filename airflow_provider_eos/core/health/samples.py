@@ -1,0 +1,105 @@
+"""One look at the pipeline: the :class:`HealthSample` and the per-partition values it holds.
+
+The Kafka and checkpoint I/O that takes a sample lives in
+:mod:`airflow_provider_eos.kafka.health_probe`. Samples are pydantic models: the health trigger
+carries them between polls as ``model_dump(mode="json")`` and reads them back with
+``model_validate``.
+"""
+
+from __future__ import annotations
+
+from airflow_provider_eos.core.health.base import HealthModel
+from airflow_provider_eos.core.topic_partition import PartitionRow
+from airflow_provider_eos.core.transactions import Transaction
+
+__all__ = ["HealthSample", "InputPartitionSample", "OutputPartitionSample", "VerificationSample"]
+
+
+class InputPartitionSample(PartitionRow):
+    """One input partition in one sample.
+
+    :param tp: the partition.
+    :param lso: last stable offset (``read_committed`` end offset).
+    :param hwm: high watermark (``read_uncommitted`` end offset).
+    :param log_start: the earliest retained offset (``None``: not read).
+    :param committed: the sink group's committed offset (``None``: none).
+    :param marker_batch: the batch its marker names (``None``: no readable marker).
+    """
+
+    lso: int
+    hwm: int
+    log_start: int | None = None
+    committed: int | None = None
+    marker_batch: int | None = None
+
+    @property
+    def lag(self) -> int:
+        """Records readable at ``read_committed`` that the group has not committed past.
+
+        Without a committed offset everything retained is unread; a negative lag (the group
+        committed after the LSO was read) counts as 0, as in Burrow.
+        """
+        base = self.committed if self.committed is not None else (self.log_start or 0)
+        return max(0, self.lso - base)
+
+
+class OutputPartitionSample(PartitionRow):
+    """LSO and HWM of one output or dead-letter partition in one sample.
+
+    :param tp: the partition.
+    :param role: ``output`` or ``dlq``.
+    :param lso: last stable offset.
+    :param hwm: high watermark.
+    """
+
+    role: str
+    lso: int
+    hwm: int
+
+
+class VerificationSample(HealthModel):
+    """What verification said in one sample.
+
+    :param verdict: the overall verdict (``None``: not settled, see ``note``).
+    :param ok: whether the verdict lets the pipeline run as is (``None`` when not settled).
+    :param next_step: the verification's next step.
+    :param note: why there is no verdict, or other context.
+    """
+
+    verdict: str | None
+    ok: bool | None
+    next_step: str | None = None
+    note: str | None = None
+
+
+class HealthSample(HealthModel):
+    """One look at the pipeline; the I/O that takes it is :func:`airflow_provider_eos.kafka.health_probe.probe`.
+
+    :param taken_at_ms: when the sample was taken (ms since the epoch, UTC).
+    :param inputs: every input partition.
+    :param outputs: every output and dead-letter partition.
+    :param checkpoint_exists: whether the checkpoint location holds a checkpoint.
+    :param query_id: the checkpoint's query id.
+    :param last_committed: the newest batch with a ``commits/`` file.
+    :param last_commit_time_ms: that file's modification time (ms since the epoch).
+    :param verification: the verification verdict (``None``: not taken).
+    :param transactions: the coordinators' descriptions of the transactional ids under the prefix
+        (in JSON each transaction's partitions are ``[topic, partition]`` pairs).
+    :param notes: anything the probe wants the report to mention.
+    """
+
+    taken_at_ms: int
+    inputs: tuple[InputPartitionSample, ...] = ()
+    outputs: tuple[OutputPartitionSample, ...] = ()
+    checkpoint_exists: bool = True
+    query_id: str | None = None
+    last_committed: int | None = None
+    last_commit_time_ms: int | None = None
+    verification: VerificationSample | None = None
+    transactions: tuple[Transaction, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def total_lag(self) -> int:
+        """The sum of the input partitions' lag."""
+        return sum(item.lag for item in self.inputs)

@@ -1,0 +1,93 @@
+"""The limits the health rules compare against, derived from the pipeline spec."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationInfo, field_validator, model_validator
+
+from airflow_provider_eos.core.health.base import HealthError, HealthModel
+
+if TYPE_CHECKING:
+    from airflow_provider_eos.core.spec import PipelineSpec
+
+__all__ = ["HealthThresholds"]
+
+
+class HealthThresholds(HealthModel):
+    """Limits the rules compare against, in milliseconds.
+
+    :param warn_after_ms: newest commit older than this while input waits: DEGRADED.
+    :param stop_after_ms: newest commit older than this while input waits, or a partition
+        without a commit for a window this long: UNHEALTHY (lag rule STOP).
+    :param hang_after_ms: a partition pinned (LSO < HWM) with an unmoving LSO this long is hanging.
+    :param lingering_after_ms: an ongoing transaction under the prefix older than this (or than
+        its own timeout, if shorter) is lingering.
+    :param min_samples: samples the trend rules (STALL, WARN) need.
+    :raises HealthError: naming a threshold that is not a positive integer, or ``min_samples`` below 2.
+    """
+
+    warn_after_ms: int
+    stop_after_ms: int
+    hang_after_ms: int
+    lingering_after_ms: int
+    min_samples: int = 3
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _positive_integer(cls, value: Any, info: ValidationInfo) -> Any:
+        # Checked before pydantic's own coercion so True, 1.5 or "10" are refused, not converted,
+        # and the error is a HealthError naming the threshold.
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            name = info.field_name
+            raise HealthError(
+                f"health threshold {name} is {value!r}",
+                fix=f"set {name} to a positive integer" + (" (milliseconds)" if name.endswith("_ms") else ""),
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _trend_needs_two_samples(self) -> HealthThresholds:
+        if self.min_samples < 2:
+            raise HealthError(
+                f"health threshold min_samples is {self.min_samples}; a trend needs at least 2 samples",
+                fix="set min_samples to 2 or more",
+            )
+        return self
+
+    @classmethod
+    def from_spec(cls, spec: PipelineSpec) -> HealthThresholds:
+        """Derive the thresholds from the pipeline's trigger interval, batch budget and timeout.
+
+        Under load the sink commits once per *cycle*: the trigger interval, or the batch's
+        duration when a batch takes longer. A batch's duration is bounded by the batch budget,
+        or, without one, by the transaction timeout (a longer batch fails). Two missed cycles
+        are a warning, four a stop. No sink transaction outlives its timeout, so that is the
+        limit for hanging and lingering.
+        """
+        budget = spec.batch_budget_ms or spec.transaction_timeout_ms
+        cycle = max(spec.trigger_interval_ms or 0, budget)
+        return cls(
+            warn_after_ms=2 * cycle,
+            stop_after_ms=4 * cycle,
+            hang_after_ms=spec.transaction_timeout_ms,
+            lingering_after_ms=spec.transaction_timeout_ms,
+        )
+
+    def with_overrides(self, overrides: Mapping[str, Any] | None) -> HealthThresholds:
+        """A copy with some thresholds replaced.
+
+        :raises HealthError: naming an unknown key or an invalid value.
+        """
+        if not overrides:
+            return self
+        allowed = list(type(self).model_fields)
+        unknown = sorted(set(overrides) - set(allowed))
+        if unknown:
+            raise HealthError(
+                f"unknown health threshold(s) {', '.join(unknown)}",
+                fix=f"use only {', '.join(allowed)}",
+            )
+        # model_copy(update=...) would skip validation; the overrides come from users.
+        return type(self).model_validate({**self.model_dump(), **overrides})

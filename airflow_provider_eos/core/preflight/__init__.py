@@ -1,0 +1,66 @@
+"""Pre-flight validation (DESIGN.md section 4): a catalog of rules run before a pipeline starts.
+
+Every rule has a stable code, a severity and a fix. Codes group by area, one module each:
+
+``EOS1xx`` (:mod:`.timeouts`)
+    timeouts: trigger interval and batch budget < producer ``transaction.timeout.ms`` <= broker
+    ``transaction.max.timeout.ms``; ``message.timeout.ms`` <= ``transaction.timeout.ms``;
+    ``transactional.id.expiration.ms`` vs the longest expected pause.
+``EOS2xx`` (:mod:`.cluster_topics`)
+    the Kafka cluster and the pipeline's topics: internal topics' replication vs live brokers,
+    topics exist, replication factor, ``min.insync.replicas``, cleanup policy, retention.
+``EOS3xx`` (:mod:`.spark_checkpoint`)
+    Spark and the checkpoint: ``read_committed`` source, ``failOnDataLoss``, no async progress
+    tracking, ``maxOffsetsPerTrigger``, durable checkpoint storage, the checkpoint belongs to
+    this pipeline, ``spark.sql.streaming.minBatchesToRetain`` keeps what verify and rewind read.
+``EOS4xx`` (:mod:`.naming_ownership`)
+    naming and ownership: the sink group has no live members, no lingering transactions under
+    the prefix, nothing shared with another pipeline spec.
+
+The rule model (:mod:`.model`: rule, severity, status, finding, registration), the facts the
+rules read (:mod:`.facts`), the catalog and :func:`evaluate` (:mod:`.catalog`) and the report
+(:mod:`.report`) are modules of their own.
+
+The input is a plain :class:`PreflightFacts`: the spec plus whatever was read from the cluster,
+the checkpoint and the other specs. A fact that is ``None`` was not read; every rule that needs
+it reports :attr:`Status.NOT_CHECKED` instead of passing silently. A report is
+:attr:`~PreflightReport.ok` when no ``ERROR`` rule failed.
+
+This package is pure: the facts are gathered live by
+:mod:`airflow_provider_eos.kafka.cluster_facts`.
+"""
+
+from __future__ import annotations
+
+from airflow_provider_eos.core.preflight.catalog import RULES, evaluate
+from airflow_provider_eos.core.preflight.cluster_topics import RECOMMENDED_REPLICATION
+from airflow_provider_eos.core.preflight.facts import (
+    DEFAULT_LONGEST_EXPECTED_PAUSE_MS,
+    KAFKA_BROKER_DEFAULTS,
+    CheckpointFacts,
+    PreflightError,
+    PreflightFacts,
+    TopicFacts,
+)
+from airflow_provider_eos.core.preflight.model import Finding, Rule, Severity, Status, rule
+from airflow_provider_eos.core.preflight.report import PreflightReport
+from airflow_provider_eos.core.preflight.timeouts import HEADROOM_FRACTION
+
+__all__ = [
+    "DEFAULT_LONGEST_EXPECTED_PAUSE_MS",
+    "HEADROOM_FRACTION",
+    "KAFKA_BROKER_DEFAULTS",
+    "RECOMMENDED_REPLICATION",
+    "RULES",
+    "CheckpointFacts",
+    "Finding",
+    "PreflightError",
+    "PreflightFacts",
+    "PreflightReport",
+    "Rule",
+    "Severity",
+    "Status",
+    "TopicFacts",
+    "evaluate",
+    "rule",
+]

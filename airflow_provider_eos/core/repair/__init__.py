@@ -1,0 +1,37 @@
+"""Repairs for the verification verdicts: rewind the checkpoint, align the sink group.
+
+Both repairs follow the same rules (DESIGN.md section 3):
+
+* **Dry run by default.** ``plan_*`` only reads; :func:`rewind` executes only when asked.
+* **Idempotent.** Executing a plan whose work is already done is a no-op.
+* **Nothing is lost.** A rewind moves files into a backup folder (relative paths preserved,
+  plus a manifest); an align plan carries every offset and metadata it replaces.
+* **Before/after table.** Every plan and result renders one.
+
+Rewind (``KAFKA_BEHIND``): :mod:`.rewind_plan` decides, :mod:`.rewind_files` knows Spark's
+checkpoint files and the backup folder, :mod:`.rewind_execute` moves them. Align
+(``NO_MARKER``): :mod:`.align`. Plans and results are pydantic models (:mod:`.model`).
+"""
+
+from __future__ import annotations
+
+from airflow_provider_eos.core.repair.align import AlignPlan, AlignRow, plan_align
+from airflow_provider_eos.core.repair.rewind_execute import RewindResult, execute_rewind, rewind
+from airflow_provider_eos.core.repair.rewind_files import BACKUP_INFIX, MANIFEST_NAME, FileMove, backup_dir_for
+from airflow_provider_eos.core.repair.rewind_plan import CheckpointBatches, RewindPlan, plan_rewind
+
+__all__ = [
+    "BACKUP_INFIX",
+    "MANIFEST_NAME",
+    "AlignPlan",
+    "AlignRow",
+    "CheckpointBatches",
+    "FileMove",
+    "RewindPlan",
+    "RewindResult",
+    "backup_dir_for",
+    "execute_rewind",
+    "plan_align",
+    "plan_rewind",
+    "rewind",
+]

@@ -1,0 +1,176 @@
+"""Carrying out a rewind: move the planned files into a backup folder, never delete them.
+
+Dry run by default (:func:`rewind` without ``execute``), idempotent (executing a plan whose work
+is done is a no-op) and resumable (an interrupted rewind leaves a manifest of what moved;
+planning again moves only what remains).
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from pydantic import SerializerFunctionWrapHandler, model_serializer, model_validator
+
+from airflow_provider_eos.core.errors import RepairError
+from airflow_provider_eos.core.repair.model import RepairModel
+from airflow_provider_eos.core.repair.rewind_files import MANIFEST_NAME, backup_dir_for
+from airflow_provider_eos.core.repair.rewind_plan import RewindPlan, plan_rewind
+
+if TYPE_CHECKING:
+    from fsspec import AbstractFileSystem
+
+    from airflow_provider_eos.core.checkpoint import CheckpointReader
+
+__all__ = ["RewindResult", "execute_rewind", "rewind"]
+
+_RESULT_KEYS = ("executed", "backup_dir", "moved")
+
+
+class RewindResult(RepairModel):
+    """The outcome of executing a rewind plan (or of a dry run).
+
+    JSON: the plan's keys, flat, plus ``executed``, ``backup_dir`` and ``moved``.
+
+    :param plan: the plan that was (or would be) executed.
+    :param executed: whether files were moved.
+    :param backup_dir: where the files went (``None`` if nothing moved).
+    :param moved: the relative paths moved, in order.
+    """
+
+    plan: RewindPlan
+    executed: bool
+    backup_dir: str | None = None
+    moved: tuple[str, ...] = ()
+
+    @model_serializer(mode="wrap")
+    def _flatten_plan(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Readers know the result as the plan's keys plus three; the nesting is a Python detail.
+        data = handler(self)
+        return {**data.pop("plan"), **data}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nest_plan(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "plan" not in data:
+            plan = {key: value for key, value in data.items() if key not in _RESULT_KEYS}
+            return {"plan": plan, **{key: data[key] for key in _RESULT_KEYS if key in data}}
+        return data
+
+    @property
+    def is_noop(self) -> bool:
+        """True when nothing needed moving."""
+        return self.plan.is_noop
+
+    def render(self, *, max_files: int | None = 50) -> str:
+        """Render the before/after table and where the files went."""
+        if self.executed:
+            head = (
+                f"Rewound checkpoint {self.plan.root} to batch {self.plan.to_batch}: moved "
+                f"{len(self.moved)} file(s) to {self.backup_dir}"
+            )
+        elif self.plan.is_noop:
+            head = f"Checkpoint {self.plan.root} already ends at batch {self.plan.to_batch}: nothing moved"
+        else:
+            head = "Dry run: nothing moved. Execute to apply the plan below."
+        body = self.plan.render(max_files=max_files, title="Before and after:")
+        tail = (
+            [
+                "",
+                f"To undo: stop the query and move the files back from {self.backup_dir} "
+                f"(the manifest {MANIFEST_NAME} there lists them).",
+            ]
+            if self.executed
+            else []
+        )
+        return "\n".join([head, "", body, *tail])
+
+
+def execute_rewind(plan: RewindPlan, reader: CheckpointReader, *, now: datetime | None = None) -> RewindResult:
+    """Execute a rewind plan: move its files into a backup folder next to the checkpoint.
+
+    The checkpoint is planned again first. If that fresh plan has nothing to move (the
+    rewind already happened), this is a no-op; if it differs from ``plan`` (the query ran
+    or someone edited the checkpoint since), nothing is moved. Stop the query before
+    executing: Spark must not write the checkpoint while files move.
+
+    :param plan: the plan from :func:`~airflow_provider_eos.core.repair.plan_rewind`.
+    :param reader: the same checkpoint the plan was made for.
+    :param now: the time for the backup folder's name (default: now, UTC).
+    :return: the result with the backup folder and the moved files.
+    :raises RepairError: if the checkpoint changed since planning, or a move fails (the
+        message names the files already moved; re-planning resumes safely).
+    """
+    fresh = plan_rewind(reader, plan.to_batch)
+    if fresh.root != plan.root.rstrip("/"):
+        raise RepairError(
+            f"the plan is for checkpoint {plan.root} but the reader opens {fresh.root}",
+            fix="execute the plan with a reader for the checkpoint it was made for",
+        )
+    if fresh.is_noop:
+        return RewindResult(plan=fresh, executed=False)
+    if fresh.paths != plan.paths:
+        raise RepairError(
+            f"checkpoint {plan.root} changed since the rewind was planned: the plan moves "
+            f"{len(plan.moves)} file(s), the checkpoint now needs {len(fresh.moves)}; nothing was moved",
+            fix="make sure the query is stopped, then plan the rewind again (dry run) and execute the new plan",
+        )
+
+    fs = reader.fs
+    backup = backup_dir_for(plan.root, now)
+    suffix = 1
+    base = backup
+    while fs.exists(backup):
+        backup = f"{base}-{suffix}"
+        suffix += 1
+    fs.makedirs(backup, exist_ok=True)
+    _write_manifest(fs, backup, plan, moved=[], complete=False)
+    moved: list[str] = []
+    for move in plan.moves:
+        source = f"{plan.root}/{move.path}"
+        target = f"{backup}/{move.path}"
+        try:
+            fs.makedirs(posixpath.dirname(target), exist_ok=True)
+            fs.mv(source, target)
+        except Exception as exc:
+            _write_manifest(fs, backup, plan, moved=moved, complete=False)
+            raise RepairError(
+                f"moving {source} to {target} failed ({exc}); {len(moved)} of {len(plan.moves)} file(s) "
+                f"were already moved to {backup}",
+                fix="fix the cause, then plan and execute the rewind again: it moves only what remains",
+            ) from exc
+        moved.append(move.path)
+    _write_manifest(fs, backup, plan, moved=moved, complete=True)
+    return RewindResult(plan=plan, executed=True, backup_dir=backup, moved=tuple(moved))
+
+
+def _write_manifest(fs: AbstractFileSystem, backup: str, plan: RewindPlan, *, moved: list[str], complete: bool) -> None:
+    manifest = {
+        **plan.to_dict(),
+        "complete": complete,
+        "moved": moved,
+        "restore": f"stop the query and move every file listed in 'moved' back under {plan.root}, "
+        "at the same relative path",
+    }
+    with fs.open(f"{backup}/{MANIFEST_NAME}", "w") as handle:
+        handle.write(json.dumps(manifest, indent=2, sort_keys=True))
+
+
+def rewind(
+    reader: CheckpointReader, to_batch: int, *, execute: bool = False, now: datetime | None = None
+) -> RewindResult:
+    """Plan a rewind and, only if ``execute`` is true, carry it out (dry run by default).
+
+    :param reader: the checkpoint.
+    :param to_batch: the batch to rewind to (see :func:`~airflow_provider_eos.core.repair.plan_rewind`).
+    :param execute: move the files; without it nothing changes.
+    :param now: the time for the backup folder's name.
+    :return: the result; ``executed`` is false for a dry run or a no-op.
+    :raises RepairError: see ``plan_rewind`` and :func:`execute_rewind`.
+    """
+    plan = plan_rewind(reader, to_batch)
+    if not execute:
+        return RewindResult(plan=plan, executed=False)
+    return execute_rewind(plan, reader, now=now)

@@ -1,0 +1,302 @@
+"""Planning a rewind: which batch the checkpoint goes back to and what that moves.
+
+Rewinding the checkpoint to batch ``K`` makes ``K`` its last committed batch. It is the fix for
+``KAFKA_BEHIND`` (group marker ``K`` < last committed ``C``): Spark then replays batches
+``K+1..C``, whose output is missing from Kafka, and the sink, finding marker ``K`` (= the
+previous batch), produces each of them exactly once.
+
+Restarting from latest batch ``K`` needs ``offsets/K-1`` too (Spark's
+``MicroBatchExecution.validateOffsetLogAndGetPrevOffset``: "batch K-1 doesn't exist" otherwise).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import computed_field
+
+from airflow_provider_eos.core.errors import RepairError
+from airflow_provider_eos.core.repair.model import RepairModel
+from airflow_provider_eos.core.repair.rewind_files import BACKUP_INFIX, FileMove, log_moves, move_order, scan_state
+from airflow_provider_eos.core.report_table import render_table
+
+if TYPE_CHECKING:
+    from airflow_provider_eos.core.checkpoint import CheckpointReader
+
+__all__ = ["CheckpointBatches", "RewindPlan", "plan_rewind"]
+
+
+class CheckpointBatches(RepairModel):
+    """The batches a checkpoint holds before a rewind.
+
+    :param last_committed: the last committed batch.
+    :param last_planned: the last planned batch.
+    :param oldest_planned: the oldest retained ``offsets/`` batch.
+    :param oldest_committed: the oldest retained ``commits/`` batch.
+    """
+
+    last_committed: int | None
+    last_planned: int | None
+    oldest_planned: int | None
+    oldest_committed: int | None
+
+
+class RewindPlan(RepairModel):
+    """What rewinding a checkpoint to batch ``to_batch`` moves; nothing is changed by planning.
+
+    After the rewind, ``to_batch`` is the last committed (and last planned) batch; on restart
+    Spark runs ``to_batch + 1`` onwards, reading the same offset ranges as before because
+    ``offsets/K`` and the source's initial offsets stay in place.
+
+    JSON: ``repair`` (``"rewind"``), ``root``, ``to_batch``, ``is_noop``, ``stateful``,
+    ``before`` (the four batch numbers), ``after`` (``last_committed``, ``last_planned``),
+    ``moves`` and ``warnings``.
+
+    :param root: the checkpoint root as the file system spells it.
+    :param to_batch: the target batch ``K``; ``-1`` means before the first batch.
+    :param before: the checkpoint's batches now.
+    :param moves: the files to move, in execution order.
+    :param stateful: whether the query has a ``state/`` folder.
+    :param warnings: things the operator should read before executing.
+    """
+
+    root: str
+    to_batch: int
+    before: CheckpointBatches
+    moves: tuple[FileMove, ...]
+    stateful: bool
+    warnings: tuple[str, ...] = ()
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def repair(self) -> Literal["rewind"]:
+        """Which repair this is, for readers of the JSON."""
+        return "rewind"
+
+    @property
+    def last_committed_before(self) -> int | None:
+        """The last committed batch now."""
+        return self.before.last_committed
+
+    @property
+    def last_planned_before(self) -> int | None:
+        """The last planned batch now."""
+        return self.before.last_planned
+
+    @property
+    def oldest_planned(self) -> int | None:
+        """The oldest retained ``offsets/`` batch now (a rewind keeps it)."""
+        return self.before.oldest_planned
+
+    @property
+    def oldest_committed(self) -> int | None:
+        """The oldest retained ``commits/`` batch now (a rewind keeps it)."""
+        return self.before.oldest_committed
+
+    @property
+    def last_committed_after(self) -> int | None:
+        """The last committed batch after the rewind."""
+        if self.last_committed_before is None:
+            return None
+        return self.to_batch if self.to_batch >= 0 else None
+
+    @property
+    def last_planned_after(self) -> int | None:
+        """The last planned batch after the rewind."""
+        if self.last_planned_before is None:
+            return None
+        return min(self.last_planned_before, self.to_batch) if self.to_batch >= 0 else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def after(self) -> dict[str, int | None]:
+        """The last committed and last planned batch after the rewind."""
+        return {"last_committed": self.last_committed_after, "last_planned": self.last_planned_after}
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def is_noop(self) -> bool:
+        """True when there is nothing to move: the checkpoint already ends at ``to_batch``."""
+        return not self.moves
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """The relative paths to move, in execution order."""
+        return tuple(move.path for move in self.moves)
+
+    def _count(self, *kinds: str) -> int:
+        return sum(1 for move in self.moves if move.kind in kinds)
+
+    def render(self, *, max_files: int | None = 50, title: str | None = None) -> str:
+        """Render the before/after table and the files to move.
+
+        :param max_files: list at most this many files (``None``: all).
+        :param title: the first line (default: says this is a plan and nothing changed yet).
+        """
+        if title is None:
+            title = f"Rewind checkpoint {self.root} to batch {self.to_batch}" + (
+                ": nothing to do" if self.is_noop else " (plan; nothing changed yet)"
+            )
+        lines = [title, "", self._batches_table()]
+        lines.extend(f"Warning: {warning}" for warning in self.warnings)
+        if self.moves:
+            lines.append("")
+            lines.append(
+                f"Moves {len(self.moves)} file(s), sidecars included: {self._count('offsets')} in offsets/, "
+                f"{self._count('commits')} in commits/, "
+                f"{self._count('state', 'operator-metadata')} in state/, "
+                f"into {self.root}{BACKUP_INFIX}<UTC timestamp>/ (relative paths kept):"
+            )
+            # Show the log files first: they say which batches go; state files are many and follow.
+            display = sorted(self.moves, key=lambda m: (m.kind not in ("offsets", "commits"), m.number, m.path))
+            shown = display if max_files is None else display[:max_files]
+            lines.extend(f"  {move.path}" for move in shown)
+            if len(shown) < len(self.moves):
+                lines.append(f"  ... {len(self.moves) - len(shown)} more")
+        return "\n".join(lines)
+
+    def _batches_table(self) -> str:
+        return render_table(
+            ["", "before", "after"],
+            [
+                ["last committed batch", self.last_committed_before, self.last_committed_after],
+                ["last planned batch", self.last_planned_before, self.last_planned_after],
+                [
+                    "offsets/ batches",
+                    _span(self.oldest_planned, self.last_planned_before),
+                    _span(self.oldest_planned, self.last_planned_after),
+                ],
+                [
+                    "commits/ batches",
+                    _span(self.oldest_committed, self.last_committed_before),
+                    _span(self.oldest_committed, self.last_committed_after),
+                ],
+            ],
+        )
+
+
+def _span(first: int | None, last: int | None) -> str | None:
+    """``first..last`` of a retained batch range, ``None`` when the range is empty."""
+    if first is None or last is None or last < first:
+        return None
+    return str(first) if first == last else f"{first}..{last}"
+
+
+def _earliest_rewind_target(offset_batches: list[int], commit_batches: set[int]) -> int | None:
+    """Lowest ``K`` a rewind accepts: -1 if ``offsets/0`` is retained, else the lowest ``K``
+    with ``offsets/K``, ``commits/K`` and ``offsets/K-1`` retained."""
+    if offset_batches and offset_batches[0] == 0:
+        # With the whole history retained, even "before the first batch" is reachable.
+        return -1
+    have = set(offset_batches)
+    for batch in offset_batches:
+        if batch in commit_batches and batch - 1 in have:
+            return batch
+    return None
+
+
+def _check_retained(root: str, to_batch: int, offset_batches: list[int], commit_batches: set[int]) -> None:
+    """Refuse a target whose restart needs files Spark has purged."""
+    oldest = offset_batches[0] if offset_batches else None
+    earliest = _earliest_rewind_target(offset_batches, commit_batches)
+    earliest_fix = (
+        f"the earliest batch the retained offsets/ and commits/ allow is {earliest} "
+        "(a stateful query may need a later one)"
+    )
+    if to_batch >= 0:
+        needed = [f"offsets/{to_batch}", f"commits/{to_batch}"] + ([f"offsets/{to_batch - 1}"] if to_batch else [])
+        have = {f"offsets/{b}" for b in offset_batches} | {f"commits/{b}" for b in commit_batches}
+        missing = [name for name in needed if name not in have]
+        if missing:
+            raise RepairError(
+                f"cannot rewind {root} to batch {to_batch}: {', '.join(missing)} "
+                f"{'is' if len(missing) == 1 else 'are'} gone "
+                f"(oldest retained offsets file: offsets/{oldest}); Spark purges old batches "
+                "(spark.sql.streaming.minBatchesToRetain) and needs them to restart from batch "
+                f"{to_batch}",
+                fix=earliest_fix
+                if earliest is not None
+                else "this checkpoint cannot be rewound; align the group or start a new checkpoint",
+            )
+    elif offset_batches and oldest != 0:
+        raise RepairError(
+            f"cannot rewind {root} to before the first batch: offsets/0 was purged (oldest retained "
+            f"offsets file: offsets/{oldest}), so batches before {oldest} cannot be replayed as planned",
+            fix=earliest_fix if earliest is not None else "start a new checkpoint",
+        )
+
+
+def plan_rewind(reader: CheckpointReader, to_batch: int) -> RewindPlan:
+    """Plan rewinding the checkpoint so that ``to_batch`` becomes its last committed batch.
+
+    This is the repair for ``KAFKA_BEHIND``: with group marker ``K`` below the last committed
+    batch ``C``, rewinding to ``K`` makes Spark replay ``K+1..C``; their output is missing from
+    Kafka, and the sink, seeing marker ``K`` (the previous batch), produces each once.
+
+    Moves ``offsets/N`` and ``commits/N`` for ``N > K`` and, for stateful queries, state
+    versions ``> K+1`` (batch ``N`` commits version ``N+1``) and operator metadata of batches
+    ``> K``, each with its ``.crc`` sidecars. ``K = -1`` moves every batch: the query restarts
+    from the Kafka source's initial offsets (``sources/0/0``) with empty state.
+
+    :param reader: the checkpoint.
+    :param to_batch: the batch ``K`` to rewind to, ``-1`` for before the first batch.
+    :return: the plan; executing it is :func:`~airflow_provider_eos.core.repair.execute_rewind`.
+    :raises RepairError: if ``K`` < -1, ``K`` is after the last committed batch, or Spark has
+        purged files a restart from ``K`` needs (``offsets/K-1``, ``offsets/K``,
+        ``commits/K``, state version ``K+1``).
+    """
+    root = reader.root.rstrip("/")
+    fs = reader.fs
+    if to_batch < -1:
+        raise RepairError(
+            f"cannot rewind to batch {to_batch}: batch ids start at 0",
+            fix="pass --to-batch -1 to rewind to before the first batch, or a batch id >= 0",
+        )
+    offset_batches = sorted(reader.offset_batches())
+    commit_batches = set(reader.commit_batches())
+    last_committed = reader.latest_committed_batch()
+    last_planned = reader.latest_planned_batch()
+    if to_batch > (-1 if last_committed is None else last_committed):
+        raise RepairError(
+            f"cannot rewind forward to batch {to_batch}: the last committed batch of {root} is "
+            f"{'none' if last_committed is None else last_committed}",
+            fix="pass a batch at or before the last committed batch (verify reports the right one)",
+        )
+    _check_retained(root, to_batch, offset_batches, commit_batches)
+
+    moves = log_moves(fs, root, "offsets", to_batch) + log_moves(fs, root, "commits", to_batch)
+    stateful = bool(reader.state_dir_exists())
+    warnings: list[str] = []
+    if stateful:
+        scan = scan_state(fs, root, max_version=to_batch + 1, max_batch=to_batch)
+        if to_batch >= 0:
+            for directory, kept in sorted(scan.lowest_kept.items()):
+                if kept is None:
+                    raise RepairError(
+                        f"cannot rewind {root} to batch {to_batch}: state store {directory} keeps no "
+                        f"version at or below {to_batch + 1} (lowest: {scan.lowest_present[directory]}); "
+                        "Spark purged the state that batch needs",
+                        fix="pick a later batch, or start a new checkpoint and reprocess",
+                    )
+        moves += scan.moves
+    if to_batch == (-1 if last_committed is None else last_committed) and (
+        last_planned is not None and last_planned > to_batch
+    ):
+        warnings.append(
+            f"offsets/{last_planned} (planned, not committed) will be moved, so Spark plans batch "
+            f"{last_planned} anew, possibly with a different range; if verify says KAFKA_AHEAD_SAFE "
+            "do not execute this: the sink would find its marker with other offsets"
+        )
+    return RewindPlan(
+        root=root,
+        to_batch=to_batch,
+        before=CheckpointBatches(
+            last_committed=last_committed,
+            last_planned=last_planned,
+            oldest_planned=offset_batches[0] if offset_batches else None,
+            oldest_committed=min(commit_batches) if commit_batches else None,
+        ),
+        moves=move_order(moves),
+        stateful=stateful,
+        warnings=tuple(warnings),
+    )

@@ -1,0 +1,1 @@
+"""Example transforms: ``airflow_provider_eos.jobs.transforms.<name>:transform``."""

@@ -1,0 +1,104 @@
+"""Which Kafka client errors are worth another attempt, and the named retry policies that use them.
+
+Every retry on the Kafka side goes through one of these policies
+(:class:`~airflow_provider_eos.core.retry.RetryPolicy`): the caller names the operation and, where
+the caller has its own deadline, bounds the policy with it (``COORDINATOR_LOADING.bounded(timeout_s=t)``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from confluent_kafka import KafkaError, KafkaException
+
+from airflow_provider_eos.core.retry import RetryPolicy
+
+__all__ = [
+    "COORDINATOR_LOADING",
+    "COORDINATOR_NOT_READY_CODES",
+    "LOCAL_QUEUE_FULL",
+    "TRANSACTION_COMMIT",
+    "CoordinatorNotReady",
+    "coordinator_not_ready",
+    "kafka_error",
+    "local_queue_full",
+    "raise_if_coordinator_not_ready",
+    "retriable_kafka_error",
+]
+
+# The group coordinator moves or is still loading __consumer_offsets (fresh broker, failover):
+# the request is fine, only early.
+COORDINATOR_NOT_READY_CODES = frozenset(
+    {KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE}
+)
+
+
+class CoordinatorNotReady(Exception):
+    """A per-partition result said the group coordinator is not ready (the request itself succeeded)."""
+
+
+def kafka_error(error: object) -> KafkaError | None:
+    """The :class:`KafkaError` of a :class:`KafkaException` (or the error itself), else ``None``."""
+    if isinstance(error, KafkaException) and error.args:
+        error = error.args[0]
+    return error if isinstance(error, KafkaError) else None
+
+
+def coordinator_not_ready(exc: BaseException) -> bool:
+    """The group coordinator is loading or moving: the same request succeeds a little later."""
+    if isinstance(exc, CoordinatorNotReady):
+        return True
+    error = kafka_error(exc)
+    return error is not None and error.code() in COORDINATOR_NOT_READY_CODES
+
+
+def raise_if_coordinator_not_ready(what: str, errors: Iterable[object]) -> None:
+    """Raise :class:`CoordinatorNotReady` if any per-partition error says so (retried by the policy)."""
+    for error in errors:
+        found = kafka_error(error)
+        if found is not None and found.code() in COORDINATOR_NOT_READY_CODES:
+            raise CoordinatorNotReady(f"{what}: {found.name()}")
+
+
+def retriable_kafka_error(exc: BaseException) -> bool:
+    """The client flags the error retriable (the call may be repeated as is)."""
+    error = kafka_error(exc)
+    return error is not None and error.retriable()
+
+
+def local_queue_full(exc: BaseException) -> bool:
+    """``produce`` found the producer's local queue full; serving delivery reports makes room."""
+    return isinstance(exc, BufferError)
+
+
+COORDINATOR_LOADING = RetryPolicy(
+    waiting_for="the group coordinator to load the group",
+    retriable=coordinator_not_ready,
+    timeout_s=30,
+    first_delay_s=0.1,
+    max_delay_s=2.0,
+    fix="check that the brokers are up: the leader of the group's __consumer_offsets partition did not "
+    "become available; a cluster that is still starting needs a longer timeout",
+)
+
+TRANSACTION_COMMIT = RetryPolicy(
+    waiting_for="commit_transaction to go through",
+    retriable=retriable_kafka_error,
+    attempts=5,
+    first_delay_s=0.2,
+    max_delay_s=2.0,
+    log_level=logging.WARNING,
+    fix="check the brokers' health (leader changes, a broker down); the batch is replayed on restart",
+)
+
+# Bounded by the caller with the transaction timeout: a queue that does not drain by then means
+# deliveries are failing, and the transaction cannot commit anyway.
+LOCAL_QUEUE_FULL = RetryPolicy(
+    waiting_for="room in the producer's local queue",
+    retriable=local_queue_full,
+    timeout_s=60,
+    first_delay_s=0.1,
+    max_delay_s=0.1,
+    fix="check that the brokers accept the output (deliveries did not drain the queue)",
+)

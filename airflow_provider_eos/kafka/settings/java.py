@@ -1,0 +1,219 @@
+"""The spec's librdkafka settings for the Java Kafka client under Spark: Kafka source and sink options.
+
+Spark's Kafka source (a Java consumer) and Spark's own Kafka sink (a Java producer, the
+at-least-once writer) take Kafka settings as options with a ``kafka.`` prefix and the Java
+client's names. :func:`java_client_config` translates key by key through
+:data:`~airflow_provider_eos.kafka.settings.keys.SETTINGS`: renamed keys carry their value over,
+SASL/SSL settings go through :mod:`~airflow_provider_eos.kafka.settings.java_security`, keys of
+the other role or without meaning for the Java client are dropped only for the reason the table
+gives (named at DEBUG), and anything else is refused with :class:`KafkaConfigError`.
+
+The result holds secrets (``sasl.jaas.config`` carries the password, ``ssl.keystore.key`` the
+private key): log it only through :func:`airflow_provider_eos.core.secrets.redact_config`.
+Spark hides option values that match its redaction regexes (``sasl.jaas.config`` matches by its
+``password=``), not an inline PEM key; :data:`SPARK_OPTIONS_REDACTION_REGEX` covers both.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from airflow_provider_eos.core.errors import KafkaConfigError
+from airflow_provider_eos.core.spec import PipelineSpec
+from airflow_provider_eos.kafka.settings.java_security import java_sasl, java_ssl
+from airflow_provider_eos.kafka.settings.keys import SETTINGS, Dropped, Refused, Renamed
+from airflow_provider_eos.kafka.settings.values import (
+    JAVA,
+    as_bool,
+    as_int,
+    as_text,
+    bootstrap_servers,
+    refuse,
+    security_protocol,
+)
+
+__all__ = [
+    "SPARK_OPTIONS_REDACTION_REGEX",
+    "SPARK_PREFIX",
+    "JavaRole",
+    "java_client_config",
+    "spark_sink_options",
+    "spark_source_options",
+]
+
+log = logging.getLogger(__name__)
+
+#: ``consumer`` for Spark's Kafka source, ``producer`` for Spark's Kafka sink.
+JavaRole = Literal["consumer", "producer"]
+
+SPARK_PREFIX = "kafka."
+"""Spark's prefix for Kafka client settings among a Kafka source's or sink's options."""
+
+SPARK_OPTIONS_REDACTION_REGEX = r"(?i)url|jaas|password|keystore\.key"
+"""A value for ``spark.sql.redaction.options.regex`` that hides these options in Spark's plans and UI."""
+
+_COMPRESSION = frozenset({"none", "gzip", "snappy", "lz4", "zstd"})
+_SECURITY_KEYS = frozenset(
+    {
+        "security.protocol",
+        "sasl.mechanism",
+        "sasl.mechanisms",
+        "sasl.username",
+        "sasl.password",
+        "sasl.kerberos.principal",
+        "sasl.kerberos.keytab",
+        "ssl.ca.location",
+        "ssl.ca.pem",
+        "ssl.certificate.location",
+        "ssl.key.location",
+        "ssl.certificate.pem",
+        "ssl.key.pem",
+        "ssl.key.password",
+        "ssl.keystore.location",
+        "ssl.keystore.password",
+        "ssl.endpoint.identification.algorithm",
+        "enable.ssl.certificate.verification",
+    }
+)
+# Java's default request.timeout.ms; delivery.timeout.ms must cover linger.ms plus it.
+_JAVA_REQUEST_TIMEOUT_MS = 30_000
+
+
+def _renamed(key: str, rule: Renamed, value: Any) -> str:
+    if rule.kind == "int":
+        return str(as_int(key, value) * rule.scale)
+    if rule.kind == "bool":
+        return "true" if as_bool(key, value) else "false"
+    return as_text(value)
+
+
+def _special(key: str, value: Any, role: JavaRole) -> dict[str, str]:
+    """The keys translated by value rather than by name (security excepted)."""
+    if key in ("bootstrap.servers", "metadata.broker.list"):
+        return {"bootstrap.servers": ",".join(bootstrap_servers(key, value))}
+    if key in ("compression.type", "compression.codec"):
+        codec = as_text(value).lower()
+        if codec not in _COMPRESSION:
+            raise refuse(key, JAVA, f"is {codec!r}", f"use one of {', '.join(sorted(_COMPRESSION))}")
+        return {"compression.type": codec}
+    if key == "partitioner":
+        if as_text(value) != "murmur2_random":
+            raise refuse(
+                key,
+                JAVA,
+                f"{as_text(value)!r} has no Java partitioner; the Java producer hashes keys with murmur2",
+                "use murmur2_random, the partitioner the Java producer and this package's sink share",
+            )
+        log.debug("kafka['partitioner'] murmur2_random is the Java producer's default partitioning")
+        return {}
+    if key == "enable.auto.commit":
+        if as_bool(key, value):
+            raise refuse(
+                key,
+                JAVA,
+                "Spark's Kafka source refuses kafka.enable.auto.commit; it never commits offsets",
+                "remove it (the sink commits the group's offsets inside its transactions)",
+            )
+        log.debug("kafka['enable.auto.commit'] false is what Spark's Kafka source sets itself")
+        return {}
+    raise AssertionError(f"no Java translation for special key {key!r} in role {role}")  # the table and this disagree
+
+
+def _put(out: dict[str, str], origin: dict[str, str], key: str, translated: Mapping[str, str]) -> None:
+    for java_key, java_value in translated.items():
+        if java_key in out and out[java_key] != java_value:
+            raise refuse(
+                key,
+                JAVA,
+                f"sets the Java client's {java_key!r}, as kafka[{origin[java_key]!r}] does, to another value",
+                f"set only one of {origin[java_key]!r} and {key!r}",
+            )
+        out[java_key], origin[java_key] = java_value, key
+
+
+def java_client_config(librdkafka: Mapping[str, Any], role: JavaRole) -> dict[str, str]:
+    """Translate a librdkafka config into the Java client's config for one role (string values).
+
+    :param librdkafka: the spec's ``kafka`` dict (or any librdkafka config).
+    :param role: ``consumer`` (Spark's Kafka source) or ``producer`` (Spark's Kafka sink).
+    :returns: Java client settings, without Spark's ``kafka.`` prefix. Holds secrets.
+    :raises KafkaConfigError: naming the key, the client and the fix, for any setting that
+        cannot be translated.
+    """
+    out: dict[str, str] = {}
+    origin: dict[str, str] = {}
+    security: dict[str, Any] = {}
+    for key, value in librdkafka.items():
+        setting = SETTINGS.get(key)
+        if setting is None:
+            raise refuse(
+                key,
+                JAVA,
+                "is not a librdkafka setting this package translates for Spark's Kafka source and sink",
+                "remove it from the spec's kafka settings, or add its translation to "
+                "airflow_provider_eos.kafka.settings.keys",
+            )
+        if setting.scope not in ("common", role):
+            log.debug("kafka[%r] is a %s setting; dropped for the Java %s", key, setting.scope, role)
+            continue
+        rule = setting.java
+        if key in _SECURITY_KEYS:
+            security[key] = value
+        elif isinstance(rule, Renamed):
+            _put(out, origin, key, {rule.name: _renamed(key, rule, value)})
+        elif isinstance(rule, Dropped):
+            log.debug("kafka[%r] dropped for the Java client: %s", key, rule.reason)
+        elif isinstance(rule, Refused):
+            raise refuse(key, JAVA, rule.problem, rule.fix)
+        else:
+            _put(out, origin, key, _special(key, value, role))
+    if "bootstrap.servers" not in out:
+        raise KafkaConfigError(
+            "kafka['bootstrap.servers'] is missing", fix="set it to the broker list, e.g. 'localhost:9092'"
+        )
+    protocol = security_protocol("security.protocol", security.get("security.protocol", "PLAINTEXT"))
+    if "security.protocol" in security:
+        out["security.protocol"] = protocol
+    for key, translated in (("sasl.*", java_sasl(security, protocol)), ("ssl.*", java_ssl(security))):
+        _put(out, origin, key, translated)
+    if role == "producer":
+        _check_delivery_timeout(out, origin)
+    return out
+
+
+def _check_delivery_timeout(out: Mapping[str, str], origin: Mapping[str, str]) -> None:
+    # The Java producer refuses to start otherwise; librdkafka has no such rule.
+    if "delivery.timeout.ms" not in out:
+        return
+    needed = int(out.get("linger.ms", 5)) + int(out.get("request.timeout.ms", _JAVA_REQUEST_TIMEOUT_MS))
+    if int(out["delivery.timeout.ms"]) < needed:
+        key = origin["delivery.timeout.ms"]
+        raise refuse(
+            key,
+            JAVA,
+            f"is {out['delivery.timeout.ms']} ms, below linger.ms + request.timeout.ms ({needed} ms), which the "
+            "Java producer requires",
+            f"raise {key} to at least {needed}, or lower linger.ms / socket.timeout.ms",
+        )
+
+
+def _spark_options(config: Mapping[str, str]) -> dict[str, str]:
+    return {f"{SPARK_PREFIX}{key}": value for key, value in config.items()}
+
+
+def spark_source_options(spec: PipelineSpec) -> dict[str, str]:
+    """The spec's Kafka settings as Spark Kafka source options (``kafka.`` prefix, Java names). Holds secrets.
+
+    :raises KafkaConfigError: for a setting the Java consumer cannot take.
+    """
+    return _spark_options(java_client_config(spec.kafka, "consumer"))
+
+
+def spark_sink_options(spec: PipelineSpec) -> dict[str, str]:
+    """The spec's Kafka settings as options of Spark's own Kafka sink (``kafka.`` prefix, Java names). Holds secrets.
+
+    :raises KafkaConfigError: for a setting the Java producer cannot take.
+    """
+    return _spark_options(java_client_config(spec.kafka, "producer"))

@@ -1,0 +1,167 @@
+"""The spec's librdkafka settings as kafka-python 3.x ``KafkaAdminClient`` arguments (the transaction admin client).
+
+Connection and security settings carry over (bootstrap servers, client id, security protocol,
+SASL PLAIN/SCRAM/GSSAPI, SSL files and password, hostname verification, timeouts), through
+:data:`~airflow_provider_eos.kafka.settings.keys.SETTINGS`. Producer and consumer settings mean
+nothing to an admin client and are dropped, named at DEBUG; any other key kafka-python cannot
+take is refused by name. Values are never logged, because some are secrets; kafka-python's own
+loggers are filtered by :func:`protect_secrets`.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+from collections.abc import Mapping
+from typing import Any
+
+from airflow_provider_eos.core.errors import KafkaConfigError
+from airflow_provider_eos.core.secrets import is_secret_key
+from airflow_provider_eos.kafka.settings.keys import SETTINGS, Dropped, Refused, Renamed
+from airflow_provider_eos.kafka.settings.values import (
+    KAFKA_PYTHON,
+    as_bool,
+    as_int,
+    bootstrap_servers,
+    refuse,
+    sasl_mechanism,
+    security_protocol,
+)
+
+__all__ = ["kafka_python_config", "protect_secrets"]
+
+log = logging.getLogger(__name__)
+
+
+def _renamed(key: str, rule: Renamed, value: Any) -> Any:
+    if rule.kind == "int":
+        return as_int(key, value) * rule.scale
+    if rule.kind == "bool":
+        return as_bool(key, value)
+    return str(value)
+
+
+def _special(key: str, value: Any, out: dict[str, Any]) -> None:
+    if key in ("bootstrap.servers", "metadata.broker.list"):
+        out["bootstrap_servers"] = bootstrap_servers(key, value)
+    elif key == "security.protocol":
+        out["security_protocol"] = security_protocol(key, value)
+    elif key in ("sasl.mechanism", "sasl.mechanisms"):
+        mechanism = sasl_mechanism(key, value)
+        if mechanism == "OAUTHBEARER":
+            raise refuse(
+                key,
+                KAFKA_PYTHON,
+                f"{value!r} cannot be configured from the spec for the transaction admin client",
+                "use one of GSSAPI, PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 for the pipeline's principal",
+            )
+        out["sasl_mechanism"] = mechanism
+    elif key == "ssl.endpoint.identification.algorithm":
+        algorithm = str(value).strip().lower()
+        if algorithm not in ("https", "none", ""):
+            raise refuse(key, None, f"is {value!r}", "use 'https' or 'none'")
+        out["ssl_check_hostname"] = algorithm == "https"
+    elif key in ("sasl.kerberos.keytab", "sasl.kerberos.principal"):
+        raise refuse(
+            key,
+            KAFKA_PYTHON,
+            "kafka-python logs in with the process's Kerberos ticket, not from a keytab",
+            "run the recovery tasks where a ticket exists (kinit -kt <keytab> <principal>) and remove "
+            "sasl.kerberos.keytab and sasl.kerberos.principal from the spec",
+        )
+    else:
+        raise AssertionError(f"no kafka-python translation for special key {key!r}")  # the table and this disagree
+
+
+def kafka_python_config(librdkafka: Mapping[str, Any]) -> dict[str, Any]:
+    """Translate a librdkafka client config into ``KafkaAdminClient`` keyword arguments.
+
+    :param librdkafka: the spec's ``kafka`` dict (or any librdkafka config).
+    :returns: keyword arguments for ``kafka.admin.KafkaAdminClient``.
+    :raises KafkaConfigError: naming the key, if a setting cannot be honoured (a mechanism
+        kafka-python cannot take from a config, such as OAUTHBEARER, an inline PEM, a malformed
+        value, a key the table does not know).
+    """
+    out: dict[str, Any] = {}
+    verify_certificates = True
+    for key, value in librdkafka.items():
+        setting = SETTINGS.get(key)
+        if setting is None:
+            raise refuse(
+                key,
+                KAFKA_PYTHON,
+                "is not a librdkafka setting this package translates for the transaction admin client",
+                "remove it from the spec's kafka settings, or add its translation to "
+                "airflow_provider_eos.kafka.settings.keys",
+            )
+        rule = setting.kafka_python
+        if key == "enable.ssl.certificate.verification":
+            verify_certificates = as_bool(key, value)
+        elif isinstance(rule, Renamed):
+            out[rule.name] = _renamed(key, rule, value)
+        elif isinstance(rule, Dropped):
+            log.debug("kafka config key %r has no meaning for the kafka-python admin client (%s); skipped",
+                      key, rule.reason)
+        elif isinstance(rule, Refused):
+            raise refuse(key, KAFKA_PYTHON, rule.problem, rule.fix)
+        else:
+            _special(key, value, out)
+    if "bootstrap_servers" not in out:
+        raise KafkaConfigError(
+            "kafka['bootstrap.servers'] is missing", fix="set it to the broker list, e.g. 'localhost:9092'"
+        )
+    if not verify_certificates:
+        # kafka-python has no switch for this; only a ready-made SSLContext expresses it.
+        context = ssl.create_default_context(cafile=out.get("ssl_cafile"))
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        if out.get("ssl_certfile"):
+            context.load_cert_chain(out["ssl_certfile"], out.get("ssl_keyfile"), out.get("ssl_password"))
+        out["ssl_context"] = context
+        out["ssl_check_hostname"] = False
+    return out
+
+
+class _RedactSecrets(logging.Filter):
+    """Drops kafka-python log records that would show a secret.
+
+    kafka-python logs its whole config at DEBUG when the admin client starts, and its
+    protocol loggers dump request bodies (SASL authentication included) at DEBUG.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.secrets: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if str(record.msg).startswith("Starting KafkaAdminClient with configuration"):
+            return False
+        if not self.secrets:
+            return True
+        try:
+            text = record.getMessage()
+        except Exception:
+            return False
+        return not any(secret in text for secret in self.secrets)
+
+
+_REDACT = _RedactSecrets()
+
+
+def protect_secrets(settings: Mapping[str, Any]) -> None:
+    """Keep the secret values of kafka-python arguments out of kafka-python's own log records.
+
+    :param settings: ``KafkaAdminClient`` keyword arguments (:func:`kafka_python_config`).
+    """
+    # Logger filters do not apply to child loggers, so the filter goes on every kafka-python
+    # logger that exists once the admin client's modules are imported.
+    import kafka.admin  # noqa: F401  (creates the loggers of every module the admin client uses)
+
+    _REDACT.secrets.update(
+        value for key, value in settings.items() if is_secret_key(key) and isinstance(value, str) and value
+    )
+    for name in [*logging.Logger.manager.loggerDict, "kafka"]:
+        if name == "kafka" or name.startswith("kafka."):
+            logger = logging.getLogger(name)
+            if _REDACT not in logger.filters:
+                logger.addFilter(_REDACT)

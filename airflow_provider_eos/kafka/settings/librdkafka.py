@@ -1,0 +1,72 @@
+"""librdkafka configs for each role (confluent-kafka producer, consumer, admin), from the spec's one ``kafka`` dict.
+
+The spec's dict is librdkafka's own dialect, so nothing is renamed here: each role gets the
+connection settings plus the keys of its role (:data:`~airflow_provider_eos.kafka.settings.keys.SETTINGS`
+says which keys belong to a producer or a consumer; librdkafka warns about, or refuses, the
+others). Keys the table does not know stay in every role: librdkafka itself judges them.
+These configs are plain dicts (they go into XCom and JSON); the logger is added where a client
+is built (:func:`~airflow_provider_eos.kafka.settings.client_logs.with_client_logger`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from airflow_provider_eos.core.spec import PipelineSpec
+from airflow_provider_eos.kafka.settings.keys import SETTINGS
+
+__all__ = [
+    "admin_config",
+    "common_config",
+    "group_metadata_consumer_config",
+    "role_keys",
+    "sink_producer_config",
+]
+
+
+def role_keys(librdkafka: Mapping[str, Any], scope: str) -> dict[str, Any]:
+    """The keys of ``librdkafka`` the table puts in ``scope`` (``producer`` or ``consumer``)."""
+    return {k: v for k, v in librdkafka.items() if k in SETTINGS and SETTINGS[k].scope == scope}
+
+
+def _connection(librdkafka: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in librdkafka.items() if k not in SETTINGS or SETTINGS[k].scope == "common"}
+
+
+def common_config(spec: PipelineSpec) -> dict[str, Any]:
+    """The spec's connection settings (bootstrap, security, timeouts) without producer or consumer keys."""
+    return _connection(spec.kafka)
+
+
+def sink_producer_config(spec: PipelineSpec, writer_index: int = 0) -> dict[str, Any]:
+    """The sink's transactional producer.
+
+    ``murmur2_random`` is the Java client's partitioner: a key lands in the partition Spark's
+    built-in writer and Java producers choose (librdkafka's default, consistent_random, differs).
+    ``message.timeout.ms`` stays within the transaction timeout so a stuck send fails the batch
+    before the broker aborts the transaction under it.
+    """
+    config = {
+        **common_config(spec),
+        "linger.ms": 20,
+        "compression.type": "lz4",
+        **role_keys(spec.kafka, "producer"),
+        "transactional.id": spec.transactional_id(writer_index),
+        "transaction.timeout.ms": spec.transaction_timeout_ms,
+        "enable.idempotence": True,
+        "acks": "all",
+        "partitioner": "murmur2_random",
+    }
+    config["message.timeout.ms"] = min(int(config.get("message.timeout.ms", 300_000)), spec.transaction_timeout_ms)
+    return config
+
+
+def group_metadata_consumer_config(spec: PipelineSpec) -> dict[str, Any]:
+    """A consumer that never subscribes: it only supplies the sink group's metadata handle."""
+    return {**common_config(spec), "group.id": spec.group_id, "enable.auto.commit": False}
+
+
+def admin_config(spec: PipelineSpec) -> dict[str, Any]:
+    """The admin client: connection settings only."""
+    return common_config(spec)

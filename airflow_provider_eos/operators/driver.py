@@ -1,0 +1,137 @@
+"""The pipeline DAG's driver steps: stop the stream deliberately, and confirm the driver is gone before recovery.
+
+DESIGN.md section 3, "Never act on a live job". Recovery (abort, verify) runs only after a task
+that ran the driver failed, or after :class:`StopPipelineDriverOperator` stopped it, and only
+once :class:`ConfirmDriverGoneOperator` has positive evidence that no process of the driver is
+left. Both find the driver by the run's driver token
+(:func:`~airflow_provider_eos.core.driver.driver_token`), so they can only ever touch the driver
+their own run submitted.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import BaseOperator
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+
+from airflow_provider_eos.core.driver import DriverHandle, DriverObservation, driver_token
+from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
+from airflow_provider_eos.operators.spark_submit import DRIVER_XCOM_KEY
+from airflow_provider_eos.spark.driver_processes import observe, stop_driver, this_host, wait_until_gone
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+__all__ = ["ConfirmDriverGoneOperator", "StopPipelineDriverOperator"]
+
+_FAILED = "failed"
+
+
+class _DriverStep(BaseOperator):
+    """Shared: which pipeline, and which tasks of this run submit its driver.
+
+    :param spec_path: the pipeline spec file (its name is part of the driver token). (templated)
+    :param submit_task_ids: the tasks of this DAG that run spark-submit for the pipeline.
+    """
+
+    template_fields: Sequence[str] = ("spec_path",)
+    ui_color = "#f6d6d6"
+
+    def __init__(self, *, spec_path: str, submit_task_ids: Sequence[str], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.spec_path = spec_path
+        self.submit_task_ids = list(submit_task_ids)
+
+    def driver_handle(self, context: Context) -> tuple[DriverHandle, bool]:
+        """The driver this run submitted, and whether a submit task recorded it.
+
+        Without a record (no submit task reached spark-submit) the token still identifies the
+        run's driver, and this host is the only place that can be looked at.
+        """
+        ti = context["ti"]
+        for task_id in self.submit_task_ids:
+            recorded = ti.xcom_pull(task_ids=task_id, key=DRIVER_XCOM_KEY)
+            if recorded:
+                return DriverHandle.model_validate(recorded), True
+        spec = load_pipeline_spec(self.spec_path)
+        token = driver_token(spec.name, ti.dag_id, context["run_id"])
+        return DriverHandle(pipeline=spec.name, token=token, host=this_host(),
+                            submitted_at=dt.datetime.now(dt.UTC)), False
+
+    def submit_states(self, context: Context) -> dict[str, str]:
+        """The states of this run's submit tasks, as the scheduler has them."""
+        ti = context["ti"]
+        states = ti.get_task_states(dag_id=ti.dag_id, run_ids=[context["run_id"]], task_ids=self.submit_task_ids)
+        return {task_id: str(state) for task_id, state in states.get(context["run_id"], {}).items()}
+
+
+class StopPipelineDriverOperator(_DriverStep):
+    """Stop this run's driver deliberately (the watcher found the stream unhealthy) and wait until it is gone.
+
+    SIGTERM to the Python driver first (it stops its query after the running batch), SIGKILL to
+    whatever is left after ``grace_period_s``. Skips when this run has no driver. Fails when the
+    driver's host cannot be observed from here or the driver outlives the kill: recovery then
+    does not run. Returns the observation (XCom).
+
+    :param grace_period_s: how long the driver may take to finish its running batch.
+    """
+
+    def __init__(self, *, grace_period_s: float = 120, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.grace_period_s = grace_period_s
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        handle, recorded = self.driver_handle(context)
+        before = observe(handle)
+        if not recorded and not before.processes:
+            raise AirflowSkipException(f"this run submitted no driver ({before.evidence}); nothing to stop")
+        self.log.info("Stopping the driver of %s: %s", handle.pipeline, before.evidence)
+        after = stop_driver(handle, grace_s=self.grace_period_s)
+        return _result_or_fail(after, "the driver could not be stopped")
+
+
+class ConfirmDriverGoneOperator(_DriverStep):
+    """Gate of the recovery branch: go on only after the driver failed or was stopped, and is positively gone.
+
+    Runs when every task on the running path is done. Skips its downstream (the recovery tasks)
+    when no submit task failed and :param stopped_by: did not stop the driver: a pre-flight
+    failure, or a failure that left the driver to finish cleanly, gives recovery nothing to do and
+    must not fence anyone. Otherwise waits up to ``timeout_s`` for positive evidence that no
+    process of the driver is left, and fails (recovery does not run) without it. Returns the
+    observation (XCom), which the abort task passes on as its evidence.
+
+    :param stopped_by: the task that stops the driver deliberately.
+    :param timeout_s: how long to wait for the driver's processes to exit.
+    """
+
+    def __init__(self, *, stopped_by: str, timeout_s: float = 120, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.stopped_by = stopped_by
+        self.timeout_s = timeout_s
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        states = self.submit_states(context)
+        failed = sorted(task_id for task_id, state in states.items() if state == _FAILED)
+        stopped = context["ti"].xcom_pull(task_ids=self.stopped_by) is not None
+        if not failed and not stopped:
+            raise AirflowSkipException(
+                f"no task that ran the driver failed ({states}) and the driver was not stopped: "
+                "nothing for recovery to do"
+            )
+        handle, _ = self.driver_handle(context)
+        cause = f"{', '.join(failed)} failed" if failed else f"{self.stopped_by} stopped the driver"
+        self.log.info("%s; waiting for positive evidence that the driver is gone", cause)
+        seen = wait_until_gone(handle, self.timeout_s)
+        return _result_or_fail(seen, "refusing to recover: the driver is not positively gone")
+
+
+def _result_or_fail(seen: DriverObservation, failure: str) -> dict[str, Any]:
+    if not seen.gone:
+        raise AirflowFailException(
+            f"{failure}: {seen.evidence}. Check the driver by hand; once it is gone, run eos_manual_recovery "
+            "(action abort, then verify)."
+        )
+    return seen.model_dump(mode="json")

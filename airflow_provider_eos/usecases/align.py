@@ -1,0 +1,104 @@
+"""Align: commit the checkpoint's ``offsets/C`` with marker ``C`` to the sink group, the repair for ``NO_MARKER``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow_provider_eos.core.repair import AlignPlan, plan_align
+from airflow_provider_eos.core.verification import VerificationReport, verify_checkpoint
+from airflow_provider_eos.kafka.group_offsets import write_committed_offsets
+from airflow_provider_eos.usecases.clients import PipelineClients
+from airflow_provider_eos.usecases.result import Outcome, UseCaseResult
+
+__all__ = ["AlignOutcome", "align"]
+
+
+class AlignOutcome(UseCaseResult[AlignPlan]):
+    """The align plan, whether it was committed, and the verification read back from Kafka afterwards.
+
+    :param group_id: the sink group.
+    :param executed: whether offsets were committed.
+    :param after: the verification after committing (or, for a dry run or a no-op, of the group as it is).
+    """
+
+    group_id: str
+    executed: bool
+    after: VerificationReport
+
+    def details(self) -> dict[str, Any]:
+        """The plan, ``executed``, and the verdict and report read back afterwards."""
+        return {
+            "group_id": self.group_id,
+            "executed": self.executed,
+            **self.report.to_dict(),
+            "verdict_after": self.after.overall.value,
+            "after": self.after.to_dict(),
+        }
+
+    def render_report(self, *, max_rows: int | None = None) -> str:
+        """What happened, the before/after table, and the verification read back from Kafka."""
+        plan = self.report
+        if self.executed:
+            head = f"Committed {len(plan.rows)} offset(s) with the marker of batch {plan.batch_id} to group " \
+                   f"{self.group_id!r}."
+            after = "Committed. Verification afterwards (read back from Kafka):"
+        elif plan.is_noop:
+            head = "Nothing to do: the group already holds the checkpoint's offsets and marker."
+            after = "Verification (read back from Kafka):"
+        else:
+            head = "Dry run: nothing committed. Execute to commit the 'after' column (eos repair align --execute; " \
+                   "in Airflow dry_run=False)."
+            after = "Verification of the group as it is (read back from Kafka):"
+        return "\n".join(
+            [head, "", plan.render(max_rows=max_rows), "", after, self.after.render(max_rows=max_rows)]
+        )
+
+
+def align(clients: PipelineClients, *, execute: bool = False, force: bool = False) -> AlignOutcome:
+    """Plan the alignment and, only with ``execute``, commit it; then verify what Kafka holds.
+
+    Committed offsets the verification still disagrees with are a finding, not "done": the
+    commit was acknowledged, yet the group does not hold the plan (something else committed).
+    The group must have no active members (stop the job first).
+
+    :param execute: commit the plan; without it nothing changes.
+    :param force: align despite a verdict that makes aligning lose or duplicate output.
+    :raises CheckpointError: if there is no checkpoint, or a file is malformed.
+    :raises RepairError: if the checkpoint has no committed batch, or the verdict forbids
+        aligning and ``force`` is not set.
+    """
+    spec = clients.spec
+    reader = clients.existing_checkpoint()
+    plan = plan_align(reader, clients.committed_offsets(), force=force)
+    executed = execute and not plan.is_noop
+    if executed:
+        write_committed_offsets(clients.admin, spec.group_id, plan.offsets_with_metadata(), timeout_s=clients.timeout_s)
+    # Read back from Kafka rather than trusting the plan, so "after" is what the group holds.
+    after = verify_checkpoint(reader, clients.committed_offsets())
+    disagrees = executed and not after.ok
+    if disagrees:
+        summary = f"committed the plan, but verification afterwards says {after.overall.value}"
+        next_step = after.next_step
+    elif executed:
+        summary = f"committed offsets/{plan.batch_id} with marker {plan.batch_id} to group {spec.group_id!r}"
+        next_step = "Restart the pipeline: the next batch proceeds from the committed offsets."
+    elif plan.is_noop:
+        summary = f"the group {spec.group_id!r} already holds offsets/{plan.batch_id} with its marker"
+        next_step = "None: nothing to align."
+    else:
+        summary = f"dry run: {len(plan.changes)} of {len(plan.rows)} partition(s) would change"
+        next_step = (
+            "Stop the job, then execute the plan (eos repair align --spec FILE --execute; in Airflow "
+            "AlignGroupOffsetsOperator with dry_run=False)."
+        )
+    return AlignOutcome(
+        use_case="align",
+        pipeline=spec.name,
+        group_id=spec.group_id,
+        outcome=Outcome.FINDING if disagrees else Outcome.OK,
+        summary=summary,
+        next_step=next_step,
+        report=plan,
+        executed=executed,
+        after=after,
+    )

@@ -1,0 +1,86 @@
+"""The clients and readers a use case works through, built the same way by every shell.
+
+A shell (the CLI, an operator) makes one :class:`PipelineClients` per call from the spec and the
+checkpoint storage options it has: the CLI has the worker's ambient credentials (``{}``), an
+operator the options of its checkpoint connection. Every use case then reads the checkpoint and
+Kafka through it, so no use case can be called with the credentials of one shell missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_eos.core.checkpoint import CheckpointReader
+from airflow_provider_eos.core.errors import CheckpointError
+from airflow_provider_eos.kafka.group_offsets import sink_group_offsets
+from airflow_provider_eos.kafka.settings import admin_config, with_client_logger
+
+if TYPE_CHECKING:
+    from confluent_kafka.admin import AdminClient
+
+    from airflow_provider_eos.core.markers import CommittedOffsets
+    from airflow_provider_eos.core.spec import PipelineSpec
+
+__all__ = ["DEFAULT_TIMEOUT_S", "PipelineClients"]
+
+#: Per Kafka admin request.
+DEFAULT_TIMEOUT_S = 30.0
+
+
+@dataclass
+class PipelineClients:
+    """One pipeline's spec with the Kafka admin client and checkpoint reader its use cases need.
+
+    :param spec: the pipeline.
+    :param storage_options: fsspec options for the checkpoint location (credentials ...); ``{}``
+        means the ambient credentials.
+    :param timeout_s: per Kafka admin request.
+    """
+
+    spec: PipelineSpec
+    storage_options: Mapping[str, Any] = field(default_factory=dict)
+    timeout_s: float = DEFAULT_TIMEOUT_S
+
+    @classmethod
+    def from_spec_file(cls, spec_file: str | Path) -> PipelineClients:
+        """The clients of the pipeline in ``spec_file``, with the ambient storage credentials (the CLI's way).
+
+        :raises SpecError: if the file is missing or invalid.
+        """
+        from airflow_provider_eos.core.spec import PipelineSpec
+
+        return cls(PipelineSpec.load(spec_file))
+
+    @cached_property
+    def admin(self) -> AdminClient:
+        """A confluent-kafka admin client on the spec's connection settings (made on first use)."""
+        from confluent_kafka.admin import AdminClient
+
+        return AdminClient(with_client_logger("admin", admin_config(self.spec)))
+
+    @cached_property
+    def checkpoint(self) -> CheckpointReader:
+        """The reader of the spec's checkpoint, with the storage options."""
+        return CheckpointReader(self.spec.checkpoint_location, dict(self.storage_options) or None)
+
+    def existing_checkpoint(self) -> CheckpointReader:
+        """The checkpoint reader, for a repair: a checkpoint that does not exist cannot be repaired.
+
+        :raises CheckpointError: if there is no checkpoint at the spec's location.
+        """
+        if not self.checkpoint.exists():
+            # A mistyped location must not read as "nothing to repair".
+            raise CheckpointError(
+                f"no Spark checkpoint at {self.spec.checkpoint_location!r} (no metadata file, no offsets) "
+                f"for pipeline {self.spec.name!r}",
+                fix="check the spec's checkpoint_location; a pipeline that never ran has nothing to repair",
+            )
+        return self.checkpoint
+
+    def committed_offsets(self) -> CommittedOffsets:
+        """The sink group's committed offsets and markers on every partition a verification compares."""
+        return sink_group_offsets(self.admin, self.spec, self.checkpoint, timeout_s=self.timeout_s)

@@ -1,1 +1,0 @@
-"""spark-submit entry script and example transforms."""

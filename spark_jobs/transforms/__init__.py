@@ -1,1 +1,0 @@
-"""Example transforms: ``spark_jobs.transforms.<name>:transform``."""

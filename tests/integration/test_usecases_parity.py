@@ -1,0 +1,382 @@
+"""Every use case through both shells on the same real state: same outcome, same report.
+
+The CLI runs as ``eos ... --json`` in a subprocess; the operator's ``execute`` runs in this
+process with a minimal context (a task instance that records what is pushed to XCom). The
+outcomes must correspond: ``ok`` is exit 0 and success (the data returned), ``finding`` is
+exit 1 and ``AirflowFailException`` after the data was pushed, an error is exit 2 with the JSON
+error object and an ``AirflowException`` carrying the same message and fix, with nothing pushed.
+State is real: the broker of the ``bootstrap`` fixture and a checkpoint in Spark's format
+written by :mod:`tests.support.checkpoints`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
+
+from airflow_provider_eos.core.markers import BatchMarker
+from airflow_provider_eos.kafka.group_offsets import write_committed_offsets
+from tests.dags.test_recovery_operators import wait_for_group_coordinator
+from tests.integration.test_recovery_cli import group_coordinator_ready  # noqa: F401  (autouse warm-up)
+from tests.support.checkpoints import batch_end_offsets, write_checkpoint
+
+pytestmark = pytest.mark.integration
+
+EOS = Path(sys.executable).with_name("eos")
+PARTITIONS = 2
+LAST_COMMITTED = 3
+# Values that depend on the moment a shell ran, not on the state both shells read.
+MOMENT_KEYS = frozenset({"scanned_at", "evaluated_at", "evaluated_at_ms", "commit_age_ms", "age_ms", "observed_at"})
+
+
+@dataclass
+class Pipeline:
+    """A spec file in a specs folder, a checkpoint of batches 0..3 and the sink group."""
+
+    spec_path: Path
+    checkpoint: Path
+    bootstrap: str
+    input_topic: str
+    output_topic: str
+    group_id: str
+    prefix: str
+    query_id: str
+
+    def commit_group(self, batch: int) -> None:
+        """Commit offsets/``batch`` with marker ``batch``, as the sink does."""
+        marker = BatchMarker(self.query_id, batch).encode()
+        offsets = batch_end_offsets(self.input_topic, batch, PARTITIONS)
+        write_committed_offsets(
+            AdminClient({"bootstrap.servers": self.bootstrap}),
+            self.group_id,
+            {tp: (offset, marker) for tp, offset in offsets.items()},
+        )
+
+    def produce_input(self) -> None:
+        """As many records as offsets/3 names, so the group's offsets are the inputs' ends (no lag)."""
+        producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5})
+        for tp, end in batch_end_offsets(self.input_topic, LAST_COMMITTED, PARTITIONS).items():
+            for i in range(end):
+                producer.produce(self.input_topic, value=f"r{i}".encode(), partition=tp.partition)
+        assert producer.flush(30) == 0
+
+
+@pytest.fixture
+def pipeline(tmp_path: Path, bootstrap: str, topic_factory) -> Pipeline:
+    input_topic = topic_factory("parity-in", partitions=PARTITIONS)
+    wait_for_group_coordinator(bootstrap, input_topic)
+    output_topic = topic_factory("parity-out", partitions=PARTITIONS)
+    name = f"p{uuid.uuid4().hex[:8]}"
+    query_id = str(uuid.uuid4())
+    checkpoint = write_checkpoint(
+        tmp_path / "checkpoints" / name,
+        topic=input_topic,
+        partitions=PARTITIONS,
+        query_id=query_id,
+        offsets=range(LAST_COMMITTED + 1),
+        commits=range(LAST_COMMITTED + 1),
+    )
+    spec = {
+        "name": name,
+        "kafka": {"bootstrap.servers": bootstrap},
+        "input_topics": [input_topic],
+        "output_topic": output_topic,
+        "group_id": f"{name}-sink",
+        "transactional_id_prefix": f"{name}-eos",
+        "checkpoint_location": str(checkpoint),
+        "transaction_timeout_ms": 60_000,
+        "trigger": "10 seconds",
+    }
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    spec_path = specs / f"{name}.json"
+    spec_path.write_text(json.dumps(spec))
+    return Pipeline(spec_path, checkpoint, bootstrap, input_topic, output_topic, spec["group_id"],
+                    spec["transactional_id_prefix"], query_id)
+
+
+# -- the two shells -------------------------------------------------------------------------------
+
+
+@dataclass
+class Shell:
+    """What one shell said: the outcome and the report (or, for an error, the error object)."""
+
+    outcome: str
+    data: dict[str, Any]
+
+
+# Ages and times inside messages ("open for 652ms of its 1m00s timeout", "commit is 5s old (2026-...)").
+MOMENT_TEXT = re.compile(r"\d{4}-\d\d-\d\dT[\d:.]+(?:[+-]\d\d:\d\d|Z)?|\b\d+(?:\.\d+)?(?:h\d+m)?(?:m\d+s|ms|s|m|h)\b")
+
+
+def normalized(data: dict[str, Any]) -> Any:
+    """``data`` as JSON would carry it, without the values that only say when it was read."""
+
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in MOMENT_KEYS}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        if isinstance(value, str):
+            return MOMENT_TEXT.sub("<moment>", value)
+        return value
+
+    return strip(json.loads(json.dumps(data, default=str)))
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> Shell:
+    assert EOS.exists(), f"the eos entry point is not installed next to {sys.executable}; run `make install`"
+    result = subprocess.run(
+        [str(EOS), *args, "--json"], capture_output=True, text=True, timeout=300, check=False,
+        env={**os.environ, **(env or {})},
+    )
+    try:
+        data = json.loads(result.stdout)
+    except json.JSONDecodeError:
+        pytest.fail(f"eos {' '.join(args)} --json printed no JSON (exit {result.returncode}):\n"
+                    f"{result.stdout}{result.stderr}")
+    outcome = {0: "ok", 1: "finding", 2: "error"}.get(result.returncode)
+    assert outcome is not None, f"eos {' '.join(args)}: exit {result.returncode}\n{result.stderr}"
+    return Shell(outcome, data)
+
+
+class TaskInstance:
+    """The part of the task instance the operators use: what they push to XCom."""
+
+    def __init__(self) -> None:
+        self.pushed: dict[str, Any] = {}
+
+    def xcom_push(self, key: str, value: Any) -> None:
+        self.pushed[key] = value
+
+
+def operator(task: Any) -> Shell:
+    """Run ``task.execute`` and read its outcome the way Airflow would."""
+    from airflow.sdk.exceptions import AirflowException, AirflowFailException, TaskDeferred
+
+    ti = TaskInstance()
+    try:
+        returned = task.execute({"ti": ti})
+    except AirflowFailException as exc:
+        if "return_value" in ti.pushed:
+            return Shell("finding", ti.pushed["return_value"])
+        return Shell("error", _error_of(exc))
+    except AirflowException as exc:
+        assert "return_value" not in ti.pushed, "an error must not push a report"
+        return Shell("error", _error_of(exc))
+    except TaskDeferred:  # pragma: no cover - a sensor that did not settle is a test bug
+        pytest.fail(f"{task.task_id} deferred instead of settling on its first sample")
+    return Shell("ok", returned)
+
+
+def _error_of(exc: BaseException) -> dict[str, Any]:
+    cause = exc.__cause__
+    assert cause is not None, f"the task failure carries no core error: {exc!r}"
+    return {"error": type(cause).__name__, "message": getattr(cause, "message", str(cause)),
+            "fix": getattr(cause, "fix", None), "text": str(exc)}
+
+
+def assert_same(
+    cli_said: Shell, operator_said: Shell, *, outcome: str, cli_only: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """Both shells reached ``outcome`` with the same report (or the same error); return the CLI's data.
+
+    :param cli_only: keys only the CLI's data has (the operator under test returns the bare report).
+    """
+    assert (cli_said.outcome, operator_said.outcome) == (outcome, outcome), (cli_said, operator_said)
+    if outcome == "error":
+        assert operator_said.data["error"] == cli_said.data["error"]
+        text = normalized({"text": operator_said.data["text"]})["text"]
+        assert normalized({"message": cli_said.data["message"]})["message"] in text
+        assert (cli_said.data["fix"] or "") in text
+        return cli_said.data
+    assert cli_said.data["outcome"] == outcome
+    compared = {k: v for k, v in cli_said.data.items() if k not in cli_only}
+    assert normalized(operator_said.data) == normalized(compared)
+    return cli_said.data
+
+
+def recovery(kind: str, pipeline: Pipeline, **params: Any) -> Shell:
+    from airflow_provider_eos.operators import recovery as ops
+
+    classes = {
+        "verify": ops.VerifyCommittedOffsetsOperator,
+        "abort": ops.AbortOpenTransactionsOperator,
+        "rewind": ops.RewindCheckpointOperator,
+        "align": ops.AlignGroupOffsetsOperator,
+    }
+    return operator(classes[kind](task_id=kind, spec_path=str(pipeline.spec_path), **params))
+
+
+@pytest.fixture
+def open_transaction(pipeline: Pipeline) -> Iterator[str]:
+    """A live producer's transaction under the pipeline's prefix, open on the output topic."""
+    txn_id = f"{pipeline.prefix}-0"
+    producer = Producer({"bootstrap.servers": pipeline.bootstrap, "transactional.id": txn_id})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for i in range(5):
+        producer.produce(pipeline.output_topic, key=f"k{i}".encode(), value=b"open", partition=i % PARTITIONS)
+    assert producer.flush(30) == 0
+    try:
+        yield txn_id
+    finally:
+        producer.abort_transaction(30)
+
+
+# -- verify -------------------------------------------------------------------------------------
+
+
+def test_verify_in_sync(pipeline: Pipeline) -> None:
+    pipeline.commit_group(LAST_COMMITTED)
+    data = assert_same(cli("verify", "--spec", str(pipeline.spec_path)), recovery("verify", pipeline), outcome="ok")
+    assert data["overall"] == "IN_SYNC" and data["last_committed"] == LAST_COMMITTED
+    assert data["group_id"] == pipeline.group_id and len(data["rows"]) == PARTITIONS
+
+
+def test_verify_kafka_behind(pipeline: Pipeline) -> None:
+    pipeline.commit_group(1)
+    data = assert_same(
+        cli("verify", "--spec", str(pipeline.spec_path)), recovery("verify", pipeline), outcome="finding"
+    )
+    assert data["overall"] == "KAFKA_BEHIND" and data["rewind_to_batch"] == 1
+    assert data["next_step"].startswith("Rewind the checkpoint to batch 1")
+
+
+def test_verify_with_a_missing_checkpoint(pipeline: Pipeline) -> None:
+    spec = json.loads(pipeline.spec_path.read_text())
+    pipeline.spec_path.write_text(json.dumps({**spec, "checkpoint_location": str(pipeline.checkpoint) + "-never"}))
+
+    # Nothing committed and a group holding nothing: a first run passes in both shells.
+    data = assert_same(cli("verify", "--spec", str(pipeline.spec_path)), recovery("verify", pipeline), outcome="ok")
+    assert data["overall"] == "IN_SYNC" and data["last_committed"] is None
+    assert {(r["verdict"], r["group_offset"]) for r in data["rows"]} == {("IN_SYNC", None)}
+
+    # The group holds markers of a query the missing checkpoint does not have: a wrong location.
+    pipeline.commit_group(LAST_COMMITTED)
+    data = assert_same(
+        cli("verify", "--spec", str(pipeline.spec_path)), recovery("verify", pipeline), outcome="finding"
+    )
+    assert data["overall"] == "DIVERGED"
+
+
+# -- abort --------------------------------------------------------------------------------------
+
+
+def test_abort_dry_run_with_an_open_transaction_and_the_refusal(pipeline: Pipeline, open_transaction: str) -> None:
+    spec = str(pipeline.spec_path)
+    data = assert_same(
+        cli("abort", "--spec", spec, "--dry-run"), recovery("abort", pipeline, dry_run=True), outcome="finding"
+    )
+    assert data["executed"] is False
+    assert [(r["transactional_id"], r["outcome"]) for r in data["rows"]] == [
+        (open_transaction, "would abort (dry run)")
+    ]
+
+    # Executing while the job looks alive (a young transaction, a fresh commit) is refused by both.
+    error = assert_same(cli("abort", "--spec", spec), recovery("abort", pipeline), outcome="error")
+    assert error["error"] == "UnsafeToActError" and open_transaction in error["message"]
+
+
+# -- repairs ------------------------------------------------------------------------------------
+
+
+def test_align_dry_run_on_no_marker(pipeline: Pipeline) -> None:
+    data = assert_same(
+        cli("repair", "align", "--spec", str(pipeline.spec_path)), recovery("align", pipeline), outcome="ok"
+    )
+    assert data["verdict"] == "NO_MARKER" and data["executed"] is False and data["changes"] == PARTITIONS
+    assert data["verdict_after"] == "NO_MARKER"
+
+
+def test_rewind_dry_run(pipeline: Pipeline) -> None:
+    pipeline.commit_group(1)
+    spec = str(pipeline.spec_path)
+    data = assert_same(
+        cli("repair", "rewind", "--spec", spec, "--to-batch", "1"),
+        recovery("rewind", pipeline, to_batch=1),
+        outcome="ok",
+    )
+    assert data["executed"] is False and data["to_batch"] == 1 and data["moved"] == []
+    assert {m["path"] for m in data["moves"] if not m["path"].endswith(".crc")} == {
+        "offsets/2", "offsets/3", "commits/2", "commits/3"
+    }
+    # Without a batch both take the one the KAFKA_BEHIND verdict names.
+    named = assert_same(cli("repair", "rewind", "--spec", spec), recovery("rewind", pipeline), outcome="ok")
+    assert normalized(named) == normalized(data)
+
+    # With nothing behind there is no batch to take: the same refusal in both shells.
+    pipeline.commit_group(LAST_COMMITTED)
+    error = assert_same(cli("repair", "rewind", "--spec", spec), recovery("rewind", pipeline), outcome="error")
+    assert error["error"] == "RepairError" and "IN_SYNC" in error["message"]
+
+
+# -- pre-flight ---------------------------------------------------------------------------------
+
+
+def test_preflight(pipeline: Pipeline, tmp_path: Path) -> None:
+    from airflow_provider_eos.operators.preflight import EosPreflightOperator
+
+    specs = str(pipeline.spec_path.parent)
+
+    def task() -> EosPreflightOperator:
+        return EosPreflightOperator(task_id="preflight", spec_path=str(pipeline.spec_path), specs_dir=specs,
+                                    master="local[2]")
+
+    args = ("preflight", "--spec", str(pipeline.spec_path), "--master", "local[2]")
+    data = assert_same(cli(*args, "--specs-dir", specs), operator(task()), outcome="ok")
+    assert data["ok"] is True and data["errors"] == []
+    assert {f["code"]: f["status"] for f in data["findings"]}["EOS401"] == "pass"  # the folder was read
+
+    # $EOS_SPECS_DIR is the folder eos preflight reads without --specs-dir, as the DAGs do.
+    via_env = cli(*args, env={"EOS_SPECS_DIR": specs})
+    assert normalized(via_env.data) == normalized(data)
+
+    # A pipeline whose topics do not exist: the same failed rules in both shells.
+    spec = json.loads(pipeline.spec_path.read_text())
+    pipeline.spec_path.write_text(json.dumps({**spec, "input_topics": [f"missing-{uuid.uuid4().hex[:8]}"]}))
+    data = assert_same(cli(*args, "--specs-dir", specs), operator(task()), outcome="finding")
+    assert "EOS205" in data["errors"]
+
+
+# -- health -------------------------------------------------------------------------------------
+
+
+def test_health(pipeline: Pipeline) -> None:
+    """``eos health`` and the health sensor evaluate the same sample the same way.
+
+    The sensor's XCom is the report itself (it watches over time rather than answering once),
+    so the CLI's ``outcome`` and ``next_step`` are left out of the comparison.
+    """
+    from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
+
+    def sensor(watch: str) -> Shell:
+        return operator(StreamingQueryHealthSensor(
+            task_id="health", spec_path=str(pipeline.spec_path), watch=watch,
+            committed_after="2000-01-01T00:00:00+00:00",
+        ))
+
+    pipeline.produce_input()
+    pipeline.commit_group(LAST_COMMITTED)
+    data = assert_same(cli("health", "--spec", str(pipeline.spec_path)), sensor("wait_healthy"), outcome="ok",
+                       cli_only=("outcome", "next_step"))
+    assert data["status"] == "HEALTHY" and data["total_lag"] == 0
+
+    pipeline.commit_group(1)  # the output of batches 2 and 3 is missing: KAFKA_BEHIND
+    data = assert_same(cli("health", "--spec", str(pipeline.spec_path)), sensor("watch"), outcome="finding",
+                       cli_only=("outcome", "next_step"))
+    assert data["status"] == "UNHEALTHY" and data["verification"]["verdict"] == "KAFKA_BEHIND"
+    assert data["next_step"].startswith("Rewind the checkpoint to batch 1")

@@ -1,0 +1,1 @@
+"""Tests of :mod:`airflow_provider_eos.core.repair`."""

@@ -1,0 +1,171 @@
+"""The health report (core/health/report.py, render.py), the thresholds and what a sensor makes of a report."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from airflow_provider_eos.core.health import (
+    HealthError,
+    HealthReport,
+    HealthStatus,
+    HealthThresholds,
+    VerificationSample,
+    WatchMode,
+    WatchOutcome,
+    watch_outcome,
+)
+from airflow_provider_eos.core.topic_partition import TopicPartition
+from tests.support.health_samples import (
+    PREFIX,
+    SECOND,
+    T0,
+    TH,
+    lag_window,
+    out,
+    part,
+    run,
+    sample,
+    spec,
+    txn,
+)
+
+# -- overall, rendering, serialization of the report --------------------------------------------
+
+
+def test_healthy_report_renders_every_table_and_serializes_to_json() -> None:
+    dlq = out(3, 3, TopicPartition("dlq", 0), "dlq")
+    samples = [sample(t, [part(100 + 10 * t, 100 + 10 * t, t)], outputs=[out(50, 50), dlq]) for t in (0, 5)]
+    report = run(samples)
+    assert report.status is HealthStatus.HEALTHY and report.is_healthy and report.problems == ()
+    text = report.render()
+    assert "Health of pipeline 'orders': HEALTHY" in text and "2 sample(s) over 5s" in text
+    assert "Findings: none" in text
+    assert "Input lag" in text and "orders-0" in text and "caught up" in text
+    assert "orders-out-0  output" in text and "dlq-0" in text
+    data = json.loads(json.dumps(report.to_dict()))
+    assert data["status"] == "HEALTHY" and data["is_healthy"] is True and data["samples"] == 2
+    assert data["partitions"][0]["status"] == "OK" and [g["role"] for g in data["gaps"]] == ["input", "output", "dlq"]
+    assert data["thresholds"] == TH.model_dump(mode="json")
+
+
+def test_unhealthy_report_lists_the_findings_worst_first() -> None:
+    samples = lag_window([(0, 100, 40, 3), (20, 100, 40, 3), (40, 100, 40, 3)])
+    report = run(samples)
+    statuses = [f.status.severity for f in report.findings]
+    assert statuses == sorted(statuses, reverse=True)
+    text = report.render()
+    assert "UNHEALTHY [lag] orders-0: STOP" in text
+    assert "UNHEALTHY [commit_age]" not in text  # commits/ is fresh in these samples
+
+
+def test_evaluate_needs_a_sample() -> None:
+    with pytest.raises(HealthError, match="without a sample"):
+        run([])
+
+
+# -- thresholds --------------------------------------------------------------------------------
+
+
+def test_thresholds_derive_from_trigger_interval_batch_budget_and_transaction_timeout() -> None:
+    # Without a budget the transaction timeout bounds a batch: cycle = max(10s, 60s).
+    assert HealthThresholds.from_spec(spec(trigger="10 seconds")) == HealthThresholds(120_000, 240_000, 60_000, 60_000)
+    # A budget shorter than the interval: the interval is the cycle.
+    derived = HealthThresholds.from_spec(spec(trigger="2 minutes", batch_budget_ms=30_000))
+    assert (derived.warn_after_ms, derived.stop_after_ms) == (240_000, 480_000)
+    derived = HealthThresholds.from_spec(spec(trigger="available_now", transaction_timeout_ms=20_000))
+    assert (derived.warn_after_ms, derived.stop_after_ms, derived.hang_after_ms) == (40_000, 80_000, 20_000)
+
+
+def test_threshold_overrides_are_validated() -> None:
+    assert TH.with_overrides({"stop_after_ms": 5}).stop_after_ms == 5
+    assert TH.with_overrides(None) is TH
+    with pytest.raises(HealthError, match="unknown health threshold"):
+        TH.with_overrides({"stop_after": 5})
+    with pytest.raises(HealthError, match="stop_after_ms is 0"):
+        TH.with_overrides({"stop_after_ms": 0})
+    with pytest.raises(HealthError, match="min_samples"):
+        TH.with_overrides({"min_samples": 1})
+    with pytest.raises(HealthError, match="is True"):
+        TH.with_overrides({"hang_after_ms": True})
+
+
+# -- what a sensor makes of a report -----------------------------------------------------------
+
+
+def test_wait_healthy_needs_a_commit_after_the_start_and_no_unhealthy_finding() -> None:
+    fresh = run([sample(100, [part(100, 100)], commit_s=95)])
+    assert watch_outcome(fresh, WatchMode.WAIT_HEALTHY, T0 + 90 * SECOND) is WatchOutcome.HEALTHY
+    assert watch_outcome(fresh, WatchMode.WAIT_HEALTHY, T0 + 95 * SECOND) is None  # not newer than the start
+    behind = run([sample(100, [part(100, 100)], commit_s=95, verification=VerificationSample("DIVERGED", False))])
+    assert watch_outcome(behind, WatchMode.WAIT_HEALTHY, T0) is None
+    never = run([sample(100, [part(100, None)], last_committed=None)])
+    assert watch_outcome(never, WatchMode.WAIT_HEALTHY, T0) is None
+
+
+def test_watch_fails_on_unhealthy_only() -> None:
+    degraded = run(lag_window([(0, 100, 40, 3), (5, 130, 60, 4), (10, 170, 80, 5)]))
+    assert degraded.status is HealthStatus.DEGRADED
+    assert watch_outcome(degraded, WatchMode.WATCH, T0) is None
+    stopped = run(lag_window([(0, 100, 40, 3), (20, 100, 40, 3), (40, 100, 40, 3)]))
+    assert watch_outcome(stopped, WatchMode.WATCH, T0) is WatchOutcome.UNHEALTHY
+
+
+def test_watch_mode_parsing() -> None:
+    assert WatchMode.parse(" watch ") is WatchMode.WATCH
+    assert WatchMode.parse(WatchMode.WAIT_HEALTHY) is WatchMode.WAIT_HEALTHY
+    with pytest.raises(HealthError, match="wait_healthy"):
+        WatchMode.parse("poke")
+
+
+# -- the JSON form: the keys the CLI, XCom readers and the DAGs rely on ------------------------------
+
+
+def test_report_json_keeps_its_keys_and_reads_back_as_the_same_report() -> None:
+    dlq = out(3, 3, TopicPartition("dlq", 0), "dlq")
+    report = run([
+        sample(t, [part(lso, committed, t)], outputs=[out(5, 9), dlq], commit_s=t - 30,
+               transactions=[txn(f"{PREFIX}-0", 11, at_s=t)])
+        for t, lso, committed in ((100, 100, 50), (105, 110, 60), (110, 120, 70))
+    ])
+    data = json.loads(json.dumps(report.to_dict()))
+    assert data == report.model_dump(mode="json")
+    assert set(data) == {
+        "pipeline", "status", "is_healthy", "evaluated_at", "evaluated_at_ms", "samples", "window_span_ms",
+        "thresholds", "checkpoint_exists", "query_id", "last_committed", "last_commit_time", "last_commit_time_ms",
+        "commit_age_ms", "total_lag", "partitions", "gaps", "transactions", "verification", "findings", "notes",
+    }
+    assert data["evaluated_at"] == "2023-11-14T22:15:10+00:00" and data["commit_age_ms"] == 30 * SECOND
+    assert data["partitions"][0] == {
+        "topic": "orders", "partition": 0, "status": "WARN", "committed": 70, "marker_batch": 110, "lso": 120,
+        "lag": 50, "first_lag": 50, "samples": 3, "commits": 2,
+        "detail": "the offset moves but the lag never decreased (50 -> 50)",
+    }
+    assert data["gaps"][1] == {
+        "topic": "orders-out", "partition": 0, "role": "output", "lso": 5, "hwm": 9, "gap": 4, "state": "hanging",
+        "pinned_for_ms": 10 * SECOND,
+    }
+    assert data["transactions"] == [{
+        "transactional_id": f"{PREFIX}-0", "state": "Ongoing", "age_ms": 11 * SECOND, "limit_ms": 10 * SECOND,
+        "lingering": True, "partitions": ["orders-out-0"],
+    }]
+    assert set(data["findings"][0]) == {"signal", "status", "subject", "detail"}
+    assert data["verification"] == {"verdict": "IN_SYNC", "ok": True, "next_step": None, "note": None}
+    assert HealthReport.model_validate(data) == report
+
+
+def test_finding_and_verification_sample_take_their_fields_by_position_too() -> None:
+    assert VerificationSample("DIVERGED", False) == VerificationSample(verdict="DIVERGED", ok=False)
+    with pytest.raises(TypeError, match="multiple values"):
+        VerificationSample("DIVERGED", verdict="IN_SYNC", ok=True)
+    with pytest.raises(TypeError, match="at most 4"):
+        VerificationSample("a", True, "b", "c", "d")
+
+
+def test_thresholds_refuse_text_and_fractions_instead_of_converting_them() -> None:
+    with pytest.raises(HealthError, match="warn_after_ms is '10'"):
+        HealthThresholds(warn_after_ms="10", stop_after_ms=1, hang_after_ms=1, lingering_after_ms=1)
+    with pytest.raises(HealthError, match=r"stop_after_ms is 1\.5"):
+        HealthThresholds.model_validate({**TH.model_dump(), "stop_after_ms": 1.5})
+    assert HealthThresholds.model_validate(TH.model_dump(mode="json")) == TH

@@ -1,0 +1,75 @@
+"""Which Kafka client errors the named policies retry, and how the sink sees a client error."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from airflow_provider_eos.core.errors import RetryExhaustedError
+from airflow_provider_eos.kafka.retriable import (
+    COORDINATOR_LOADING,
+    TRANSACTION_COMMIT,
+    CoordinatorNotReady,
+    coordinator_not_ready,
+    local_queue_full,
+    raise_if_coordinator_not_ready,
+    retriable_kafka_error,
+)
+from airflow_provider_eos.spark.sink import kafka_failure
+
+
+def failing(code: int, **flags: bool) -> KafkaException:
+    return KafkaException(KafkaError(code, "broker says so", **flags))
+
+
+@pytest.mark.parametrize(
+    "code", [KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE]
+)
+def test_coordinator_loading_or_moving_is_retried(code: int) -> None:
+    assert coordinator_not_ready(failing(code))
+    with pytest.raises(CoordinatorNotReady):
+        raise_if_coordinator_not_ready("read offsets", [None, KafkaError(code)])
+
+
+def test_other_group_errors_are_not_retried() -> None:
+    assert not coordinator_not_ready(failing(KafkaError.GROUP_AUTHORIZATION_FAILED))
+    assert not coordinator_not_ready(ValueError("x"))
+    raise_if_coordinator_not_ready("read offsets", [None, KafkaError(KafkaError.GROUP_AUTHORIZATION_FAILED)])
+
+
+def test_commit_retries_what_the_client_flags_retriable() -> None:
+    assert retriable_kafka_error(failing(KafkaError._TIMED_OUT, retriable=True))
+    assert not retriable_kafka_error(failing(KafkaError._FENCED, fatal=True))
+    assert local_queue_full(BufferError("Local: Queue full")) and not local_queue_full(failing(KafkaError._TIMED_OUT))
+
+
+def test_coordinator_loading_gives_up_within_the_callers_timeout() -> None:
+    calls = []
+
+    def describe() -> None:
+        calls.append(1)
+        raise failing(KafkaError.COORDINATOR_LOAD_IN_PROGRESS)
+
+    with pytest.raises(RetryExhaustedError) as raised:
+        COORDINATOR_LOADING.bounded(timeout_s=0.4).call(describe, what="describe group 'g'")
+    assert "describe group 'g': gave up waiting for the group coordinator to load the group" in raised.value.message
+    assert "COORDINATOR_LOAD_IN_PROGRESS" in raised.value.message and len(calls) >= 2
+    assert "__consumer_offsets" in raised.value.fix
+
+
+def test_the_sink_maps_client_errors_and_exhausted_retries_to_the_classifications_input() -> None:
+    fenced = kafka_failure(failing(KafkaError._FENCED, fatal=True), outlived_timeout=False)
+    assert (fenced.code, fenced.fatal, fenced.retriable, fenced.txn_requires_abort) == ("_FENCED", True, False, False)
+    assert fenced.detail == "broker says so"
+
+    attempts = iter([failing(KafkaError._TIMED_OUT, retriable=True, txn_requires_abort=True)] * 5)
+    with pytest.raises(RetryExhaustedError) as raised:
+        TRANSACTION_COMMIT.bounded(attempts=2).call(lambda: (_ for _ in ()).throw(next(attempts)), what="commit")
+    timed_out = kafka_failure(raised.value, outlived_timeout=True)
+    assert (timed_out.code, timed_out.retriable, timed_out.txn_requires_abort, timed_out.outlived_timeout) == (
+        "_TIMED_OUT", True, True, True)
+    assert timed_out.detail.startswith("commit: gave up waiting for commit_transaction to go through after 2 attempt")
+
+    queue = RetryExhaustedError("produce: gave up", what="produce", attempts=3, elapsed_s=1.0,
+                                last_error=BufferError("Local: Queue full"))
+    assert kafka_failure(queue, outlived_timeout=False).code == "_QUEUE_FULL"

@@ -1,0 +1,147 @@
+"""The use cases' decisions, with a hand-made checkpoint and the group's offsets scripted (no broker).
+
+The same decisions run against the real broker through both shells in
+tests/integration/test_usecases_parity.py; here are the outcomes a live broker does not produce
+on demand (a commit the group does not hold afterwards) and the CLI's output contract.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_provider_eos.cli.output import ExitCode, emit, emit_error
+from airflow_provider_eos.core.errors import CheckpointError, RepairError
+from airflow_provider_eos.core.markers import BatchMarker, CommittedOffset, CommittedOffsets
+from airflow_provider_eos.core.spec import PipelineSpec
+from airflow_provider_eos.usecases import align as align_module
+from airflow_provider_eos.usecases.align import align
+from airflow_provider_eos.usecases.clients import PipelineClients
+from airflow_provider_eos.usecases.result import Outcome
+from airflow_provider_eos.usecases.rewind import rewind
+from airflow_provider_eos.usecases.verify import verify
+from tests.support.checkpoints import batch_end_offsets, write_checkpoint
+
+TOPIC = "orders-in"
+PARTITIONS = 2
+QUERY = str(uuid.uuid4())
+
+
+@dataclass
+class ScriptedClients(PipelineClients):
+    """Clients whose group offsets are read from a script, one entry per read (the last repeats)."""
+
+    reads: list[CommittedOffsets] = field(default_factory=list)
+
+    def committed_offsets(self) -> CommittedOffsets:
+        return self.reads.pop(0) if len(self.reads) > 1 else self.reads[0]
+
+
+def group_at(batch: int) -> CommittedOffsets:
+    marker = BatchMarker(QUERY, batch).encode()
+    return {tp: CommittedOffset(o, marker) for tp, o in batch_end_offsets(TOPIC, batch, PARTITIONS).items()}
+
+
+def nothing() -> CommittedOffsets:
+    return {tp: None for tp in batch_end_offsets(TOPIC, 0, PARTITIONS)}
+
+
+def clients(tmp_path: Path, *reads: CommittedOffsets, checkpoint: bool = True) -> ScriptedClients:
+    location = tmp_path / "checkpoint"
+    if checkpoint:
+        write_checkpoint(location, topic=TOPIC, partitions=PARTITIONS, query_id=QUERY, offsets=range(3),
+                         commits=range(3))
+    spec = PipelineSpec(
+        name="orders", kafka={"bootstrap.servers": "localhost:1"}, input_topics=[TOPIC], output_topic="orders-out",
+        group_id="orders-sink", transactional_id_prefix="orders-eos", checkpoint_location=str(location),
+    )
+    return ScriptedClients(spec, reads=list(reads))
+
+
+@pytest.fixture
+def commits(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[dict[Any, Any]]]:
+    """What align commits, recorded instead of sent."""
+    sent: list[dict[Any, Any]] = []
+
+    def record(admin: Any, group: str, offsets: dict[Any, Any], **kwargs: Any) -> None:
+        sent.append(offsets)
+
+    monkeypatch.setattr(align_module, "write_committed_offsets", record)
+    yield sent
+
+
+def test_verify_without_a_checkpoint_is_nothing_committed_yet(tmp_path: Path) -> None:
+    result = verify(clients(tmp_path, nothing(), checkpoint=False))
+    assert result.outcome is Outcome.OK and result.report.overall.value == "IN_SYNC"
+    assert result.notes and "no checkpoint" in result.notes[0]
+    assert "Note: no checkpoint" in result.render()
+
+
+def test_verify_without_a_checkpoint_but_with_markers_is_a_finding(tmp_path: Path) -> None:
+    result = verify(clients(tmp_path, group_at(1), checkpoint=False))
+    assert result.outcome is Outcome.FINDING and result.report.overall.value == "DIVERGED"
+    assert "disagree (DIVERGED)" in result.summary
+
+
+def test_align_that_the_group_does_not_hold_afterwards_is_a_finding(tmp_path: Path, commits: list) -> None:
+    # Before: nothing (NO_MARKER). After the commit the group still reads nothing.
+    result = align(clients(tmp_path, nothing(), nothing()), execute=True)
+    assert len(commits) == 1 and result.executed
+    assert result.outcome is Outcome.FINDING and result.after.overall.value == "NO_MARKER"
+    assert result.summary == "committed the plan, but verification afterwards says NO_MARKER"
+    assert result.data()["verdict_after"] == "NO_MARKER" and result.data()["outcome"] == "finding"
+
+
+def test_align_that_lands_is_ok_and_a_dry_run_commits_nothing(tmp_path: Path, commits: list) -> None:
+    done = align(clients(tmp_path, nothing(), group_at(2)), execute=True)
+    assert done.outcome is Outcome.OK and done.after.overall.value == "IN_SYNC"
+    assert "Committed. Verification afterwards" in done.render()
+
+    dry = align(clients(tmp_path / "dry", nothing()))
+    assert len(commits) == 1  # only the executed one
+    assert dry.outcome is Outcome.OK and not dry.executed and "Dry run: nothing committed" in dry.render()
+
+
+def test_repairs_refuse_a_missing_checkpoint(tmp_path: Path) -> None:
+    with pytest.raises(CheckpointError, match="no Spark checkpoint"):
+        align(clients(tmp_path, nothing(), checkpoint=False))
+    with pytest.raises(CheckpointError, match="no Spark checkpoint"):
+        rewind(clients(tmp_path, nothing(), checkpoint=False), to_batch=0)
+
+
+def test_rewind_takes_the_batch_the_verdict_names_or_refuses(tmp_path: Path) -> None:
+    behind = rewind(clients(tmp_path, group_at(1)))
+    assert behind.outcome is Outcome.OK and behind.report.plan.to_batch == 1 and not behind.report.executed
+    assert behind.notes == ("verification says KAFKA_BEHIND: rewinding to batch 1",)
+    with pytest.raises(RepairError, match="verdict IN_SYNC") as info:
+        rewind(clients(tmp_path / "in-sync", group_at(2)))
+    assert info.value.fix
+
+
+@pytest.mark.parametrize(("outcome", "code"), [(Outcome.OK, 0), (Outcome.FINDING, 1), (Outcome.ERROR, 2)])
+def test_one_exit_code_per_outcome(outcome: Outcome, code: int) -> None:
+    assert ExitCode.of(outcome) == code
+
+
+def test_cli_output_text_json_and_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    result = verify(clients(tmp_path, group_at(1)))  # KAFKA_BEHIND
+
+    assert emit(argparse.Namespace(json=False), result) is ExitCode.FINDING
+    assert capsys.readouterr().out.startswith("Verification: KAFKA_BEHIND")
+    assert emit(argparse.Namespace(json=True), result) is ExitCode.FINDING
+    data = json.loads(capsys.readouterr().out)
+    assert data == json.loads(json.dumps(result.data()))
+    assert data["outcome"] == "finding" and data["pipeline"] == "orders" and data["rewind_to_batch"] == 1
+
+    error = RepairError("refused", fix="do this")
+    assert emit_error(argparse.Namespace(json=True), error) is ExitCode.ERROR
+    assert json.loads(capsys.readouterr().out) == {"error": "RepairError", "message": "refused", "fix": "do this"}
+    assert emit_error(argparse.Namespace(json=False), error) is ExitCode.ERROR
+    assert capsys.readouterr().err == "error: refused\nFix: do this\n"
