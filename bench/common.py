@@ -29,9 +29,9 @@ import yaml
 from confluent_kafka import Consumer, IsolationLevel, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
-from airflow_provider_eos.core.spec import PipelineSpec
+from airflow_provider_eos.core.spec import Mode, PipelineSpec
 
-EXACTLY_ONCE, AT_LEAST_ONCE = "exactly-once", "at-least-once"
+EXACTLY_ONCE, AT_LEAST_ONCE = Mode.EXACTLY_ONCE, Mode.AT_LEAST_ONCE
 # Spark conf of every job the bench starts: modest heaps, the machine is shared.
 SPARK_CONF = {"spark.driver.memory": "1g", "spark.sql.shuffle.partitions": "2"}
 

@@ -42,7 +42,7 @@ from airflow_provider_eos.core.transactions import (
     plan_abort,
 )
 from airflow_provider_eos.core.verification import verify_checkpoint
-from airflow_provider_eos.kafka.client_config import sink_producer_config
+from airflow_provider_eos.kafka.settings import sink_producer_config
 from bench.common import create_topics, delete_topics, loadavg, log, summarize, unique
 
 TOPICS_FOR_PARTITIONS = 100

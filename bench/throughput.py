@@ -25,7 +25,7 @@ from typing import Any
 
 from confluent_kafka import Producer
 
-from airflow_provider_eos.kafka.client_config import sink_producer_config
+from airflow_provider_eos.kafka.settings import sink_producer_config
 from bench.common import (
     AT_LEAST_ONCE,
     EXACTLY_ONCE,

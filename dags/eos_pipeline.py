@@ -83,6 +83,7 @@ with DAG(
     submit_stream = EosSparkSubmitOperator(task_id="submit_stream", spec_path=SPEC_PATH, conn_id=SPARK_CONN_ID)
     watch_stream = StreamingQueryHealthSensor(
         task_id="watch_stream", spec_path=SPEC_PATH, watch="watch", poke_interval=30, timeout=7 * 24 * 3600,
+        driver_task_id="submit_stream",
     )
     stop_stream = StopPipelineDriverOperator(
         task_id="stop_stream", spec_path=SPEC_PATH, submit_task_ids=["submit_stream"],

@@ -202,12 +202,12 @@ class VerificationReport(BaseModel):
         c = self.last_committed
         if self.overall is Verdict.IN_SYNC:
             if self.nothing_to_verify:
-                return "None: no batch has been committed yet and the group holds nothing to compare."
-            return f"None: the sink group and the checkpoint agree on batch {c}."
+                return "Nothing to do: no batch has been committed yet and the group holds nothing to compare."
+            return f"Nothing to do: the sink group and the checkpoint agree on batch {c}."
         if self.overall is Verdict.KAFKA_AHEAD_SAFE:
             ahead = (c if c is not None else -1) + 1
             return (
-                f"None: batch {ahead} is in Kafka but not yet in commits/. On restart Spark replays "
+                f"Nothing to do: batch {ahead} is in Kafka but not yet in commits/. On restart Spark replays "
                 f"batch {ahead} and the sink skips it because its marker is already committed."
             )
         if self.overall is Verdict.KAFKA_BEHIND:

@@ -32,9 +32,7 @@ from airflow_provider_eos.core.preflight import (
     CheckpointFacts,
     PreflightError,
     PreflightFacts,
-    PreflightReport,
     TopicFacts,
-    evaluate,
 )
 from airflow_provider_eos.core.spec import PipelineSpec, load_specs
 from airflow_provider_eos.core.topic_partition import TopicPartition
@@ -44,7 +42,7 @@ from airflow_provider_eos.kafka.retriable import COORDINATOR_LOADING
 from airflow_provider_eos.kafka.settings import admin_config, sink_producer_config, with_client_logger
 from airflow_provider_eos.kafka.transactions_admin import admin_client, scan_prefix
 
-__all__ = ["gather_facts", "load_other_specs", "run_preflight"]
+__all__ = ["gather_facts", "load_other_specs"]
 
 log = logging.getLogger(__name__)
 
@@ -314,28 +312,3 @@ def gather_facts(
         unavailable=dict(gatherer.unavailable),
     )
 
-
-def run_preflight(
-    spec: PipelineSpec,
-    *,
-    other_specs: Iterable[PipelineSpec] | None = None,
-    specs_dir: str | Path | None = None,
-    master: str | None = None,
-    storage_options: Mapping[str, Any] | None = None,
-    longest_expected_pause_ms: int = DEFAULT_LONGEST_EXPECTED_PAUSE_MS,
-    timeout_s: float = 30,
-) -> PreflightReport:
-    """Gather the facts (:func:`gather_facts`, same arguments) and run the whole catalog.
-
-    :raises PreflightError: if the cluster cannot be described at all.
-    """
-    facts = gather_facts(
-        spec,
-        other_specs=other_specs,
-        specs_dir=specs_dir,
-        master=master,
-        storage_options=storage_options,
-        longest_expected_pause_ms=longest_expected_pause_ms,
-        timeout_s=timeout_s,
-    )
-    return evaluate(facts)

@@ -32,6 +32,7 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException, Airfl
 from airflow_provider_eos.core.errors import CheckpointError, EosError, MarkerError, SpecError
 from airflow_provider_eos.core.health import (
     DEFAULT_MAX_SAMPLES,
+    DRIVER_TASK_FAILED_STATES,
     HealthError,
     HealthReport,
     LagWindow,
@@ -39,7 +40,7 @@ from airflow_provider_eos.core.health import (
     WatchOutcome,
     watch_outcome,
 )
-from airflow_provider_eos.triggers.health import StreamingQueryHealthTrigger, event_payload
+from airflow_provider_eos.triggers.health import StreamingQueryHealthTrigger, driver_task_state, event_payload
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -87,6 +88,9 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
         evaluates each poke alone, so the lag trends and hanging need the deferrable or poke mode).
     :param poke_interval: seconds between samples.
     :param timeout: seconds until ``wait_healthy`` gives up or ``watch`` ends successfully.
+    :param driver_task_id: the task of this run that runs the watched driver; when it fails,
+        the watch fails at once (the stream no longer runs) instead of waiting for the health
+        rules to notice, so recovery does not wait for the watch.
     """
 
     template_fields: Sequence[str] = (
@@ -113,6 +117,7 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
         deferrable: bool = True,
         poke_interval: float = 30,
         timeout: float = 3600,
+        driver_task_id: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(poke_interval=poke_interval, timeout=timeout, **kwargs)
@@ -125,6 +130,7 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
         self.kafka_conn_id = kafka_conn_id
         self.checkpoint_conn_id = checkpoint_conn_id
         self.deferrable = deferrable
+        self.driver_task_id = driver_task_id
         self._window: LagWindow | None = None
         self._started: pendulum.DateTime | None = None
         self._failures = 0
@@ -196,11 +202,20 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
             self.log.info("%s\n%s", message, table)
             return report
         self._push_before_failing(context, report)
-        if outcome is WatchOutcome.UNHEALTHY:
+        if outcome in (WatchOutcome.UNHEALTHY, WatchOutcome.DRIVER_FAILED):
             raise AirflowFailException(f"{message}:\n{table}")
         if outcome is WatchOutcome.TIMEOUT:
             raise AirflowSensorTimeout(f"{message}\n{table}")
         raise AirflowException(f"{message}\n{table}")
+
+    def _driver_task(self, context: Context) -> dict[str, str] | None:
+        if not self.driver_task_id:
+            return None
+        return {"dag_id": context["ti"].dag_id, "run_id": context["run_id"], "task_id": self.driver_task_id}
+
+    def _driver_failed(self, context: Context) -> WatchOutcome | None:
+        state = driver_task_state(self._driver_task(context))
+        return WatchOutcome.DRIVER_FAILED if state in DRIVER_TASK_FAILED_STATES else None
 
     # -- deferrable path ------------------------------------------------------------------------
 
@@ -212,7 +227,7 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
         started = self._started_at(context)
         committed_after = self._committed_after(context)
         report = self._check()
-        outcome = watch_outcome(report, mode, _ms(committed_after))
+        outcome = self._driver_failed(context) or watch_outcome(report, mode, _ms(committed_after))
         if outcome is not None:
             return self._finish(context, event_payload(outcome, mode, _message(outcome, report), report))
         window = self._window or LagWindow(max_samples=self.max_samples)
@@ -236,6 +251,7 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
                 kafka_conn_id=self.kafka_conn_id,
                 checkpoint_conn_id=self.checkpoint_conn_id,
                 max_probe_failures=self.max_probe_failures,
+                driver_task=self._driver_task(context),
             ),
             method_name="execute_complete",
             timeout=dt.timedelta(seconds=self.timeout + self.poke_interval + _DEFER_GRACE_S),
@@ -263,7 +279,7 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
             self.log.warning("Health sample %d of %d failed: %s", self._failures, self.max_probe_failures, err)
             return False
         self._failures = 0
-        outcome = watch_outcome(report, mode, _ms(committed_after))
+        outcome = self._driver_failed(context) or watch_outcome(report, mode, _ms(committed_after))
         if outcome is None and mode is WatchMode.WATCH:
             # The base class fails a sensor at its timeout; a watch that lasted that long
             # without an unhealthy report succeeded, so it ends one interval early instead.
@@ -281,4 +297,6 @@ def _message(outcome: WatchOutcome, report: HealthReport) -> str:
         return f"batch {report.last_committed} committed; pipeline {report.pipeline} is {report.status.value}"
     if outcome is WatchOutcome.UNHEALTHY:
         return f"pipeline {report.pipeline} is UNHEALTHY"
+    if outcome is WatchOutcome.DRIVER_FAILED:
+        return f"the task running the driver of pipeline {report.pipeline} failed: the stream no longer runs"
     return f"the watch of pipeline {report.pipeline} ended without an unhealthy report"

@@ -12,7 +12,6 @@ import logging
 import os
 import signal
 import socket
-import time
 from pathlib import Path
 
 from airflow_provider_eos.core.driver import (
@@ -20,8 +19,10 @@ from airflow_provider_eos.core.driver import (
     DriverHandle,
     DriverObservation,
     DriverProcess,
+    Liveness,
     observe_driver,
 )
+from airflow_provider_eos.core.retry import RetryPolicy
 
 log = logging.getLogger(__name__)
 
@@ -69,12 +70,10 @@ def observe(handle: DriverHandle) -> DriverObservation:
 
 def wait_until_gone(handle: DriverHandle, timeout_s: float, poll_s: float = 0.5) -> DriverObservation:
     """Observe until the driver is gone, the host cannot be observed, or ``timeout_s`` passes."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        seen = observe(handle)
-        if seen.liveness.value != "ALIVE" or time.monotonic() >= deadline:
-            return seen
-        time.sleep(poll_s)
+    policy = RetryPolicy("the driver's processes to exit", timeout_s=timeout_s, first_delay_s=poll_s,
+                         max_delay_s=poll_s)
+    return policy.poll(lambda: observe(handle), until=lambda seen: seen.liveness is not Liveness.ALIVE,
+                       what=f"stop of driver {handle.token}").value
 
 
 def _signal(processes: tuple[DriverProcess, ...], sig: signal.Signals) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from airflow_provider_eos.core.errors import PrerequisiteError
 from airflow_provider_eos.core.spec import Mode, PipelineSpec
+from airflow_provider_eos.kafka.settings.java import SPARK_OPTIONS_REDACTION_REGEX
 
 # The entry script and example transforms live inside this package (``airflow_provider_eos.jobs``).
 PACKAGES_SHIPPED = ("airflow_provider_eos",)
@@ -23,6 +24,9 @@ DEFAULT_CONF = {
     "spark.ui.enabled": "false",
     "spark.sql.shuffle.partitions": "4",
     "spark.driver.memory": "1g",
+    # The Kafka source's options carry sasl.jaas.config and inline PEM keys: keep them out of
+    # plans, the UI and event logs.
+    "spark.sql.redaction.options.regex": SPARK_OPTIONS_REDACTION_REGEX,
 }
 
 

@@ -7,8 +7,9 @@ and fires exactly one event. Its payload is a plain dict:
 ``outcome``
     ``healthy`` (``wait_healthy``: a batch committed after ``committed_after`` and the
     pipeline is not UNHEALTHY), ``unhealthy`` (``watch``: the pipeline is UNHEALTHY),
-    ``timeout`` (``timeout_at`` passed) or ``error`` (``max_probe_failures`` samples in a row
-    failed).
+    ``timeout`` (``timeout_at`` passed), ``error`` (``max_probe_failures`` samples in a row
+    failed) or ``driver_failed`` (the task running the watched driver, ``driver_task``, failed:
+    there is no stream left to watch, and recovery is waiting for the watch to end).
 ``watch``, ``message``
     the mode and one sentence saying what happened.
 ``report``, ``table``
@@ -22,6 +23,7 @@ and never blocks the triggerer's event loop.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +33,7 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 from airflow_provider_eos.core.errors import EosError
 from airflow_provider_eos.core.health import (
     DEFAULT_MAX_SAMPLES,
+    DRIVER_TASK_FAILED_STATES,
     HealthReport,
     HealthSample,
     LagWindow,
@@ -42,7 +45,7 @@ from airflow_provider_eos.core.health import (
 if TYPE_CHECKING:
     from airflow_provider_eos.core.spec import PipelineSpec
 
-__all__ = ["StreamingQueryHealthTrigger", "event_payload"]
+__all__ = ["StreamingQueryHealthTrigger", "driver_task_state", "event_payload"]
 
 
 def _to_ms(moment: str) -> int:
@@ -51,6 +54,27 @@ def _to_ms(moment: str) -> int:
 
 def _now_ms() -> int:
     return int(pendulum.now("UTC").timestamp() * 1000)
+
+
+def driver_task_state(driver_task: Mapping[str, str] | None) -> str | None:
+    """The scheduler's state of the task that runs the driver (blocking); ``None`` when not known.
+
+    Read through the Task SDK, as the standard provider's workflow trigger reads other tasks'
+    states; a failed read keeps the watch going (the health samples still decide).
+    """
+    if not driver_task:
+        return None
+    try:
+        from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+
+        states = RuntimeTaskInstance.get_task_states(
+            dag_id=driver_task["dag_id"], run_ids=[driver_task["run_id"]], task_ids=[driver_task["task_id"]]
+        )
+    except Exception as err:  # the comms channel or the API: never end a watch on a failed read
+        logging.getLogger(__name__).warning("could not read the state of %s: %s", driver_task["task_id"], err)
+        return None
+    state = states.get(driver_task["run_id"], {}).get(driver_task["task_id"])
+    return None if state is None else str(state)
 
 
 def event_payload(
@@ -86,6 +110,8 @@ class StreamingQueryHealthTrigger(BaseTrigger):
     :param kafka_conn_id: an Airflow ``kafka`` connection replacing the spec's connection settings.
     :param checkpoint_conn_id: an Airflow connection with the checkpoint storage credentials.
     :param max_probe_failures: failed samples in a row before an ``error`` event.
+    :param driver_task: ``{"dag_id", "run_id", "task_id"}`` of the task that runs the driver;
+        its state is read through the Task SDK before each sample. ``None``: not watched.
     """
 
     def __init__(
@@ -102,6 +128,7 @@ class StreamingQueryHealthTrigger(BaseTrigger):
         kafka_conn_id: str | None = None,
         checkpoint_conn_id: str | None = None,
         max_probe_failures: int = 3,
+        driver_task: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__()
         self.spec_path = spec_path
@@ -115,6 +142,7 @@ class StreamingQueryHealthTrigger(BaseTrigger):
         self.kafka_conn_id = kafka_conn_id
         self.checkpoint_conn_id = checkpoint_conn_id
         self.max_probe_failures = max_probe_failures
+        self.driver_task = dict(driver_task) if driver_task else None
         self._spec: PipelineSpec | None = None
         self._storage_options: dict[str, Any] | None = None
 
@@ -134,6 +162,7 @@ class StreamingQueryHealthTrigger(BaseTrigger):
                 "kafka_conn_id": self.kafka_conn_id,
                 "checkpoint_conn_id": self.checkpoint_conn_id,
                 "max_probe_failures": self.max_probe_failures,
+                "driver_task": self.driver_task,
             },
         )
 
@@ -181,6 +210,12 @@ class StreamingQueryHealthTrigger(BaseTrigger):
                 pause = min(pause, (deadline_ms - _now_ms()) / 1000)
             if pause > 0:
                 await asyncio.sleep(pause)
+            driver_state = await asyncio.to_thread(driver_task_state, self.driver_task)
+            if driver_state in DRIVER_TASK_FAILED_STATES:
+                assert self.driver_task is not None
+                message = f"{self.driver_task['task_id']} is {driver_state}: the stream no longer runs"
+                yield TriggerEvent(event_payload(WatchOutcome.DRIVER_FAILED, mode, message, report))
+                return
             if deadline_ms is not None and _now_ms() >= deadline_ms:
                 message = f"timed out at {self.timeout_at}: " + (
                     "the watch ended without an unhealthy report"

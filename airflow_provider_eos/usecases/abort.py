@@ -68,7 +68,7 @@ def abort(
     open_rows = [row for row in (report.remaining if report.executed else report.rows) if row.action.acts]
     if report.ok:
         summary = f"nothing under prefix {prefix!r} is open" + (" any more" if report.rows else "")
-        next_step = "None: nothing of the pipeline is left open."
+        next_step = "Nothing to do: nothing of the pipeline is left open."
     elif not report.executed:
         summary = f"{len(open_rows)} open transaction(s) under prefix {prefix!r} would be aborted"
         next_step = (

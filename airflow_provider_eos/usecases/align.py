@@ -84,7 +84,7 @@ def align(clients: PipelineClients, *, execute: bool = False, force: bool = Fals
         next_step = "Restart the pipeline: the next batch proceeds from the committed offsets."
     elif plan.is_noop:
         summary = f"the group {spec.group_id!r} already holds offsets/{plan.batch_id} with its marker"
-        next_step = "None: nothing to align."
+        next_step = "Nothing to do: nothing to align."
     else:
         summary = f"dry run: {len(plan.changes)} of {len(plan.rows)} partition(s) would change"
         next_step = (

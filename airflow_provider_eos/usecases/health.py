@@ -61,7 +61,7 @@ def evaluate(
 
 def _next_step(report: HealthReport) -> str:
     if not report.problems:
-        return "None: the pipeline is healthy."
+        return "Nothing to do: the pipeline is healthy."
     steps: list[str] = []
     for finding in report.problems:
         if finding.signal == "verification" and report.verification is not None:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from airflow_provider_eos.core.preflight import DEFAULT_LONGEST_EXPECTED_PAUSE_MS, PreflightReport, evaluate
 from airflow_provider_eos.kafka.cluster_facts import gather_facts
 from airflow_provider_eos.usecases.clients import PipelineClients
 from airflow_provider_eos.usecases.result import Outcome, UseCaseResult
+
+if TYPE_CHECKING:
+    from airflow_provider_eos.core.spec import PipelineSpec
 
 __all__ = ["PreflightOutcome", "preflight"]
 
@@ -20,6 +25,7 @@ def preflight(
     clients: PipelineClients,
     *,
     specs_dir: str | Path | None = None,
+    other_specs: Iterable[PipelineSpec] | None = None,
     master: str | None = None,
     longest_expected_pause_ms: int = DEFAULT_LONGEST_EXPECTED_PAUSE_MS,
 ) -> PreflightOutcome:
@@ -27,6 +33,7 @@ def preflight(
 
     :param specs_dir: the folder of every pipeline's spec, to check that prefix, group,
         checkpoint and name are not shared; ``None`` leaves those rules "not checked".
+    :param other_specs: the other pipelines, when they are at hand already (instead of ``specs_dir``).
     :param master: the Spark master URL the job will run on; ``None``: ``spark.master`` of the
         spec's ``spark_conf``, else that rule is "not checked".
     :param longest_expected_pause_ms: how long the pipeline may be stopped and still resume.
@@ -36,6 +43,7 @@ def preflight(
     facts = gather_facts(
         spec,
         specs_dir=specs_dir,
+        other_specs=other_specs,
         master=master,
         storage_options=clients.storage_options,
         longest_expected_pause_ms=longest_expected_pause_ms,
@@ -44,7 +52,7 @@ def preflight(
     report = evaluate(facts)
     if report.ok:
         summary = f"pre-flight of pipeline {spec.name!r} passed"
-        next_step = "None: the pipeline may start." + (
+        next_step = "Nothing to do: the pipeline may start." + (
             " Read the warnings above." if report.warnings else ""
         )
     else:

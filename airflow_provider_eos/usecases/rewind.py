@@ -46,7 +46,7 @@ def rewind(clients: PipelineClients, *, to_batch: int | None = None, execute: bo
         next_step = f"Restart the pipeline: Spark replays from batch {to_batch + 1} and the sink produces it once."
     elif result.is_noop:
         summary = f"the checkpoint already ends at batch {to_batch}: nothing to move"
-        next_step = "None: nothing to rewind."
+        next_step = "Nothing to do: nothing to rewind."
     else:
         summary = f"dry run: rewinding to batch {to_batch} would move {len(result.plan.moves)} file(s)"
         next_step = (

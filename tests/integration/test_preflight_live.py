@@ -26,8 +26,10 @@ from confluent_kafka.admin import AdminClient
 from airflow_provider_eos.core.markers import BatchMarker
 from airflow_provider_eos.core.preflight import PreflightReport, Status
 from airflow_provider_eos.core.spec import PipelineSpec
-from airflow_provider_eos.kafka.cluster_facts import gather_facts, run_preflight
+from airflow_provider_eos.kafka.cluster_facts import gather_facts
 from airflow_provider_eos.kafka.group_offsets import write_committed_offsets
+from airflow_provider_eos.usecases.clients import PipelineClients
+from airflow_provider_eos.usecases.preflight import preflight
 from tests.integration.test_recovery_cli import group_coordinator_ready  # noqa: F401  (autouse warm-up)
 from tests.support.checkpoints import batch_end_offsets, write_checkpoint
 from tests.support.kafka import create_topic
@@ -109,7 +111,8 @@ def test_a_low_broker_transaction_max_timeout_fires_the_timeout_rule_with_the_br
         assert f"set transaction_timeout_ms to {LOW_MAX_TIMEOUT_MS} or less" in finding["fix"]
 
         # The same broker with a timeout within its maximum: the rule passes, on the broker's real value.
-        fixed = run_preflight(spec.with_overrides(transaction_timeout_ms=LOW_MAX_TIMEOUT_MS), master="local[2]")
+        lowered = spec.with_overrides(transaction_timeout_ms=LOW_MAX_TIMEOUT_MS)
+        fixed = preflight(PipelineClients(lowered), master="local[2]").report
         assert status(fixed, "EOS104") is Status.PASS, fixed.render()
         assert fixed.ok, fixed.render()
     finally:
@@ -126,7 +129,7 @@ def test_a_good_spec_passes_with_the_clusters_real_configs(good: tuple[PipelineS
     assert facts.group_members == () and facts.transactions == ()
     assert facts.other_specs is not None and len(facts.other_specs) == 2
 
-    report = run_preflight(spec, specs_dir=path.parent, master="local[2]")
+    report = preflight(PipelineClients(spec), specs_dir=path.parent, master="local[2]").report
 
     assert report.ok and report.errors == (), report.render()
     assert report.not_checked == (), report.render()
@@ -142,7 +145,7 @@ def test_missing_topics_and_min_isr_above_replication_fire_their_rules(tmp_path:
     out = create_topic(bootstrap, f"pf-isr-{uuid.uuid4().hex[:8]}", config={"min.insync.replicas": "2"})
     spec, _ = write_spec(tmp_path, bootstrap, output_topic=out, dlq_topic=f"pf-no-dlq-{uuid.uuid4().hex[:8]}")
 
-    report = run_preflight(spec, other_specs=(), master="local[2]")
+    report = preflight(PipelineClients(spec), other_specs=(), master="local[2]").report
 
     assert not report.ok
     assert {"EOS205", "EOS206", "EOS207", "EOS208"} <= {f.code for f in report.errors}, report.render()
@@ -180,7 +183,7 @@ def member_in_group(good: tuple[PipelineSpec, Path], bootstrap: str) -> Iterator
 def test_a_live_member_in_the_sink_group_fires(good: tuple[PipelineSpec, Path], member_in_group: str) -> None:
     spec, path = good
 
-    report = run_preflight(spec, specs_dir=path.parent, master="local[2]")
+    report = preflight(PipelineClients(spec), specs_dir=path.parent, master="local[2]").report
 
     finding = report.finding("EOS401")
     assert finding.status is Status.FAIL and not report.ok
@@ -198,7 +201,7 @@ def test_a_lingering_transaction_under_the_prefix_fires(good: tuple[PipelineSpec
         producer.produce(spec.output_topic, b"never committed", partition=1)
         assert producer.flush(30) == 0
 
-        report = run_preflight(spec, specs_dir=path.parent, master="local[2]")
+        report = preflight(PipelineClients(spec), specs_dir=path.parent, master="local[2]").report
 
         finding = report.finding("EOS402")
         assert finding.status is Status.FAIL, report.render()
@@ -229,7 +232,7 @@ def test_a_checkpoint_of_another_query_fires(good: tuple[PipelineSpec, Path], bo
         {tp: (offset, marker) for tp, offset in batch_end_offsets(topic, 2, 2).items()},
     )
 
-    report = run_preflight(spec, specs_dir=path.parent, master="local[2]")
+    report = preflight(PipelineClients(spec), specs_dir=path.parent, master="local[2]").report
 
     finding = report.finding("EOS308")
     assert finding.status is Status.FAIL and not report.ok, report.render()

@@ -13,7 +13,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from airflow_provider_eos.core.errors import ProducerFencedError, TransactionTimedOutError
 from airflow_provider_eos.core.spec import PipelineSpec
-from airflow_provider_eos.kafka.client_config import sink_producer_config
+from airflow_provider_eos.kafka.settings import sink_producer_config
 from airflow_provider_eos.spark.sink import ExactlyOnceKafkaSink
 
 pytestmark = pytest.mark.integration

@@ -306,3 +306,58 @@ def test_sensor_poke_keeps_the_window_between_pokes(spec_path: str, monkeypatch)
     assert sensor.poke({}) is False
     done = sensor.poke({})
     assert done and done.xcom_value["samples"] == 2 and done.xcom_value["last_committed"] == 2
+
+
+# -- the driver's task ends the watch ----------------------------------------------------------
+
+DRIVER_TASK = {"dag_id": "eos_pipeline", "run_id": "manual__1", "task_id": "submit_stream"}
+
+
+def _task_states(monkeypatch: pytest.MonkeyPatch, states: list[str | Exception]) -> list[dict[str, Any]]:
+    """Script what the Task SDK answers for the driver's task, one answer per read."""
+    from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+
+    reads: list[dict[str, Any]] = []
+    script = iter(states)
+
+    def get_task_states(**kwargs: Any) -> dict[str, dict[str, str]]:
+        reads.append(kwargs)
+        answer = next(script, states[-1])
+        if isinstance(answer, Exception):
+            raise answer
+        return {kwargs["run_ids"][0]: {kwargs["task_ids"][0]: answer}}
+
+    monkeypatch.setattr(RuntimeTaskInstance, "get_task_states", staticmethod(get_task_states))
+    return reads
+
+
+def test_watch_ends_as_soon_as_the_drivers_task_failed(spec_path: str, fake_probe, monkeypatch) -> None:
+    fake = fake_probe([lambda: make_sample(committed=10, lso=10, marker=1, commit_ms=now_ms())])
+    reads = _task_states(monkeypatch, ["running", RuntimeError("comms down"), "running", "failed"])
+    payload = first_event(trigger(spec_path, watch="watch", driver_task=DRIVER_TASK))
+    assert payload["outcome"] == "driver_failed"
+    assert payload["message"] == "submit_stream is failed: the stream no longer runs"
+    assert payload["report"]["status"] == "HEALTHY", "the health was fine: only the driver's task ended it"
+    assert fake.calls == 3 and len(reads) == 4, "a failed read keeps the watch going"
+    assert reads[0] == {"dag_id": "eos_pipeline", "run_ids": ["manual__1"], "task_ids": ["submit_stream"]}
+
+
+def test_a_running_or_successful_drivers_task_does_not_end_the_watch(spec_path: str, fake_probe, monkeypatch) -> None:
+    fake_probe([lambda: make_sample(committed=10, lso=10, marker=1, commit_ms=now_ms())])
+    _task_states(monkeypatch, ["running", "success"])
+    deadline = pendulum.now("UTC").add(seconds=0.4).isoformat()
+    payload = first_event(trigger(spec_path, watch="watch", timeout_at=deadline, driver_task=DRIVER_TASK))
+    assert payload["outcome"] == "timeout"
+
+
+def test_sensor_fails_without_retry_when_the_drivers_task_failed(spec_path: str) -> None:
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
+
+    sensor = StreamingQueryHealthSensor(task_id="watch", spec_path=spec_path, do_xcom_push=False,
+                                        driver_task_id="submit_stream")
+    event = {"outcome": "driver_failed", "watch": "watch", "message": "submit_stream is failed",
+             "report": {"status": "HEALTHY"}, "table": "TABLE"}
+    with pytest.raises(AirflowFailException, match="submit_stream is failed"):
+        sensor.execute_complete({}, event)

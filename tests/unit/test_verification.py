@@ -67,7 +67,7 @@ def test_in_sync_when_marker_and_offsets_match_the_last_committed_batch() -> Non
     row = only(report, TP1)
     assert (row.checkpoint_batch, row.checkpoint_offset, row.group_offset) == (5, 601, 601)
     assert (row.marker_batch, row.marker_query_id, row.wal_offset) == (5, Q, 601)
-    assert report.next_step.startswith("None")
+    assert report.next_step.startswith("Nothing to do")
     assert report.rewind_to_batch is None
 
 

@@ -37,11 +37,12 @@ from airflow_provider_eos.core.health.samples import (
     VerificationSample,
 )
 from airflow_provider_eos.core.health.thresholds import HealthThresholds
-from airflow_provider_eos.core.health.watch import WatchMode, WatchOutcome, watch_outcome
+from airflow_provider_eos.core.health.watch import DRIVER_TASK_FAILED_STATES, WatchMode, WatchOutcome, watch_outcome
 from airflow_provider_eos.core.health.window import DEFAULT_MAX_SAMPLES, LagWindow
 
 __all__ = [
     "DEFAULT_MAX_SAMPLES",
+    "DRIVER_TASK_FAILED_STATES",
     "Finding",
     "HealthError",
     "HealthReport",

@@ -10,7 +10,7 @@ from airflow_provider_eos.core.health.base import HealthError
 if TYPE_CHECKING:
     from airflow_provider_eos.core.health.report import HealthReport
 
-__all__ = ["WatchMode", "WatchOutcome", "watch_outcome"]
+__all__ = ["DRIVER_TASK_FAILED_STATES", "WatchMode", "WatchOutcome", "watch_outcome"]
 
 
 class WatchMode(enum.StrEnum):
@@ -43,6 +43,11 @@ class WatchOutcome(enum.StrEnum):
     UNHEALTHY = "unhealthy"
     TIMEOUT = "timeout"
     ERROR = "error"
+    #: The task that runs the watched driver failed: the stream no longer runs, nothing to watch.
+    DRIVER_FAILED = "driver_failed"
+
+#: Task states that mean the driver's task ended without success.
+DRIVER_TASK_FAILED_STATES = frozenset({"failed", "upstream_failed"})
 
 
 def watch_outcome(report: HealthReport, mode: WatchMode, committed_after_ms: int) -> WatchOutcome | None:

@@ -23,7 +23,7 @@ from airflow_provider_eos.core.preflight import (
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.core.transactions import Transaction, TxnState
-from airflow_provider_eos.kafka.client_config import sink_producer_config
+from airflow_provider_eos.kafka.settings import sink_producer_config
 
 QUERY = "0b5c3e1a-8d2f-4e6a-9c1b-7f3e5a2d4c60"
 OTHER_QUERY = "9f9f9f9f-0000-4e6a-9c1b-7f3e5a2d4c60"
