@@ -36,7 +36,7 @@ from typing import Any
 # Function-name fragments of the sink path, in the order the sink calls them.
 KEY_FUNCTIONS = {
     "sink batch (_write_batch)": "sink.py:_write_batch",
-    "checkpoint reads (query id, offsets/N)": "checkpoint.py:_offset_log_entry",
+    "checkpoint reads (query id, offsets/N)": "reader.py:_offset_log_entry",
     "read_committed_offsets (sink group)": "group_offsets.py:read_committed_offsets",
     "collect_output (Spark job -> Arrow)": "sink.py:collect_output",
     "  of which: reading the Arrow stream from the JVM": "'recv_into' of",

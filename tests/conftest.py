@@ -84,6 +84,11 @@ def spark(connector_jars: list[Path], tmp_path_factory: pytest.TempPathFactory) 
         yield session
     finally:
         session.stop()
+        # py4j logs "Closing down clientserver connection" from __del__ at interpreter exit,
+        # after pytest closed its capture stream: a "Logging error" below the summary line.
+        import logging
+
+        logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 @pytest.fixture(scope="session")

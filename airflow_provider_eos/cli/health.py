@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from airflow_provider_eos.cli.output import add_json_flag, add_spec_argument, emit
+from airflow_provider_eos.cli.output import add_pipeline_command, emit
 
 __all__ = ["register"]
 
@@ -37,16 +37,16 @@ def _health(args: argparse.Namespace) -> int:
 
 def register(commands: argparse._SubParsersAction) -> None:
     """Add ``health`` to the ``eos`` command line."""
-    health = commands.add_parser(
+    health = add_pipeline_command(
+        commands,
         "health",
-        help="report a pipeline's health: commit age, lag rules, hanging and lingering transactions, verification",
+        _health,
+        summary="report a pipeline's health: commit age, lag rules, hanging and lingering transactions, verification",
         description="Samples the pipeline (input LSO vs the sink group's offsets, LSO vs high watermark of "
         "every partition, transactions under the prefix, the checkpoint's newest commit, verification) and "
         "evaluates the lag rules OK/WARN/STALL/STOP/REWIND over the samples. Exit 0: healthy (DEGRADED "
         "included unless --strict); 1: unhealthy; 2: error.",
     )
-    add_spec_argument(health)
-    add_json_flag(health)
     health.add_argument(
         "--samples", type=int, default=1, help="samples to take (default 1; lag trends need 3 or more)"
     )
@@ -60,4 +60,3 @@ def register(commands: argparse._SubParsersAction) -> None:
         "lingering_after_ms, min_samples); repeatable",
     )
     health.add_argument("--strict", action="store_true", help="exit 1 for DEGRADED too")
-    health.set_defaults(handler=_health)

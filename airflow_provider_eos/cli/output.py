@@ -20,13 +20,16 @@ import argparse
 import enum
 import json
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from airflow_provider_eos.core.errors import EosError
     from airflow_provider_eos.usecases.result import Outcome, UseCaseResult
 
-__all__ = ["ExitCode", "add_json_flag", "add_spec_argument", "emit", "emit_error", "print_json"]
+__all__ = [
+    "ExitCode", "add_json_flag", "add_pipeline_command", "add_spec_argument", "emit", "emit_error", "print_json",
+]
 
 
 class ExitCode(enum.IntEnum):
@@ -50,6 +53,27 @@ def add_spec_argument(parser: argparse.ArgumentParser) -> None:
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
     """``--json``: print the machine-readable result (or error) instead of the text."""
     parser.add_argument("--json", action="store_true", help="print the machine-readable result (JSON)")
+
+
+def add_pipeline_command(
+    commands: argparse._SubParsersAction,
+    name: str,
+    handler: Callable[[argparse.Namespace], int],
+    *,
+    summary: str,
+    description: str,
+) -> argparse.ArgumentParser:
+    """Add a command that runs a use case on one pipeline: ``--spec FILE`` and ``--json``, run by ``handler``.
+
+    :param summary: the command's line in ``eos --help``.
+    :param description: the command's own ``--help`` text.
+    :return: the command's parser, for its own arguments.
+    """
+    parser = commands.add_parser(name, help=summary, description=description)
+    add_spec_argument(parser)
+    add_json_flag(parser)
+    parser.set_defaults(handler=handler)
+    return parser
 
 
 def print_json(data: dict[str, Any]) -> None:

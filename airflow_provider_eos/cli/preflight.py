@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from airflow_provider_eos.cli.output import add_json_flag, add_spec_argument, emit
+from airflow_provider_eos.cli.output import add_pipeline_command, emit
 
 __all__ = ["register"]
 
@@ -32,15 +32,15 @@ def _preflight(args: argparse.Namespace) -> int:
 
 def register(commands: argparse._SubParsersAction) -> None:
     """Add ``preflight`` to the ``eos`` command line."""
-    parser = commands.add_parser(
+    parser = add_pipeline_command(
+        commands,
         "preflight",
-        help="check a pipeline's spec, Kafka cluster, topics, sink group and checkpoint before it starts",
+        _preflight,
+        summary="check a pipeline's spec, Kafka cluster, topics, sink group and checkpoint before it starts",
         description="Run the pre-flight catalog (codes EOS1xx timeouts, EOS2xx Kafka cluster and topics, EOS3xx "
         "Spark and checkpoint, EOS4xx naming and ownership) against the live cluster. Exit 0: no errors "
         "(warnings allowed); 1: at least one error; 2: the pre-flight could not run.",
     )
-    add_spec_argument(parser)
-    add_json_flag(parser)
     parser.add_argument(
         "--specs-dir",
         default=None,
@@ -53,4 +53,3 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="Spark master URL the job will run on, to check the checkpoint storage "
         "(default: spark.master of the spec's spark_conf; without either that rule is not checked)",
     )
-    parser.set_defaults(handler=_preflight)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 
-from airflow_provider_eos.cli.output import add_json_flag, add_spec_argument, emit
+from airflow_provider_eos.cli.output import add_pipeline_command, emit
 
 __all__ = ["register"]
 
@@ -46,58 +46,53 @@ def _align(args: argparse.Namespace) -> int:
     return emit(args, align(PipelineClients.from_spec_file(args.spec), execute=args.execute, force=args.force))
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
-    add_spec_argument(parser)
-    add_json_flag(parser)
-
-
 def register(commands: argparse._SubParsersAction) -> None:
     """Add ``abort``, ``verify`` and ``repair`` to the ``eos`` command line."""
-    abort = commands.add_parser(
+    abort = add_pipeline_command(
+        commands,
         "abort",
-        help="abort open (lingering and hanging) transactions under the pipeline's transactional id prefix",
+        _abort,
+        summary="abort open (lingering and hanging) transactions under the pipeline's transactional id prefix",
         description="Fence ongoing transactions under the prefix and abort hanging ones on the output and "
         "dead-letter partitions; ids outside the prefix are never touched. Refuses while the job looks "
         "alive unless --force. Exit 0: nothing left open; 1: something is (or, with --dry-run, was found) "
         "open; 2: error or refusal.",
     )
-    _common(abort)
     abort.add_argument("--force", action="store_true", help="act even if the job looks alive")
     abort.add_argument("--dry-run", action="store_true", help="scan and report only; change nothing")
-    abort.set_defaults(handler=_abort)
 
-    verify = commands.add_parser(
+    add_pipeline_command(
+        commands,
         "verify",
-        help="compare the sink group's committed offsets and markers with the checkpoint",
+        _verify,
+        summary="compare the sink group's committed offsets and markers with the checkpoint",
         description="Exit 0 for IN_SYNC and KAFKA_AHEAD_SAFE (and for a pipeline that has committed nothing "
         "yet), 1 for KAFKA_BEHIND, NO_MARKER and DIVERGED, 2 on errors.",
     )
-    _common(verify)
-    verify.set_defaults(handler=_verify)
 
     repair = commands.add_parser("repair", help="repairs, dry run unless --execute")
     repairs = repair.add_subparsers(dest="repair_command", required=True)
-    rewind = repairs.add_parser(
+    rewind = add_pipeline_command(
+        repairs,
         "rewind",
-        help="rewind the checkpoint to batch K (later files move into a backup folder)",
+        _rewind,
+        summary="rewind the checkpoint to batch K (later files move into a backup folder)",
         description="Moves offsets/ and commits/ (and state versions) after batch K into a timestamped "
         "backup folder next to the checkpoint; nothing is deleted. Stop the query first.",
     )
-    _common(rewind)
     rewind.add_argument(
         "--to-batch", type=int, default=None,
         help="the batch K to rewind to (-1: before the first); default: the batch a KAFKA_BEHIND verdict names",
     )
     rewind.add_argument("--execute", action="store_true", help="move the files (default: dry run)")
-    rewind.set_defaults(handler=_rewind)
-    align = repairs.add_parser(
+    align = add_pipeline_command(
+        repairs,
         "align",
-        help="commit the checkpoint's offsets with batch markers to the sink group",
+        _align,
+        summary="commit the checkpoint's offsets with batch markers to the sink group",
         description="Writes offsets/C with the marker of batch C to the group, then verifies what the group "
         "holds. Refused when verification says this would lose or duplicate output, unless --force. Stop the "
         "query first. Exit 1 when the group still disagrees after committing.",
     )
-    _common(align)
     align.add_argument("--execute", action="store_true", help="commit the offsets (default: dry run)")
     align.add_argument("--force", action="store_true", help="align despite a verdict that forbids it")
-    align.set_defaults(handler=_align)

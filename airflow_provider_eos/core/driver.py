@@ -16,7 +16,7 @@ import hashlib
 import re
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict
+from airflow_provider_eos.core.model import FrozenModel
 
 DRIVER_TOKEN_ENV = "EOS_DRIVER_TOKEN"
 """The environment variable that tags every process of one submission."""
@@ -40,7 +40,7 @@ def is_driver_token(value: str) -> bool:
     return bool(_TOKEN.match(value))
 
 
-class DriverHandle(BaseModel):
+class DriverHandle(FrozenModel):
     """What a submission records about the driver it starts (the submit task's XCom ``driver``).
 
     :param pipeline: the pipeline's name.
@@ -51,8 +51,6 @@ class DriverHandle(BaseModel):
     :param submitted_at: when spark-submit was started.
     """
 
-    model_config = ConfigDict(frozen=True)
-
     pipeline: str
     token: str
     host: str
@@ -61,10 +59,8 @@ class DriverHandle(BaseModel):
     submitted_at: dt.datetime
 
 
-class DriverProcess(BaseModel):
+class DriverProcess(FrozenModel):
     """A process on the observed host that carries a driver token."""
-
-    model_config = ConfigDict(frozen=True)
 
     pid: int
     command: str
@@ -83,15 +79,13 @@ class Liveness(StrEnum):
     UNKNOWN = "UNKNOWN"
 
 
-class DriverObservation(BaseModel):
+class DriverObservation(FrozenModel):
     """The outcome of looking for a driver: the verdict and the evidence behind it.
 
     :param liveness: GONE only on positive evidence; UNKNOWN when the driver's host cannot be observed.
     :param evidence: one sentence a person can check (what was looked at, where, what was found).
     :param processes: the processes found carrying the token (empty when GONE or UNKNOWN).
     """
-
-    model_config = ConfigDict(frozen=True)
 
     token: str
     liveness: Liveness

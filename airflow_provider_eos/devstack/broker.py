@@ -16,12 +16,12 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from airflow_provider_eos.core.errors import DevstackError
+from airflow_provider_eos.core.retry import RetryPolicy
 from airflow_provider_eos.devstack.jars import eos_home, kafka_classpath, require_java
 
 log = logging.getLogger(__name__)
@@ -29,6 +29,12 @@ log = logging.getLogger(__name__)
 DEFAULT_TRANSACTION_MAX_TIMEOUT_MS = 900_000
 _STATE_FILE = "devstack.json"
 _LOG4J = Path(__file__).with_name("log4j2.xml")
+
+# The waits of :meth:`LocalKafka.up` and :meth:`LocalKafka.down`, each bounded by the caller's timeout.
+BROKER_ACCEPTS_TRANSACTIONS = RetryPolicy(
+    waiting_for="the broker to accept transactions", timeout_s=120, first_delay_s=0.2, max_delay_s=0.5
+)
+BROKER_EXITS = RetryPolicy(waiting_for="the broker to exit", timeout_s=30, first_delay_s=0.2, max_delay_s=0.2)
 
 
 _REAPER = """
@@ -239,18 +245,17 @@ class LocalKafka:
 
         from airflow_provider_eos.kafka.settings import with_client_logger
 
-        deadline = time.monotonic() + timeout_s
-        last_error: Exception | None = None
-        while time.monotonic() < deadline:
-            if process.poll() is None and not self._listening(info.port):
-                time.sleep(0.2)  # no client before the port listens: librdkafka would log every refusal
-                continue
+        errors: list[KafkaException] = []
+
+        def accepts_transactions() -> bool:
             if process.poll() is not None:
                 raise DevstackError(
                     f"The Kafka broker exited with code {process.returncode} while starting.\n"
                     f"{self._log_tail(info)}",
                     fix=f"read {info.log_file}; a port taken between selection and bind is fixed by retrying.",
                 )
+            if not self._listening(info.port):
+                return False  # no client before the port listens: librdkafka would log every refusal
             producer = Producer(with_client_logger(
                 "probe-producer",
                 {"bootstrap.servers": info.bootstrap_servers, "transactional.id": "eos-devstack-probe",
@@ -261,18 +266,22 @@ class LocalKafka:
                 producer.init_transactions(10)
                 producer.begin_transaction()
                 producer.abort_transaction(10)
-                if self._group_coordinator_ready(info):
-                    return
+                return self._group_coordinator_ready(info)
             except KafkaException as exc:
-                last_error = exc
-                time.sleep(0.5)
+                errors.append(exc)
+                return False
             finally:
                 producer.flush(0)
-        raise DevstackError(
-            f"The broker at {info.bootstrap_servers} did not accept transactions within {timeout_s:.0f}s "
-            f"(last error: {last_error}).\n{self._log_tail(info)}",
-            fix=f"read {info.log_file}.",
+
+        started = BROKER_ACCEPTS_TRANSACTIONS.bounded(timeout_s=timeout_s).poll(
+            accepts_transactions, until=bool, what=f"start of the broker at {info.bootstrap_servers}"
         )
+        if not started.settled:
+            raise DevstackError(
+                f"The broker at {info.bootstrap_servers} did not accept transactions within {timeout_s:.0f}s "
+                f"(last error: {errors[-1] if errors else None}).\n{self._log_tail(info)}",
+                fix=f"read {info.log_file}.",
+            )
 
     def _start_reaper(self, owner_pid: int, broker_pid: int) -> None:
         # A detached watcher, not a thread: it must outlive an owner that is SIGKILLed.
@@ -333,13 +342,15 @@ class LocalKafka:
     def _terminate(pid: int, timeout_s: float) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+
+        def exited() -> bool:
             with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, os.WNOHANG)
-            if not _pid_alive(pid):
-                return
-            time.sleep(0.2)
+                os.waitpid(pid, os.WNOHANG)  # our own child stays a zombie until it is reaped
+            return not _pid_alive(pid)
+
+        stopped = BROKER_EXITS.bounded(timeout_s=timeout_s).poll(exited, until=bool, what=f"stop of broker pid {pid}")
+        if stopped.settled:
+            return
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
         with contextlib.suppress(ChildProcessError):

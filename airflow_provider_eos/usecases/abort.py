@@ -40,6 +40,11 @@ __all__ = ["AbortOutcome", "abort", "abort_open_transactions"]
 
 log = logging.getLogger(__name__)
 
+# The rescan after acting; :func:`abort_open_transactions` bounds it with its ``settle_timeout_s``.
+ABORTED_TRANSACTIONS_CLOSE = RetryPolicy(
+    waiting_for="the aborted transactions to close", timeout_s=30, first_delay_s=0.5, max_delay_s=0.5
+)
+
 
 class AbortOutcome(UseCaseResult[txn.AbortReport]):
     """What was open under the prefix, what was done, and what is still open; a finding if anything is."""
@@ -244,10 +249,7 @@ def abort_open_transactions(
         def settled(scan: tuple[list[txn.AbortRow], list[txn.PartitionOffsets]]) -> bool:
             return not any(row.action.acts for row in scan[0]) and not _aborted_still_open(admin, done, partitions)
 
-        settle = RetryPolicy(
-            waiting_for="the aborted transactions to close", timeout_s=settle_timeout_s, first_delay_s=0.5,
-            max_delay_s=0.5,
-        )
+        settle = ABORTED_TRANSACTIONS_CLOSE.bounded(timeout_s=settle_timeout_s)
         remaining, offsets_after = settle.poll(rescan, until=settled, what=f"rescan of prefix {prefix!r}").value
     return txn.AbortReport(
         prefix=prefix,

@@ -2,9 +2,9 @@
 
 Each DAG runs in a child Python process (this module run as ``python -m
 tests.dags.test_health_sensor <builder> <args> <result file>``), registered and run by
-:func:`tests.dags.test_recovery_operators.run_dag`; see that module for why a child process.
-``dag.test()`` runs a deferred task's trigger inline in Airflow 3.x ("running trigger in
-line"), so the sensor's synchronous check, its deferral and the trigger's polling all run here.
+:mod:`tests.support.built_dags`; see that module for why a child process. ``dag.test()`` runs a
+deferred task's trigger inline in Airflow 3.x ("running trigger in line"), so the sensor's
+synchronous check, its deferral and the trigger's polling all run here.
 """
 
 from __future__ import annotations
@@ -12,75 +12,21 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import subprocess
-import sys
 import threading
 import time
-import uuid
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient
 
-from airflow_provider_eos.core.markers import BatchMarker
-from airflow_provider_eos.core.topic_partition import TopicPartition
-from airflow_provider_eos.kafka.group_offsets import write_committed_offsets
-from tests.dags.test_recovery_operators import REPO, Run, run_dag, task_log, wait_for_group_coordinator
-from tests.support.checkpoints import batch_end_offsets, write_checkpoint
+from tests.support.built_dags import child_main, new_dag, start_in_airflow, task_log
+from tests.support.checkpointed_pipeline import LAST_COMMITTED, PARTITIONS, CheckpointedPipeline, checkpointed_pipeline
 from tests.support.pipeline import PipelineHarness, json_events, kill_group, wait_for
 
 pytestmark = [pytest.mark.airflow, pytest.mark.integration]
 
-START = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
-PARTITIONS = 2
-LAST_COMMITTED = 3
 
-
-# -- running a DAG in a child process ------------------------------------------------------------
-
-
-@dataclass
-class Child:
-    process: subprocess.Popen
-    result: Path
-    log: Path
-
-    def finish(self, timeout_s: float) -> Run:
-        try:
-            self.process.wait(timeout_s)
-        finally:
-            if self.process.poll() is None:
-                self.process.kill()
-                self.process.wait(30)
-        output = self.log.read_text(errors="replace")
-        assert self.process.returncode == 0 and self.result.exists(), (
-            f"dag.test() child: exit {self.process.returncode}\n{output[-8000:]}"
-        )
-        return Run(**json.loads(self.result.read_text()), log=output)
-
-
-def start_in_airflow(builder: str, tmp_path: Path, **kwargs: Any) -> Child:
-    """Start ``dag.test()`` of ``build_<builder>(**kwargs)`` in a child process; its output goes to a file."""
-    name = uuid.uuid4().hex[:8]
-    result, log = tmp_path / f"run-{name}.json", tmp_path / f"run-{name}.log"
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", __name__, builder, json.dumps(kwargs), str(result)],
-            cwd=REPO,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    return Child(process, result, log)
-
-
-def new_dag():
-    from airflow.sdk import DAG
-
-    return DAG(f"eos_health_{uuid.uuid4().hex[:10]}", schedule=None, start_date=START, catchup=False)
+# -- the DAGs, built in the child process ----------------------------------------------------------
 
 
 def build_wait_healthy(spec_path: str, ready_file: str):
@@ -93,7 +39,7 @@ def build_wait_healthy(spec_path: str, ready_file: str):
         # Tells the test to start the job now, so the sensor's first check precedes every commit.
         Path(ready_file).write_text("ready")
 
-    with new_dag() as dag:
+    with new_dag("eos_health") as dag:
         sensor = StreamingQueryHealthSensor(
             task_id="wait_healthy", spec_path=spec_path, watch="wait_healthy", poke_interval=3, timeout=480
         )
@@ -104,7 +50,7 @@ def build_wait_healthy(spec_path: str, ready_file: str):
 def build_watch(spec_path: str):
     from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
 
-    with new_dag() as dag:
+    with new_dag("eos_health") as dag:
         StreamingQueryHealthSensor(
             task_id="watch",
             spec_path=spec_path,
@@ -120,6 +66,7 @@ def build_watch(spec_path: str):
 # -- wait_healthy against the real job ----------------------------------------------------------
 
 
+@pytest.mark.spark
 def test_wait_healthy_succeeds_on_the_running_jobs_first_committed_batch(
     bootstrap: str, tmp_path: Path, airflow_home: Path
 ) -> None:
@@ -139,7 +86,9 @@ def test_wait_healthy_succeeds_on_the_running_jobs_first_committed_batch(
             producer.flush(10)
             n += 1
 
-    child = start_in_airflow("wait_healthy", tmp_path, spec_path=str(harness.spec_file), ready_file=str(ready_file))
+    child = start_in_airflow(
+        __name__, "wait_healthy", tmp_path, spec_path=str(harness.spec_file), ready_file=str(ready_file)
+    )
     job = None
     producer = threading.Thread(target=keep_producing, daemon=True)
     try:
@@ -169,38 +118,19 @@ def test_wait_healthy_succeeds_on_the_running_jobs_first_committed_batch(
 # -- watch against a stuck group ---------------------------------------------------------------
 
 
-@dataclass
-class StuckPipeline:
-    """A hand-made checkpoint and a sink group; :meth:`run_empty_batches` plays a job that keeps
-    committing batches without ever reading the waiting input (a stuck group)."""
-
-    spec_path: Path
-    checkpoint: Path
-    bootstrap: str
-    input_topic: str
-    group_id: str
-    query_id: str
-
-    def commit_group(self, batch: int, ends: dict[TopicPartition, int]) -> None:
-        marker = BatchMarker(self.query_id, batch).encode()
-        write_committed_offsets(
-            AdminClient({"bootstrap.servers": self.bootstrap}),
-            self.group_id,
-            {tp: (offset, marker) for tp, offset in ends.items()},
-        )
-
-    def run_empty_batches(self, stop: threading.Event, interval_s: float = 0.7) -> None:
-        """Plan, commit to Kafka, then commit to the checkpoint batch after batch, as the job
-        does, each with batch 3's end offsets: the offsets never move."""
-        ends = batch_end_offsets(self.input_topic, LAST_COMMITTED, PARTITIONS)
-        line = json.dumps({self.input_topic: {str(tp.partition): o for tp, o in ends.items()}}, separators=(",", ":"))
-        batch = LAST_COMMITTED
-        while not stop.wait(interval_s):
-            batch += 1
-            meta = json.dumps({"batchWatermarkMs": 0, "batchTimestampMs": int(time.time() * 1000), "conf": {}})
-            _write_atomically(self.checkpoint / "offsets" / str(batch), f"v1\n{meta}\n{line}")
-            self.commit_group(batch, ends)
-            _write_atomically(self.checkpoint / "commits" / str(batch), 'v1\n{"nextBatchWatermarkMs":0}')
+def run_empty_batches(pipeline: CheckpointedPipeline, stop: threading.Event, interval_s: float = 0.7) -> None:
+    """Play a job that keeps committing batches without ever reading the waiting input (a stuck
+    group): plan, commit to Kafka, then commit to the checkpoint batch after batch, as the job
+    does, each with batch 3's end offsets, so the offsets never move."""
+    ends = pipeline.end_offsets(LAST_COMMITTED)
+    line = json.dumps({pipeline.input_topic: {str(tp.partition): o for tp, o in ends.items()}}, separators=(",", ":"))
+    batch = LAST_COMMITTED
+    while not stop.wait(interval_s):
+        batch += 1
+        meta = json.dumps({"batchWatermarkMs": 0, "batchTimestampMs": int(time.time() * 1000), "conf": {}})
+        _write_atomically(pipeline.checkpoint / "offsets" / str(batch), f"v1\n{meta}\n{line}")
+        pipeline.commit_group(batch, offsets_of_batch=LAST_COMMITTED)
+        _write_atomically(pipeline.checkpoint / "commits" / str(batch), 'v1\n{"nextBatchWatermarkMs":0}')
 
 
 def _write_atomically(path: Path, text: str) -> None:
@@ -211,51 +141,22 @@ def _write_atomically(path: Path, text: str) -> None:
 
 
 @pytest.fixture
-def stuck(tmp_path: Path, bootstrap: str, topic_factory) -> StuckPipeline:
-    input_topic = topic_factory("eos-in", partitions=PARTITIONS)
-    wait_for_group_coordinator(bootstrap, input_topic)
-    output_topic = topic_factory("eos-out", partitions=PARTITIONS)
-    name = f"p{uuid.uuid4().hex[:8]}"
-    query_id = str(uuid.uuid4())
-    checkpoint = write_checkpoint(
-        tmp_path / "checkpoints" / name,
-        topic=input_topic,
-        partitions=PARTITIONS,
-        query_id=query_id,
-        offsets=range(LAST_COMMITTED + 1),
-        commits=range(LAST_COMMITTED + 1),
-    )
-    spec = {
-        "name": name,
-        "kafka": {"bootstrap.servers": bootstrap},
-        "input_topics": [input_topic],
-        "output_topic": output_topic,
-        "group_id": f"{name}-sink",
-        "transactional_id_prefix": f"{name}-eos",
-        "checkpoint_location": str(checkpoint),
-        "trigger": "1 second",
-        "transaction_timeout_ms": 60000,
-    }
-    spec_path = tmp_path / f"{name}.json"
-    spec_path.write_text(json.dumps(spec))
-    pipeline = StuckPipeline(spec_path, checkpoint, bootstrap, input_topic, spec["group_id"], query_id)
-    pipeline.commit_group(LAST_COMMITTED, batch_end_offsets(input_topic, LAST_COMMITTED, PARTITIONS))
-    producer = Producer({"bootstrap.servers": bootstrap})
-    for partition in range(PARTITIONS):
-        for i in range(100):
-            producer.produce(input_topic, value=f"waiting-{i}".encode(), partition=partition)
-    assert producer.flush(30) == 0
+def stuck(tmp_path: Path, bootstrap: str, topic_factory) -> CheckpointedPipeline:
+    """A pipeline whose group committed batch 3 while 100 records wait in each input partition."""
+    pipeline = checkpointed_pipeline(bootstrap, topic_factory, tmp_path, stem="eos", trigger="1 second")
+    pipeline.commit_group(LAST_COMMITTED)
+    pipeline.produce_input(dict.fromkeys(range(PARTITIONS), 100))
     return pipeline
 
 
 def test_watch_fails_without_retrying_when_the_group_is_stuck(
-    stuck: StuckPipeline, tmp_path: Path, airflow_home: Path
+    stuck: CheckpointedPipeline, tmp_path: Path, airflow_home: Path
 ) -> None:
     stop = threading.Event()
-    batches = threading.Thread(target=stuck.run_empty_batches, args=(stop,), daemon=True)
+    batches = threading.Thread(target=run_empty_batches, args=(stuck, stop), daemon=True)
     batches.start()
     try:
-        run = start_in_airflow("watch", tmp_path, spec_path=str(stuck.spec_path)).finish(timeout_s=600)
+        run = start_in_airflow(__name__, "watch", tmp_path, spec_path=str(stuck.spec_path)).finish(timeout_s=600)
     finally:
         stop.set()
         batches.join(10)
@@ -276,7 +177,4 @@ def test_watch_fails_without_retrying_when_the_group_is_stuck(
 
 
 if __name__ == "__main__":
-    # The child process: python -m tests.dags.test_health_sensor BUILDER ARGS RESULT
-    builder, arguments, result_path = sys.argv[1:]
-    outcome = run_dag(globals()[f"build_{builder}"](**json.loads(arguments)))
-    Path(result_path).write_text(json.dumps(outcome, default=str))
+    child_main(globals())

@@ -1,43 +1,23 @@
 """``EosPreflightOperator`` inside ``dag.test()`` against the real broker.
 
 The DAG runs in a child process (this module run as ``python -m tests.dags.test_preflight_operator
-<builder> <args> <result file>``), with the registration and result collection of
-:mod:`tests.dags.test_recovery_operators` (see its docstring for why a child process).
+<builder> <args> <result file>``) with :mod:`tests.support.built_dags` (see its docstring for why
+a child process).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-import os
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.dags.test_recovery_operators import REPO, Run, new_dag, run_dag, task_log
+from tests.support.built_dags import child_main, new_dag, run_in_airflow, task_log
 
 pytestmark = [pytest.mark.airflow, pytest.mark.integration]
-
-
-def run_in_airflow(builder: str, tmp_path: Path, **kwargs: Any) -> Run:
-    """Run the DAG of ``build_<builder>(**kwargs)`` with ``dag.test()`` in a child process."""
-    result = tmp_path / f"run-{uuid.uuid4().hex[:8]}.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", __name__, builder, json.dumps(kwargs), str(result)],
-        cwd=REPO,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert proc.returncode == 0 and result.exists(), f"dag.test() child: exit {proc.returncode}\n{proc.stdout[-8000:]}"
-    return Run(**json.loads(result.read_text()), log=proc.stdout)
 
 
 def write_spec(directory: Path, bootstrap: str, name: str, **fields: Any) -> Path:
@@ -65,7 +45,7 @@ def write_spec(directory: Path, bootstrap: str, name: str, **fields: Any) -> Pat
 def build_preflight(spec_path: str, specs_dir: str, bad_spec_path: str):
     from airflow_provider_eos.operators.preflight import EosPreflightOperator
 
-    with new_dag(params={"master": "local[2]"}) as dag:
+    with new_dag("eos_preflight", params={"master": "local[2]"}) as dag:
         EosPreflightOperator(
             task_id="preflight", spec_path=spec_path, specs_dir=specs_dir, master="{{ params.master }}"
         )
@@ -99,7 +79,9 @@ def test_preflight_passes_on_a_good_spec_and_fails_on_a_bad_one_with_the_report_
     # Its topics do not exist; kept out of the specs folder, which lists the good pipelines.
     bad = write_spec(tmp_path / "broken", bootstrap, f"{name}_bad")
 
-    run = run_in_airflow("preflight", tmp_path, spec_path=str(good), specs_dir=str(specs), bad_spec_path=str(bad))
+    run = run_in_airflow(
+        __name__, "preflight", tmp_path, spec_path=str(good), specs_dir=str(specs), bad_spec_path=str(bad)
+    )
 
     assert run.states == {"preflight": "success", "preflight_bad": "failed"}, run.log[-6000:]
     assert run.tries["preflight_bad"] == 1
@@ -122,7 +104,4 @@ def test_preflight_passes_on_a_good_spec_and_fails_on_a_bad_one_with_the_report_
 
 
 if __name__ == "__main__":
-    # The child process of run_in_airflow: python -m tests.dags.test_preflight_operator BUILDER ARGS RESULT
-    builder, arguments, result_path = sys.argv[1:]
-    outcome = run_dag(globals()[f"build_{builder}"](**json.loads(arguments)))
-    Path(result_path).write_text(json.dumps(outcome, default=str))
+    child_main(globals())

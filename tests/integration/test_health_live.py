@@ -12,93 +12,38 @@ import json
 import subprocess
 import sys
 import time
-import uuid
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient
 
 from airflow_provider_eos.core.health import HealthStatus, LagStatus, LagWindow
-from airflow_provider_eos.core.markers import BatchMarker
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.kafka import health_probe
 from airflow_provider_eos.kafka import transactions_admin as ta
-from airflow_provider_eos.kafka.group_offsets import write_committed_offsets
 from airflow_provider_eos.usecases import health as health_usecase
-from tests.dags.test_recovery_operators import wait_for_group_coordinator
 from tests.integration.test_transactions_recovery import open_transaction_and_sigkill
-from tests.support.checkpoints import batch_end_offsets, write_checkpoint
+from tests.support.checkpointed_pipeline import LAST_COMMITTED, CheckpointedPipeline, checkpointed_pipeline
 
 pytestmark = pytest.mark.integration
 
 EOS = Path(sys.executable).with_name("eos")
-PARTITIONS = 2
-LAST_COMMITTED = 3
-
-
-@dataclass
-class Pipeline:
-    spec: PipelineSpec
-    spec_path: Path
-    bootstrap: str
-    input_topic: str
-    output_topic: str
-    query_id: str
-
-    def commit_group(self, batch: int, offsets_of_batch: int | None = None) -> None:
-        """Commit the end offsets of ``offsets_of_batch`` (default ``batch``) with marker ``batch``."""
-        marker = BatchMarker(self.query_id, batch).encode()
-        ends = batch_end_offsets(self.input_topic, batch if offsets_of_batch is None else offsets_of_batch, PARTITIONS)
-        write_committed_offsets(
-            AdminClient({"bootstrap.servers": self.bootstrap}),
-            self.spec.group_id,
-            {tp: (offset, marker) for tp, offset in ends.items()},
-        )
-
-    def produce_input(self, per_partition: dict[int, int]) -> None:
-        producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5})
-        for partition, count in per_partition.items():
-            for i in range(count):
-                producer.produce(self.input_topic, value=f"r{i}".encode(), partition=partition)
-        assert producer.flush(30) == 0
 
 
 @pytest.fixture
-def make_pipeline(tmp_path: Path, bootstrap: str, topic_factory):
-    def make(*, transaction_timeout_ms: int = 60_000) -> Pipeline:
-        input_topic = topic_factory("health-in", partitions=PARTITIONS)
-        wait_for_group_coordinator(bootstrap, input_topic)
-        output_topic = topic_factory("health-out", partitions=PARTITIONS)
-        dlq_topic = topic_factory("health-dlq", partitions=1)
-        name = f"h{uuid.uuid4().hex[:8]}"
-        query_id = str(uuid.uuid4())
-        checkpoint = write_checkpoint(
-            tmp_path / name / "checkpoint",
-            topic=input_topic,
-            partitions=PARTITIONS,
-            query_id=query_id,
-            offsets=range(LAST_COMMITTED + 1),
-            commits=range(LAST_COMMITTED + 1),
-        )
-        spec = PipelineSpec(
-            name=name,
-            kafka={"bootstrap.servers": bootstrap},
-            input_topics=[input_topic],
-            output_topic=output_topic,
-            dlq_topic=dlq_topic,
-            group_id=f"{name}-sink",
-            transactional_id_prefix=f"{name}-eos",
-            checkpoint_location=str(checkpoint),
+def make_pipeline(tmp_path: Path, bootstrap: str, topic_factory) -> Callable[..., CheckpointedPipeline]:
+    def make(*, transaction_timeout_ms: int = 60_000) -> CheckpointedPipeline:
+        return checkpointed_pipeline(
+            bootstrap,
+            topic_factory,
+            tmp_path,
+            stem="health",
+            dlq_topic=topic_factory("health-dlq", partitions=1),
             trigger="1 second",
             transaction_timeout_ms=transaction_timeout_ms,
         )
-        spec_path = tmp_path / name / "spec.json"
-        spec_path.write_text(spec.to_json())
-        return Pipeline(spec, spec_path, bootstrap, input_topic, output_topic, query_id)
 
     return make
 

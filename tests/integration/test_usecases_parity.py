@@ -24,87 +24,21 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient
 
-from airflow_provider_eos.core.markers import BatchMarker
-from airflow_provider_eos.kafka.group_offsets import write_committed_offsets
-from tests.dags.test_recovery_operators import wait_for_group_coordinator
 from tests.integration.test_recovery_cli import group_coordinator_ready  # noqa: F401  (autouse warm-up)
-from tests.support.checkpoints import batch_end_offsets, write_checkpoint
+from tests.support.checkpointed_pipeline import LAST_COMMITTED, PARTITIONS, CheckpointedPipeline, checkpointed_pipeline
 
 pytestmark = pytest.mark.integration
 
 EOS = Path(sys.executable).with_name("eos")
-PARTITIONS = 2
-LAST_COMMITTED = 3
 # Values that depend on the moment a shell ran, not on the state both shells read.
 MOMENT_KEYS = frozenset({"scanned_at", "evaluated_at", "evaluated_at_ms", "commit_age_ms", "age_ms", "observed_at"})
 
 
-@dataclass
-class Pipeline:
-    """A spec file in a specs folder, a checkpoint of batches 0..3 and the sink group."""
-
-    spec_path: Path
-    checkpoint: Path
-    bootstrap: str
-    input_topic: str
-    output_topic: str
-    group_id: str
-    prefix: str
-    query_id: str
-
-    def commit_group(self, batch: int) -> None:
-        """Commit offsets/``batch`` with marker ``batch``, as the sink does."""
-        marker = BatchMarker(self.query_id, batch).encode()
-        offsets = batch_end_offsets(self.input_topic, batch, PARTITIONS)
-        write_committed_offsets(
-            AdminClient({"bootstrap.servers": self.bootstrap}),
-            self.group_id,
-            {tp: (offset, marker) for tp, offset in offsets.items()},
-        )
-
-    def produce_input(self) -> None:
-        """As many records as offsets/3 names, so the group's offsets are the inputs' ends (no lag)."""
-        producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5})
-        for tp, end in batch_end_offsets(self.input_topic, LAST_COMMITTED, PARTITIONS).items():
-            for i in range(end):
-                producer.produce(self.input_topic, value=f"r{i}".encode(), partition=tp.partition)
-        assert producer.flush(30) == 0
-
-
 @pytest.fixture
-def pipeline(tmp_path: Path, bootstrap: str, topic_factory) -> Pipeline:
-    input_topic = topic_factory("parity-in", partitions=PARTITIONS)
-    wait_for_group_coordinator(bootstrap, input_topic)
-    output_topic = topic_factory("parity-out", partitions=PARTITIONS)
-    name = f"p{uuid.uuid4().hex[:8]}"
-    query_id = str(uuid.uuid4())
-    checkpoint = write_checkpoint(
-        tmp_path / "checkpoints" / name,
-        topic=input_topic,
-        partitions=PARTITIONS,
-        query_id=query_id,
-        offsets=range(LAST_COMMITTED + 1),
-        commits=range(LAST_COMMITTED + 1),
-    )
-    spec = {
-        "name": name,
-        "kafka": {"bootstrap.servers": bootstrap},
-        "input_topics": [input_topic],
-        "output_topic": output_topic,
-        "group_id": f"{name}-sink",
-        "transactional_id_prefix": f"{name}-eos",
-        "checkpoint_location": str(checkpoint),
-        "transaction_timeout_ms": 60_000,
-        "trigger": "10 seconds",
-    }
-    specs = tmp_path / "specs"
-    specs.mkdir()
-    spec_path = specs / f"{name}.json"
-    spec_path.write_text(json.dumps(spec))
-    return Pipeline(spec_path, checkpoint, bootstrap, input_topic, output_topic, spec["group_id"],
-                    spec["transactional_id_prefix"], query_id)
+def pipeline(tmp_path: Path, bootstrap: str, topic_factory) -> CheckpointedPipeline:
+    """A spec file in a specs folder, a checkpoint of batches 0..3 and the sink group."""
+    return checkpointed_pipeline(bootstrap, topic_factory, tmp_path, stem="parity", trigger="10 seconds")
 
 
 # -- the two shells -------------------------------------------------------------------------------
@@ -209,7 +143,7 @@ def assert_same(
     return cli_said.data
 
 
-def recovery(kind: str, pipeline: Pipeline, **params: Any) -> Shell:
+def recovery(kind: str, pipeline: CheckpointedPipeline, **params: Any) -> Shell:
     from airflow_provider_eos.operators import recovery as ops
 
     classes = {
@@ -222,7 +156,7 @@ def recovery(kind: str, pipeline: Pipeline, **params: Any) -> Shell:
 
 
 @pytest.fixture
-def open_transaction(pipeline: Pipeline) -> Iterator[str]:
+def open_transaction(pipeline: CheckpointedPipeline) -> Iterator[str]:
     """A live producer's transaction under the pipeline's prefix, open on the output topic."""
     txn_id = f"{pipeline.prefix}-0"
     producer = Producer({"bootstrap.servers": pipeline.bootstrap, "transactional.id": txn_id})
@@ -240,14 +174,14 @@ def open_transaction(pipeline: Pipeline) -> Iterator[str]:
 # -- verify -------------------------------------------------------------------------------------
 
 
-def test_verify_in_sync(pipeline: Pipeline) -> None:
+def test_verify_in_sync(pipeline: CheckpointedPipeline) -> None:
     pipeline.commit_group(LAST_COMMITTED)
     data = assert_same(cli("verify", "--spec", str(pipeline.spec_path)), recovery("verify", pipeline), outcome="ok")
     assert data["overall"] == "IN_SYNC" and data["last_committed"] == LAST_COMMITTED
     assert data["group_id"] == pipeline.group_id and len(data["rows"]) == PARTITIONS
 
 
-def test_verify_kafka_behind(pipeline: Pipeline) -> None:
+def test_verify_kafka_behind(pipeline: CheckpointedPipeline) -> None:
     pipeline.commit_group(1)
     data = assert_same(
         cli("verify", "--spec", str(pipeline.spec_path)), recovery("verify", pipeline), outcome="finding"
@@ -256,7 +190,7 @@ def test_verify_kafka_behind(pipeline: Pipeline) -> None:
     assert data["next_step"].startswith("Rewind the checkpoint to batch 1")
 
 
-def test_verify_with_a_missing_checkpoint(pipeline: Pipeline) -> None:
+def test_verify_with_a_missing_checkpoint(pipeline: CheckpointedPipeline) -> None:
     spec = json.loads(pipeline.spec_path.read_text())
     pipeline.spec_path.write_text(json.dumps({**spec, "checkpoint_location": str(pipeline.checkpoint) + "-never"}))
 
@@ -276,7 +210,9 @@ def test_verify_with_a_missing_checkpoint(pipeline: Pipeline) -> None:
 # -- abort --------------------------------------------------------------------------------------
 
 
-def test_abort_dry_run_with_an_open_transaction_and_the_refusal(pipeline: Pipeline, open_transaction: str) -> None:
+def test_abort_dry_run_with_an_open_transaction_and_the_refusal(
+    pipeline: CheckpointedPipeline, open_transaction: str
+) -> None:
     spec = str(pipeline.spec_path)
     data = assert_same(
         cli("abort", "--spec", spec, "--dry-run"), recovery("abort", pipeline, dry_run=True), outcome="finding"
@@ -294,7 +230,7 @@ def test_abort_dry_run_with_an_open_transaction_and_the_refusal(pipeline: Pipeli
 # -- repairs ------------------------------------------------------------------------------------
 
 
-def test_align_dry_run_on_no_marker(pipeline: Pipeline) -> None:
+def test_align_dry_run_on_no_marker(pipeline: CheckpointedPipeline) -> None:
     data = assert_same(
         cli("repair", "align", "--spec", str(pipeline.spec_path)), recovery("align", pipeline), outcome="ok"
     )
@@ -302,7 +238,7 @@ def test_align_dry_run_on_no_marker(pipeline: Pipeline) -> None:
     assert data["verdict_after"] == "NO_MARKER"
 
 
-def test_rewind_dry_run(pipeline: Pipeline) -> None:
+def test_rewind_dry_run(pipeline: CheckpointedPipeline) -> None:
     pipeline.commit_group(1)
     spec = str(pipeline.spec_path)
     data = assert_same(
@@ -327,7 +263,7 @@ def test_rewind_dry_run(pipeline: Pipeline) -> None:
 # -- pre-flight ---------------------------------------------------------------------------------
 
 
-def test_preflight(pipeline: Pipeline, tmp_path: Path) -> None:
+def test_preflight(pipeline: CheckpointedPipeline, tmp_path: Path) -> None:
     from airflow_provider_eos.operators.preflight import EosPreflightOperator
 
     specs = str(pipeline.spec_path.parent)
@@ -355,7 +291,7 @@ def test_preflight(pipeline: Pipeline, tmp_path: Path) -> None:
 # -- health -------------------------------------------------------------------------------------
 
 
-def test_health(pipeline: Pipeline) -> None:
+def test_health(pipeline: CheckpointedPipeline) -> None:
     """``eos health`` and the health sensor evaluate the same sample the same way.
 
     The sensor's XCom is the report itself (it watches over time rather than answering once),
@@ -369,7 +305,7 @@ def test_health(pipeline: Pipeline) -> None:
             committed_after="2000-01-01T00:00:00+00:00",
         ))
 
-    pipeline.produce_input()
+    pipeline.produce_input_of(LAST_COMMITTED)  # no lag
     pipeline.commit_group(LAST_COMMITTED)
     data = assert_same(cli("health", "--spec", str(pipeline.spec_path)), sensor("wait_healthy"), outcome="ok",
                        cli_only=("outcome", "next_step"))

@@ -1,6 +1,6 @@
 """Write Spark checkpoints by hand, in Spark's on-disk format, for tests that need no Spark run.
 
-The format is the one ``core/checkpoint.py`` documents (and tests/unit/test_checkpoint.py
+The format is the one ``core/checkpoint/formats.py`` documents (and tests/unit/test_checkpoint.py
 checks against files Spark wrote): ``metadata``, ``sources/0/0`` with its 0x00 prefix,
 ``offsets/N`` v1 (version line, batch metadata line, Kafka source offset line, no trailing
 newline), ``commits/N`` v1, and Hadoop ``.<name>.crc`` sidecars.

@@ -1,4 +1,4 @@
-"""Test-side Kafka helpers: create topics, produce, read back with an isolation level."""
+"""Test-side Kafka helpers: create topics, await the group coordinator, produce, read back at an isolation level."""
 
 from __future__ import annotations
 
@@ -6,7 +6,14 @@ import time
 import uuid
 from collections.abc import Iterable
 
-from confluent_kafka import Consumer, IsolationLevel, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    IsolationLevel,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 
@@ -22,6 +29,32 @@ def create_topic(bootstrap: str, name: str, partitions: int = 1, config: dict | 
             return name
         time.sleep(0.1)
     raise TimeoutError(f"topic {name} not ready")
+
+
+def wait_for_group_coordinator(bootstrap: str, topic: str, timeout_s: float = 60) -> None:
+    """Wait until the broker's group coordinator serves offset commits and reads.
+
+    A fresh broker creates and loads ``__consumer_offsets`` on first use and answers
+    NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS meanwhile; the code under test (and
+    ``write_committed_offsets``) would see those as failures, so tests start once it is ready.
+    """
+    group = f"warm-up-{uuid.uuid4().hex[:8]}"
+    tp = TopicPartition(topic, 0, 0, "")
+    deadline = time.monotonic() + timeout_s
+    while True:
+        # A fresh client per attempt: reusing one after a coordinator error crashed librdkafka here.
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        try:
+            result = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, [tp])])[group].result(30)
+            if all(p.error is None for p in result.topic_partitions):
+                read = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0)])
+                admin.list_consumer_group_offsets([read])[group].result(30)
+                return
+        except KafkaException:
+            pass
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the group coordinator of {bootstrap} did not become ready in {timeout_s}s")
+        time.sleep(0.5)
 
 
 def produce(bootstrap: str, topic: str, records: Iterable[tuple[bytes | None, bytes]], **conf) -> int:

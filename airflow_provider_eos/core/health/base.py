@@ -1,17 +1,18 @@
-"""What every health module shares: the error, the statuses, the model base and the time format."""
+"""What every health module shares: the error, the statuses and the time format.
+
+The health values are :class:`~airflow_provider_eos.core.model.FrozenModel` models.
+"""
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Iterable
-from typing import Any
 
 import pendulum
-from pydantic import BaseModel, ConfigDict
 
 from airflow_provider_eos.core.errors import EosError
 
-__all__ = ["HealthError", "HealthModel", "HealthStatus", "LagStatus", "iso_utc", "worst"]
+__all__ = ["HealthError", "HealthStatus", "LagStatus", "iso_utc", "worst"]
 
 
 class HealthError(EosError):
@@ -61,25 +62,3 @@ def worst(statuses: Iterable[HealthStatus]) -> HealthStatus:
 def iso_utc(ms: int | None) -> str | None:
     """ISO 8601 text in UTC of a time in ms since the epoch (``None`` stays ``None``)."""
     return None if ms is None else pendulum.from_timestamp(ms / 1000, tz="UTC").isoformat()
-
-
-class HealthModel(BaseModel):
-    """Frozen pydantic base of the health values.
-
-    Positional arguments fill the fields in their declared order, as with the dataclasses these
-    models replaced, so ``VerificationSample("IN_SYNC", True)`` keeps working.
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    def __init__(self, /, *args: Any, **data: Any) -> None:
-        if args:
-            names = list(type(self).model_fields)
-            if len(args) > len(names):
-                raise TypeError(f"{type(self).__name__} takes at most {len(names)} positional arguments")
-            given = dict(zip(names, args, strict=False))
-            twice = sorted(given.keys() & data.keys())
-            if twice:
-                raise TypeError(f"{type(self).__name__} got multiple values for {', '.join(twice)}")
-            data = {**given, **data}
-        super().__init__(**data)

@@ -31,9 +31,10 @@ from typing import Literal
 import pendulum
 from pydantic import computed_field
 
-from airflow_provider_eos.core.health.base import HealthModel, HealthStatus
+from airflow_provider_eos.core.health.base import HealthStatus
 from airflow_provider_eos.core.health.samples import HealthSample
 from airflow_provider_eos.core.health.thresholds import HealthThresholds
+from airflow_provider_eos.core.model import FrozenModel
 from airflow_provider_eos.core.topic_partition import PartitionRow, TopicPartition
 from airflow_provider_eos.core.transactions import find_lingering, format_age
 from airflow_provider_eos.core.transactions.model import PartitionName
@@ -54,7 +55,7 @@ __all__ = [
 Signal = Literal["lag", "commit_age", "hanging", "lingering", "verification"]
 
 
-class Finding(HealthModel):
+class Finding(FrozenModel):
     """One signal's verdict about one subject.
 
     :param signal: ``lag``, ``commit_age``, ``hanging``, ``lingering`` or ``verification``.
@@ -216,7 +217,7 @@ def hanging_findings(gaps: Iterable[PartitionGap], th: HealthThresholds) -> list
 # -- lingering: ongoing transactions under the prefix ---------------------------------------------
 
 
-class OpenTransaction(HealthModel):
+class OpenTransaction(FrozenModel):
     """An open transaction under the prefix, as the report shows it.
 
     :param transactional_id: the id.

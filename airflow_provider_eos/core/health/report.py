@@ -7,21 +7,20 @@ back. Its text form is :mod:`.render`.
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import computed_field
 
-from airflow_provider_eos.core.health.base import HealthModel, HealthStatus, iso_utc
+from airflow_provider_eos.core.health.base import HealthStatus, iso_utc
 from airflow_provider_eos.core.health.findings import Finding, OpenTransaction, PartitionGap
 from airflow_provider_eos.core.health.lag_rules import PartitionLag
 from airflow_provider_eos.core.health.render import render_report
 from airflow_provider_eos.core.health.samples import VerificationSample
 from airflow_provider_eos.core.health.thresholds import HealthThresholds
+from airflow_provider_eos.core.model import FrozenModel
 
 __all__ = ["HealthReport"]
 
 
-class HealthReport(HealthModel):
+class HealthReport(FrozenModel):
     """The outcome of :func:`~airflow_provider_eos.core.health.evaluate`.
 
     Its JSON form adds ``is_healthy``, ``evaluated_at`` and ``last_commit_time`` (ISO 8601, UTC),
@@ -102,10 +101,6 @@ class HealthReport(HealthModel):
     def committed_since(self, moment_ms: int) -> bool:
         """Whether the checkpoint's newest commit is newer than ``moment_ms``."""
         return self.last_commit_time_ms is not None and self.last_commit_time_ms > moment_ms
-
-    def to_dict(self) -> dict[str, Any]:
-        """Alias of ``model_dump(mode="json")``."""
-        return self.model_dump(mode="json")
 
     def render(self) -> str:
         """The report as readable text: a summary, the findings and the tables."""

@@ -8,7 +8,7 @@ carries them between polls as ``model_dump(mode="json")`` and reads them back wi
 
 from __future__ import annotations
 
-from airflow_provider_eos.core.health.base import HealthModel
+from airflow_provider_eos.core.model import FrozenModel
 from airflow_provider_eos.core.topic_partition import PartitionRow
 from airflow_provider_eos.core.transactions import Transaction
 
@@ -57,7 +57,7 @@ class OutputPartitionSample(PartitionRow):
     hwm: int
 
 
-class VerificationSample(HealthModel):
+class VerificationSample(FrozenModel):
     """What verification said in one sample.
 
     :param verdict: the overall verdict (``None``: not settled, see ``note``).
@@ -72,7 +72,7 @@ class VerificationSample(HealthModel):
     note: str | None = None
 
 
-class HealthSample(HealthModel):
+class HealthSample(FrozenModel):
     """One look at the pipeline; the I/O that takes it is :func:`airflow_provider_eos.kafka.health_probe.probe`.
 
     :param taken_at_ms: when the sample was taken (ms since the epoch, UTC).

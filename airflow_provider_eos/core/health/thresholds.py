@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationInfo, field_validator, model_validator
 
-from airflow_provider_eos.core.health.base import HealthError, HealthModel
+from airflow_provider_eos.core.health.base import HealthError
+from airflow_provider_eos.core.model import FrozenModel
 
 if TYPE_CHECKING:
     from airflow_provider_eos.core.spec import PipelineSpec
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
 __all__ = ["HealthThresholds"]
 
 
-class HealthThresholds(HealthModel):
+class HealthThresholds(FrozenModel):
     """Limits the rules compare against, in milliseconds.
 
     :param warn_after_ms: newest commit older than this while input waits: DEGRADED.

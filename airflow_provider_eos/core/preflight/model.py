@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict
+from airflow_provider_eos.core.model import FrozenModel
 
 if TYPE_CHECKING:
     from airflow_provider_eos.core.preflight.facts import PreflightFacts
@@ -87,7 +87,7 @@ def unknown(facts: PreflightFacts, fact: str, what: str) -> Outcome:
 Check = Callable[["PreflightFacts"], Outcome]
 
 
-class Finding(BaseModel):
+class Finding(FrozenModel):
     """One rule's outcome: a row of the report.
 
     :param code: the rule's code.
@@ -97,8 +97,6 @@ class Finding(BaseModel):
     :param message: what was found, naming the values.
     :param fix: what to do (only for failures).
     """
-
-    model_config = ConfigDict(frozen=True)
 
     code: str
     severity: Severity

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
+from pydantic import ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
+from airflow_provider_eos.core.model import FrozenModel
 from airflow_provider_eos.core.preflight.model import Finding, Severity, Status
 from airflow_provider_eos.core.report_table import render_table
 
 __all__ = ["PreflightReport"]
 
 
-class PreflightReport(BaseModel):
+class PreflightReport(FrozenModel):
     """The pre-flight of one pipeline: one finding per rule, in code order.
 
     :param pipeline: the pipeline's name.
@@ -27,7 +28,7 @@ class PreflightReport(BaseModel):
     """
 
     # The verdict keys of the dumped form are derived; reading a dump back ignores them.
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(extra="ignore")
 
     pipeline: str
     findings: tuple[Finding, ...]
@@ -84,10 +85,6 @@ class PreflightReport(BaseModel):
             "not_checked": [f.code for f in self.not_checked],
             "findings": fields["findings"],
         }
-
-    def to_dict(self) -> dict[str, Any]:
-        """``model_dump(mode="json")``: the JSON-serializable form the operator's XCom and the CLI print."""
-        return self.model_dump(mode="json")
 
     def summary(self) -> str:
         """One line: the verdict and the counts."""

@@ -10,7 +10,10 @@ Both repairs follow the same rules (DESIGN.md section 3):
 
 Rewind (``KAFKA_BEHIND``): :mod:`.rewind_plan` decides, :mod:`.rewind_files` knows Spark's
 checkpoint files and the backup folder, :mod:`.rewind_execute` moves them. Align
-(``NO_MARKER``): :mod:`.align`. Plans and results are pydantic models (:mod:`.model`).
+(``NO_MARKER``): :mod:`.align`. Plans and results are frozen pydantic models
+(:class:`~airflow_provider_eos.core.model.FrozenModel`): ``model_dump(mode="json")`` is what the
+recovery operators push to XCom, what ``eos rewind``/``eos align --json`` print and what a
+rewind's manifest records; ``model_validate`` reads it back.
 """
 
 from __future__ import annotations

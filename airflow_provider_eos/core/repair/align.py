@@ -8,15 +8,15 @@ needs Kafka and is the shell's job.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import computed_field
 
 from airflow_provider_eos.core.errors import RepairError
 from airflow_provider_eos.core.markers import BatchMarker, CommittedOffsets
-from airflow_provider_eos.core.repair.model import PartitionObject, RepairModel
+from airflow_provider_eos.core.model import FrozenModel
 from airflow_provider_eos.core.report_table import render_table
-from airflow_provider_eos.core.topic_partition import PartitionRow, TopicPartition
+from airflow_provider_eos.core.topic_partition import PartitionObject, PartitionRow, TopicPartition
 from airflow_provider_eos.core.verification import Verdict, VerificationReport, verify_checkpoint
 
 if TYPE_CHECKING:
@@ -49,12 +49,8 @@ class AlignRow(PartitionRow):
         """True when committing the target changes the group."""
         return (self.before_offset, self.before_metadata) != (self.after_offset, self.after_metadata)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The row as JSON-serializable values (``model_dump(mode="json")``)."""
-        return self.model_dump(mode="json")
 
-
-class AlignPlan(RepairModel):
+class AlignPlan(FrozenModel):
     """Commit the checkpoint's ``offsets/C`` with marker ``C`` to the sink group.
 
     The plan holds every offset and metadata it replaces (``before_*``), so the group can be

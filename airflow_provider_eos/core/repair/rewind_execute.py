@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from airflow_provider_eos.core.errors import RepairError
-from airflow_provider_eos.core.repair.model import RepairModel
+from airflow_provider_eos.core.model import FrozenModel
 from airflow_provider_eos.core.repair.rewind_files import MANIFEST_NAME, backup_dir_for
 from airflow_provider_eos.core.repair.rewind_plan import RewindPlan, plan_rewind
 
@@ -29,7 +29,7 @@ __all__ = ["RewindResult", "execute_rewind", "rewind"]
 _RESULT_KEYS = ("executed", "backup_dir", "moved")
 
 
-class RewindResult(RepairModel):
+class RewindResult(FrozenModel):
     """The outcome of executing a rewind plan (or of a dry run).
 
     JSON: the plan's keys, flat, plus ``executed``, ``backup_dir`` and ``moved``.

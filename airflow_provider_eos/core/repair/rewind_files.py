@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Literal
 import pendulum
 
 from airflow_provider_eos.core.errors import RepairError
-from airflow_provider_eos.core.repair.model import RepairModel
+from airflow_provider_eos.core.model import FrozenModel
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
@@ -55,7 +55,7 @@ _STATE_NAME = re.compile(r"^(\d+)(?:_[^./]+)?\.(?:delta|snapshot|zip|changelog)$
 MoveKind = Literal["offsets", "commits", "state", "operator-metadata"]
 
 
-class FileMove(RepairModel):
+class FileMove(FrozenModel):
     """One checkpoint file a rewind moves into the backup folder.
 
     :param path: the path relative to the checkpoint root, ``/``-separated.

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import computed_field
 
 from airflow_provider_eos.core.errors import RepairError
-from airflow_provider_eos.core.repair.model import RepairModel
+from airflow_provider_eos.core.model import FrozenModel
 from airflow_provider_eos.core.repair.rewind_files import BACKUP_INFIX, FileMove, log_moves, move_order, scan_state
 from airflow_provider_eos.core.report_table import render_table
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["CheckpointBatches", "RewindPlan", "plan_rewind"]
 
 
-class CheckpointBatches(RepairModel):
+class CheckpointBatches(FrozenModel):
     """The batches a checkpoint holds before a rewind.
 
     :param last_committed: the last committed batch.
@@ -41,7 +41,7 @@ class CheckpointBatches(RepairModel):
     oldest_committed: int | None
 
 
-class RewindPlan(RepairModel):
+class RewindPlan(FrozenModel):
     """What rewinding a checkpoint to batch ``to_batch`` moves; nothing is changed by planning.
 
     After the rewind, ``to_batch`` is the last committed (and last planned) batch; on restart

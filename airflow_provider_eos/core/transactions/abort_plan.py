@@ -13,11 +13,11 @@ import datetime as dt
 import enum
 from collections.abc import Iterable
 
+from airflow_provider_eos.core.model import FrozenModel
 from airflow_provider_eos.core.transactions.hanging import HangingTransaction
 from airflow_provider_eos.core.transactions.lingering import find_lingering, open_under_prefix
 from airflow_provider_eos.core.transactions.model import (
     PartitionName,
-    ReportModel,
     Transaction,
     format_age,
     to_epoch_ms,
@@ -49,7 +49,7 @@ class Outcome(enum.StrEnum):
     FAILED = "failed"
 
 
-class AbortRow(ReportModel):
+class AbortRow(FrozenModel):
     """One open transaction found by the scan, with the planned action and its outcome.
 
     JSON: the fields below, partitions as ``topic-N``, action and outcome as their values.

@@ -12,9 +12,10 @@ from typing import Annotated
 
 from pydantic import PlainSerializer, computed_field
 
+from airflow_provider_eos.core.model import FrozenModel
 from airflow_provider_eos.core.report_table import render_table
 from airflow_provider_eos.core.transactions.abort_plan import AbortRow, Outcome
-from airflow_provider_eos.core.transactions.model import PartitionOffsets, ReportModel, format_age, partitions_text
+from airflow_provider_eos.core.transactions.model import PartitionOffsets, format_age, partitions_text
 from airflow_provider_eos.core.transactions.safety import SafetyCheck
 
 __all__ = ["AbortReport"]
@@ -39,7 +40,7 @@ def _row_cells(row: AbortRow) -> list[object]:
     ]
 
 
-class AbortReport(ReportModel):
+class AbortReport(FrozenModel):
     """What ``eos abort`` found, did, and found again afterwards.
 
     JSON: the fields below and ``ok``; ``scanned_at`` in ISO 8601.

@@ -21,12 +21,12 @@ from typing import Literal
 
 from pydantic import Field
 
+from airflow_provider_eos.core.model import FrozenModel
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.core.transactional_ids import belongs_to_prefix
 from airflow_provider_eos.core.transactions.model import (
     PartitionName,
     ProducerState,
-    ReportModel,
     Transaction,
     TransactionListing,
     TxnState,
@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 
-class OpenPartitionTransaction(ReportModel):
+class OpenPartitionTransaction(FrozenModel):
     """A producer's open transaction on one partition (a hanging candidate)."""
 
     tp: PartitionName
@@ -80,7 +80,7 @@ class HangingReason(enum.StrEnum):
     PARTITION_NOT_IN_TRANSACTION = "the coordinator's transaction does not include this partition"
 
 
-class HangingTransaction(ReportModel):
+class HangingTransaction(FrozenModel):
     """An open transaction on a partition that no coordinator will finish.
 
     JSON: ``partition`` (``topic-N``), ``producer``, ``age_ms``, ``transactional_id``,

@@ -15,8 +15,9 @@ import enum
 from collections.abc import Iterable
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, computed_field
+from pydantic import BeforeValidator, Field, PlainSerializer, computed_field
 
+from airflow_provider_eos.core.model import FrozenModel
 from airflow_provider_eos.core.topic_partition import TopicPartition
 
 __all__ = [
@@ -24,7 +25,6 @@ __all__ = [
     "PartitionOffsets",
     "PartitionSet",
     "ProducerState",
-    "ReportModel",
     "Transaction",
     "TransactionListing",
     "TxnState",
@@ -133,32 +133,7 @@ PartitionSet = Annotated[
 State = Annotated[TxnState, BeforeValidator(TxnState.parse)]
 
 
-class ReportModel(BaseModel):
-    """Frozen, hashable model that, like the dataclasses it replaces, also takes its fields by position.
-
-    Several Kafka adapters build these positionally (``PartitionOffsets(tp, lso, hwm)``);
-    keyword construction and ``model_validate`` work as for any pydantic model.
-    """
-
-    model_config = ConfigDict(frozen=True, validate_by_name=True, validate_by_alias=True, serialize_by_alias=True)
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        if args:
-            names = list(type(self).model_fields)
-            if len(args) > len(names):
-                raise TypeError(f"{type(self).__name__} takes at most {len(names)} positional arguments")
-            for name, value in zip(names, args, strict=False):
-                if name in kwargs:
-                    raise TypeError(f"{type(self).__name__} got multiple values for {name!r}")
-                kwargs[name] = value
-        super().__init__(**kwargs)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The model as JSON-serializable values (``model_dump(mode="json")``)."""
-        return self.model_dump(mode="json")
-
-
-class TransactionListing(ReportModel):
+class TransactionListing(FrozenModel):
     """One row of ListTransactions: an id, its current producer id and its state."""
 
     transactional_id: str
@@ -166,7 +141,7 @@ class TransactionListing(ReportModel):
     state: State
 
 
-class Transaction(ReportModel):
+class Transaction(FrozenModel):
     """A transactional id as DescribeTransactions reports it.
 
     :param transactional_id: the id.
@@ -194,7 +169,7 @@ class Transaction(ReportModel):
         return None if self.start_time_ms is None else now_ms - self.start_time_ms
 
 
-class ProducerState(ReportModel):
+class ProducerState(FrozenModel):
     """One active producer on a partition, as DescribeProducers reports it.
 
     :param producer_id: the producer id.
@@ -219,7 +194,7 @@ class ProducerState(ReportModel):
         return self.current_txn_start_offset >= 0
 
 
-class PartitionOffsets(ReportModel):
+class PartitionOffsets(FrozenModel):
     """A partition's last stable offset (``read_committed`` end) and high watermark.
 
     JSON: ``{"partition": "topic-N", "lso": ..., "hwm": ..., "pinned": ...}``.

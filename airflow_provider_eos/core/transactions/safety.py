@@ -17,8 +17,9 @@ from collections.abc import Iterable
 from pydantic import computed_field
 
 from airflow_provider_eos.core.errors import UnsafeToActError
+from airflow_provider_eos.core.model import FrozenModel
 from airflow_provider_eos.core.transactions.lingering import find_lingering
-from airflow_provider_eos.core.transactions.model import ReportModel, Transaction, format_age, to_epoch_ms
+from airflow_provider_eos.core.transactions.model import Transaction, format_age, to_epoch_ms
 
 __all__ = [
     "SafetyCheck",
@@ -40,7 +41,7 @@ def default_quiet_period_ms(transaction_timeout_ms: int, trigger_interval_ms: in
     return max(transaction_timeout_ms, 2 * (trigger_interval_ms or 0))
 
 
-class SafetyCheck(ReportModel):
+class SafetyCheck(FrozenModel):
     """Whether recovery may act now, and why not.
 
     JSON: ``safe``, ``forced``, ``may_act`` and ``reasons``.

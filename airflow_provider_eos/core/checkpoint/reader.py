@@ -1,52 +1,41 @@
 """The one reader of Spark Structured Streaming checkpoints, for local paths and fsspec URLs.
 
-What Spark writes (Spark 3.x and 4.x; file names are batch ids, written atomically through a
-temporary file and a rename, each with a Hadoop ``.<name>.crc`` sidecar on local and HDFS paths):
-
-``metadata``
-    ``{"id":"<query id uuid>"}`` (the query id; older Spark ends it with a newline).
-``offsets/<N>`` (``OffsetSeqLog``, the write-ahead log, written before batch ``N`` runs)
-    v1: ``v1``, a metadata JSON line (``batchWatermarkMs``, ``batchTimestampMs``, ``conf``), then
-    one line per source in query order: the source's offset JSON, or ``-`` for none.
-    v2 (Spark 4.1+, ``spark.sql.streaming.offsetLog.formatVersion=2``): ``v2``, the metadata
-    line (adds ``sourceMetadataInfo``), then one ``<source id>:<offset JSON or ->`` line per
-    source in no particular order. Source ids are ``"0"``, ``"1"``... or names given with
-    ``DataStreamReader.name()``.
-``commits/<N>`` (``CommitLog``, written after batch ``N`` completed)
-    ``v1`` or ``v2``, then JSON (``{"nextBatchWatermarkMs":0}``; v2 may add ``stateUniqueIds``).
-``sources/<source id>/0`` (the Kafka source's initial offsets, ``KafkaSourceInitialOffsetWriter``)
-    a 0x00 byte (SPARK-19517), ``v1``, a newline, then the offset JSON without newline.
-
-A Kafka source offset is ``{"<topic>":{"<partition>":<next offset to read>,...},...}``, the same
-meaning as a committed consumer-group offset.
+:class:`CheckpointReader` addresses the checkpoint through fsspec (``s3a://`` read as
+``s3://``), lists the batch logs, reads files and hands their content to the parsers of
+:mod:`.formats`. Every listing invalidates fsspec's cache, because object-store listing caches
+would hide batches Spark wrote since the last call.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import json
 import posixpath
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import fsspec.core
 from fsspec.spec import AbstractFileSystem
 
+from airflow_provider_eos.core.checkpoint.formats import (
+    COMMIT_LOG_EXPECTED,
+    INITIAL_OFFSETS_EXPECTED,
+    METADATA_EXPECTED,
+    OFFSET_LOG_EXPECTED,
+    OffsetLogEntry,
+    parse_commit_log,
+    parse_initial_offsets,
+    parse_kafka_offsets,
+    parse_metadata,
+    parse_offset_log,
+)
+from airflow_provider_eos.core.checkpoint.snapshot import CheckpointSnapshot, read_snapshot
 from airflow_provider_eos.core.errors import CheckpointError
 from airflow_provider_eos.core.topic_partition import OffsetMap, TopicPartition
 
-#: Highest ``offsets/`` format version this reader understands.
-MAX_OFFSETS_VERSION = 2
-#: Highest ``commits/`` format version this reader understands.
-MAX_COMMITS_VERSION = 2
-#: Highest ``sources/<i>/0`` (Kafka initial offsets) format version this reader understands.
-MAX_INITIAL_OFFSETS_VERSION = 1
+__all__ = ["CheckpointReader", "normalize_location"]
 
-_VOID_OFFSET = "-"
 # Hadoop's s3a/s3n connectors and fsspec's s3fs address the same objects.
 _SCHEME_ALIASES = {"s3a://": "s3://", "s3n://": "s3://"}
-_UPGRADE_FIX = "upgrade airflow-provider-eos to a release that reads this Spark version's checkpoint"
 
 
 def normalize_location(location: str) -> str:
@@ -58,43 +47,6 @@ def normalize_location(location: str) -> str:
         if location.lower().startswith(alias):
             return canonical + location[len(alias) :]
     return location
-
-
-@dataclass(frozen=True)
-class CheckpointSnapshot:
-    """What a checkpoint says about a query's progress, read in one pass.
-
-    :param query_id: the query id from ``metadata``.
-    :param last_committed: the newest batch with a ``commits/`` file, ``None`` before the first.
-    :param last_planned: the newest batch with an ``offsets/`` file, ``None`` before the first.
-    :param committed_offsets: the Kafka source's end offsets of ``last_committed``.
-    :param planned_offsets: the Kafka source's end offsets of ``last_planned``.
-    :param last_commit_time: modification time (UTC) of ``commits/<last_committed>``.
-    """
-
-    query_id: str
-    last_committed: int | None
-    last_planned: int | None
-    committed_offsets: OffsetMap | None
-    planned_offsets: OffsetMap | None
-    last_commit_time: dt.datetime | None
-
-    @property
-    def batch_in_flight(self) -> bool:
-        """Whether a batch was planned but not committed (it will be replayed on restart)."""
-        if self.last_planned is None:
-            return False
-        return self.last_committed is None or self.last_planned > self.last_committed
-
-
-@dataclass(frozen=True)
-class _OffsetLogEntry:
-    version: int
-    metadata: dict[str, Any]
-    # Source id ("0", "1", ... or a v2 name) -> offset JSON text, None for "-".
-    sources: dict[str, str | None]
-    # v1 keeps positions; v2 has none.
-    ordered: bool
 
 
 class CheckpointReader:
@@ -195,34 +147,6 @@ class CheckpointReader:
             f"{self.location!r} is the pipeline's (spec checkpoint_location)"
         )
 
-    def _malformed(self, path: str, expected: str, found: str, fix: str | None = None) -> CheckpointError:
-        return CheckpointError(
-            f"checkpoint file {self.display(path)} is malformed: expected {expected}, found {_clip(found)}",
-            fix=fix
-            or "if Spark wrote it, the format may be newer than this reader ("
-            + _UPGRADE_FIX
-            + "); otherwise restore the file or rewind the checkpoint before it with `eos repair`",
-        )
-
-    def _version(self, path: str, line: str, maximum: int, expected: str) -> int:
-        text = line.strip()
-        if not (text.startswith("v") and text[1:].isascii() and text[1:].isdecimal()):
-            raise self._malformed(path, f"a version line such as 'v1' ({expected})", repr(line))
-        version = int(text[1:])
-        if not 1 <= version <= maximum:
-            raise CheckpointError(
-                f"checkpoint file {self.display(path)} has format version v{version}; this reader "
-                f"supports v1..v{maximum}",
-                fix=_UPGRADE_FIX,
-            )
-        return version
-
-    def _json(self, path: str, text: str, expected: str) -> Any:
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError:
-            raise self._malformed(path, expected, repr(text)) from None
-
     # -- existence and identity ----------------------------------------------------------------
 
     def exists(self) -> bool:
@@ -238,13 +162,7 @@ class CheckpointReader:
         :raises CheckpointError: if ``metadata`` is missing or not ``{"id": "..."}``.
         """
         path = self.path("metadata")
-        expected = 'the query metadata {"id":"<query id>"}'
-        text = self._read_text(path, expected)
-        data = self._json(path, text.strip(), expected)
-        query_id = data.get("id") if isinstance(data, dict) else None
-        if not isinstance(query_id, str) or not query_id:
-            raise self._malformed(path, expected, repr(text))
-        return query_id
+        return parse_metadata(self.display(path), self._read_text(path, METADATA_EXPECTED))
 
     def query_id_if_known(self) -> str | None:
         """The query id, or ``None`` when ``metadata`` is not there (yet); malformed still raises."""
@@ -283,32 +201,10 @@ class CheckpointReader:
 
     # -- offsets log ---------------------------------------------------------------------------
 
-    def _offset_log_entry(self, batch_id: int) -> _OffsetLogEntry:
+    def _offset_log_entry(self, batch_id: int) -> OffsetLogEntry:
         path = self.path("offsets", str(batch_id))
-        expected = "Spark's offset log entry ('v1' or 'v2', a metadata line, one line per source)"
-        text = self._read_text(path, expected, lambda: self._missing_batch_fix("offsets"))
-        lines = [line.removesuffix("\r") for line in text.split("\n")]
-        # Spark writes no trailing newline, but files edited by hand often gain one.
-        if len(lines) > 1 and lines[-1] == "":
-            lines.pop()
-        if len(lines) < 2:
-            raise self._malformed(path, expected, repr(text))
-        version = self._version(path, lines[0], MAX_OFFSETS_VERSION, expected)
-        meta_text = lines[1].strip()
-        metadata = self._json(path, meta_text, "a batch metadata JSON object on line 2") if meta_text else {}
-        if not isinstance(metadata, dict):
-            raise self._malformed(path, "a batch metadata JSON object on line 2", repr(lines[1]))
-        sources: dict[str, str | None] = {}
-        if version == 1:
-            for index, line in enumerate(lines[2:]):
-                sources[str(index)] = None if line.strip() == _VOID_OFFSET else line
-        else:
-            for line in lines[2:]:
-                source_id, sep, offset = line.partition(":")
-                if not sep or not source_id:
-                    raise self._malformed(path, "'<source id>:<offset json>' lines after the metadata", repr(line))
-                sources[source_id] = None if offset.strip() == _VOID_OFFSET else offset
-        return _OffsetLogEntry(version=version, metadata=metadata, sources=sources, ordered=version == 1)
+        text = self._read_text(path, OFFSET_LOG_EXPECTED, lambda: self._missing_batch_fix("offsets"))
+        return parse_offset_log(self.display(path), text)
 
     def offset_log_version(self, batch_id: int) -> int:
         """The format version (1 or 2) of ``offsets/<batch_id>``."""
@@ -346,34 +242,7 @@ class CheckpointReader:
                 fix="check that source " + key + " is the query's Kafka source; a source without an "
                 "offset has not produced its first batch",
             )
-        return self._kafka_offsets(path, offset_json, f"source {key!r}")
-
-    def _kafka_offsets(self, path: str, text: str, what: str) -> OffsetMap:
-        expected = f'a Kafka source offset for {what}, e.g. {{"topic":{{"0":123,"1":456}}}}'
-        fix = (
-            f"check that {what} belongs to the query's Kafka source (other sources write other "
-            "offsets; pass the Kafka source's index or id); if it does, the file is corrupt: restore "
-            "it or rewind the checkpoint before it with `eos repair`"
-        )
-        try:
-            data = json.loads(text.strip())
-        except json.JSONDecodeError:
-            raise self._malformed(path, expected, repr(text), fix) from None
-        if not isinstance(data, dict) or not data:
-            raise self._malformed(path, expected, repr(text), fix)
-        offsets: OffsetMap = {}
-        for topic, partitions in data.items():
-            if not isinstance(topic, str) or not topic or not isinstance(partitions, dict):
-                raise self._malformed(path, expected, repr(text), fix)
-            for partition, offset in partitions.items():
-                if not (partition.isascii() and partition.isdecimal()):
-                    raise self._malformed(path, expected, f"partition key {partition!r} in {text!r}", fix)
-                # Spark resolves -1/-2 (latest/earliest) before writing; a negative value here is
-                # not an offset this package can compare with a committed one.
-                if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-                    raise self._malformed(path, expected, f"offset {offset!r} for {topic}-{partition}", fix)
-                offsets[TopicPartition(topic, int(partition))] = offset
-        return dict(sorted(offsets.items()))
+        return parse_kafka_offsets(self.display(path), offset_json, f"source {key!r}")
 
     def initial_offsets(self, source_index: int | str = 0) -> OffsetMap:
         """The Kafka source's initial offsets, from ``sources/<source id>/0``.
@@ -384,24 +253,8 @@ class CheckpointReader:
         :raises CheckpointError: if the file is missing or not Kafka initial offsets.
         """
         path = self.path("sources", str(source_index), "0")
-        expected = "the Kafka source's initial offsets ('v1', newline, offset JSON)"
-        data = self._read_bytes(path, expected)
-        # KafkaSourceInitialOffsetWriter writes a 0x00 byte first so Spark 2.1.0 can tell its format.
-        if data[:1] == b"\x00":
-            data = data[1:]
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise self._malformed(path, expected, repr(data[:80])) from None
-        if text.startswith("v"):
-            first, sep, body = text.partition("\n")
-            if not sep:
-                raise self._malformed(path, expected, repr(text))
-            self._version(path, first, MAX_INITIAL_OFFSETS_VERSION, expected)
-        else:
-            # Spark 2.1.0 wrote the bare JSON.
-            body = text
-        return self._kafka_offsets(path, body, f"initial offsets of source {str(source_index)!r}")
+        data = self._read_bytes(path, INITIAL_OFFSETS_EXPECTED)
+        return parse_initial_offsets(self.display(path), data, source_index)
 
     def start_offsets(self, batch_id: int, source_index: int | str = 0) -> OffsetMap:
         """Where batch ``batch_id`` starts reading: ``offsets/<batch_id - 1>``, or for batch 0 the
@@ -438,16 +291,8 @@ class CheckpointReader:
         :raises CheckpointError: if the file is missing or malformed.
         """
         path = self.path("commits", str(batch_id))
-        expected = "Spark's commit log entry ('v1' or 'v2', then a JSON object)"
-        text = self._read_text(path, expected, lambda: self._missing_batch_fix("commits"))
-        first, _, rest = text.partition("\n")
-        self._version(path, first, MAX_COMMITS_VERSION, expected)
-        body = rest.split("\n", 1)[0].strip()
-        # Spark itself reads a commit file without a JSON line as "{}".
-        data = self._json(path, body, expected) if body else {}
-        if not isinstance(data, dict):
-            raise self._malformed(path, expected, repr(text))
-        return data
+        text = self._read_text(path, COMMIT_LOG_EXPECTED, lambda: self._missing_batch_fix("commits"))
+        return parse_commit_log(self.display(path), text)
 
     def commit_time(self, batch_id: int) -> dt.datetime:
         """Modification time (UTC) of ``commits/<batch_id>``: when Spark finished the batch."""
@@ -472,30 +317,11 @@ class CheckpointReader:
     # -- snapshot ------------------------------------------------------------------------------
 
     def snapshot(self, source_index: int | str = 0) -> CheckpointSnapshot:
-        """Read the query's progress in one pass.
+        """Read the query's progress in one pass (:func:`~.snapshot.read_snapshot`).
 
         :raises CheckpointError: if there is no checkpoint at the location, or a file is malformed.
         """
-        if not self.exists():
-            raise CheckpointError(
-                f"no Spark checkpoint at {self.location!r} (no metadata file, no offsets)",
-                fix="check the spec's checkpoint_location; a pipeline that never ran has no checkpoint",
-            )
-        query_id = self.query_id()
-        last_committed = self.latest_committed_batch()
-        last_planned = self.latest_planned_batch()
-        return CheckpointSnapshot(
-            query_id=query_id,
-            last_committed=last_committed,
-            last_planned=last_planned,
-            committed_offsets=(None if last_committed is None else self.planned_offsets(last_committed, source_index)),
-            planned_offsets=None if last_planned is None else self.planned_offsets(last_planned, source_index),
-            last_commit_time=None if last_committed is None else self.commit_time(last_committed),
-        )
-
-
-def _clip(text: str, limit: int = 200) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+        return read_snapshot(self, source_index)
 
 
 def _as_utc(value: Any, where: str) -> dt.datetime:

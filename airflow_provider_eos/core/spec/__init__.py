@@ -1,0 +1,32 @@
+"""The pipeline spec: the one description of a pipeline shared by every task and by the Spark job.
+
+A spec is written as YAML or JSON (or built in Python) and validated completely on load, so a
+typo fails the DAG parse or the first task with a message naming the field, the value and the
+fix, instead of failing inside Spark or Kafka later.
+
+- :mod:`.model`: :class:`PipelineSpec` (fields, validators, derived values, JSON), :class:`Mode`
+  and :class:`Writers`;
+- :mod:`.field_rules`: the rules for names, topics, trigger, starting offsets, transform;
+- :mod:`.kafka_keys`: the rules for the shared ``kafka`` client config;
+- :mod:`.validation_errors`: pydantic's errors as one :class:`SpecError`;
+- :mod:`.document`: reading one spec file; :mod:`.folder`: reading a folder of them.
+"""
+
+from __future__ import annotations
+
+from airflow_provider_eos.core.spec.document import SPEC_SUFFIXES
+from airflow_provider_eos.core.spec.field_rules import TRIGGER_AVAILABLE_NOW
+from airflow_provider_eos.core.spec.folder import is_spec_file_name, load_spec_files, load_specs
+from airflow_provider_eos.core.spec.kafka_keys import _RESERVED_KAFKA_KEYS as _RESERVED_KAFKA_KEYS
+from airflow_provider_eos.core.spec.model import Mode, PipelineSpec, Writers
+
+__all__ = [
+    "SPEC_SUFFIXES",
+    "TRIGGER_AVAILABLE_NOW",
+    "Mode",
+    "PipelineSpec",
+    "Writers",
+    "is_spec_file_name",
+    "load_spec_files",
+    "load_specs",
+]

@@ -1,0 +1,157 @@
+"""The rules for single spec fields that need more than a type: names, topics, trigger, offsets, transform.
+
+Each check takes the field's value and returns it (possibly normalized) or raises
+``ValueError("<what is wrong>; <fix>")``; :class:`~airflow_provider_eos.core.spec.PipelineSpec`'s
+validators call them and :mod:`.validation_errors` turns the messages into one
+:class:`~airflow_provider_eos.core.errors.SpecError`. The rules follow what Kafka and Spark
+accept, so a spec that validates here does not fail later inside Spark or Kafka.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = [
+    "TRIGGER_AVAILABLE_NOW",
+    "check_name",
+    "check_starting_offsets",
+    "check_topic",
+    "check_transform",
+    "check_trigger",
+    "parse_interval_ms",
+    "stringify_spark_conf",
+]
+
+TRIGGER_AVAILABLE_NOW = "available_now"
+
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
+# Kafka's own rule (org.apache.kafka.common.internals.Topic): legal chars and at most 249 long.
+_TOPIC_RE = re.compile(r"[A-Za-z0-9._-]{1,249}")
+_TRANSFORM_RE = re.compile(
+    r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
+)
+# Spark parses processing-time triggers as interval strings with full unit names; accepting only
+# those keeps a spec that validates here from failing later in DataStreamWriter.trigger().
+_INTERVAL_RE = re.compile(r"(?:interval\s+)?(\d+)\s*(millisecond|second|minute|hour|day)s?", re.IGNORECASE)
+_UNIT_MS = {"millisecond": 1, "second": 1_000, "minute": 60_000, "hour": 3_600_000, "day": 86_400_000}
+
+# The example transforms moved from the top-level ``spark_jobs`` package into this distribution.
+_OLD_JOBS_PACKAGE, _JOBS_PACKAGE = "spark_jobs", "airflow_provider_eos.jobs"
+
+
+def parse_interval_ms(text: str) -> int | None:
+    """A processing-time interval such as ``"10 seconds"`` in milliseconds; ``None`` if it is not one."""
+    match = _INTERVAL_RE.fullmatch(text.strip())
+    if match is None:
+        return None
+    return int(match.group(1)) * _UNIT_MS[match.group(2).lower()]
+
+
+def check_name(value: str) -> str:
+    """The pipeline name is identifier-like: DAG and task ids derive from it."""
+    if not _NAME_RE.fullmatch(value):
+        raise ValueError(
+            f"name {value!r} is not identifier-like; use 1-64 characters from [A-Za-z0-9_-], "
+            "starting with a letter or '_'"
+        )
+    return value
+
+
+def check_topic(value: str, field: str) -> str:
+    """``value`` is a legal Kafka topic name; ``field`` names it in the message."""
+    if not isinstance(value, str) or not _TOPIC_RE.fullmatch(value) or value in {".", ".."}:
+        raise ValueError(
+            f"{field} {value!r} is not a valid Kafka topic name; use 1-249 characters from "
+            "[A-Za-z0-9._-], not '.' or '..'"
+        )
+    return value
+
+
+def check_trigger(value: str) -> str:
+    """The trigger is ``available_now`` or an interval Spark parses."""
+    if value != TRIGGER_AVAILABLE_NOW and parse_interval_ms(value) is None:
+        raise ValueError(
+            f"trigger {value!r} is neither 'available_now' nor an interval; use 'available_now' "
+            "or '<number> <unit>' with unit milliseconds, seconds, minutes, hours or days, "
+            "e.g. '10 seconds'"
+        )
+    return value
+
+
+def check_starting_offsets(value: str, input_topics: list[str]) -> str:
+    """``earliest``, ``latest`` or Spark's JSON ``{"topic":{"0":42}}`` naming only input topics.
+
+    :param input_topics: the spec's input topics; empty when they failed validation (then topic
+        names are not checked).
+    """
+    if value in ("earliest", "latest"):
+        return value
+    example = '\'{"orders":{"0":42,"1":-2}}\''
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError:
+        raise ValueError(
+            f"starting_offsets {value!r} is not 'earliest', 'latest' or JSON; use one of those, e.g. {example}"
+        ) from None
+    if not isinstance(parsed, dict) or not parsed:
+        raise ValueError(f"starting_offsets {value!r} must be a JSON object of topics, e.g. {example}")
+    for topic, partitions in parsed.items():
+        if input_topics and topic not in input_topics:
+            raise ValueError(
+                f"starting_offsets names topic {topic!r}, which is not in input_topics {input_topics}; "
+                "list only input topics"
+            )
+        if not isinstance(partitions, dict) or not partitions:
+            raise ValueError(
+                f"starting_offsets[{topic!r}] is {partitions!r}; use an object of partition -> "
+                f"offset, e.g. {example}"
+            )
+        for partition, offset in partitions.items():
+            if not partition.isdecimal() or isinstance(offset, bool) or not isinstance(offset, int):
+                raise ValueError(
+                    f"starting_offsets[{topic!r}][{partition!r}] = {offset!r}; partitions are "
+                    "decimal strings and offsets integers (-2 earliest, -1 latest)"
+                )
+            if offset < -2:
+                raise ValueError(
+                    f"starting_offsets[{topic!r}][{partition!r}] = {offset}; use an offset >= 0, "
+                    "-2 for earliest or -1 for latest"
+                )
+    return value
+
+
+def check_transform(value: str | None) -> str | None:
+    """``module:function`` (or ``None``), not in the package the example transforms moved out of."""
+    if value is not None and not _TRANSFORM_RE.fullmatch(value):
+        raise ValueError(
+            f"transform {value!r} is not 'module:function'; use e.g. "
+            f"'{_JOBS_PACKAGE}.transforms.json_enrich:transform', or null for identity"
+        )
+    if value is not None and value.split(":")[0].split(".")[0] == _OLD_JOBS_PACKAGE:
+        moved = _JOBS_PACKAGE + value.removeprefix(_OLD_JOBS_PACKAGE)
+        raise ValueError(
+            f"transform {value!r} names the package {_OLD_JOBS_PACKAGE!r}, which moved into this "
+            f"distribution; use {moved!r}"
+        )
+    return value
+
+
+def stringify_spark_conf(value: Any) -> Any:
+    """Spark conf values as strings: YAML turns ``spark.sql.shuffle.partitions: 4`` into an int.
+
+    Booleans become ``true``/``false``, the spelling Spark uses.
+    """
+    if not isinstance(value, Mapping):
+        return value
+    out: dict[Any, Any] = {}
+    for key, item in value.items():
+        if isinstance(item, bool):
+            out[key] = "true" if item else "false"
+        elif isinstance(item, int | float):
+            out[key] = str(item)
+        else:
+            out[key] = item
+    return out

@@ -1,0 +1,270 @@
+"""The pipeline spec model: its fields, their validation, derived values and (de)serialization.
+
+Pydantic runs the field validators in field order, so a later field's rule sees the earlier
+fields (``output_topic`` is checked against ``input_topics``). Rules longer than a few lines
+live in :mod:`.field_rules` and :mod:`.kafka_keys`; reading a file is :mod:`.document`, and
+turning pydantic's errors into one :class:`SpecError` is :mod:`.validation_errors`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
+
+from airflow_provider_eos.core import transactional_ids
+from airflow_provider_eos.core.errors import EosError, SpecError
+from airflow_provider_eos.core.spec import field_rules
+from airflow_provider_eos.core.spec.document import read_spec_document
+from airflow_provider_eos.core.spec.field_rules import TRIGGER_AVAILABLE_NOW, parse_interval_ms
+from airflow_provider_eos.core.spec.kafka_keys import check_kafka_keys, check_kafka_value_types
+from airflow_provider_eos.core.spec.validation_errors import spec_error
+
+__all__ = ["Mode", "PipelineSpec", "Writers"]
+
+
+class Mode(StrEnum):
+    """The delivery guarantee of the sink: the one spelling the spec, the CLI and the job share."""
+
+    EXACTLY_ONCE = "exactly-once"
+    AT_LEAST_ONCE = "at-least-once"
+
+
+class Writers(StrEnum):
+    """Where the exactly-once sink writes (DESIGN.md section 2): the driver, the executors, or chosen per plan."""
+
+    AUTO = "auto"
+    DRIVER = "driver"
+    EXECUTORS = "executors"
+
+
+class PipelineSpec(BaseModel):
+    """One exactly-once Kafka -> Spark -> Kafka pipeline.
+
+    Build it in Python (``PipelineSpec(name=..., ...)``), from a mapping (:meth:`from_dict`) or
+    from a file (:meth:`load`). Any invalid value raises :class:`SpecError` naming the field.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: Pipeline name; DAG and task ids derive from it.
+    name: str
+    #: librdkafka client config shared by source, sink and admin; must hold ``bootstrap.servers``.
+    kafka: dict[str, str | int | bool]
+    #: Topics the Spark Kafka source subscribes to.
+    input_topics: list[str]
+    #: Topic the sink produces to, transactionally.
+    output_topic: str
+    #: Optional dead-letter topic, produced to in the same transaction.
+    dlq_topic: str | None = None
+    #: The sink group: holds the offsets committed inside transactions, with batch markers.
+    group_id: str
+    #: Prefix of the sink's transactional ids (``<prefix>-<writer index>``).
+    transactional_id_prefix: str
+    #: Spark checkpoint location: a local path or an fsspec URL (``s3a://`` is read as ``s3://``).
+    checkpoint_location: str
+    #: ``"available_now"`` or a processing-time interval such as ``"10 seconds"``.
+    trigger: str = TRIGGER_AVAILABLE_NOW
+    #: Spark ``maxOffsetsPerTrigger``; ``None`` for no limit.
+    max_offsets_per_trigger: int | None = 10000
+    #: Spark ``startingOffsets``: ``"earliest"``, ``"latest"`` or a JSON ``{"topic":{"0":42}}``.
+    starting_offsets: str = "earliest"
+    #: Producer ``transaction.timeout.ms`` of the sink.
+    transaction_timeout_ms: int = 60000
+    #: ``"module:function"`` applied to the input DataFrame; ``None`` passes rows through.
+    transform: str | None = None
+    #: Extra Spark configuration for the job.
+    spark_conf: dict[str, str] = {}
+    #: Expected longest batch duration, checked against the transaction timeout before start.
+    batch_budget_ms: int | None = None
+    #: Delivery guarantee of the sink.
+    mode: Mode = Mode.EXACTLY_ONCE
+
+    # -- field validation (pydantic runs these in field order, so later fields see earlier ones) --
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, value: str) -> str:
+        return field_rules.check_name(value)
+
+    @field_validator("max_offsets_per_trigger", "transaction_timeout_ms", "batch_budget_ms", mode="before")
+    @classmethod
+    def _reject_bool(cls, value: Any, info: ValidationInfo) -> Any:
+        # pydantic's lax mode turns `true` into 1, which would hide a YAML slip in a timeout.
+        if isinstance(value, bool):
+            raise ValueError(f"{info.field_name} is {value!r}; use an integer")
+        return value
+
+    @field_validator("kafka", mode="before")
+    @classmethod
+    def _check_kafka_types(cls, value: Any) -> Any:
+        return check_kafka_value_types(value)
+
+    @field_validator("kafka")
+    @classmethod
+    def _check_kafka(cls, value: dict[str, str | int | bool]) -> dict[str, str | int | bool]:
+        return check_kafka_keys(value)
+
+    @field_validator("input_topics")
+    @classmethod
+    def _check_input_topics(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("input_topics is empty; list at least one topic to read")
+        for topic in value:
+            field_rules.check_topic(topic, "input topic")
+        duplicates = sorted({t for t in value if value.count(t) > 1})
+        if duplicates:
+            raise ValueError(f"input_topics lists {duplicates} more than once; list each topic once")
+        return value
+
+    @field_validator("output_topic")
+    @classmethod
+    def _check_output_topic(cls, value: str, info: ValidationInfo) -> str:
+        field_rules.check_topic(value, "output_topic")
+        if value in (info.data.get("input_topics") or []):
+            raise ValueError(
+                f"output_topic {value!r} is also an input topic; a pipeline reading its own output "
+                "loops forever, so choose a different output_topic"
+            )
+        return value
+
+    @field_validator("dlq_topic")
+    @classmethod
+    def _check_dlq_topic(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return None
+        field_rules.check_topic(value, "dlq_topic")
+        if value == info.data.get("output_topic"):
+            raise ValueError(
+                f"dlq_topic {value!r} equals output_topic; dead letters must not mix with output, "
+                "so choose a separate dlq_topic (or omit it)"
+            )
+        if value in (info.data.get("input_topics") or []):
+            raise ValueError(
+                f"dlq_topic {value!r} is also an input topic; choose a dlq_topic the pipeline does not read"
+            )
+        return value
+
+    @field_validator("group_id")
+    @classmethod
+    def _check_group_id(cls, value: str) -> str:
+        if not value.strip() or value != value.strip():
+            raise ValueError(
+                f"group_id {value!r} is empty or has surrounding spaces; set a group name used only "
+                "by this pipeline's sink"
+            )
+        return value
+
+    @field_validator("transactional_id_prefix")
+    @classmethod
+    def _check_prefix(cls, value: str) -> str:
+        try:
+            return transactional_ids.validate_prefix(value)
+        except EosError as err:
+            raise ValueError(f"{err.message}; {err.fix}") from err
+
+    @field_validator("checkpoint_location")
+    @classmethod
+    def _check_checkpoint_location(cls, value: str) -> str:
+        if not value.strip() or value != value.strip():
+            raise ValueError(
+                f"checkpoint_location {value!r} is empty or has surrounding spaces; set a durable "
+                "path or URL owned by this pipeline, e.g. 's3a://bucket/checkpoints/orders'"
+            )
+        return value
+
+    @field_validator("trigger")
+    @classmethod
+    def _check_trigger(cls, value: str) -> str:
+        return field_rules.check_trigger(value)
+
+    @field_validator("max_offsets_per_trigger", "batch_budget_ms")
+    @classmethod
+    def _check_positive_or_none(cls, value: int | None, info: ValidationInfo) -> int | None:
+        if value is not None and value <= 0:
+            raise ValueError(f"{info.field_name} is {value}; use a positive integer or null")
+        return value
+
+    @field_validator("transaction_timeout_ms")
+    @classmethod
+    def _check_positive(cls, value: int, info: ValidationInfo) -> int:
+        if value <= 0:
+            raise ValueError(f"{info.field_name} is {value}; use a positive number of milliseconds")
+        return value
+
+    @field_validator("starting_offsets")
+    @classmethod
+    def _check_starting_offsets(cls, value: str, info: ValidationInfo) -> str:
+        return field_rules.check_starting_offsets(value, info.data.get("input_topics") or [])
+
+    @field_validator("transform")
+    @classmethod
+    def _check_transform(cls, value: str | None) -> str | None:
+        return field_rules.check_transform(value)
+
+    @field_validator("spark_conf", mode="before")
+    @classmethod
+    def _stringify_spark_conf(cls, value: Any) -> Any:
+        return field_rules.stringify_spark_conf(value)
+
+    # -- derived values -----------------------------------------------------------------------
+
+    @property
+    def trigger_interval_ms(self) -> int | None:
+        """The processing-time interval in milliseconds; ``None`` for ``available_now``."""
+        if self.trigger == TRIGGER_AVAILABLE_NOW:
+            return None
+        return parse_interval_ms(self.trigger)
+
+    def transactional_id(self, writer_index: int = 0) -> str:
+        """The transactional id of writer ``writer_index`` (``0``: the driver-mode producer)."""
+        return transactional_ids.transactional_id(self.transactional_id_prefix, writer_index)
+
+    # -- construction and serialization --------------------------------------------------------
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, source: str | None = None) -> PipelineSpec:
+        """Validate a mapping into a spec.
+
+        :param data: the spec's fields.
+        :param source: where ``data`` came from (a file name), named in errors.
+        :raises SpecError: naming every invalid field, its value and the fix.
+        """
+        where = f" in {source}" if source else ""
+        if not isinstance(data, Mapping):
+            raise SpecError(
+                f"pipeline spec{where} is a {type(data).__name__}, not a mapping of fields",
+                fix="write the spec as a mapping (YAML keys or a JSON object) of field: value",
+            )
+        try:
+            return cls.model_validate(dict(data))
+        except ValidationError as err:
+            raise spec_error(err, data, source, list(PipelineSpec.model_fields)) from None
+
+    @classmethod
+    def load(cls, path: str | Path) -> PipelineSpec:
+        """Read a spec from a ``.yaml``, ``.yml`` or ``.json`` file.
+
+        :raises SpecError: naming the file if it is missing, unreadable, malformed or invalid.
+        """
+        file = Path(path)
+        return cls.from_dict(read_spec_document(file), source=str(file))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field (defaults included) as plain JSON-compatible values; :meth:`from_dict` inverts it."""
+        return self.model_dump(mode="json")
+
+    def to_json(self, *, indent: int | None = None) -> str:
+        """The spec as JSON; :meth:`from_dict` of ``json.loads`` of it gives an equal spec."""
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def with_overrides(self, **overrides: Any) -> PipelineSpec:
+        """A new, fully validated spec with some fields replaced.
+
+        :raises SpecError: if an override names an unknown field or breaks validation.
+        """
+        return type(self).from_dict({**self.to_dict(), **overrides}, source=f"overrides of {self.name!r}")

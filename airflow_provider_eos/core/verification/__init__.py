@@ -1,0 +1,33 @@
+"""Verification: does the sink group's committed state agree with the Spark checkpoint?
+
+Per input partition, the checkpoint (last committed batch ``C``, last planned batch, the
+write-ahead log ``offsets/N``, query id ``Q``) is compared with the sink group's committed
+offset and its batch marker (DESIGN.md section 3), giving one :class:`Verdict` per partition
+and overall: ``IN_SYNC < KAFKA_AHEAD_SAFE < KAFKA_BEHIND < NO_MARKER < DIVERGED``.
+
+- :mod:`.verdict`: the verdicts, their table and ranking, and the per-partition row;
+- :mod:`.partition_rules`: the rules that classify one partition, with the lazy WAL and
+  marker readers;
+- :mod:`.compare`: :func:`verify` and :func:`verify_checkpoint`, the group-level checks and
+  the overall verdict;
+- :mod:`.report`: :class:`VerificationReport`, its derived values and the next step;
+- :mod:`.render`: its text form.
+
+Everything here is pure dictionary work, O(partitions).
+"""
+
+from __future__ import annotations
+
+from airflow_provider_eos.core.verification.compare import verify, verify_checkpoint
+from airflow_provider_eos.core.verification.partition_rules import OffsetsSource
+from airflow_provider_eos.core.verification.report import VerificationReport
+from airflow_provider_eos.core.verification.verdict import PartitionVerdict, Verdict
+
+__all__ = [
+    "OffsetsSource",
+    "PartitionVerdict",
+    "Verdict",
+    "VerificationReport",
+    "verify",
+    "verify_checkpoint",
+]

@@ -1,0 +1,138 @@
+"""Verify a sink group against a checkpoint: every partition's verdict, then the group as a whole.
+
+:func:`verify` checks that the checkpoint's batch numbers agree with each other, classifies
+every partition of ``offsets/C`` and of the group (:mod:`.partition_rules`), and takes the
+worst row as the overall verdict, with one decision beyond the per-partition table:
+
+**Markers must agree.** The sink commits every input partition in one transaction with one
+marker, so partitions of ``Q`` carrying markers of different batches cannot come from the
+sink. The overall verdict is then ``DIVERGED`` even when each row alone looks repairable,
+because a rewind can satisfy at most one of the markers.
+
+:func:`verify_checkpoint` is the same over a :class:`CheckpointReader`, reading only the
+``offsets/N`` files a verdict needs, so the shell need not read every ``offsets/N``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from airflow_provider_eos.core.errors import CheckpointError
+from airflow_provider_eos.core.markers import CommittedOffsets
+from airflow_provider_eos.core.topic_partition import OffsetMap
+from airflow_provider_eos.core.verification.partition_rules import Markers, OffsetsSource, Wal, classify_partition
+from airflow_provider_eos.core.verification.report import VerificationReport
+from airflow_provider_eos.core.verification.verdict import Verdict
+
+if TYPE_CHECKING:
+    from airflow_provider_eos.core.checkpoint import CheckpointReader
+
+__all__ = ["verify", "verify_checkpoint"]
+
+
+def verify(
+    *,
+    query_id: str | None,
+    last_committed: int | None,
+    last_planned: int | None,
+    planned_offsets: OffsetsSource,
+    committed: CommittedOffsets,
+) -> VerificationReport:
+    """Compare the sink group's committed offsets and markers with the checkpoint.
+
+    :param query_id: the checkpoint's query id ``Q``; ``None`` if the checkpoint has no
+        ``metadata`` yet (then every marker is foreign).
+    :param last_committed: the last batch with a ``commits/N`` file (``None``: none).
+    :param last_planned: the last batch with an ``offsets/N`` file (``None``: none).
+    :param planned_offsets: ``offsets/N`` of the (single) Kafka source per batch; a mapping
+        must hold at least ``last_committed`` and ``last_planned``, and the marker batches to
+        check offsets against them; a callable is asked lazily, once per batch, and returns
+        ``None`` for a batch the checkpoint does not have (e.g. purged).
+    :param committed: the group's committed offsets for the input partitions; ``None`` (or
+        absence) means the group has nothing for that partition.
+    :return: the report; rows cover the partitions of ``offsets/C`` plus every partition in
+        ``committed``.
+    :raises CheckpointError: if the batch numbers contradict each other (commits without
+        ``offsets/C``, last planned before last committed).
+    """
+    wal = Wal(planned_offsets)
+    markers = Markers()
+    c = -1 if last_committed is None else last_committed
+    p = -1 if last_planned is None else last_planned
+    if last_committed is not None and p < c:
+        raise CheckpointError(
+            f"the checkpoint's last committed batch is {last_committed} but its last planned batch "
+            f"is {last_planned}: commits/{last_committed} has no offsets/{last_committed}",
+            fix="the checkpoint is damaged or was edited by hand; restore it from a backup",
+        )
+    checkpoint_offsets: OffsetMap = {}
+    if last_committed is not None:
+        found = wal(c)
+        if found is None:
+            raise CheckpointError(
+                f"commits/{c} exists but offsets/{c} could not be read, so batch {c}'s offsets are unknown",
+                fix=f"restore offsets/{c} from a backup of the checkpoint",
+            )
+        checkpoint_offsets = found
+
+    partitions = set(checkpoint_offsets)
+    partitions.update(committed)
+    rows = tuple(
+        classify_partition(
+            tp,
+            query_id=query_id,
+            c=c,
+            p=p,
+            checkpoint_offset=checkpoint_offsets.get(tp),
+            committed=committed.get(tp),
+            wal=wal,
+            markers=markers,
+        )
+        for tp in sorted(partitions)
+    )
+
+    overall = max((row.verdict for row in rows), key=lambda v: v.severity, default=Verdict.IN_SYNC)
+    issues: list[str] = []
+    marker_batches = sorted(
+        {row.marker_batch for row in rows if row.marker_batch is not None and row.marker_query_id == query_id}
+    )
+    if len(marker_batches) > 1:
+        issues.append(
+            f"partitions carry markers of different batches ({', '.join(map(str, marker_batches))}) "
+            "although the sink commits every partition with one marker per transaction: "
+            "something other than the sink committed, or the group was partly reset"
+        )
+        overall = Verdict.DIVERGED
+    return VerificationReport(
+        query_id=query_id,
+        last_committed=last_committed,
+        last_planned=last_planned,
+        rows=rows,
+        overall=overall,
+        issues=tuple(issues),
+    )
+
+
+def verify_checkpoint(reader: CheckpointReader, committed: CommittedOffsets) -> VerificationReport:
+    """Verify the sink group's offsets against a checkpoint, reading the WAL lazily.
+
+    Only the batches a verdict needs (``C`` and the marker batches) are read from
+    ``offsets/``; a batch the checkpoint no longer has is reported, not raised.
+
+    :param reader: the checkpoint to verify against.
+    :param committed: the group's committed offsets for the input partitions.
+    :return: the verification report.
+    :raises CheckpointError: if a needed checkpoint file is malformed.
+    """
+    retained = set(reader.offset_batches())
+
+    def offsets_for(batch: int) -> OffsetMap | None:
+        return reader.planned_offsets(batch) if batch in retained else None
+
+    return verify(
+        query_id=reader.query_id_if_known(),
+        last_committed=reader.latest_committed_batch(),
+        last_planned=reader.latest_planned_batch(),
+        planned_offsets=offsets_for,
+        committed=committed,
+    )

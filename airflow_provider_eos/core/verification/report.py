@@ -1,0 +1,135 @@
+"""The verification report: the rows, the overall verdict, and what to do about it.
+
+The model holds what :func:`~airflow_provider_eos.core.verification.compare.verify` found;
+everything else (``ok``, ``counts``, ``rewind_to_batch``, ``next_step``) is derived from it and
+added to the JSON form. The text form is :mod:`.render`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from pydantic import computed_field
+
+from airflow_provider_eos.core.model import FrozenModel
+from airflow_provider_eos.core.verification.render import render_report
+from airflow_provider_eos.core.verification.verdict import PartitionVerdict, Verdict
+
+__all__ = ["VerificationReport"]
+
+
+class VerificationReport(FrozenModel):
+    """The outcome of :func:`~airflow_provider_eos.core.verification.verify`.
+
+    :param query_id: the checkpoint's query id (``None``: the checkpoint has no ``metadata``).
+    :param last_committed: the last committed batch ``C`` (``None``: none).
+    :param last_planned: the last planned batch (``None``: none).
+    :param rows: one row per partition, ordered by topic and partition.
+    :param overall: the worst row verdict, or ``DIVERGED`` if markers disagree (see
+        :attr:`issues`); ``IN_SYNC`` when there are no rows.
+    :param issues: findings that concern the group as a whole rather than one partition.
+
+    Its JSON form (``model_dump(mode="json")``, :meth:`to_dict`) adds ``ok``, ``counts``,
+    ``rewind_to_batch`` and ``next_step``; each row names its partition by ``topic`` and ``partition``.
+    """
+
+    query_id: str | None
+    last_committed: int | None
+    last_planned: int | None
+    rows: tuple[PartitionVerdict, ...]
+    overall: Verdict
+    issues: tuple[str, ...] = ()
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def ok(self) -> bool:
+        """True only for ``IN_SYNC`` and ``KAFKA_AHEAD_SAFE``: the pipeline may resume as is."""
+        return self.overall.ok
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def counts(self) -> dict[Verdict, int]:
+        """How many partitions got each verdict (every verdict present, zeros included)."""
+        counted = Counter(row.verdict for row in self.rows)
+        return {verdict: counted.get(verdict, 0) for verdict in Verdict}
+
+    @property
+    def nothing_to_verify(self) -> bool:
+        """True when the checkpoint has committed nothing and the group holds nothing."""
+        return self.last_committed is None and all(row.group_offset is None for row in self.rows)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def rewind_to_batch(self) -> int | None:
+        """The batch to rewind the checkpoint to when the overall verdict is ``KAFKA_BEHIND``.
+
+        It is the lowest marker batch among the behind partitions: after the rewind Spark
+        replays from the batch after it, so no missing output is skipped.
+        """
+        if self.overall is not Verdict.KAFKA_BEHIND:
+            return None
+        behind = [
+            row.marker_batch
+            for row in self.rows
+            if row.verdict is Verdict.KAFKA_BEHIND and row.marker_batch is not None
+        ]
+        return min(behind) if behind else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def next_step(self) -> str:
+        """What the operator should do about the overall verdict, as one paragraph."""
+        c = self.last_committed
+        if self.overall is Verdict.IN_SYNC:
+            if self.nothing_to_verify:
+                return "Nothing to do: no batch has been committed yet and the group holds nothing to compare."
+            return f"Nothing to do: the sink group and the checkpoint agree on batch {c}."
+        if self.overall is Verdict.KAFKA_AHEAD_SAFE:
+            ahead = (c if c is not None else -1) + 1
+            return (
+                f"Nothing to do: batch {ahead} is in Kafka but not yet in commits/. On restart Spark replays "
+                f"batch {ahead} and the sink skips it because its marker is already committed."
+            )
+        if self.overall is Verdict.KAFKA_BEHIND:
+            k = self.rewind_to_batch
+            return (
+                f"Rewind the checkpoint to batch {k}: eos repair rewind --spec FILE --to-batch {k}. "
+                f"The output of batches {(k if k is not None else -1) + 1}..{c} is missing from Kafka; "
+                f"after the rewind Spark replays them and the sink, seeing marker {k}, produces them once. "
+                "The rewind is a dry run unless executed, and it moves the later checkpoint files "
+                "into a backup folder instead of deleting them."
+                + (
+                    f" But offsets/{k} is no longer in the checkpoint (Spark purged it), so the rewind "
+                    "will be refused: the missing output can only be reproduced from a new checkpoint "
+                    "started at the marker's offsets."
+                    if any(
+                        row.verdict is Verdict.KAFKA_BEHIND and row.wal_offset is None for row in self.rows
+                    )
+                    else ""
+                )
+            )
+        if self.overall is Verdict.NO_MARKER:
+            return (
+                "Check that the spec's group_id is the sink's group: the group has nothing for "
+                f"partitions the checkpoint committed up to batch {c}. If the group is right, the "
+                "sink never ran against this checkpoint (e.g. it was written by another sink); "
+                "then `eos repair align --spec FILE` commits offsets/C with markers so the next "
+                "batch proceeds (batches up to C are not produced again), or rewind to before "
+                "the first batch to reproduce everything."
+            )
+        return (
+            "Manual: no automatic repair is safe. Inspect the DIVERGED rows (and the issues "
+            "above): a foreign query id means the checkpoint was recreated or another query "
+            "uses the same group; offsets differing from the WAL mean something other than "
+            "this sink committed. Once the checkpoint is established as the truth, "
+            "`eos repair align --spec FILE --force` rewrites the group from offsets/C "
+            "(output may then be missing or duplicated)."
+        )
+
+    def render(self, *, max_rows: int | None = None) -> str:
+        """Render the report as readable text: a summary, the partition table, the next step.
+
+        :param max_rows: show at most this many rows, worst first (``None``: all rows,
+            worst first). Hidden rows are counted in a final line.
+        """
+        return render_report(self, max_rows=max_rows)
