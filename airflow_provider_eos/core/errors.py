@@ -40,6 +40,18 @@ class InconsistentOffsetsError(EosError):
     """The sink group's committed offsets disagree with the checkpoint's planned batch."""
 
 
+class PlanNotAlignedError(EosError):
+    """Executor writers were asked for a plan not partition-aligned with the Kafka source; names the operator."""
+
+
+class ScanRangeMismatchError(EosError):
+    """The batch scan's Kafka offset ranges disagree with the checkpoint's write-ahead log for the batch."""
+
+
+class PlanReadError(EosError):
+    """A micro-batch's executed plan or its Kafka scan could not be read from Spark."""
+
+
 class RepairError(EosError):
     """A repair was refused or failed; nothing was changed unless the message says so."""
 
