@@ -21,6 +21,9 @@ from airflow_provider_eos.core.model import FrozenModel
 DRIVER_TOKEN_ENV = "EOS_DRIVER_TOKEN"
 """The environment variable that tags every process of one submission."""
 
+DRIVER_XCOM_KEY = "driver"
+"""The XCom key under which a submit task records its :class:`DriverHandle`."""
+
 _TOKEN = re.compile(r"^eos-[a-z0-9_.-]{1,64}-[0-9a-f]{20}$")
 
 

@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-from airflow_provider_eos.core.driver import DriverHandle, DriverObservation, driver_token
+from airflow_provider_eos.core.driver import DRIVER_XCOM_KEY, DriverHandle, DriverObservation, driver_token
 from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
-from airflow_provider_eos.operators.spark_submit import DRIVER_XCOM_KEY
 from airflow_provider_eos.spark.driver_processes import observe, stop_driver, this_host, wait_until_gone
 
 if TYPE_CHECKING:

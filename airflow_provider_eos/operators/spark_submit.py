@@ -20,7 +20,7 @@ import yaml
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_provider_eos.core.driver import DRIVER_TOKEN_ENV, DriverHandle, driver_token
+from airflow_provider_eos.core.driver import DRIVER_TOKEN_ENV, DRIVER_XCOM_KEY, DriverHandle, driver_token
 from airflow_provider_eos.core.errors import EosError
 from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
 from airflow_provider_eos.spark.driver_processes import this_host
@@ -28,10 +28,6 @@ from airflow_provider_eos.spark.submit_command import plan_submit, spark_submit_
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
-
-
-DRIVER_XCOM_KEY = "driver"
-"""The XCom key under which a submit task records its :class:`~airflow_provider_eos.core.driver.DriverHandle`."""
 
 
 class EosSparkSubmitOperator(SparkSubmitOperator):
