@@ -21,6 +21,9 @@ from airflow_provider_eos.core.model import FrozenModel
 DRIVER_TOKEN_ENV = "EOS_DRIVER_TOKEN"
 """The environment variable that tags every process of one submission."""
 
+ENTRY_SCRIPT = "eos_job.py"
+"""The file name of the job's spark-submit application (``airflow_provider_eos/jobs/``): the Python driver runs it."""
+
 DRIVER_XCOM_KEY = "driver"
 """The XCom key under which a submit task records its :class:`DriverHandle`."""
 
@@ -71,7 +74,7 @@ class DriverProcess(FrozenModel):
     @property
     def is_python_driver(self) -> bool:
         """The Python driver (it stops its query between batches on SIGTERM); the rest are JVMs and workers."""
-        return "eos_job.py" in self.command and "java" not in self.command.split(" ", 1)[0]
+        return ENTRY_SCRIPT in self.command and "java" not in self.command.split(" ", 1)[0]
 
 
 class Liveness(StrEnum):

@@ -26,7 +26,7 @@ from airflow_provider_eos.core.secrets import is_secret_key
 
 # The spec refuses these keys (the pipeline derives them), so a connection shared with the
 # apache-kafka provider's consumer operators may carry them but they must not reach the spec.
-from airflow_provider_eos.core.spec import _RESERVED_KAFKA_KEYS, PipelineSpec
+from airflow_provider_eos.core.spec import RESERVED_KAFKA_KEYS, PipelineSpec
 
 if TYPE_CHECKING:
     from confluent_kafka.admin import AdminClient
@@ -113,7 +113,7 @@ def merge_kafka_config(spec_kafka: Mapping[str, Any], connection: Mapping[str, A
     :param connection: the connection's librdkafka config.
     :return: the merged librdkafka config.
     """
-    merged = {k: v for k, v in connection.items() if not is_connection_setting(k) and k not in _RESERVED_KAFKA_KEYS}
+    merged = {k: v for k, v in connection.items() if not is_connection_setting(k) and k not in RESERVED_KAFKA_KEYS}
     merged.update({k: v for k, v in spec_kafka.items() if not is_connection_setting(k)})
     merged.update({k: v for k, v in connection.items() if is_connection_setting(k)})
     return merged

@@ -30,6 +30,7 @@ from airflow_provider_eos.core.errors import (
     RepairError,
     SpecError,
 )
+from airflow_provider_eos.core.flags import parse_flag
 from airflow_provider_eos.core.transactional_ids import TransactionalIdError
 from airflow_provider_eos.hooks.checkpoint_storage import CheckpointStorageHook
 from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
@@ -51,8 +52,6 @@ _NOT_RETRYABLE: tuple[type[EosError], ...] = (
     InconsistentOffsetsError,
     TransactionalIdError,
 )
-_TRUE = frozenset({"true", "1", "yes", "on"})
-_FALSE = frozenset({"false", "0", "no", "off"})
 
 
 @contextmanager
@@ -68,14 +67,10 @@ def task_failures() -> Iterator[None]:
 
 def as_bool(value: bool | str, field: str) -> bool:
     """Read a flag that may arrive as a rendered template string (``"False"``)."""
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in _TRUE:
-        return True
-    if text in _FALSE:
-        return False
-    raise AirflowFailException(f"{field} is {value!r}; use true or false")
+    flag = parse_flag(value)
+    if flag is None:
+        raise AirflowFailException(f"{field} is {value!r}; use true or false")
+    return flag
 
 
 def as_batch(value: int | str | None, field: str) -> int | None:

@@ -40,13 +40,14 @@ the ends of the ranges.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_eos.core.errors import PlanReadError
+from airflow_provider_eos.core.checkpoint.formats import parse_kafka_offsets
+from airflow_provider_eos.core.errors import CheckpointError, PlanReadError
 from airflow_provider_eos.core.plan_alignment import KAFKA_SCAN, KAFKA_STREAM, SPLITTING_OPTIONS, BatchPlan, InputRange
 from airflow_provider_eos.core.plan_alignment import PlanNode as PlainNode
+from airflow_provider_eos.core.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -192,15 +193,20 @@ def _batch_execution(batch: DataFrame, batch_id: int, session: SparkSession) -> 
 def _check_same_batch(scan: Any, ranges: tuple[InputRange, ...], batch_id: int) -> None:
     # The scan's end offsets are a constructor value (no planning). Each partition's last range
     # ends there (a source option may split a partition into several ranges).
-    end = json.loads(str(scan.end().json()))
-    last: dict[tuple[str, int], InputRange] = {}
+    try:
+        end = parse_kafka_offsets("the scan's end offsets", str(scan.end().json()), "the batch's Kafka scan")
+    except CheckpointError as err:
+        raise PlanReadError(f"batch {batch_id}: {err.message}", fix=_UNREADABLE_FIX) from err
+    last: dict[TopicPartition, InputRange] = {}
     for r in ranges:
-        if (r.topic, r.partition) not in last or r.until_offset > last[r.topic, r.partition].until_offset:
-            last[r.topic, r.partition] = r
-    wrong = [r.describe() for r in last.values() if end.get(r.topic, {}).get(str(r.partition)) != r.until_offset]
+        tp = TopicPartition(r.topic, r.partition)
+        if tp not in last or r.until_offset > last[tp].until_offset:
+            last[tp] = r
+    wrong = [r.describe() for tp, r in last.items() if end.get(tp) != r.until_offset]
     if wrong:
         raise PlanReadError(
-            f"batch {batch_id}: the query's plan for this batch ends at {end}, but the DataFrame's scan reads "
+            f"batch {batch_id}: the query's plan for this batch ends at "
+            f"{', '.join(f'{tp}@{offset}' for tp, offset in end.items())}, but the DataFrame's scan reads "
             f"{', '.join(wrong)}: the plan read is not the one that built this DataFrame",
             fix=_UNREADABLE_FIX,
         )

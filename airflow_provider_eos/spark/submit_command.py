@@ -12,6 +12,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from airflow_provider_eos.core.driver import ENTRY_SCRIPT
 from airflow_provider_eos.core.errors import PrerequisiteError
 from airflow_provider_eos.core.spec import Mode, PipelineSpec
 from airflow_provider_eos.kafka.settings.java import SPARK_OPTIONS_REDACTION_REGEX
@@ -73,7 +74,7 @@ def zip_packages(target_dir: Path) -> Path:
 
 def entry_script() -> Path:
     """The spark-submit application: ``airflow_provider_eos/jobs/eos_job.py``."""
-    return _package_root("airflow_provider_eos.jobs") / "eos_job.py"
+    return _package_root("airflow_provider_eos.jobs") / ENTRY_SCRIPT
 
 
 def spark_submit_executable() -> str:

@@ -18,7 +18,7 @@ from confluent_kafka import Producer
 from airflow_provider_eos.core.driver import DRIVER_TOKEN_ENV, driver_token
 from tests.support.dag_runner import manual_run_id, run_dag
 from tests.support.kafka import end_offsets
-from tests.support.pipeline import PipelineHarness, json_events, kill_group, wait_for
+from tests.support.pipeline import PipelineHarness, json_events, kill_group, output_ids, wait_for
 
 pytestmark = [pytest.mark.airflow, pytest.mark.integration]
 
@@ -47,6 +47,7 @@ def test_failed_preflight_aborts_nothing_and_a_live_transaction_stays_open(airfl
                   env={"EOS_SPECS_DIR": str(harness.spec_file.parent), **SPARK_LOCAL})
 
     assert run.state == "failed" and run.states["preflight"] == "failed", run.states
+    assert "EOS301" in run.task_log("preflight"), "pre-flight failed for another reason than the source"
     for task in ("stop_stream", "confirm_driver_gone", "recover_abort", "recover_verify"):
         assert run.states[task] in {"skipped", "upstream_failed"}, (task, run.states)
     assert run.states["confirm_driver_gone"] == "skipped"
@@ -83,6 +84,9 @@ def test_watcher_failure_stops_the_driver_first_then_recovers(airflow_home, boot
                       mark_success="preflight|abort_lingering|verify|submit_stream")
 
         assert run.states["watch_stream"] == "failed", run.states
+        watched = run.xcoms["watch_stream"]
+        assert watched["status"] == "UNHEALTHY" and harness.spec.transactional_id(7) in json.dumps(watched), (
+            "the watch must have failed on the zombie writer")
         assert run.states["stop_stream"] == "success" and run.xcoms["stop_stream"]["liveness"] == "GONE"
         assert driver.wait(timeout=30) == 0, "SIGTERM first: the driver stopped its query cleanly"
         assert run.states["confirm_driver_gone"] == "success"
@@ -91,6 +95,10 @@ def test_watcher_failure_stops_the_driver_first_then_recovers(airflow_home, boot
         aborted = {row["transactional_id"] for row in run.xcoms["recover_abort"]["rows"]}
         assert harness.spec.transactional_id(7) in aborted
         assert run.states["pipeline_failed"] == "failed" and run.state == "failed"
+        visible = harness.output_values("read_committed")
+        assert b"in-flight" not in visible, "the zombie's write became visible"
+        committed = output_ids(visible)
+        assert committed and max(committed.values()) == 1, "a batch was written twice"
     finally:
         kill_group(driver)
         del zombie

@@ -17,10 +17,11 @@ from __future__ import annotations
 from airflow_provider_eos.core.spec.document import SPEC_SUFFIXES
 from airflow_provider_eos.core.spec.field_rules import TRIGGER_AVAILABLE_NOW
 from airflow_provider_eos.core.spec.folder import is_spec_file_name, load_spec_files, load_specs
-from airflow_provider_eos.core.spec.kafka_keys import _RESERVED_KAFKA_KEYS as _RESERVED_KAFKA_KEYS
+from airflow_provider_eos.core.spec.kafka_keys import RESERVED_KAFKA_KEYS
 from airflow_provider_eos.core.spec.model import Mode, PipelineSpec, Writers
 
 __all__ = [
+    "RESERVED_KAFKA_KEYS",
     "SPEC_SUFFIXES",
     "TRIGGER_AVAILABLE_NOW",
     "Mode",

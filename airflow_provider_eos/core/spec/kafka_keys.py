@@ -2,7 +2,7 @@
 
 Values are what librdkafka accepts (strings, integers, booleans), keys are non-empty and
 unpadded, ``bootstrap.servers`` is set, and the keys this package derives from the spec itself
-(:data:`_RESERVED_KAFKA_KEYS`) are refused, because setting them in the shared client config
+(:data:`RESERVED_KAFKA_KEYS`) are refused, because setting them in the shared client config
 would contradict the spec. The translation of the block for the Java and kafka-python clients
 lives in :mod:`airflow_provider_eos.kafka.settings`.
 """
@@ -17,7 +17,7 @@ __all__ = ["KafkaConfig", "check_kafka_keys", "check_kafka_value_types"]
 KafkaConfig = dict[str, str | int | bool]
 
 # Keys this package owns; setting them in the shared client config would contradict the spec.
-_RESERVED_KAFKA_KEYS = {
+RESERVED_KAFKA_KEYS = {
     "transactional.id": "transactional ids are derived from transactional_id_prefix; remove the key "
     "and set transactional_id_prefix",
     "group.id": "the sink group is the spec's group_id and no live consumer may join it; remove the "
@@ -52,8 +52,8 @@ def check_kafka_keys(value: KafkaConfig) -> KafkaConfig:
     for key in value:
         if not key or key != key.strip():
             raise ValueError(f"kafka key {key!r} is empty or has surrounding spaces")
-        if key in _RESERVED_KAFKA_KEYS:
-            raise ValueError(f"kafka must not set {key!r}: {_RESERVED_KAFKA_KEYS[key]}")
+        if key in RESERVED_KAFKA_KEYS:
+            raise ValueError(f"kafka must not set {key!r}: {RESERVED_KAFKA_KEYS[key]}")
     servers = value.get("bootstrap.servers")
     if not isinstance(servers, str) or not servers.strip():
         raise ValueError(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from airflow_provider_eos.core.errors import KafkaConfigError
+from airflow_provider_eos.core.flags import parse_flag
 
 __all__ = [
     "JAVA",
@@ -27,8 +28,6 @@ KAFKA_PYTHON: Dialect = "kafka-python (the transaction admin client)"
 
 SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
 SASL_MECHANISMS = frozenset({"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER"})
-_TRUE = frozenset({"true", "1", "yes", "on"})
-_FALSE = frozenset({"false", "0", "no", "off"})
 
 
 def refuse(key: str, dialect: Dialect | None, problem: str, fix: str) -> KafkaConfigError:
@@ -55,11 +54,9 @@ def as_bool(key: str, value: object) -> bool:
 
     :raises KafkaConfigError: naming the key, if the value is not a boolean.
     """
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in _TRUE | _FALSE:
-        return text in _TRUE
+    flag = parse_flag(value)
+    if flag is not None:
+        return flag
     raise KafkaConfigError(f"kafka[{key!r}] is {value!r}, not a boolean", fix=f"set kafka[{key!r}] to true or false")
 
 
