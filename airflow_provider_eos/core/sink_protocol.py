@@ -170,6 +170,40 @@ def decide_batch(
     raise InconsistentOffsetsError(message, fix=_fix(group_id))
 
 
+def decide_partition(
+    tp: TopicPartition,
+    *,
+    query_id: str,
+    batch_id: int,
+    start: OffsetMap,
+    end: OffsetMap,
+    committed: CommittedOffset | None,
+    group_id: str,
+    is_first_batch: bool | None = None,
+) -> BatchAction:
+    """The executor writers' decision for one input partition (DESIGN.md 2b): write it or skip it as a replay.
+
+    Each partition commits in its own transaction, so partitions of one batch may stand on both
+    sides of it after a crash; each decides alone, by the same rule as :func:`decide_batch`.
+
+    :param tp: the input partition; it must be in ``end``.
+    :param committed: the sink group's committed offset for ``tp`` (``None``: nothing committed).
+    :raises InconsistentOffsetsError: naming the partition, the expected and the found offsets.
+    """
+    first = batch_id == 0 if is_first_batch is None else is_first_batch
+    finding = _classify(tp, query_id=query_id, batch_id=batch_id, start=start, end=end, committed=committed,
+                        is_first_batch=first)
+    if finding.state is _State.AT_END:
+        return BatchAction.SKIP_REPLAY
+    if finding.state is _State.AT_START:
+        return BatchAction.PRODUCE
+    raise InconsistentOffsetsError(
+        f"sink group {group_id!r} disagrees with the checkpoint for {tp} in batch {batch_id} of query {query_id}: "
+        f"expected {finding.expected}; found {finding.found}",
+        fix=_fix(group_id),
+    )
+
+
 def offsets_to_commit(query_id: str, batch_id: int, end: OffsetMap) -> dict[TopicPartition, tuple[int, str]]:
     """The offsets the sink commits in batch ``N``'s transaction: ``end`` with marker ``N``.
 

@@ -1,4 +1,12 @@
-"""The one owner of the transactional-id scheme ``<prefix>-<writer index>``.
+"""The one owner of the transactional-id scheme: ``<prefix>-<writer index>`` and ``<prefix>-<t>_<p>``.
+
+- ``<prefix>-<writer index>``: the driver writer's producer is ``<prefix>-0`` (DESIGN.md 2a); the
+  executor writers' driver also commits the partitions without a task under ``<prefix>-0``.
+- ``<prefix>-<t>_<p>``: the executor writer of input partition ``p`` of the spec's ``t``-th input
+  topic (DESIGN.md 2b), in the style of Kafka Streams' task ids. One id per input partition,
+  stable across batches, restarts and executors, so a retried, speculative or zombie attempt is
+  fenced by the next ``init_transactions`` for the same partition, and the number of ids stays
+  bounded by the number of input partitions (never one per batch).
 
 Recovery lists ongoing transactions and aborts those under a pipeline's prefix, so the test
 "does this id belong to the prefix" must be exact: anything it wrongly claims may belong to
@@ -16,8 +24,8 @@ from airflow_provider_eos.core.errors import EosError, SpecError
 #: stay printable in tools and metrics that assume topic-sized names.
 MAX_TRANSACTIONAL_ID_LENGTH = 249
 
-#: Room kept for the ``-<writer index>`` suffix (``-`` plus up to 6 digits).
-WRITER_SUFFIX_RESERVED = 7
+#: Room kept for the longest suffix, ``-<t>_<p>`` (``-``, up to 3 digits, ``_``, up to 6 digits).
+WRITER_SUFFIX_RESERVED = 11
 
 #: The longest prefix whose ids always fit :data:`MAX_TRANSACTIONAL_ID_LENGTH`.
 MAX_PREFIX_LENGTH = MAX_TRANSACTIONAL_ID_LENGTH - WRITER_SUFFIX_RESERVED
@@ -28,6 +36,11 @@ MAX_WRITER_INDEX = 999_999
 _PREFIX_RE = re.compile(r"[A-Za-z0-9._-]+")
 # Canonical decimal only: "pfx-01" is never produced by this module, so it is not claimed either.
 _INDEX_RE = re.compile(r"0|[1-9][0-9]*")
+_PARTITION_WRITER_RE = re.compile(r"(0|[1-9][0-9]*)_(0|[1-9][0-9]*)")
+
+#: The highest input-topic position and Kafka partition whose partition-writer id is guaranteed to fit.
+MAX_TOPIC_INDEX = 999
+MAX_PARTITION = 999_999
 
 _SEPARATOR = "-"
 
@@ -99,7 +112,8 @@ def belongs_to_prefix(prefix: str, txn_id: str) -> bool:
     head = prefix + _SEPARATOR
     if not txn_id.startswith(head):
         return False
-    return _INDEX_RE.fullmatch(txn_id[len(head) :]) is not None
+    tail = txn_id[len(head) :]
+    return _INDEX_RE.fullmatch(tail) is not None or _PARTITION_WRITER_RE.fullmatch(tail) is not None
 
 
 def writer_index(prefix: str, txn_id: str) -> int:
@@ -107,9 +121,10 @@ def writer_index(prefix: str, txn_id: str) -> int:
 
     :param prefix: the pipeline's transactional id prefix.
     :param txn_id: a transactional id under ``prefix``.
-    :raises TransactionalIdError: if ``txn_id`` does not belong to ``prefix``.
+    :raises TransactionalIdError: if ``txn_id`` does not belong to ``prefix`` or is a partition
+        writer's id (``<prefix>-<t>_<p>``, see :func:`partition_of_writer`).
     """
-    if not belongs_to_prefix(prefix, txn_id):
+    if not belongs_to_prefix(prefix, txn_id) or "_" in txn_id[len(prefix) + len(_SEPARATOR) :]:
         raise TransactionalIdError(
             f"transactional id {txn_id!r} does not belong to prefix {prefix!r} "
             f"(expected {prefix}{_SEPARATOR}<writer index>)",
@@ -117,3 +132,41 @@ def writer_index(prefix: str, txn_id: str) -> int:
             "an id outside it may belong to another application",
         )
     return int(txn_id[len(prefix) + len(_SEPARATOR) :])
+
+
+def _bounded(name: str, value: int, highest: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= highest:
+        raise TransactionalIdError(
+            f"{name} {value!r} is outside 0..{highest}",
+            fix=f"executor writers support input topics with at most {MAX_PARTITION + 1} partitions and at most "
+            f"{MAX_TOPIC_INDEX + 1} input topics; use `writers: driver` beyond that",
+        )
+    return value
+
+
+def partition_transactional_id(prefix: str, topic_index: int, partition: int) -> str:
+    """The transactional id of the executor writer of one input partition: ``<prefix>-<t>_<p>``.
+
+    :param prefix: the pipeline's transactional id prefix (validated here).
+    :param topic_index: the input topic's position in the spec's ``input_topics``.
+    :param partition: the Kafka partition of that topic.
+    :raises TransactionalIdError: if either number is negative or too large.
+    """
+    validate_prefix(prefix)
+    t = _bounded("input topic position", topic_index, MAX_TOPIC_INDEX)
+    p = _bounded("input partition", partition, MAX_PARTITION)
+    return f"{prefix}{_SEPARATOR}{t}_{p}"
+
+
+def partition_of_writer(prefix: str, txn_id: str) -> tuple[int, int] | None:
+    """``(topic position, partition)`` of a partition writer's id; ``None`` for ``<prefix>-<writer index>``.
+
+    :raises TransactionalIdError: if ``txn_id`` does not belong to ``prefix``.
+    """
+    if not belongs_to_prefix(prefix, txn_id):
+        raise TransactionalIdError(
+            f"transactional id {txn_id!r} does not belong to prefix {prefix!r}",
+            fix="only act on transactional ids under this pipeline's transactional_id_prefix",
+        )
+    match = _PARTITION_WRITER_RE.fullmatch(txn_id[len(prefix) + len(_SEPARATOR) :])
+    return None if match is None else (int(match.group(1)), int(match.group(2)))

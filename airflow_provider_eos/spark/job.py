@@ -85,7 +85,7 @@ def start_query(
                         f"{DLQ_REASON_COLUMN})")
     output_mode = "append"
     if mode == Mode.EXACTLY_ONCE:
-        sink = ExactlyOnceKafkaSink(spec, FaultInjector.from_environment(spec.transaction_timeout_ms))
+        sink = ExactlyOnceKafkaSink(spec, spark, FaultInjector.from_environment(spec.transaction_timeout_ms))
         writer = transformed.writeStream.foreachBatch(sink).outputMode(output_mode)
     elif mode == Mode.AT_LEAST_ONCE:
         sink = AtLeastOnceKafkaSink(spec, FaultInjector.from_environment(spec.transaction_timeout_ms))

@@ -22,6 +22,8 @@ from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.spark.faults import ACK_VALUE
 from tests.support.kafka import consume_all, create_topic
 
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
 
 @dataclass
 class JobResult:
@@ -47,6 +49,8 @@ class PipelineHarness:
     max_offsets_per_trigger: int = 300
     transaction_timeout_ms: int = 60_000
     trigger: str = "available_now"
+    writers: str = "auto"
+    master: str = "local[2]"
     name: str = field(default_factory=lambda: f"p{uuid.uuid4().hex[:8]}")
     runs: int = 0
 
@@ -61,7 +65,7 @@ class PipelineHarness:
             group_id=f"{self.name}-sink", transactional_id_prefix=f"{self.name}-txn",
             checkpoint_location=str(self.work_dir / "checkpoint"), trigger=self.trigger,
             max_offsets_per_trigger=self.max_offsets_per_trigger,
-            transaction_timeout_ms=self.transaction_timeout_ms, transform=self.transform,
+            transaction_timeout_ms=self.transaction_timeout_ms, transform=self.transform, writers=self.writers,
             spark_conf={"spark.driver.memory": "768m", "spark.sql.shuffle.partitions": "2"},
         )
         self.spec_file = self.work_dir / "spec.yaml"
@@ -98,13 +102,14 @@ class PipelineHarness:
 
     def _command(self, mode: str) -> list[str]:
         return [sys.executable, "-m", "airflow_provider_eos.cli", "run", "--spec", str(self.spec_file),
-                "--master", "local[2]", "--mode", mode]
+                "--master", self.master, "--mode", mode]
 
     def start(self, *, fault: str | None = None, mode: str = "exactly-once",
               env_extra: dict[str, str] | None = None) -> tuple[subprocess.Popen, Path]:
         self.runs += 1
         log_path = self.work_dir / f"run-{self.runs}.log"
-        env = {**os.environ, "EOS_LOG_LEVEL": "INFO", **(env_extra or {})}
+        # The repo root on the path: tests' own transforms (tests/support/transforms.py) import in the job.
+        env = {**os.environ, "EOS_LOG_LEVEL": "INFO", "PYTHONPATH": str(REPO_ROOT), **(env_extra or {})}
         env.pop("EOS_FAULT_INJECTION", None)
         if fault:
             env.update(EOS_FAULT_INJECTION=fault, EOS_FAULT_INJECTION_ACK=ACK_VALUE,

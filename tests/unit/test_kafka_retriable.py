@@ -15,7 +15,7 @@ from airflow_provider_eos.kafka.retriable import (
     raise_if_coordinator_not_ready,
     retriable_kafka_error,
 )
-from airflow_provider_eos.spark.sink import kafka_failure
+from airflow_provider_eos.spark.record_producer import kafka_failure
 
 
 def failing(code: int, **flags: bool) -> KafkaException:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import posixpath
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import fsspec.core
 from fsspec.spec import AbstractFileSystem
@@ -31,6 +31,9 @@ from airflow_provider_eos.core.checkpoint.formats import (
 from airflow_provider_eos.core.checkpoint.snapshot import CheckpointSnapshot, read_snapshot
 from airflow_provider_eos.core.errors import CheckpointError
 from airflow_provider_eos.core.topic_partition import OffsetMap, TopicPartition
+
+if TYPE_CHECKING:
+    from airflow_provider_eos.core.writers_choice import WritersChoice
 
 __all__ = ["CheckpointReader", "normalize_location"]
 
@@ -313,6 +316,20 @@ class CheckpointReader:
                 None,
             )
         return _as_utc(value, self.display(path))
+
+    # -- the writer in use ---------------------------------------------------------------------
+
+    def writers_choice(self) -> WritersChoice | None:
+        """The writer the query recorded at its start (``eos/writers.json``); ``None`` if it has not.
+
+        :raises CheckpointError: if the record is there but malformed.
+        """
+        from airflow_provider_eos.core.writers_choice import WRITERS_RECORD, parse_writers_record
+
+        path = self.path(*WRITERS_RECORD)
+        if not self.fs.isfile(path):
+            return None
+        return parse_writers_record(self.display(path), self._read_text(path, "the writers record"))
 
     # -- snapshot ------------------------------------------------------------------------------
 

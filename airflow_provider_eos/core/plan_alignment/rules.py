@@ -137,12 +137,17 @@ _FIX = {
 
 
 class Offender(FrozenModel):
-    """One operator (or source option) that breaks alignment."""
+    """One operator (or source option) that breaks alignment.
+
+    :param operator: how people know it: Spark's rendering and class, or the option and its value.
+    :param name: one word for log lines: the operator's class or the option's name.
+    """
 
     breach: Breach
     operator: str
     why: str
     fix: str
+    name: str = ""
 
     def describe(self) -> str:
         return f"{self.operator} {self.why}"
@@ -171,6 +176,11 @@ class PlanAlignment(FrozenModel):
         )
 
     @property
+    def operator_name(self) -> str | None:
+        """The class (or option name) of :attr:`operator`: one word, for log lines."""
+        return self.offenders[0].name if self.offenders else None
+
+    @property
     def fix(self) -> str | None:
         return self.offenders[0].fix if self.offenders else None
 
@@ -183,19 +193,21 @@ class PlanAlignment(FrozenModel):
             raise PlanNotAlignedError(f"writers: executors cannot run this query: {self.reason}", fix=self.fix)
 
 
-def _offender(breach: Breach, operator: str, why: str | None = None, fix: str | None = None) -> Offender:
-    return Offender(breach=breach, operator=operator, why=why or _WHY[breach], fix=fix or _FIX[breach])
+def _offender(breach: Breach, operator: str, why: str | None = None, fix: str | None = None, *,
+              name: str) -> Offender:
+    return Offender(breach=breach, operator=operator, why=why or _WHY[breach], fix=fix or _FIX[breach], name=name)
 
 
 def _scan_offenders(scans: list[PlanNode]) -> list[Offender]:
     if len(scans) != 1:
         found = ", ".join(s.label() for s in scans) or "none"
         return [_offender(Breach.SOURCE, f"{len(scans)} micro-batch scans",
-                          f"where exactly one Kafka micro-batch scan is needed (found: {found})")]
+                          f"where exactly one Kafka micro-batch scan is needed (found: {found})", name=KAFKA_SCAN)]
     scan = scans[0]
     stream = scan.details.get("stream", "")
     if stream != KAFKA_STREAM:
-        return [_offender(Breach.SOURCE, scan.label(), f"reads {stream or 'an unknown stream'}, not Kafka")]
+        return [_offender(Breach.SOURCE, scan.label(), f"reads {stream or 'an unknown stream'}, not Kafka",
+                          name=stream or KAFKA_SCAN)]
     found = []
     for option in SPLITTING_OPTIONS:
         value = scan.details.get(option)
@@ -203,7 +215,7 @@ def _scan_offenders(scans: list[PlanNode]) -> list[Offender]:
             found.append(_offender(
                 Breach.SOURCE_SPLIT, f"Kafka source option {option}={value}",
                 "splits a Kafka partition over several Spark partitions, so two tasks would write for one "
-                "partition", _FIX[Breach.SOURCE_SPLIT].format(option=option),
+                "partition", _FIX[Breach.SOURCE_SPLIT].format(option=option), name=option,
             ))
     return found
 
@@ -220,9 +232,9 @@ def decide_alignment(plan: PlanNode) -> PlanAlignment:
         if node.name == KAFKA_SCAN:
             scans.append(node)
         elif node.name in _BY_NAME:
-            offenders.append(_offender(_BY_NAME[node.name], node.label()))
+            offenders.append(_offender(_BY_NAME[node.name], node.label(), name=node.name))
         elif node.name not in NARROW_OPERATORS and node.name not in WRAPPERS:
-            offenders.append(_offender(Breach.UNKNOWN, node.label()))
+            offenders.append(_offender(Breach.UNKNOWN, node.label(), name=node.name))
     offenders.extend(_scan_offenders(scans))
     order = list(Breach)
     # Stable: within one kind, the operator nearest the output comes first.

@@ -83,6 +83,9 @@ class PipelineSpec(BaseModel):
     batch_budget_ms: int | None = None
     #: Delivery guarantee of the sink.
     mode: Mode = Mode.EXACTLY_ONCE
+    #: Where the exactly-once sink writes: ``auto`` decides from the query's plan at start,
+    #: ``driver`` is one transaction per batch, ``executors`` one per input partition (DESIGN.md 2).
+    writers: Writers = Writers.AUTO
 
     # -- field validation (pydantic runs these in field order, so later fields see earlier ones) --
 
@@ -223,6 +226,20 @@ class PipelineSpec(BaseModel):
     def transactional_id(self, writer_index: int = 0) -> str:
         """The transactional id of writer ``writer_index`` (``0``: the driver-mode producer)."""
         return transactional_ids.transactional_id(self.transactional_id_prefix, writer_index)
+
+    def partition_transactional_id(self, topic: str, partition: int) -> str:
+        """The transactional id of the executor writer of input partition ``topic``-``partition``.
+
+        :raises SpecError: if ``topic`` is not one of the spec's input topics.
+        """
+        if topic not in self.input_topics:
+            raise SpecError(
+                f"topic {topic!r} is not an input topic of pipeline {self.name!r} ({', '.join(self.input_topics)})",
+                fix="executor writers write only for the spec's input_topics; check the checkpoint is this spec's",
+            )
+        return transactional_ids.partition_transactional_id(
+            self.transactional_id_prefix, self.input_topics.index(topic), partition
+        )
 
     # -- construction and serialization --------------------------------------------------------
 

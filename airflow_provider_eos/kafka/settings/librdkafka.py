@@ -39,8 +39,11 @@ def common_config(spec: PipelineSpec) -> dict[str, Any]:
     return _connection(spec.kafka)
 
 
-def sink_producer_config(spec: PipelineSpec, writer_index: int = 0) -> dict[str, Any]:
-    """The sink's transactional producer.
+def sink_producer_config(spec: PipelineSpec, writer_index: int = 0, *, transactional_id: str | None = None,
+                         ) -> dict[str, Any]:
+    """The sink's transactional producer: writer ``writer_index``, or the given ``transactional_id``.
+
+    The executor writers pass their input partition's id (``spec.partition_transactional_id``).
 
     ``murmur2_random`` is the Java client's partitioner: a key lands in the partition Spark's
     built-in writer and Java producers choose (librdkafka's default, consistent_random, differs).
@@ -52,7 +55,7 @@ def sink_producer_config(spec: PipelineSpec, writer_index: int = 0) -> dict[str,
         "linger.ms": 20,
         "compression.type": "lz4",
         **role_keys(spec.kafka, "producer"),
-        "transactional.id": spec.transactional_id(writer_index),
+        "transactional.id": transactional_id or spec.transactional_id(writer_index),
         "transaction.timeout.ms": spec.transaction_timeout_ms,
         "enable.idempotence": True,
         "acks": "all",

@@ -1,0 +1,94 @@
+"""The writer a query uses (DESIGN.md section 2), decided once at its start and kept with its checkpoint.
+
+``writers: auto`` resolves to the driver or the executor writers from the first batch's executed
+plan. Verification and health must know which one ran, because the same committed offsets mean
+different things: a mix of partitions at batch ``C+1`` and at ``C`` is a normal mid-batch crash
+for executor writers (one transaction per input partition) and impossible for the driver writer
+(one transaction per batch). So the job records its choice in the checkpoint folder, next to the
+offsets it explains, as ``eos/writers.json``; Spark ignores folders it does not own there, and a
+checkpoint copied or moved keeps its record.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import TYPE_CHECKING
+
+from pydantic import ValidationError
+
+from airflow_provider_eos.core.errors import CheckpointError
+from airflow_provider_eos.core.model import FrozenModel
+from airflow_provider_eos.core.spec.model import Writers
+
+if TYPE_CHECKING:
+    from airflow_provider_eos.core.checkpoint import CheckpointReader
+
+__all__ = ["WRITERS_RECORD", "WritersChoice", "parse_writers_record", "record_writers_choice"]
+
+#: Where the choice lives, relative to the checkpoint root.
+WRITERS_RECORD = ("eos", "writers.json")
+
+
+class WritersChoice(FrozenModel):
+    """Which writer a query uses and why.
+
+    :param writers: the writer in use, ``driver`` or ``executors`` (never ``auto``).
+    :param requested: what the spec asked for (``auto``, ``driver`` or ``executors``).
+    :param reason: why: the spec's explicit choice, or the plan's alignment in the auto case.
+    :param operator: for ``auto`` resolved to the driver: the operator (class or source option) that
+        breaks alignment first; ``reason`` names all of them.
+    :param query_id: the streaming query the choice belongs to.
+    :param batch_id: the batch whose plan decided.
+    :param decided_at: when (UTC).
+    """
+
+    writers: Writers
+    requested: Writers
+    reason: str
+    operator: str | None = None
+    query_id: str
+    batch_id: int
+    decided_at: dt.datetime
+
+    def log_line(self) -> str:
+        """``EOS-WRITERS executors`` / ``EOS-WRITERS driver reason=<operator>``, then the whole choice as JSON."""
+        head = f"EOS-WRITERS {self.writers.value}"
+        if self.writers is Writers.DRIVER:
+            head += f" reason={self.operator or 'requested'}"
+        return f"{head} {json.dumps(self.to_dict(), sort_keys=True)}"
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, indent=1) + "\n"
+
+
+def parse_writers_record(where: str, text: str) -> WritersChoice:
+    """Read ``eos/writers.json``.
+
+    :raises CheckpointError: naming the file when it is not a writers choice.
+    """
+    try:
+        choice = WritersChoice.model_validate_json(text)
+    except ValidationError as err:
+        raise CheckpointError(
+            f"{where} is not this package's record of the writer in use: {err.errors()[0]['msg']}",
+            fix="delete the file: the job writes it again at its next start (verification then assumes "
+            "the spec's writers, and the driver writer for `auto`)",
+        ) from err
+    if choice.writers is Writers.AUTO:
+        raise CheckpointError(f"{where} records writers 'auto', which is a request, not a writer",
+                              fix="delete the file: the job writes it again at its next start")
+    return choice
+
+
+def record_writers_choice(checkpoint: CheckpointReader, choice: WritersChoice) -> None:
+    """Write the choice to ``eos/writers.json`` under the checkpoint root, replacing an earlier one.
+
+    Written to a temporary name and moved into place, so a reader never sees half a record.
+    """
+    path = checkpoint.path(*WRITERS_RECORD)
+    checkpoint.fs.makedirs(checkpoint.path(WRITERS_RECORD[0]), exist_ok=True)
+    temporary = f"{path}.{choice.query_id}.tmp"
+    with checkpoint.fs.open(temporary, "w") as out:
+        out.write(choice.to_json())
+    checkpoint.fs.mv(temporary, path)

@@ -1,0 +1,111 @@
+"""The executor writers' driver side (DESIGN.md 2b): check the batch's plan, run one write task per input partition.
+
+The driver reads nothing but small values: the batch scan's input partitions (from the plan
+reader), checked against the WAL; the tasks' ``EOS-TASK`` stats (one row each). Then it commits,
+under ``<prefix>-0``, the input partitions that had no task (no new input) and that are not yet
+at marker N, so every input partition ends the batch at its end offset with marker N.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING
+
+from airflow_provider_eos.core.errors import ScanRangeMismatchError
+from airflow_provider_eos.core.plan_alignment import (
+    BatchPlan,
+    InputPartitionMap,
+    cross_check,
+    decide_alignment,
+    map_input_partitions,
+)
+from airflow_provider_eos.core.sink_protocol import BatchAction, decide_partition, offsets_to_commit
+from airflow_provider_eos.core.topic_partition import OffsetMap, TopicPartition
+from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
+from airflow_provider_eos.spark.faults import BatchFaults
+from airflow_provider_eos.spark.partition_writer import TASK_STATS_SCHEMA, PartitionWriteTask
+from airflow_provider_eos.spark.record_producer import BatchStats, Stopwatch, output_frame
+from airflow_provider_eos.spark.task_faults import TaskFaults
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from airflow_provider_eos.spark.sink_clients import SinkClients
+
+__all__ = ["ExecutorWriters"]
+
+
+class ExecutorWriters:
+    """Writes each batch in one transaction per input partition, in the Spark tasks."""
+
+    def __init__(self, clients: SinkClients) -> None:
+        self.clients = clients
+
+    def write(self, batch: DataFrame, batch_id: int, plan: BatchPlan, faults: BatchFaults) -> BatchStats:
+        checkpoint = self.clients.checkpoint
+        query_id = checkpoint.query_id()
+        start, end = checkpoint.start_offsets(batch_id), checkpoint.planned_offsets(batch_id)
+        # Checked every batch, not only at the start: a plan that stopped being aligned must not write.
+        decide_alignment(plan.plan).require_aligned()
+        mapping = map_input_partitions(batch_id, plan.input_ranges)
+        cross_check(mapping, start=start, end=end)
+        clock = Stopwatch()
+        task = PartitionWriteTask(self.clients.spec, query_id, batch_id, start, end, mapping,
+                                  TaskFaults.from_environment((os.getpid(), os.getppid())))
+        rows = output_frame(batch).mapInArrow(task, TASK_STATS_SCHEMA).collect()
+        reports = [json.loads(row.eos_task) for row in rows]
+        tasks_ms = clock.lap()
+        _require_one_report_per_task(batch_id, mapping, reports)
+        driver_committed = self._commit_partitions_without_task(query_id, batch_id, start, end, mapping)
+        produced = [r for r in reports if r["action"] == "produce"]
+        return BatchStats(
+            batch_id,
+            "produce" if produced or driver_committed else "skip_replay",
+            rows_out=sum(r["rows_out"] for r in reports),
+            rows_dlq=sum(r["rows_dlq"] for r in reports),
+            produce_ms=max((r["produce_ms"] for r in reports), default=0),
+            commit_ms=max((r["commit_ms"] for r in reports), default=0) + clock.lap(),
+            extra={
+                "writers": "executors",
+                "tasks": len(reports),
+                "tasks_ms": tasks_ms,
+                "partitions_produced": len(produced),
+                "partitions_skipped": len(reports) - len(produced),
+                "partitions_committed_by_driver": len(driver_committed),
+                "producers_replaced": sum(1 for r in reports if r["producer_replaced"]),
+            },
+        )
+
+    def _commit_partitions_without_task(self, query_id: str, batch_id: int, start: OffsetMap, end: OffsetMap,
+                                        mapping: InputPartitionMap) -> list[TopicPartition]:
+        without = mapping.partitions_without_task(end)
+        if not without:
+            return []
+        clients = self.clients
+        spec, writer = clients.spec, clients.driver_producer
+        writer.producer()
+        committed = read_committed_offsets(clients.admin, spec.group_id, {tp: end[tp] for tp in without})
+        pending = [
+            tp for tp in without
+            if decide_partition(tp, query_id=query_id, batch_id=batch_id, start=start, end=end,
+                                committed=committed.get(tp), group_id=spec.group_id) is BatchAction.PRODUCE
+        ]
+        if pending:
+            offsets = offsets_to_commit(query_id, batch_id, {tp: end[tp] for tp in pending})
+            with writer.transaction(batch_id) as producer:
+                writer.send_offsets(producer, offsets, clients.group_metadata())
+                writer.commit(producer, batch_id)
+        return pending
+
+
+def _require_one_report_per_task(batch_id: int, mapping: InputPartitionMap, reports: list[dict]) -> None:
+    reported = sorted(r["spark_partition"] for r in reports)
+    expected = list(range(len(mapping.ranges)))
+    if reported != expected:
+        raise ScanRangeMismatchError(
+            f"batch {batch_id}: the write tasks reported Spark partitions {reported}, expected {expected} "
+            f"(one per input partition: {', '.join(r.describe() for r in mapping.ranges)})",
+            fix="the batch is not complete; Spark replays it on restart (committed partitions skip). "
+            "If this repeats, set `writers: driver` and report the plan",
+        )

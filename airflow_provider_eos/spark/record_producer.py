@@ -1,0 +1,133 @@
+"""What both exactly-once writers share: the output's columns, producing its rows, and naming failures.
+
+The driver writer (:mod:`.driver_writer`) and the executor writers (:mod:`.partition_writer`)
+produce the same records with the same headers; only where and in how many transactions differ.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from confluent_kafka import KafkaException, Producer
+
+from airflow_provider_eos.core.errors import RetryExhaustedError, SinkError
+from airflow_provider_eos.core.sink_failures import KafkaFailure
+from airflow_provider_eos.core.spec import PipelineSpec
+from airflow_provider_eos.kafka.retriable import LOCAL_QUEUE_FULL, kafka_error
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame
+
+__all__ = ["DLQ_REASON_COLUMN", "BatchStats", "Stopwatch", "kafka_failure", "output_frame", "produce_rows",
+           "require_dlq_topic"]
+
+#: The transform's column that, when not null, sends the row to the dead-letter topic with this reason.
+DLQ_REASON_COLUMN = "dlq_reason"
+
+#: The source columns a dead letter carries as ``eos.source.*`` headers, when the transform kept them.
+_ORIGIN_COLUMNS = ("topic", "partition", "offset")
+
+
+@dataclass
+class BatchStats:
+    """What the sink did in one batch; logged as one ``EOS-BATCH`` JSON line."""
+
+    batch_id: int
+    action: str
+    rows_out: int = 0
+    rows_dlq: int = 0
+    collect_ms: int = 0
+    produce_ms: int = 0
+    commit_ms: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Stopwatch:
+    """Milliseconds between laps, for the batch's stats."""
+
+    def __init__(self) -> None:
+        self._last = time.monotonic()
+
+    def lap(self) -> int:
+        now = time.monotonic()
+        elapsed, self._last = now - self._last, now
+        return int(elapsed * 1000)
+
+
+def output_frame(batch: DataFrame) -> DataFrame:
+    """The transform's output as the writers read it: key/value as binary, the optional columns kept.
+
+    key/value are cast to binary: a transform may return strings, Kafka wants bytes.
+    """
+    from pyspark.sql import functions as F
+
+    wanted = [F.col("key").cast("binary").alias("key"), F.col("value").cast("binary").alias("value")]
+    wanted.extend(F.col(optional) for optional in ("headers", DLQ_REASON_COLUMN, *_ORIGIN_COLUMNS)
+                  if optional in batch.columns)
+    return batch.select(*wanted)
+
+
+def dead_letters(table: pa.Table | pa.RecordBatch) -> int:
+    """How many rows of ``table`` the transform sent to the dead-letter topic."""
+    if DLQ_REASON_COLUMN not in table.schema.names:
+        return 0
+    return table.num_rows - table.column(DLQ_REASON_COLUMN).null_count
+
+
+def require_dlq_topic(spec: PipelineSpec, dead: int) -> None:
+    """Refuse dead letters when the spec has nowhere to put them; checked before a transaction opens."""
+    if dead and not spec.dlq_topic:
+        raise SinkError(
+            f"the transform returned {dead} dead-letter row(s) but the spec {spec.name!r} has no dlq_topic",
+            fix="set dlq_topic in the spec (or make the transform drop or repair those rows)",
+        )
+
+
+def produce_rows(producer: Producer, spec: PipelineSpec, rows: pa.Table | pa.RecordBatch) -> tuple[int, int]:
+    """Hand every row (output or dead letter) to the producer; returns the two counts.
+
+    Does not wait for delivery: the caller flushes once, before it sends the offsets.
+    """
+    columns = rows.to_pydict()
+    keys, values = columns["key"], columns["value"]
+    headers = columns.get("headers") or [None] * len(values)
+    reasons = columns.get(DLQ_REASON_COLUMN) or [None] * len(values)
+    origin = [columns.get(c) for c in _ORIGIN_COLUMNS]
+    queue_full = LOCAL_QUEUE_FULL.bounded(timeout_s=spec.transaction_timeout_ms / 1000)
+    dead = 0
+    for i, value in enumerate(values):
+        record_headers = [(h["key"], h["value"]) for h in headers[i]] if headers[i] else []
+        topic = spec.output_topic
+        if reasons[i] is not None:
+            dead += 1
+            topic = spec.dlq_topic
+            record_headers.append(("eos.dlq.reason", str(reasons[i]).encode()))
+            for name, column in zip(_ORIGIN_COLUMNS, origin, strict=True):
+                if column is not None:
+                    record_headers.append((f"eos.source.{name}", str(column[i]).encode()))
+        send = partial(producer.produce, topic, value=value, key=keys[i], headers=record_headers or None)
+        try:
+            send()
+        except BufferError:  # the local queue is full: serve delivery reports until it has room
+            queue_full.call(send, what=f"produce to {topic!r}", sleep=producer.poll)
+    return len(values) - dead, dead
+
+
+def kafka_failure(exc: KafkaException | RetryExhaustedError, *, outlived_timeout: bool) -> KafkaFailure:
+    """The classification's view of a client error (a retry policy's error: of its last attempt)."""
+    exhausted = isinstance(exc, RetryExhaustedError)
+    error = kafka_error(exc.last_error if isinstance(exc, RetryExhaustedError) else exc)
+    if error is None:  # only the local queue's BufferError carries no KafkaError
+        return KafkaFailure("_QUEUE_FULL", retriable=True, detail=str(exc), outlived_timeout=outlived_timeout)
+    return KafkaFailure(
+        error.name(),
+        fatal=error.fatal(),
+        retriable=error.retriable(),
+        txn_requires_abort=error.txn_requires_abort(),
+        detail=exc.message if exhausted else error.str(),
+        outlived_timeout=outlived_timeout,
+    )

@@ -1,0 +1,112 @@
+"""Executor writers against the real broker and real Spark (spark-submit subprocesses), DESIGN.md 2b.
+
+Both writers give exact output; ``auto`` picks executors for an aligned plan and the driver for a
+shuffle or a stateful plan, and says why; ``writers: executors`` refuses a plan it cannot run;
+every input partition commits each batch, also one whose rows were all filtered out.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from airflow_provider_eos.core.spec import Writers
+from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
+from tests.support.pipeline import JobResult, PipelineHarness, assert_exactly_once, json_events
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+
+def writers_lines(result: JobResult) -> list[str]:
+    return [line.split("EOS-WRITERS ", 1)[1] for line in result.log.splitlines() if "EOS-WRITERS " in line]
+
+
+def task_lines(result: JobResult) -> list[dict]:
+    return result.batch_lines("EOS-TASK")
+
+
+def group_markers(harness: PipelineHarness) -> dict[int, tuple[int, int]]:
+    """Kafka partition -> (committed offset, marker batch id) of the sink group."""
+    checkpoint = harness.checkpoint()
+    planned = checkpoint.planned_offsets(checkpoint.latest_planned_batch())
+    committed = read_committed_offsets(AdminClient({"bootstrap.servers": harness.bootstrap}), harness.spec.group_id,
+                                       planned)
+    return {tp.partition: (c.offset, c.marker.batch_id) for tp, c in committed.items() if c is not None}
+
+
+def test_auto_runs_json_enrich_on_executor_writers_exactly_once(bootstrap, tmp_path):
+    harness = PipelineHarness(bootstrap, tmp_path, partitions=3)
+    records, valid_ids, malformed = json_events(1500, malformed_every=37)
+    harness.produce_input(records, aborted_every=2)
+
+    result = harness.run()
+    assert result.returncode == 0, result.log[-3000:]
+    assert_exactly_once(harness, valid_ids, malformed)
+    assert [line.split()[0] for line in writers_lines(result)] == ["executors"], writers_lines(result)
+    choice = harness.checkpoint().writers_choice()
+    assert choice is not None and choice.writers is Writers.EXECUTORS and choice.requested is Writers.AUTO
+    tasks = task_lines(result)
+    batches = result.batch_lines()
+    # One task per input partition with data in every batch; each task's counts add up to the batch's.
+    for batch in batches:
+        own = [t for t in tasks if t["batch_id"] == batch["batch_id"]]
+        assert {t["partition"] for t in own} <= {0, 1, 2} and len(own) == batch["extra"]["tasks"] >= 1
+        assert sum(t["rows_out"] for t in own) == batch["rows_out"]
+        assert sum(t["rows_dlq"] for t in own) == batch["rows_dlq"]
+    progress = result.batch_lines("EOS-PROGRESS")
+    assert sum(p["rows_out"] + p["rows_dlq"] for p in progress) == len(records)
+    # The dead letters carry the same headers as with the driver writer.
+    headers = dict(harness.dlq_records()[0].headers())
+    assert headers["eos.dlq.reason"] and headers["eos.source.topic"] == harness.input_topic.encode()
+
+    again = harness.run()
+    assert again.returncode == 0, again.log[-3000:]
+    assert_exactly_once(harness, valid_ids, malformed)
+
+
+def test_a_partition_whose_rows_are_all_filtered_out_still_commits(bootstrap, tmp_path):
+    harness = PipelineHarness(bootstrap, tmp_path, partitions=2, writers="executors",
+                              transform="tests.support.transforms:drop_every_other_partition")
+    records, _, _ = json_events(600)
+    harness.produce_input(records)
+
+    result = harness.run()
+    assert result.returncode == 0, result.log[-3000:]
+    kept = [v for k, v in _by_partition(harness).items() if k == 0 for v in v]
+    assert sorted(harness.output_values()) == sorted(kept)
+    tasks = task_lines(result)
+    assert any(t["partition"] == 1 and t["rows_out"] == 0 and t["action"] == "produce" for t in tasks), tasks
+    last = harness.checkpoint().latest_committed_batch()
+    end = harness.checkpoint().planned_offsets(last)
+    assert group_markers(harness) == {tp.partition: (offset, last) for tp, offset in end.items()}
+
+
+def _by_partition(harness: PipelineHarness) -> dict[int, list[bytes]]:
+    from tests.support.kafka import consume_all
+
+    found: dict[int, list[bytes]] = {}
+    for message in consume_all(harness.bootstrap, harness.input_topic):
+        found.setdefault(message.partition(), []).append(message.value())
+    return found
+
+
+def test_executors_refuse_a_shuffle_naming_it_and_auto_runs_it_on_the_driver(bootstrap, tmp_path):
+    harness = PipelineHarness(bootstrap, tmp_path, writers="executors", transform="tests.support.transforms:repartitioned")
+    records, _, _ = json_events(400)
+    harness.produce_input(records)
+
+    refused = harness.run()
+    assert refused.returncode != 0
+    assert "writers: executors cannot run this query" in refused.log and "Exchange" in refused.log, refused.log[-3000:]
+    assert "writers: driver" in refused.log
+    assert harness.output_values() == []
+
+    harness.with_overrides(writers="auto")
+    result = harness.run()
+    assert result.returncode == 0, result.log[-3000:]
+    line = writers_lines(result)[0]
+    assert line.startswith("driver reason=ShuffleExchangeExec "), line
+    assert sorted(harness.output_values()) == sorted(v for _, v in records)
+    assert json.loads(line.split(" ", 2)[2])["writers"] == "driver"

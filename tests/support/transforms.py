@@ -1,0 +1,16 @@
+"""Transforms for the writer tests; the job imports them by ``module:function`` (PYTHONPATH = repo root)."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+
+def drop_every_other_partition(frame: DataFrame) -> DataFrame:
+    """Keeps only partition 0's rows and drops the source columns: partition 1's task writes nothing but commits."""
+    return frame.where(F.col("partition") == 0).select("key", "value")
+
+
+def repartitioned(frame: DataFrame) -> DataFrame:
+    """A shuffle: rows move between Spark partitions, so executor writers must refuse."""
+    return frame.select("key", "value").repartition(3)
