@@ -13,7 +13,7 @@ from confluent_kafka.admin import AdminClient
 from airflow_provider_eos.core.errors import EosError, RetryExhaustedError
 from airflow_provider_eos.core.markers import CommittedOffset, CommittedOffsets
 from airflow_provider_eos.core.topic_partition import TopicPartition
-from airflow_provider_eos.kafka.retriable import COORDINATOR_LOADING, raise_if_coordinator_not_ready
+from airflow_provider_eos.kafka.retriable import COORDINATOR_LOADING, STABLE_OFFSETS, raise_if_coordinator_not_ready
 
 if TYPE_CHECKING:
     from airflow_provider_eos.core.checkpoint import CheckpointReader
@@ -27,12 +27,15 @@ class GroupOffsetsError(EosError):
 
 
 def read_committed_offsets(
-    admin: AdminClient, group_id: str, partitions: Iterable[TopicPartition], *, timeout_s: float = 30
+    admin: AdminClient, group_id: str, partitions: Iterable[TopicPartition], *, timeout_s: float = 30,
+    stable_timeout_s: float = 60,
 ) -> CommittedOffsets:
     """Committed offset and metadata per partition; ``None`` where the group has none.
 
     ``require_stable`` makes the coordinator resolve a pending transactional offset commit
-    first, so a commit in flight is never mistaken for the previous batch's state.
+    first, so a commit in flight is never mistaken for the previous batch's state; while one is
+    pending (``UNSTABLE_OFFSET_COMMIT``, also just after a commit, until its marker is applied)
+    the read is repeated, for up to ``stable_timeout_s``.
     """
     wanted = sorted(set(partitions))
     if not wanted:
@@ -42,11 +45,11 @@ def read_committed_offsets(
 
     def fetch() -> ConsumerGroupTopicPartitions:
         result = admin.list_consumer_group_offsets([request], require_stable=True)[group_id].result(timeout_s)
-        raise_if_coordinator_not_ready(what, (tp.error for tp in result.topic_partitions))
+        raise_if_coordinator_not_ready(what, (tp.error for tp in result.topic_partitions), unstable_too=True)
         return result
 
     try:
-        result = COORDINATOR_LOADING.bounded(timeout_s=timeout_s).call(fetch, what=what)
+        result = STABLE_OFFSETS.bounded(timeout_s=max(timeout_s, stable_timeout_s)).call(fetch, what=what)
     except (KafkaException, RetryExhaustedError) as exc:
         raise GroupOffsetsError(
             f"could not read committed offsets of group {group_id!r}: {exc}",

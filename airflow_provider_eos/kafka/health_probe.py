@@ -37,7 +37,7 @@ from airflow_provider_eos.core.health import (
 )
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.core.transactions import Transaction, to_epoch_ms
-from airflow_provider_eos.core.verification import verify_checkpoint
+from airflow_provider_eos.core.verification import verify_checkpoint, writers_in_use
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
 from airflow_provider_eos.kafka.log_offsets import list_log_offsets
 from airflow_provider_eos.kafka.settings import admin_config, with_client_logger
@@ -121,7 +121,7 @@ def _settled_read(
     before = read_committed_offsets(admin, spec.group_id, partitions, timeout_s=timeout_s)
     for _ in range(_VERIFY_ATTEMPTS):
         facts = _checkpoint_facts(reader)
-        report = verify_checkpoint(reader, before)
+        report = verify_checkpoint(reader, before, spec_writers=spec.writers)
         after = read_committed_offsets(admin, spec.group_id, partitions, timeout_s=timeout_s)
         if after == before:
             verification = VerificationSample(verdict=report.overall.value, ok=report.ok, next_step=report.next_step)
@@ -207,4 +207,5 @@ def probe(
         verification=verification,
         transactions=transactions,
         notes=tuple(notes),
+        writers=writers_in_use(reader.writers_choice(), spec.writers),
     )

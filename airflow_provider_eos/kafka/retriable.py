@@ -18,6 +18,7 @@ __all__ = [
     "COORDINATOR_LOADING",
     "COORDINATOR_NOT_READY_CODES",
     "LOCAL_QUEUE_FULL",
+    "STABLE_OFFSETS",
     "TRANSACTION_COMMIT",
     "CoordinatorNotReady",
     "coordinator_not_ready",
@@ -32,6 +33,12 @@ __all__ = [
 COORDINATOR_NOT_READY_CODES = frozenset(
     {KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE}
 )
+
+
+#: ``require_stable`` found a transactional offset commit not yet resolved: its transaction just
+#: ended and the coordinator has not applied its marker yet, or it is still open (then the
+#: transaction timeout ends it at the latest).
+UNSTABLE_OFFSETS_CODES = frozenset({KafkaError.UNSTABLE_OFFSET_COMMIT})
 
 
 class CoordinatorNotReady(Exception):
@@ -53,11 +60,15 @@ def coordinator_not_ready(exc: BaseException) -> bool:
     return error is not None and error.code() in COORDINATOR_NOT_READY_CODES
 
 
-def raise_if_coordinator_not_ready(what: str, errors: Iterable[object]) -> None:
-    """Raise :class:`CoordinatorNotReady` if any per-partition error says so (retried by the policy)."""
+def raise_if_coordinator_not_ready(what: str, errors: Iterable[object], *, unstable_too: bool = False) -> None:
+    """Raise :class:`CoordinatorNotReady` if any per-partition error says so (retried by the policy).
+
+    :param unstable_too: also for offsets a transaction has not resolved yet (``require_stable`` reads).
+    """
+    codes = COORDINATOR_NOT_READY_CODES | (UNSTABLE_OFFSETS_CODES if unstable_too else frozenset())
     for error in errors:
         found = kafka_error(error)
-        if found is not None and found.code() in COORDINATOR_NOT_READY_CODES:
+        if found is not None and found.code() in codes:
             raise CoordinatorNotReady(f"{what}: {found.name()}")
 
 
@@ -80,6 +91,17 @@ COORDINATOR_LOADING = RetryPolicy(
     max_delay_s=2.0,
     fix="check that the brokers are up: the leader of the group's __consumer_offsets partition did not "
     "become available; a cluster that is still starting needs a longer timeout",
+)
+
+# Bounded by the caller with the transaction timeout: no pending offset commit outlives it.
+STABLE_OFFSETS = RetryPolicy(
+    waiting_for="the group's offsets to be stable (no transactional offset commit pending)",
+    retriable=coordinator_not_ready,
+    timeout_s=60,
+    first_delay_s=0.05,
+    max_delay_s=1.0,
+    fix="a transaction that commits offsets to the sink group is still open: if no job runs, abort lingering "
+    "transactions (`eos abort --spec <spec file>`); otherwise check the brokers' health",
 )
 
 TRANSACTION_COMMIT = RetryPolicy(

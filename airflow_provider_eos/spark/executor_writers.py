@@ -23,7 +23,7 @@ from airflow_provider_eos.core.plan_alignment import (
 from airflow_provider_eos.core.sink_protocol import BatchAction, decide_partition, offsets_to_commit
 from airflow_provider_eos.core.topic_partition import OffsetMap, TopicPartition
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
-from airflow_provider_eos.spark.faults import BatchFaults
+from airflow_provider_eos.spark.faults import BatchFaults, FaultPoint
 from airflow_provider_eos.spark.partition_writer import TASK_STATS_SCHEMA, PartitionWriteTask
 from airflow_provider_eos.spark.record_producer import BatchStats, Stopwatch, output_frame
 from airflow_provider_eos.spark.task_faults import TaskFaults
@@ -51,13 +51,16 @@ class ExecutorWriters:
         mapping = map_input_partitions(batch_id, plan.input_ranges)
         cross_check(mapping, start=start, end=end)
         clock = Stopwatch()
-        task = PartitionWriteTask(self.clients.spec, query_id, batch_id, start, end, mapping,
-                                  TaskFaults.from_environment((os.getpid(), os.getppid())))
+        spec = self.clients.spec
+        task = PartitionWriteTask(spec, query_id, batch_id, start, end, mapping,
+                                  TaskFaults.from_environment((os.getpid(), os.getppid()), spec.transaction_timeout_ms))
+        faults.hit(FaultPoint.BEFORE_PRODUCE)
         rows = output_frame(batch).mapInArrow(task, TASK_STATS_SCHEMA).collect()
         reports = [json.loads(row.eos_task) for row in rows]
         tasks_ms = clock.lap()
         _require_one_report_per_task(batch_id, mapping, reports)
         driver_committed = self._commit_partitions_without_task(query_id, batch_id, start, end, mapping)
+        faults.hit(FaultPoint.AFTER_KAFKA_COMMIT)
         produced = [r for r in reports if r["action"] == "produce"]
         return BatchStats(
             batch_id,

@@ -164,8 +164,9 @@ class PartitionWriteTask:
                     stats.rows_dlq += dead
                 producer.flush(writer.timeout_s)
                 stats.produce_ms = clock.lap()
-                self.faults.hit(TaskFaultPoint.TASK_STALL, self.batch_id, tp.partition)
-                self.faults.hit(TaskFaultPoint.TASK_AFTER_PRODUCE, self.batch_id, tp.partition)
+                for point in (TaskFaultPoint.TASK_STALL, TaskFaultPoint.SLOW_TRANSACTION,
+                              TaskFaultPoint.KILL_DRIVER_BEFORE_COMMIT, TaskFaultPoint.TASK_AFTER_PRODUCE):
+                    self.faults.hit(point, self.batch_id, tp.partition)
                 writer.commit(producer, self.batch_id)
                 stats.commit_ms = clock.lap()
             self.faults.hit(TaskFaultPoint.TASK_AFTER_COMMIT, self.batch_id, tp.partition)

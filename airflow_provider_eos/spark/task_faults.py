@@ -1,7 +1,7 @@
 """Test-only fault injection inside the executor writers' tasks (DESIGN.md 2b crash points).
 
-Armed exactly like :mod:`.faults` (both ``EOS_FAULT_INJECTION`` and ``EOS_FAULT_INJECTION_ACK``,
-and here also ``EOS_FAULT_REPORT``), with a setting ``<point>@<batch>:<kafka partition>``:
+Armed exactly like :mod:`.faults` (both ``EOS_FAULT_INJECTION`` and ``EOS_FAULT_INJECTION_ACK``),
+read on the driver and shipped with the task, with a setting ``<point>@<batch>:<kafka partition>``:
 
 - ``task_after_produce``: the task's Python worker is SIGKILLed after producing its rows and
   before its commit (the next attempt's ``init_transactions`` aborts the open transaction);
@@ -11,9 +11,16 @@ and here also ``EOS_FAULT_REPORT``), with a setting ``<point>@<batch>:<kafka par
   spark-submit JVM, whose pids the driver handed to the task), leaving other partitions uncommitted;
 - ``task_stall``: the task sleeps 20 s before its commit (once), so speculation starts a second attempt.
 
-A task fault fires once across every process of the run: the first to create
-``<EOS_FAULT_REPORT>.<point>.fired`` (``O_EXCL``) fires; a retried task, which runs in a new
-Python worker, finds the file and passes.
+The driver writer's points keep their meaning under executor writers, so one fault vocabulary
+serves both (the demo, the DAG tests and the chaos tests use it): ``after_produce@N`` makes the
+first task of batch N to get there SIGKILL the driver after producing and before its commit
+(the driver dies with transactions open, as a driver crash mid-batch leaves them), and
+``slow_transaction@N`` stalls that task past ``transaction.timeout.ms`` before its commit.
+(``before_produce`` and ``after_kafka_commit`` fire on the driver, around the tasks.)
+
+A task fault fires once across every process of the run: the first to create its claim file
+(``O_EXCL``, named after the driver's pid) fires; a retried task, which runs in a new Python
+worker, finds the file and passes. ``EOS_FAULT_REPORT`` also gets the ``EOS-FAULT`` line.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import tempfile
 import time
 from enum import StrEnum
 
@@ -29,6 +37,8 @@ from airflow_provider_eos.spark.faults import ACK_VALUE
 __all__ = ["TaskFaultPoint", "TaskFaults"]
 
 _STALL_S = 20
+#: A partition setting that lets the first task of the batch to reach the point fire.
+ANY_PARTITION = -1
 
 
 class TaskFaultPoint(StrEnum):
@@ -36,53 +46,77 @@ class TaskFaultPoint(StrEnum):
     TASK_AFTER_COMMIT = "task_after_commit"
     TASK_KILL_DRIVER = "task_kill_driver"
     TASK_STALL = "task_stall"
+    #: ``after_produce`` of the driver writer, under executor writers.
+    KILL_DRIVER_BEFORE_COMMIT = "kill_driver_before_commit"
+    #: ``slow_transaction`` of the driver writer, under executor writers.
+    SLOW_TRANSACTION = "slow_transaction"
+
+
+#: The driver writer's points that fire inside a task under executor writers.
+_FORWARDED = {"after_produce": TaskFaultPoint.KILL_DRIVER_BEFORE_COMMIT,
+              "slow_transaction": TaskFaultPoint.SLOW_TRANSACTION}
 
 
 class TaskFaults:
     """The task's fault points; inert unless the environment armed one (see the module)."""
 
-    def __init__(self, point: TaskFaultPoint | None = None, batch_id: int = -1, partition: int = -1,
-                 report: str | None = None, driver_pids: tuple[int, ...] = ()) -> None:
+    def __init__(self, point: TaskFaultPoint | None = None, batch_id: int = -1, partition: int = ANY_PARTITION,
+                 report: str | None = None, driver_pids: tuple[int, ...] = (), stall_s: float = _STALL_S) -> None:
         self.point, self.batch_id, self.partition = point, batch_id, partition
-        self.report, self.driver_pids = report, driver_pids
+        self.report, self.driver_pids, self.stall_s = report, driver_pids, stall_s
 
     @staticmethod
-    def from_environment(driver_pids: tuple[int, ...] = ()) -> TaskFaults:
+    def from_environment(driver_pids: tuple[int, ...] = (), transaction_timeout_ms: int = 60_000) -> TaskFaults:
         """Read on the driver and shipped with the task, so executors need no environment of their own."""
         setting = os.environ.get("EOS_FAULT_INJECTION", "")
-        report = os.environ.get("EOS_FAULT_REPORT")
-        if os.environ.get("EOS_FAULT_INJECTION_ACK") != ACK_VALUE or not report or not setting.startswith("task_"):
+        if os.environ.get("EOS_FAULT_INJECTION_ACK") != ACK_VALUE or "@" not in setting:
             return TaskFaults()
-        point, _, where = setting.partition("@")
+        name, _, where = setting.partition("@")
         batch, _, partition = where.partition(":")
-        return TaskFaults(TaskFaultPoint(point), int(batch), int(partition), report, driver_pids)
+        report = os.environ.get("EOS_FAULT_REPORT")
+        if name in _FORWARDED:
+            # Past the timeout by more than the broker's abort interval, as the driver writer's stall.
+            return TaskFaults(_FORWARDED[name], int(batch), ANY_PARTITION, report, driver_pids,
+                              stall_s=transaction_timeout_ms / 1000 + 8)
+        if not name.startswith("task_"):
+            return TaskFaults()
+        return TaskFaults(TaskFaultPoint(name), int(batch), int(partition or ANY_PARTITION), report, driver_pids)
 
     def hit(self, point: TaskFaultPoint, batch_id: int, partition: int) -> None:
         """Reached ``point`` for Kafka partition ``partition`` of batch ``batch_id``."""
-        if self.point is not point or self.batch_id != batch_id or self.partition != partition or not self._claim():
+        if self.point is not point or self.batch_id != batch_id:
             return
-        message = f"EOS-FAULT fired: {point.value} batch {batch_id} partition {partition} pid {os.getpid()}"
-        self._write_report(message)
-        if point is TaskFaultPoint.TASK_STALL:
-            time.sleep(_STALL_S)
+        if self.partition not in (ANY_PARTITION, partition) or not self._claim():
             return
-        if point is TaskFaultPoint.TASK_KILL_DRIVER:
+        if point in (TaskFaultPoint.TASK_STALL, TaskFaultPoint.SLOW_TRANSACTION):
+            self._report(f"EOS-FAULT fired: {point.value} batch {batch_id} partition {partition}, "
+                         f"stalling {self.stall_s:.0f}s")
+            time.sleep(self.stall_s)
+            return
+        if point in (TaskFaultPoint.TASK_KILL_DRIVER, TaskFaultPoint.KILL_DRIVER_BEFORE_COMMIT):
+            self._report(f"EOS-FAULT fired: {point.value} batch {batch_id} partition {partition}, killing the driver")
             for pid in self.driver_pids:
                 os.kill(pid, signal.SIGKILL)
             return
+        self._report(f"EOS-FAULT fired: {point.value} batch {batch_id} partition {partition}, "
+                     f"killing Python worker {os.getpid()}")
         os.kill(os.getpid(), signal.SIGKILL)
 
     def _claim(self) -> bool:
+        owner = self.driver_pids[0] if self.driver_pids else os.getppid()
+        claim = os.path.join(tempfile.gettempdir(), f"eos-fault-{owner}-{self.point}-{self.batch_id}.fired")
         try:
-            os.close(os.open(f"{self.report}.{self.point}.fired", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            os.close(os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         except FileExistsError:
             return False
         return True
 
-    def _write_report(self, message: str) -> None:
+    def _report(self, message: str) -> None:
         sys.stderr.write(message + "\n")
         sys.stderr.flush()
-        with open(str(self.report), "a") as out:
+        if not self.report:
+            return
+        with open(self.report, "a") as out:
             out.write(message + "\n")
             out.flush()
             os.fsync(out.fileno())

@@ -69,12 +69,12 @@ def align(clients: PipelineClients, *, execute: bool = False, force: bool = Fals
     """
     spec = clients.spec
     reader = clients.existing_checkpoint()
-    plan = plan_align(reader, clients.committed_offsets(), force=force)
+    plan = plan_align(reader, clients.committed_offsets(), force=force, spec_writers=spec.writers)
     executed = execute and not plan.is_noop
     if executed:
         write_committed_offsets(clients.admin, spec.group_id, plan.offsets_with_metadata(), timeout_s=clients.timeout_s)
     # Read back from Kafka rather than trusting the plan, so "after" is what the group holds.
-    after = verify_checkpoint(reader, clients.committed_offsets())
+    after = verify_checkpoint(reader, clients.committed_offsets(), spec_writers=spec.writers)
     disagrees = executed and not after.ok
     if disagrees:
         summary = f"committed the plan, but verification afterwards says {after.overall.value}"

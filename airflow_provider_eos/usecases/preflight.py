@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
+import importlib.util
+import logging
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from airflow_provider_eos.core.preflight import DEFAULT_LONGEST_EXPECTED_PAUSE_MS, PreflightReport, evaluate
+from airflow_provider_eos.core.errors import EosError
+from airflow_provider_eos.core.preflight import (
+    DEFAULT_LONGEST_EXPECTED_PAUSE_MS,
+    PreflightError,
+    PreflightFacts,
+    PreflightReport,
+    evaluate,
+)
+from airflow_provider_eos.core.transform_traits import TransformTraits, traits_from_source
 from airflow_provider_eos.kafka.cluster_facts import gather_facts
 from airflow_provider_eos.usecases.clients import PipelineClients
 from airflow_provider_eos.usecases.result import Outcome, UseCaseResult
@@ -14,7 +25,9 @@ from airflow_provider_eos.usecases.result import Outcome, UseCaseResult
 if TYPE_CHECKING:
     from airflow_provider_eos.core.spec import PipelineSpec
 
-__all__ = ["PreflightOutcome", "preflight"]
+__all__ = ["PreflightOutcome", "preflight", "read_transform_traits", "with_writers_facts"]
+
+log = logging.getLogger(__name__)
 
 
 class PreflightOutcome(UseCaseResult[PreflightReport]):
@@ -49,7 +62,7 @@ def preflight(
         longest_expected_pause_ms=longest_expected_pause_ms,
         timeout_s=clients.timeout_s,
     )
-    report = evaluate(facts)
+    report = evaluate(with_writers_facts(facts, clients))
     if report.ok:
         summary = f"pre-flight of pipeline {spec.name!r} passed"
         next_step = "Nothing to do: the pipeline may start." + (
@@ -67,3 +80,60 @@ def preflight(
         next_step=next_step,
         report=report,
     )
+
+
+def read_transform_traits(reference: str | None) -> TransformTraits:
+    """What the spec's transform declares about itself, read from its module's source without importing it.
+
+    The module is located with :func:`importlib.util.find_spec`, which imports its parent packages
+    (their ``__init__``) but not the module: transform modules import PySpark at their top, which
+    the Airflow worker need not have, and importing them would run a user's code there.
+
+    :param reference: the spec's ``transform`` (``module:function``; ``None``: the identity).
+    :raises PreflightError: if the module cannot be found or its source read, or the function is
+        not defined at the module's top level (then only the job, with Spark, can tell).
+    """
+    if reference is None:
+        return TransformTraits(reference=None, stateful=False, evidence="the identity transform")
+    module = reference.partition(":")[0]
+    fix = "ship the transform's module where pre-flight runs, or rely on the job's check of the plan at start"
+    try:
+        found = importlib.util.find_spec(module)
+        # Source loaders and zipimport (a --py-files zip) both answer get_source.
+        get_source = None if found is None else getattr(found.loader, "get_source", None)
+        source = None if get_source is None else get_source(module)
+    except (ImportError, ValueError, AttributeError, OSError) as exc:
+        raise PreflightError(f"transform module {module!r} cannot be read: {exc}", fix=fix) from exc
+    if found is None or source is None:
+        raise PreflightError(f"transform module {module!r} is not importable here or has no source", fix=fix)
+    traits = traits_from_source(reference, source, found.origin or module)
+    if traits is None:
+        raise PreflightError(
+            f"transform {reference!r} is not defined at the top level of {found.origin or module}, so its "
+            "stateful_transform marker cannot be read without importing it",
+            fix=fix,
+        )
+    return traits
+
+
+def with_writers_facts(facts: PreflightFacts, clients: PipelineClients) -> PreflightFacts:
+    """Add what the writers rules (EOS313-EOS316) read: the checkpoint's writers record and the transform's traits.
+
+    A fact that cannot be read stays ``None`` with the reason in ``unavailable``, so its rules
+    report "not checked" and the others still run.
+    """
+    unavailable = dict(facts.unavailable)
+    checkpoint = facts.checkpoint
+    if checkpoint is not None and checkpoint.exists:
+        try:
+            checkpoint = dataclasses.replace(checkpoint, writers_choice=clients.checkpoint.writers_choice())
+        except (EosError, OSError) as exc:
+            unavailable["writers_choice"] = exc.message if isinstance(exc, EosError) else f"{type(exc).__name__}: {exc}"
+            log.warning("pre-flight: could not read the writers record: %s", unavailable["writers_choice"])
+    traits = None
+    try:
+        traits = read_transform_traits(clients.spec.transform)
+    except PreflightError as exc:
+        unavailable["transform_traits"] = exc.message
+        log.warning("pre-flight: could not read the transform's traits: %s", exc.message)
+    return dataclasses.replace(facts, checkpoint=checkpoint, transform_traits=traits, unavailable=unavailable)

@@ -29,7 +29,7 @@ def rewind(clients: PipelineClients, *, to_batch: int | None = None, execute: bo
     reader = clients.existing_checkpoint()
     notes: list[str] = []
     if to_batch is None:
-        report = verify_checkpoint(reader, clients.committed_offsets())
+        report = verify_checkpoint(reader, clients.committed_offsets(), spec_writers=clients.spec.writers)
         if report.rewind_to_batch is None:
             raise RepairError(
                 f"no batch to rewind to was given and verification names none (verdict {report.overall.value}); "

@@ -31,6 +31,10 @@ class VerifyResult(UseCaseResult[VerificationReport]):
 def verify(clients: PipelineClients) -> VerifyResult:
     """Verify the sink group against the checkpoint.
 
+    The verdict follows the writer the job uses: the checkpoint's recorded choice, else the spec's
+    explicit ``writers``, else the driver writer's rules (see
+    :mod:`airflow_provider_eos.core.verification.writers`); the report says which.
+
     A checkpoint that does not exist yet verifies as "nothing committed", so a pipeline's first
     run passes; a wrong location of a pipeline that ran before still fails, because the group's
     markers name a query the missing checkpoint does not have (``DIVERGED``).
@@ -42,7 +46,7 @@ def verify(clients: PipelineClients) -> VerifyResult:
     notes: tuple[str, ...] = ()
     if not clients.checkpoint.exists():
         notes = (f"no checkpoint at {spec.checkpoint_location!r} yet: the pipeline has not committed a batch",)
-    report = verify_checkpoint(clients.checkpoint, clients.committed_offsets())
+    report = verify_checkpoint(clients.checkpoint, clients.committed_offsets(), spec_writers=spec.writers)
     agreement = "agree" if report.ok else "disagree"
     return VerifyResult(
         use_case="verify",

@@ -93,7 +93,8 @@ def _by_partition(harness: PipelineHarness) -> dict[int, list[bytes]]:
 
 
 def test_executors_refuse_a_shuffle_naming_it_and_auto_runs_it_on_the_driver(bootstrap, tmp_path):
-    harness = PipelineHarness(bootstrap, tmp_path, writers="executors", transform="tests.support.transforms:repartitioned")
+    harness = PipelineHarness(bootstrap, tmp_path, writers="executors",
+                              transform="tests.support.transforms:repartitioned")
     records, _, _ = json_events(400)
     harness.produce_input(records)
 

@@ -72,4 +72,5 @@ def evaluate(
         verification=latest.verification,
         findings=tuple(findings),
         notes=latest.notes,
+        writers=latest.writers,
     )

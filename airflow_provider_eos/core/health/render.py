@@ -52,6 +52,7 @@ def _summary(report: HealthReport) -> list[str]:
         f"({report.samples} sample(s) over {format_age(report.window_span_ms)})",
         f"Checkpoint: {commit if report.checkpoint_exists else 'none yet'}; verification: {verdict}; "
         f"input lag {report.total_lag}",
+        f"Writers: {'not read' if report.writers is None else report.writers.summary}",
     ]
     lines.extend(f"Note: {note}" for note in report.notes)
     return lines

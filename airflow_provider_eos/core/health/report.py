@@ -16,6 +16,7 @@ from airflow_provider_eos.core.health.render import render_report
 from airflow_provider_eos.core.health.samples import VerificationSample
 from airflow_provider_eos.core.health.thresholds import HealthThresholds
 from airflow_provider_eos.core.model import FrozenModel
+from airflow_provider_eos.core.verification.writers import WritersInUse
 
 __all__ = ["HealthReport"]
 
@@ -42,6 +43,7 @@ class HealthReport(FrozenModel):
     :param verification: the newest sample's verification.
     :param findings: every finding, worst first.
     :param notes: the newest sample's notes.
+    :param writers: the writer the job uses, from the newest sample (``None``: not read).
     """
 
     pipeline: str
@@ -60,6 +62,7 @@ class HealthReport(FrozenModel):
     verification: VerificationSample | None
     findings: tuple[Finding, ...]
     notes: tuple[str, ...] = ()
+    writers: WritersInUse | None = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -11,6 +11,7 @@ from __future__ import annotations
 from airflow_provider_eos.core.model import FrozenModel
 from airflow_provider_eos.core.topic_partition import PartitionRow
 from airflow_provider_eos.core.transactions import Transaction
+from airflow_provider_eos.core.verification.writers import WritersInUse
 
 __all__ = ["HealthSample", "InputPartitionSample", "OutputPartitionSample", "VerificationSample"]
 
@@ -86,6 +87,8 @@ class HealthSample(FrozenModel):
     :param transactions: the coordinators' descriptions of the transactional ids under the prefix
         (in JSON each transaction's partitions are ``[topic, partition]`` pairs).
     :param notes: anything the probe wants the report to mention.
+    :param writers: the writer the job uses (the checkpoint's recorded choice, else the spec's);
+        ``None``: not read.
     """
 
     taken_at_ms: int
@@ -98,6 +101,7 @@ class HealthSample(FrozenModel):
     verification: VerificationSample | None = None
     transactions: tuple[Transaction, ...] = ()
     notes: tuple[str, ...] = ()
+    writers: WritersInUse | None = None
 
     @property
     def total_lag(self) -> int:

@@ -12,7 +12,10 @@ Every rule has a stable code, a severity and a fix. Codes group by area, one mod
 ``EOS3xx`` (:mod:`.spark_checkpoint`)
     Spark and the checkpoint: ``read_committed`` source, ``failOnDataLoss``, no async progress
     tracking, ``maxOffsetsPerTrigger``, durable checkpoint storage, the checkpoint belongs to
-    this pipeline, ``spark.sql.streaming.minBatchesToRetain`` keeps what verify and rewind read.
+    this pipeline, ``spark.sql.streaming.minBatchesToRetain`` keeps what verify and rewind read;
+    and (:mod:`.writers`, EOS313-EOS316) the writers as far as they can be told without Spark:
+    executor writers only in exactly-once mode and with a transform that does not declare itself
+    stateful, their control-record cost, the writer recorded in the checkpoint vs the spec's.
 ``EOS4xx`` (:mod:`.naming_ownership`)
     naming and ownership: the sink group has no live members, no lingering transactions under
     the prefix, nothing shared with another pipeline spec.
@@ -45,8 +48,10 @@ from airflow_provider_eos.core.preflight.facts import (
 from airflow_provider_eos.core.preflight.model import Finding, Rule, Severity, Status, rule
 from airflow_provider_eos.core.preflight.report import PreflightReport
 from airflow_provider_eos.core.preflight.timeouts import HEADROOM_FRACTION
+from airflow_provider_eos.core.preflight.writers import CONTROL_RECORD_SHARE_LIMIT, control_records_per_batch
 
 __all__ = [
+    "CONTROL_RECORD_SHARE_LIMIT",
     "DEFAULT_LONGEST_EXPECTED_PAUSE_MS",
     "HEADROOM_FRACTION",
     "KAFKA_BROKER_DEFAULTS",
@@ -61,6 +66,7 @@ __all__ = [
     "Severity",
     "Status",
     "TopicFacts",
+    "control_records_per_batch",
     "evaluate",
     "rule",
 ]

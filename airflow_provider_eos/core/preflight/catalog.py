@@ -10,6 +10,7 @@ from airflow_provider_eos.core.preflight import (  # noqa: F401
     naming_ownership,
     spark_checkpoint,
     timeouts,
+    writers,
 )
 from airflow_provider_eos.core.preflight.facts import PreflightFacts
 from airflow_provider_eos.core.preflight.model import Rule, registered_rules

@@ -18,6 +18,8 @@ from airflow_provider_eos.core.errors import EosError
 from airflow_provider_eos.core.markers import CommittedOffsets
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.transactions import Transaction
+from airflow_provider_eos.core.transform_traits import TransformTraits
+from airflow_provider_eos.core.writers_choice import WritersChoice
 
 __all__ = [
     "DEFAULT_LONGEST_EXPECTED_PAUSE_MS",
@@ -83,6 +85,9 @@ class CheckpointFacts:
     :param query_id: the query id from ``metadata`` (``None`` when there is no checkpoint).
     :param last_committed: the newest batch with a ``commits/`` file.
     :param last_planned: the newest batch with an ``offsets/`` file.
+    :param writers_choice: the writer the query recorded at its start (``eos/writers.json``);
+        ``None``: none recorded, or, with ``writers_choice`` in :attr:`PreflightFacts.unavailable`,
+        not readable.
     """
 
     location: str
@@ -90,6 +95,7 @@ class CheckpointFacts:
     query_id: str | None = None
     last_committed: int | None = None
     last_planned: int | None = None
+    writers_choice: WritersChoice | None = None
 
 
 @dataclass(frozen=True)
@@ -114,6 +120,8 @@ class PreflightFacts:
     :param producer_config: the sink producer's librdkafka config as the sink builds it
         (:func:`airflow_provider_eos.kafka.settings.sink_producer_config`).
     :param longest_expected_pause_ms: the longest the pipeline may be stopped and still resume.
+    :param transform_traits: what the spec's transform declares about itself (the
+        ``stateful_transform`` marker), read from its source without Spark.
     :param unavailable: why a fact is ``None`` (fact name -> reason), shown in "not checked".
     """
 
@@ -131,4 +139,5 @@ class PreflightFacts:
     master: str | None = None
     producer_config: Mapping[str, Any] | None = None
     longest_expected_pause_ms: int = DEFAULT_LONGEST_EXPECTED_PAUSE_MS
+    transform_traits: TransformTraits | None = None
     unavailable: Mapping[str, str] = field(default_factory=dict)

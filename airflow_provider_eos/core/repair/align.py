@@ -21,6 +21,7 @@ from airflow_provider_eos.core.verification import Verdict, VerificationReport, 
 
 if TYPE_CHECKING:
     from airflow_provider_eos.core.checkpoint import CheckpointReader
+    from airflow_provider_eos.core.spec import Writers
 
 __all__ = ["AlignPlan", "AlignRow", "plan_align"]
 
@@ -157,7 +158,17 @@ _ALIGN_CONSEQUENCE = {
 }
 
 
-def plan_align(reader: CheckpointReader, committed: CommittedOffsets, *, force: bool = False) -> AlignPlan:
+# Executor writers stopped mid-batch: the replay completes the batch on its own.
+_PARTIAL_BATCH_CONSEQUENCE = (
+    "batch {a} is already in Kafka on some partitions (executor writers stopped in the middle of it) and the "
+    "replay completes it; aligning them back to batch {c} makes the replay produce their part of batch {a} a "
+    "second time (duplicates)"
+)
+
+
+def plan_align(
+    reader: CheckpointReader, committed: CommittedOffsets, *, force: bool = False, spec_writers: Writers | None = None
+) -> AlignPlan:
     """Plan aligning the sink group to the checkpoint: ``offsets/C`` with marker ``C``.
 
     This is the repair for ``NO_MARKER`` (the sink never committed for this checkpoint). On
@@ -167,6 +178,7 @@ def plan_align(reader: CheckpointReader, committed: CommittedOffsets, *, force: 
     :param reader: the checkpoint.
     :param committed: the group's committed offsets for the input partitions.
     :param force: plan even when the verdict says aligning loses or duplicates output.
+    :param spec_writers: the spec's ``writers``, for the verdict when the checkpoint records no choice.
     :return: the plan.
     :raises RepairError: if the checkpoint has no committed batch, or the verdict forbids
         aligning and ``force`` is not set.
@@ -177,9 +189,11 @@ def plan_align(reader: CheckpointReader, committed: CommittedOffsets, *, force: 
             f"checkpoint {reader.root} has no committed batch, so there is nothing to align the group to",
             fix="start the pipeline: the sink's first batch needs no marker in the group",
         )
-    report: VerificationReport = verify_checkpoint(reader, committed)
+    report: VerificationReport = verify_checkpoint(reader, committed, spec_writers=spec_writers)
     warnings: list[str] = []
     consequence = _ALIGN_CONSEQUENCE.get(report.overall)
+    if report.partially_written_batch is not None:
+        consequence = _PARTIAL_BATCH_CONSEQUENCE
     if consequence is not None:
         message = consequence.format(a=last_committed + 1, c=last_committed)
         if not force:

@@ -10,6 +10,8 @@ and overall: ``IN_SYNC < KAFKA_AHEAD_SAFE < KAFKA_BEHIND < NO_MARKER < DIVERGED`
   marker readers;
 - :mod:`.compare`: :func:`verify` and :func:`verify_checkpoint`, the group-level checks and
   the overall verdict;
+- :mod:`.writers`: which writer's rules apply (:class:`WritersInUse`): the checkpoint's recorded
+  choice, else the spec's explicit ``writers``, else the driver writer's;
 - :mod:`.report`: :class:`VerificationReport`, its derived values and the next step;
 - :mod:`.render`: its text form.
 
@@ -22,12 +24,16 @@ from airflow_provider_eos.core.verification.compare import verify, verify_checkp
 from airflow_provider_eos.core.verification.partition_rules import OffsetsSource
 from airflow_provider_eos.core.verification.report import VerificationReport
 from airflow_provider_eos.core.verification.verdict import PartitionVerdict, Verdict
+from airflow_provider_eos.core.verification.writers import WritersInUse, WritersSource, writers_in_use
 
 __all__ = [
     "OffsetsSource",
     "PartitionVerdict",
     "Verdict",
     "VerificationReport",
+    "WritersInUse",
+    "WritersSource",
     "verify",
     "verify_checkpoint",
+    "writers_in_use",
 ]

@@ -4,10 +4,16 @@
 every partition of ``offsets/C`` and of the group (:mod:`.partition_rules`), and takes the
 worst row as the overall verdict, with one decision beyond the per-partition table:
 
-**Markers must agree.** The sink commits every input partition in one transaction with one
-marker, so partitions of ``Q`` carrying markers of different batches cannot come from the
-sink. The overall verdict is then ``DIVERGED`` even when each row alone looks repairable,
-because a rewind can satisfy at most one of the markers.
+**Markers must agree, as far as the writer allows** (:mod:`.writers` settles which writer).
+The driver writer commits every input partition in one transaction with one marker, so
+partitions of ``Q`` carrying markers of different batches cannot come from it: the overall
+verdict is then ``DIVERGED`` even when each row alone looks repairable, because a rewind can
+satisfy at most one of the markers. The executor writers commit each input partition in a
+transaction of its own, so a crash in the middle of batch ``C+1`` leaves some partitions at
+``C+1`` (``KAFKA_AHEAD_SAFE``) and the rest at ``C`` (``IN_SYNC``): that one mix is consistent
+(the replay of ``C+1`` skips the committed partitions and writes the rest) and the overall
+verdict is the worst row's. Any other mix is ``DIVERGED`` for both writers: the executor
+writers' batch ``C`` ended only after every partition had committed it.
 
 :func:`verify_checkpoint` is the same over a :class:`CheckpointReader`, reading only the
 ``offsets/N`` files a verdict needs, so the shell need not read every ``offsets/N``.
@@ -22,10 +28,15 @@ from airflow_provider_eos.core.markers import CommittedOffsets
 from airflow_provider_eos.core.topic_partition import OffsetMap
 from airflow_provider_eos.core.verification.partition_rules import Markers, OffsetsSource, Wal, classify_partition
 from airflow_provider_eos.core.verification.report import VerificationReport
-from airflow_provider_eos.core.verification.verdict import Verdict
+from airflow_provider_eos.core.verification.verdict import PartitionVerdict, Verdict
+from airflow_provider_eos.core.verification.writers import WritersInUse, WritersSource, writers_in_use
 
 if TYPE_CHECKING:
     from airflow_provider_eos.core.checkpoint import CheckpointReader
+    from airflow_provider_eos.core.spec import Writers
+
+#: Judged by when the caller does not say: the driver writer's (stricter) rules.
+_DRIVER_RULES = writers_in_use(None, None)
 
 __all__ = ["verify", "verify_checkpoint"]
 
@@ -37,6 +48,7 @@ def verify(
     last_planned: int | None,
     planned_offsets: OffsetsSource,
     committed: CommittedOffsets,
+    writers: WritersInUse = _DRIVER_RULES,
 ) -> VerificationReport:
     """Compare the sink group's committed offsets and markers with the checkpoint.
 
@@ -50,6 +62,8 @@ def verify(
         ``None`` for a batch the checkpoint does not have (e.g. purged).
     :param committed: the group's committed offsets for the input partitions; ``None`` (or
         absence) means the group has nothing for that partition.
+    :param writers: the writer whose rules apply (:func:`~.writers.writers_in_use`); default the
+        driver writer's.
     :return: the report; rows cover the partitions of ``offsets/C`` plus every partition in
         ``committed``.
     :raises CheckpointError: if the batch numbers contradict each other (commits without
@@ -96,12 +110,11 @@ def verify(
     marker_batches = sorted(
         {row.marker_batch for row in rows if row.marker_batch is not None and row.marker_query_id == query_id}
     )
-    if len(marker_batches) > 1:
-        issues.append(
-            f"partitions carry markers of different batches ({', '.join(map(str, marker_batches))}) "
-            "although the sink commits every partition with one marker per transaction: "
-            "something other than the sink committed, or the group was partly reset"
-        )
+    mid_batch = marker_batches == [c, c + 1]
+    if mid_batch and writers.executors:
+        rows = tuple(_awaiting_replay(row, c) for row in rows)
+    elif len(marker_batches) > 1:
+        issues.append(_mixed_markers_issue(marker_batches, writers, mid_batch=mid_batch))
         overall = Verdict.DIVERGED
     return VerificationReport(
         query_id=query_id,
@@ -110,19 +123,56 @@ def verify(
         rows=rows,
         overall=overall,
         issues=tuple(issues),
+        writers=writers,
     )
 
 
-def verify_checkpoint(reader: CheckpointReader, committed: CommittedOffsets) -> VerificationReport:
+def _awaiting_replay(row: PartitionVerdict, c: int) -> PartitionVerdict:
+    """An executor writer's partition still at ``C`` while others hold ``C+1``: say what the replay does to it."""
+    if row.verdict is not Verdict.IN_SYNC or row.marker_batch != c:
+        return row
+    return row.model_copy(
+        update={"detail": f"{row.detail}; batch {c + 1} is not in Kafka for this partition yet: the replay writes it"}
+    )
+
+
+def _mixed_markers_issue(marker_batches: list[int], writers: WritersInUse, *, mid_batch: bool) -> str:
+    listed = ", ".join(map(str, marker_batches))
+    if writers.executors:
+        return (
+            f"partitions carry markers of batches {listed}; executor writers leave at most two adjacent batches "
+            "(the last committed and the one in flight) side by side: something other than the sink committed, "
+            "or the group was partly reset"
+        )
+    issue = (
+        f"partitions carry markers of different batches ({listed}) although the sink commits every partition "
+        f"with one marker per transaction (writers: {writers.summary}): something other than the sink "
+        "committed, or the group was partly reset"
+    )
+    if mid_batch and writers.source is WritersSource.DEFAULT:
+        issue += (
+            "; executor writers leave such a mix after a crash mid-batch: if the job used them, its record "
+            "eos/writers.json is missing from the checkpoint, and `writers: executors` in the spec makes "
+            "verification judge by their rules"
+        )
+    return issue
+
+
+def verify_checkpoint(
+    reader: CheckpointReader, committed: CommittedOffsets, *, spec_writers: Writers | None = None
+) -> VerificationReport:
     """Verify the sink group's offsets against a checkpoint, reading the WAL lazily.
 
     Only the batches a verdict needs (``C`` and the marker batches) are read from
-    ``offsets/``; a batch the checkpoint no longer has is reported, not raised.
+    ``offsets/``; a batch the checkpoint no longer has is reported, not raised. The writer is
+    the checkpoint's recorded choice, else ``spec_writers`` when explicit, else the driver's
+    rules (:func:`~.writers.writers_in_use`).
 
     :param reader: the checkpoint to verify against.
     :param committed: the group's committed offsets for the input partitions.
+    :param spec_writers: the spec's ``writers`` (``None``: no spec at hand).
     :return: the verification report.
-    :raises CheckpointError: if a needed checkpoint file is malformed.
+    :raises CheckpointError: if a needed checkpoint file (the writers record included) is malformed.
     """
     retained = set(reader.offset_batches())
 
@@ -135,4 +185,5 @@ def verify_checkpoint(reader: CheckpointReader, committed: CommittedOffsets) -> 
         last_planned=reader.latest_planned_batch(),
         planned_offsets=offsets_for,
         committed=committed,
+        writers=writers_in_use(reader.writers_choice(), spec_writers),
     )

@@ -41,6 +41,7 @@ def render_report(report: VerificationReport, *, max_rows: int | None = None) ->
         f"(query {report.query_id or '-'}, last committed batch "
         f"{'-' if report.last_committed is None else report.last_committed}, last planned batch "
         f"{'-' if report.last_planned is None else report.last_planned})",
+        f"Writers: {report.writers.summary}",
         f"Partitions: {len(report.rows)}" + (f" ({counts})" if counts else ""),
     ]
     lines.extend(f"Issue: {issue}" for issue in report.issues)

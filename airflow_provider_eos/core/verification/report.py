@@ -14,6 +14,7 @@ from pydantic import computed_field
 from airflow_provider_eos.core.model import FrozenModel
 from airflow_provider_eos.core.verification.render import render_report
 from airflow_provider_eos.core.verification.verdict import PartitionVerdict, Verdict
+from airflow_provider_eos.core.verification.writers import WritersInUse, writers_in_use
 
 __all__ = ["VerificationReport"]
 
@@ -28,9 +29,11 @@ class VerificationReport(FrozenModel):
     :param overall: the worst row verdict, or ``DIVERGED`` if markers disagree (see
         :attr:`issues`); ``IN_SYNC`` when there are no rows.
     :param issues: findings that concern the group as a whole rather than one partition.
+    :param writers: the writer whose rules the verdict applied, and where that came from.
 
     Its JSON form (``model_dump(mode="json")``, :meth:`to_dict`) adds ``ok``, ``counts``,
-    ``rewind_to_batch`` and ``next_step``; each row names its partition by ``topic`` and ``partition``.
+    ``rewind_to_batch``, ``partially_written_batch`` and ``next_step``; each row names its
+    partition by ``topic`` and ``partition``.
     """
 
     query_id: str | None
@@ -39,6 +42,7 @@ class VerificationReport(FrozenModel):
     rows: tuple[PartitionVerdict, ...]
     overall: Verdict
     issues: tuple[str, ...] = ()
+    writers: WritersInUse = writers_in_use(None, None)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -77,6 +81,21 @@ class VerificationReport(FrozenModel):
 
     @computed_field  # type: ignore[prop-decorator]
     @property
+    def partially_written_batch(self) -> int | None:
+        """The batch the executor writers committed on some partitions and not yet on the others.
+
+        Set when the verdict is ``KAFKA_AHEAD_SAFE`` by the executor writers' rules with partitions
+        still ``IN_SYNC`` at the last committed batch: a crash in the middle of that batch.
+        """
+        if self.overall is not Verdict.KAFKA_AHEAD_SAFE or not self.writers.executors or self.last_committed is None:
+            return None
+        waiting = any(
+            row.verdict is Verdict.IN_SYNC and row.marker_batch == self.last_committed for row in self.rows
+        )
+        return self.last_committed + 1 if waiting else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
     def next_step(self) -> str:
         """What the operator should do about the overall verdict, as one paragraph."""
         c = self.last_committed
@@ -84,6 +103,17 @@ class VerificationReport(FrozenModel):
             if self.nothing_to_verify:
                 return "Nothing to do: no batch has been committed yet and the group holds nothing to compare."
             return f"Nothing to do: the sink group and the checkpoint agree on batch {c}."
+        partial = self.partially_written_batch
+        if partial is not None:
+            written = sum(1 for row in self.rows if row.verdict is Verdict.KAFKA_AHEAD_SAFE)
+            waiting = sum(1 for row in self.rows if row.verdict is Verdict.IN_SYNC and row.marker_batch == c)
+            return (
+                f"Nothing to do: the replay skips the committed partitions and writes the rest. Batch {partial} is "
+                f"in Kafka on {written} partition(s) and not yet on {waiting} (executor writers commit each input "
+                f"partition in a transaction of its own and the job stopped in the middle of the batch); on restart "
+                f"Spark replays batch {partial}, the committed partitions find their marker and are skipped, the "
+                "others are written once."
+            )
         if self.overall is Verdict.KAFKA_AHEAD_SAFE:
             ahead = (c if c is not None else -1) + 1
             return (

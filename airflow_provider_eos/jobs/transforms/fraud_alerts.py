@@ -11,11 +11,14 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
+from airflow_provider_eos.core.transform_traits import stateful_transform
+
 THRESHOLD = 3
 WATERMARK = "30 seconds"
 EVENT = StructType([StructField("user", StringType()), StructField("ts", TimestampType())])
 
 
+@stateful_transform
 def transform(frame: DataFrame) -> DataFrame:
     parsed = frame.withColumn("event", F.from_json(F.col("value").cast("string"), EVENT))
     valid = F.col("event.user").isNotNull() & F.col("event.ts").isNotNull()

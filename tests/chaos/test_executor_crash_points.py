@@ -1,0 +1,182 @@
+"""The executor writers' crash points (DESIGN.md 2b), each asserting that the fault really hit,
+random SIGKILLs of Python workers and drivers over 200,000 records, and the at-least-once control
+under the same schedule."""
+
+from __future__ import annotations
+
+import random
+import signal
+import time
+
+import psutil
+import pytest
+
+from tests.integration.test_executor_writers import group_markers, task_lines
+from tests.support.pipeline import (
+    PipelineHarness,
+    assert_exactly_once,
+    json_events,
+    kill_group,
+    output_ids,
+    wait_for,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.chaos]
+
+FAULT_BATCH = 1
+#: Task retries inside one query run: a killed Python worker fails its task attempt, not the query.
+RETRYING_MASTER = "local[2,4]"
+
+
+def _harness(bootstrap, tmp_path, **kwargs) -> PipelineHarness:
+    return PipelineHarness(bootstrap, tmp_path, writers="executors", **kwargs)
+
+
+def test_python_worker_killed_after_producing_and_before_its_commit(bootstrap, tmp_path):
+    harness = _harness(bootstrap, tmp_path, master=RETRYING_MASTER)
+    records, valid_ids, malformed = json_events(1500, malformed_every=41)
+    harness.produce_input(records, aborted_every=3)
+
+    result = harness.run(fault=f"task_after_produce@{FAULT_BATCH}:0")
+    assert result.returncode == 0, result.log[-3000:]
+    assert f"EOS-FAULT fired: task_after_produce batch {FAULT_BATCH} partition 0" in result.log
+    assert_exactly_once(harness, valid_ids, malformed)
+    # The retry (a new attempt, in a new Python worker) wrote the partition; the killed attempt's
+    # records were aborted by the retry's init_transactions: visible to read_uncommitted only.
+    retried = [t for t in task_lines(result) if (t["batch_id"], t["partition"]) == (FAULT_BATCH, 0)]
+    assert [t["action"] for t in retried] == ["produce"] and retried[0]["attempt"] >= 1, retried
+    assert max(output_ids(harness.output_values("read_uncommitted")).values()) == 2
+
+
+def test_python_worker_killed_after_its_commit_and_before_it_reports(bootstrap, tmp_path):
+    harness = _harness(bootstrap, tmp_path, master=RETRYING_MASTER)
+    records, valid_ids, malformed = json_events(1500, malformed_every=41)
+    harness.produce_input(records)
+
+    result = harness.run(fault=f"task_after_commit@{FAULT_BATCH}:1")
+    assert result.returncode == 0, result.log[-3000:]
+    assert f"EOS-FAULT fired: task_after_commit batch {FAULT_BATCH} partition 1" in result.log
+    assert_exactly_once(harness, valid_ids, malformed)
+    # The retry found marker N for its partition and skipped it.
+    retried = [t for t in task_lines(result) if (t["batch_id"], t["partition"]) == (FAULT_BATCH, 1)]
+    assert [t["action"] for t in retried] == ["skip_replay"] and retried[0]["attempt"] >= 1, retried
+    assert max(output_ids(harness.output_values("read_uncommitted")).values()) == 1
+
+
+def test_driver_killed_after_some_partitions_committed(bootstrap, tmp_path):
+    # One core: the tasks run one after the other, so partition 0 commits and partition 1 never starts.
+    harness = _harness(bootstrap, tmp_path, master="local[1]")
+    records, valid_ids, malformed = json_events(1500, malformed_every=41)
+    harness.produce_input(records)
+
+    crashed = harness.run(fault=f"task_kill_driver@{FAULT_BATCH}:0")
+    assert crashed.killed, f"expected a SIGKILL, got {crashed.returncode}\n{crashed.log[-2000:]}"
+    assert f"EOS-FAULT fired: task_kill_driver batch {FAULT_BATCH} partition 0" in crashed.log
+    checkpoint = harness.checkpoint()
+    assert checkpoint.latest_planned_batch() == FAULT_BATCH and checkpoint.latest_committed_batch() == FAULT_BATCH - 1
+    ahead, behind = checkpoint.planned_offsets(FAULT_BATCH), checkpoint.planned_offsets(FAULT_BATCH - 1)
+    markers = group_markers(harness)
+    assert {p: m for p, m in markers.items()} == {
+        tp.partition: ((ahead[tp], FAULT_BATCH) if tp.partition == 0 else (behind[tp], FAULT_BATCH - 1))
+        for tp in ahead
+    }, markers
+
+    restarted = harness.run()
+    assert restarted.returncode == 0, restarted.log[-3000:]
+    assert_exactly_once(harness, valid_ids, malformed)
+    replay = {t["partition"]: t["action"] for t in task_lines(restarted) if t["batch_id"] == FAULT_BATCH}
+    assert replay == {0: "skip_replay", 1: "produce"}, replay
+
+
+def _python_workers(job: psutil.Process) -> list[psutil.Process]:
+    """The job's PySpark workers: the children of its pyspark.daemon."""
+    try:
+        descendants = job.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    daemons = [p for p in descendants if _is_daemon(p)]
+    return [child for daemon in daemons for child in _children(daemon)]
+
+
+def _is_daemon(process: psutil.Process) -> bool:
+    try:
+        return "pyspark.daemon" in " ".join(process.cmdline()) and not _is_daemon_child(process)
+    except psutil.Error:
+        return False
+
+
+def _is_daemon_child(process: psutil.Process) -> bool:
+    parent = process.parent()
+    return parent is not None and "pyspark.daemon" in " ".join(parent.cmdline())
+
+
+def _children(process: psutil.Process) -> list[psutil.Process]:
+    try:
+        return process.children()
+    except psutil.Error:
+        return []
+
+
+def _run_kill_schedule(harness: PipelineHarness, schedule: list[tuple[str, float]], mode: str) -> dict[str, int]:
+    """Follow the schedule of (target, delay): kill a Python worker or the whole driver after the delay.
+
+    A worker kill fails one task attempt and the query goes on; a driver kill ends the run, and the
+    next kill starts a new one. Counts only kills that landed while batches were flowing.
+    """
+    landed = {"worker": 0, "driver": 0}
+    process = log_path = None
+    for target, delay in schedule:
+        if process is None or process.poll() is not None:
+            process, log_path = harness.start(mode=mode)
+            wait_for(lambda p=log_path: "EOS-BATCH" in p.read_text(errors="replace"), 180, 0.2)
+        time.sleep(delay)
+        if process.poll() is not None:
+            continue
+        if target == "driver":
+            kill_group(process)
+            landed["driver"] += 1
+            continue
+        workers = _python_workers(psutil.Process(process.pid))
+        if workers:
+            random.Random(delay).choice(workers).send_signal(signal.SIGKILL)
+            landed["worker"] += 1
+    if process is not None and process.poll() is None:
+        kill_group(process)
+    return landed
+
+
+def _schedule(seed: int, kills: int) -> list[tuple[str, float]]:
+    rng = random.Random(seed)
+    return [("driver" if i % 3 == 2 else "worker", rng.uniform(0.5, 4.0)) for i in range(kills)]
+
+
+def test_random_kills_of_python_workers_and_drivers_over_200k_records(bootstrap, tmp_path):
+    harness = _harness(bootstrap, tmp_path, master=RETRYING_MASTER, partitions=4, max_offsets_per_trigger=4000)
+    records, valid_ids, malformed = json_events(200_000, malformed_every=997)
+    harness.produce_input(records, aborted_every=10, chunk=2000)
+
+    landed = _run_kill_schedule(harness, _schedule(20261123, 16), "exactly-once")
+    final = harness.run()
+    assert final.returncode == 0, final.log[-3000:]
+    assert landed["worker"] + landed["driver"] >= 10 and landed["worker"] >= 3 and landed["driver"] >= 3, landed
+    assert_exactly_once(harness, valid_ids, malformed)
+
+
+def test_at_least_once_control_duplicates_under_the_same_schedule(bootstrap, tmp_path):
+    """Spark's own writer under the same seeded schedule: its driver kills leave duplicates.
+
+    (json_enrich runs without Python UDFs, so Spark's writer has no Python workers to kill: the
+    worker kills of the schedule find none, and only the driver kills land.)
+    """
+    harness = PipelineHarness(bootstrap, tmp_path, master=RETRYING_MASTER, partitions=4,
+                              max_offsets_per_trigger=4000)
+    records, valid_ids, _ = json_events(200_000)
+    harness.produce_input(records, chunk=2000)
+
+    landed = _run_kill_schedule(harness, _schedule(20261123, 16), "at-least-once")
+    final = harness.run(mode="at-least-once")
+    assert final.returncode == 0, final.log[-3000:]
+    assert landed["driver"] >= 3, landed
+    produced = output_ids(harness.output_values())
+    assert set(produced) == set(valid_ids)
+    assert sum(c - 1 for c in produced.values() if c > 1) > 0, "the control must show duplicates"
