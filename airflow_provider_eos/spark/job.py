@@ -17,6 +17,7 @@ from airflow_provider_eos.core.errors import EosError, SpecError
 from airflow_provider_eos.core.spec import Mode, PipelineSpec
 from airflow_provider_eos.kafka.settings import spark_source_options
 from airflow_provider_eos.spark.faults import FaultInjector
+from airflow_provider_eos.spark.noop_sink import BENCH_NOOP_MODE, NoopSink
 from airflow_provider_eos.spark.sink import DLQ_REASON_COLUMN, AtLeastOnceKafkaSink, ExactlyOnceKafkaSink
 
 if TYPE_CHECKING:
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("airflow_provider_eos.job")
 
 Transform = Callable[["DataFrame"], "DataFrame"]
+
+_TASK_SUMS = ("tasks", "tasks_ms", "partitions_produced", "partitions_skipped", "partitions_committed_by_driver")
 
 
 def read_source(spark: SparkSession, spec: PipelineSpec) -> DataFrame:
@@ -74,9 +77,13 @@ def _apply_trigger(writer, spec: PipelineSpec):
 
 
 def start_query(
-    spark: SparkSession, spec: PipelineSpec, mode: Mode = Mode.EXACTLY_ONCE,
+    spark: SparkSession, spec: PipelineSpec, mode: Mode | str = Mode.EXACTLY_ONCE,
 ) -> tuple[StreamingQuery, object]:
-    """Start the query; returns it and its sink."""
+    """Start the query; returns it and its sink.
+
+    ``mode`` is the spec's :class:`Mode`, or :data:`~.noop_sink.BENCH_NOOP_MODE` (benchmark only:
+    reads and transforms, writes nothing, no delivery guarantee).
+    """
     transformed = load_transform(spec.transform)(read_source(spark, spec))
     missing = {"key", "value"} - set(transformed.columns)
     if missing:
@@ -90,6 +97,10 @@ def start_query(
     elif mode == Mode.AT_LEAST_ONCE:
         sink = AtLeastOnceKafkaSink(spec, FaultInjector.from_environment(spec.transaction_timeout_ms))
         writer = transformed.writeStream.foreachBatch(sink).outputMode(output_mode)
+    elif mode == BENCH_NOOP_MODE:
+        # Benchmark only: reads and transforms, writes nothing, no delivery guarantee.
+        sink = NoopSink()
+        writer = transformed.writeStream.foreachBatch(sink).outputMode(output_mode)
     else:
         raise EosError(f"unknown mode {mode!r}", fix=f"use one of {', '.join(repr(m.value) for m in Mode)}")
     writer = _apply_trigger(writer.option("checkpointLocation", spec.checkpoint_location), spec)
@@ -102,7 +113,7 @@ def start_query(
 class BatchProgressLogger:
     """One ``EOS-PROGRESS`` JSON line per finished batch: Spark's counts joined with the sink's."""
 
-    def __init__(self, sink: ExactlyOnceKafkaSink | AtLeastOnceKafkaSink, mode: Mode) -> None:
+    def __init__(self, sink: ExactlyOnceKafkaSink | AtLeastOnceKafkaSink | NoopSink, mode: Mode | str) -> None:
         self.sink, self.mode = sink, mode
 
     def as_listener(self):
@@ -132,10 +143,14 @@ class BatchProgressLogger:
             line.update(action=stats.action, rows_out=stats.rows_out, rows_dlq=stats.rows_dlq,
                         replay_skipped=stats.action == "skip_replay", collect_ms=stats.collect_ms,
                         produce_ms=stats.produce_ms, commit_ms=stats.commit_ms)
+            if self.mode == Mode.EXACTLY_ONCE:
+                line["writers"] = stats.extra.get("writers", "driver")
+            # The executor writers' batch sums its tasks' EOS-TASK lines.
+            line.update({key: stats.extra[key] for key in _TASK_SUMS if key in stats.extra})
         log.info("EOS-PROGRESS %s", json.dumps(line, sort_keys=True))
 
 
-def run_pipeline(spark: SparkSession, spec: PipelineSpec, mode: Mode = Mode.EXACTLY_ONCE) -> int:
+def run_pipeline(spark: SparkSession, spec: PipelineSpec, mode: Mode | str = Mode.EXACTLY_ONCE) -> int:
     """Run until the query ends (available-now) or SIGTERM; returns a process exit code.
 
     SIGTERM stops the query after the running batch completes, never in the middle of one.

@@ -46,8 +46,8 @@ class TaskFaultPoint(StrEnum):
     TASK_AFTER_COMMIT = "task_after_commit"
     TASK_KILL_DRIVER = "task_kill_driver"
     TASK_STALL = "task_stall"
-    #: ``after_produce`` of the driver writer, under executor writers.
-    KILL_DRIVER_BEFORE_COMMIT = "kill_driver_before_commit"
+    #: ``after_produce`` of the driver writer, under executor writers (same name, so logs read the same).
+    KILL_DRIVER_BEFORE_COMMIT = "after_produce"
     #: ``slow_transaction`` of the driver writer, under executor writers.
     SLOW_TRANSACTION = "slow_transaction"
 

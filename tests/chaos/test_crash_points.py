@@ -22,9 +22,11 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.chaos]
 FAULT_BATCH = 2
 
 
+@pytest.mark.parametrize("writers", ["driver", "executors"])
 @pytest.mark.parametrize("point", ["before_produce", "after_produce", "after_kafka_commit"])
-def test_crash_at_named_point_then_restart_is_exactly_once(bootstrap, tmp_path, point):
-    harness = PipelineHarness(bootstrap, tmp_path)
+def test_crash_at_named_point_then_restart_is_exactly_once(bootstrap, tmp_path, point, writers):
+    """Under executor writers ``after_produce`` is the driver killed by a task with its transaction open."""
+    harness = PipelineHarness(bootstrap, tmp_path, writers=writers)
     records, valid_ids, malformed = json_events(2000, malformed_every=41)
     harness.produce_input(records, aborted_every=3)
 
@@ -51,8 +53,9 @@ def test_crash_at_named_point_then_restart_is_exactly_once(bootstrap, tmp_path, 
         assert max(uncommitted.values()) == 2
 
 
-def test_batch_slower_than_transaction_timeout_is_aborted_and_replayed_once(bootstrap, tmp_path):
-    harness = PipelineHarness(bootstrap, tmp_path, transaction_timeout_ms=6000)
+@pytest.mark.parametrize("writers", ["driver", "executors"])
+def test_batch_slower_than_transaction_timeout_is_aborted_and_replayed_once(bootstrap, tmp_path, writers):
+    harness = PipelineHarness(bootstrap, tmp_path, transaction_timeout_ms=6000, writers=writers)
     records, valid_ids, malformed = json_events(1500, malformed_every=29)
     harness.produce_input(records)
 
@@ -70,7 +73,8 @@ def test_batch_slower_than_transaction_timeout_is_aborted_and_replayed_once(boot
 
 
 def test_random_sigkills_while_processing_50k_records(bootstrap, tmp_path):
-    harness = PipelineHarness(bootstrap, tmp_path, partitions=4, max_offsets_per_trigger=1000)
+    """The driver writer's; the executor writers' are in test_executor_crash_points (200,000 records)."""
+    harness = PipelineHarness(bootstrap, tmp_path, partitions=4, max_offsets_per_trigger=1000, writers="driver")
     records, valid_ids, malformed = json_events(50_000, malformed_every=997)
     harness.produce_input(records, aborted_every=10, chunk=1000)
     rng = random.Random(20261122)
@@ -108,8 +112,9 @@ def test_at_least_once_control_duplicates_after_crash(bootstrap, tmp_path):
     assert duplicates == replayed, f"expected batch {FAULT_BATCH} ({replayed} records) written twice, got {duplicates}"
 
 
-def test_zombie_driver_is_fenced_and_output_stays_exact(bootstrap, tmp_path):
-    harness = PipelineHarness(bootstrap, tmp_path, transaction_timeout_ms=90_000)
+@pytest.mark.parametrize("writers", ["driver", "executors"])
+def test_zombie_driver_is_fenced_and_output_stays_exact(bootstrap, tmp_path, writers):
+    harness = PipelineHarness(bootstrap, tmp_path, transaction_timeout_ms=90_000, writers=writers)
     records, valid_ids, malformed = json_events(1500, malformed_every=31)
     harness.produce_input(records)
 

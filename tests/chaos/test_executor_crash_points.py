@@ -4,8 +4,11 @@ under the same schedule."""
 
 from __future__ import annotations
 
+import json
 import random
 import signal
+import subprocess
+import sys
 import time
 
 import psutil
@@ -80,6 +83,12 @@ def test_driver_killed_after_some_partitions_committed(bootstrap, tmp_path):
         tp.partition: ((ahead[tp], FAULT_BATCH) if tp.partition == 0 else (behind[tp], FAULT_BATCH - 1))
         for tp in ahead
     }, markers
+    # What the on-call sees: each partition its own verdict, consistent, nothing to repair.
+    verified = subprocess.run([sys.executable, "-m", "airflow_provider_eos.cli", "verify", "--spec",
+                               str(harness.spec_file), "--json"], capture_output=True, text=True, timeout=180)
+    report = json.loads(verified.stdout)
+    assert verified.returncode == 0 and report["overall"] == "KAFKA_AHEAD_SAFE", verified.stdout + verified.stderr
+    assert {row["partition"]: row["verdict"] for row in report["rows"]} == {0: "KAFKA_AHEAD_SAFE", 1: "IN_SYNC"}
 
     restarted = harness.run()
     assert restarted.returncode == 0, restarted.log[-3000:]

@@ -75,8 +75,15 @@ def test_fraud_alerts_stateful_with_no_data_batches(bootstrap, tmp_path):
     records, expected_alerts, malformed = _fraud_events(base)
     harness.produce_input(records, aborted_every=1, chunk=10)
 
-    result = harness.run()
+    refused = harness.with_overrides(writers="executors").run()
+    assert refused.returncode != 0 and "writers: executors cannot run this query" in refused.log, refused.log[-3000:]
+    assert "is a stateful operator" in refused.log and harness.output_values() == []
+
+    result = harness.with_overrides(writers="auto").run()
     assert result.returncode == 0, result.log[-3000:]
+    # auto picked the driver writer, naming the stateful operator that rules the executor writers out.
+    writers = [line.split("EOS-WRITERS ", 1)[1] for line in result.log.splitlines() if "EOS-WRITERS " in line]
+    assert len(writers) == 1 and writers[0].startswith("driver reason=") and "stateful" in writers[0], writers
     alerts = Counter()
     for value in harness.output_values():
         alert = json.loads(value)
