@@ -170,3 +170,16 @@ def partition_of_writer(prefix: str, txn_id: str) -> tuple[int, int] | None:
         )
     match = _PARTITION_WRITER_RE.fullmatch(txn_id[len(prefix) + len(_SEPARATOR) :])
     return None if match is None else (int(match.group(1)), int(match.group(2)))
+
+
+def owned_transactional_id(prefix: str, txn_id: str) -> str:
+    """``txn_id`` built back through this scheme: the id to act on, only if it is one of the prefix's.
+
+    Recovery fences with the rebuilt id, so nothing that merely resembles the prefix is touched.
+
+    :raises TransactionalIdError: if ``txn_id`` does not belong to ``prefix``.
+    """
+    partition_writer = partition_of_writer(prefix, txn_id)
+    if partition_writer is not None:
+        return partition_transactional_id(prefix, *partition_writer)
+    return transactional_id(prefix, writer_index(prefix, txn_id))

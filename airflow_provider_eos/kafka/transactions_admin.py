@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_eos.core import transactions as txn
 from airflow_provider_eos.core.errors import EosError, KafkaConfigError
 from airflow_provider_eos.core.topic_partition import TopicPartition
-from airflow_provider_eos.core.transactional_ids import writer_index
+from airflow_provider_eos.core.transactional_ids import owned_transactional_id
 from airflow_provider_eos.kafka.settings.kafka_python import kafka_python_config
 from airflow_provider_eos.kafka.settings.kafka_python import protect_secrets as _protect_secrets
 
@@ -305,7 +305,7 @@ def fence(spec: PipelineSpec, transactional_id: str, *, timeout_s: float = 60) -
     from airflow_provider_eos.kafka.settings import common_config, with_client_logger
 
     # Builds the id back through the scheme's owner, so only ids of this pipeline get here.
-    expected = spec.transactional_id(writer_index(spec.transactional_id_prefix, transactional_id))
+    expected = owned_transactional_id(spec.transactional_id_prefix, transactional_id)
     producer = Producer(with_client_logger("fence-producer", {
         **common_config(spec),
         "transactional.id": expected,

@@ -95,7 +95,9 @@ class TaskFaults:
             return
         if point in (TaskFaultPoint.TASK_KILL_DRIVER, TaskFaultPoint.KILL_DRIVER_BEFORE_COMMIT):
             self._report(f"EOS-FAULT fired: {point.value} batch {batch_id} partition {partition}, killing the driver")
-            for pid in self.driver_pids:
+            # The task's own worker goes too, as on a driver host that crashed: left alive it would
+            # commit the transaction the crash is meant to leave open.
+            for pid in (*self.driver_pids, os.getpid()):
                 os.kill(pid, signal.SIGKILL)
             return
         self._report(f"EOS-FAULT fired: {point.value} batch {batch_id} partition {partition}, "

@@ -133,3 +133,26 @@ def test_non_int_writer_index(index: object) -> None:
 def test_transactional_id_validates_prefix() -> None:
     with pytest.raises(SpecError, match="'bad prefix'"):
         transactional_id("bad prefix")
+
+
+def test_partition_writer_ids_belong_to_their_prefix_only() -> None:
+    from airflow_provider_eos.core.transactional_ids import (
+        owned_transactional_id,
+        partition_of_writer,
+        partition_transactional_id,
+    )
+
+    txn_id = partition_transactional_id("pfx", 2, 15)
+    assert txn_id == "pfx-2_15"
+    assert belongs_to_prefix("pfx", txn_id) and partition_of_writer("pfx", txn_id) == (2, 15)
+    assert owned_transactional_id("pfx", txn_id) == txn_id
+    assert owned_transactional_id("pfx", "pfx-0") == "pfx-0"
+    assert partition_of_writer("pfx", "pfx-0") is None
+    for foreign in ("pfx-2_", "pfx-_1", "pfx-01_1", "pfx-1_01", "pfx-1_2_3", "pfx2-1_2", "pfx-1-1_2"):
+        assert not belongs_to_prefix("pfx", foreign), foreign
+    with pytest.raises(TransactionalIdError):
+        writer_index("pfx", txn_id)
+    with pytest.raises(TransactionalIdError):
+        owned_transactional_id("pfx", "other-1_2")
+    with pytest.raises(TransactionalIdError):
+        partition_transactional_id("pfx", 0, MAX_WRITER_INDEX + 1)
