@@ -1,41 +1,49 @@
 """The driver writer (DESIGN.md 2a): one transaction per batch under ``<prefix>-0``, for any plan.
 
 Per micro-batch: read the planned range from the checkpoint WAL, read the sink group's committed
-offsets and markers, let the core decide produce / skip-replay / refuse, and produce the output
-plus the batch's end offsets with marker N in ONE transaction, so the whole batch becomes
-visible at once.
+offsets and markers, let the core decide produce / skip-replay / refuse, all before any Spark
+work. To produce, the batch's Spark job writes the output to the spill (:mod:`.output_spill`: one
+Arrow file per partition under the checkpoint); only then does the transaction begin ("as late
+as possible"): the driver reads the files one Arrow record batch at a time and produces them,
+adds the batch's end offsets with marker N and commits, so the whole batch becomes visible at
+once and the driver's memory does not grow with the batch (``docs/design-notes.md`` item 12).
 """
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from airflow_provider_eos.core.sink_protocol import BatchAction, decide_batch, offsets_to_commit
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
 from airflow_provider_eos.spark.faults import BatchFaults, FaultPoint
+from airflow_provider_eos.spark.output_spill import OutputSpill, spill_summary
 from airflow_provider_eos.spark.record_producer import (
     BatchStats,
     Stopwatch,
-    dead_letters,
-    output_frame,
     produce_rows,
     require_dlq_topic,
 )
+from airflow_provider_eos.spark.task_faults import TaskFaults
 
 if TYPE_CHECKING:
-    import pyarrow as pa
     from pyspark.sql import DataFrame
 
     from airflow_provider_eos.spark.sink_clients import SinkClients
 
-__all__ = ["DriverWriter", "collect_output"]
+__all__ = ["DriverWriter"]
 
 
 class DriverWriter:
-    """Writes each batch in one transaction of the driver's producer ``<prefix>-0``."""
+    """Writes each batch in one transaction of the driver's producer ``<prefix>-0``.
 
-    def __init__(self, clients: SinkClients) -> None:
+    :param clients: the driver's Kafka clients and checkpoint reader.
+    :param spill: where the tasks leave the output for the driver (default: under the checkpoint).
+    """
+
+    def __init__(self, clients: SinkClients, spill: OutputSpill | None = None) -> None:
         self.clients = clients
+        self.spill = spill or OutputSpill(clients.checkpoint)
 
     def write(self, batch: DataFrame, batch_id: int, faults: BatchFaults) -> BatchStats:
         clients = self.clients
@@ -43,9 +51,11 @@ class DriverWriter:
         query_id = checkpoint.query_id()
         end = checkpoint.planned_offsets(batch_id)
         # The producer first: its init_transactions resolves what a crashed predecessor left open,
-        # so the group's offsets read next are stable.
+        # so the group's offsets read next are stable (and fences a zombie before its spill goes).
         writer = clients.driver_producer
         writer.producer()
+        # What a driver that died mid-batch left (this batch's earlier attempt or an earlier batch's).
+        self.spill.clear()
         committed = read_committed_offsets(clients.admin, spec.group_id, end)
         action = decide_batch(query_id=query_id, batch_id=batch_id, start=checkpoint.start_offsets(batch_id),
                               end=end, committed=committed, group_id=spec.group_id)
@@ -53,23 +63,26 @@ class DriverWriter:
             return BatchStats(batch_id, "skip_replay")
 
         clock = Stopwatch()
-        table = collect_output(batch)
-        require_dlq_topic(spec, dead_letters(table))
-        stats = BatchStats(batch_id, "produce", collect_ms=clock.lap())
-        with writer.transaction(batch_id) as producer:
-            faults.hit(FaultPoint.BEFORE_PRODUCE)
-            stats.rows_out, stats.rows_dlq = produce_rows(producer, spec, table)
-            producer.flush(writer.timeout_s)
-            stats.produce_ms = clock.lap()
-            faults.hit(FaultPoint.AFTER_PRODUCE)
-            faults.hit(FaultPoint.SLOW_TRANSACTION)
-            writer.send_offsets(producer, offsets_to_commit(query_id, batch_id, end), clients.group_metadata())
-            writer.commit(producer, batch_id)
-            stats.commit_ms = clock.lap()
-        faults.hit(FaultPoint.AFTER_KAFKA_COMMIT)
+        try:
+            parts = self.spill.write(batch, batch_id, TaskFaults.from_environment(
+                (os.getpid(), os.getppid()), spec.transaction_timeout_ms))
+            require_dlq_topic(spec, sum(p.dead for p in parts))
+            stats = BatchStats(batch_id, "produce", collect_ms=clock.lap(), extra=spill_summary(parts))
+            with writer.transaction(batch_id) as producer:
+                faults.hit(FaultPoint.BEFORE_PRODUCE)
+                for records in self.spill.read(parts):
+                    rows_out, rows_dlq = produce_rows(producer, spec, records)
+                    stats.rows_out += rows_out
+                    stats.rows_dlq += rows_dlq
+                producer.flush(writer.timeout_s)
+                stats.produce_ms = clock.lap()
+                faults.hit(FaultPoint.AFTER_PRODUCE)
+                faults.hit(FaultPoint.SLOW_TRANSACTION)
+                writer.send_offsets(producer, offsets_to_commit(query_id, batch_id, end), clients.group_metadata())
+                writer.commit(producer, batch_id)
+                stats.commit_ms = clock.lap()
+            faults.hit(FaultPoint.AFTER_KAFKA_COMMIT)
+        finally:
+            self.spill.remove(batch_id)
         return stats
 
-
-def collect_output(batch: DataFrame) -> pa.Table:
-    """The transform's output as one Arrow table (no per-row Py4J round trips)."""
-    return output_frame(batch).toArrow()

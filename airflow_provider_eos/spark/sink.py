@@ -21,7 +21,7 @@ from airflow_provider_eos.core.plan_alignment import BatchPlan, decide_alignment
 from airflow_provider_eos.core.spec import PipelineSpec, Writers
 from airflow_provider_eos.core.writers_choice import WritersChoice, record_writers_choice
 from airflow_provider_eos.spark.at_least_once import AtLeastOnceKafkaSink
-from airflow_provider_eos.spark.driver_writer import DriverWriter, collect_output
+from airflow_provider_eos.spark.driver_writer import DriverWriter
 from airflow_provider_eos.spark.executor_writers import ExecutorWriters
 from airflow_provider_eos.spark.faults import FaultInjector
 from airflow_provider_eos.spark.plan_reader import read_batch_plan
@@ -31,7 +31,7 @@ from airflow_provider_eos.spark.sink_clients import SinkClients
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["DLQ_REASON_COLUMN", "AtLeastOnceKafkaSink", "BatchStats", "ExactlyOnceKafkaSink", "collect_output"]
+__all__ = ["DLQ_REASON_COLUMN", "AtLeastOnceKafkaSink", "BatchStats", "ExactlyOnceKafkaSink"]
 
 log = logging.getLogger("airflow_provider_eos.sink")
 

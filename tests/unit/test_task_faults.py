@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 
 import pytest
@@ -55,7 +56,8 @@ def test_the_driver_writers_after_produce_kills_the_driver_from_the_first_task(m
     assert faults.partition == ANY_PARTITION
     faults.hit(TaskFaultPoint.KILL_DRIVER_BEFORE_COMMIT, 3, 5)
     faults.hit(TaskFaultPoint.KILL_DRIVER_BEFORE_COMMIT, 3, 6)
-    assert kills == [(11, signal.SIGKILL), (12, signal.SIGKILL)]
+    # The driver's two processes, and the task's own worker with them (a driver host crash).
+    assert kills == [(11, signal.SIGKILL), (12, signal.SIGKILL), (os.getpid(), signal.SIGKILL)]
 
 
 def test_slow_transaction_stalls_past_the_transaction_timeout(monkeypatch, kills) -> None:

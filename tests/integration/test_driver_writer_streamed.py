@@ -1,0 +1,96 @@
+"""The driver writer without a collect (DESIGN.md 2a, docs/design-notes.md item 12), real broker and real Spark.
+
+The tasks spill the output as Arrow files under the checkpoint and the driver produces from them:
+the end-to-end job on ``writers: driver`` stays exact, the spill folder is gone after the batch,
+a killed task attempt's complete file is never read, and what a driver killed after its Kafka
+commit or after producing left in the spill is removed by the restart.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import pytest
+
+from tests.integration import test_exactly_once_job as job_tests
+from tests.integration.test_executor_writers import writers_lines
+from tests.support.pipeline import JobResult, PipelineHarness, assert_exactly_once, json_events, output_ids
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+#: Task retries inside one query run: a killed Python worker fails its task attempt, not the query.
+RETRYING_MASTER = "local[2,4]"
+
+
+def spill_files(checkpoint_location: str | Path) -> list[Path]:
+    root = Path(checkpoint_location) / "eos" / "spill"
+    return sorted(p for p in root.rglob("*") if p.is_file()) if root.exists() else []
+
+
+def spill_lines(result: JobResult) -> list[dict]:
+    return result.batch_lines("EOS-SPILL")
+
+
+def test_json_enrich_end_to_end_on_the_driver_writer(bootstrap, tmp_path, monkeypatch):
+    """test_exactly_once_job's end-to-end test, every assertion of it, with the spec forced to the driver writer."""
+    monkeypatch.setattr(job_tests, "PipelineHarness", functools.partial(PipelineHarness, writers="driver"))
+    job_tests.test_json_enrich_end_to_end_exact_output_dlq_and_group_offsets(bootstrap, tmp_path)
+
+    first = JobResult(0, (tmp_path / "run-1.log").read_text(errors="replace"))
+    assert [line.split()[0] for line in writers_lines(first)] == ["driver"], writers_lines(first)
+    batches = first.batch_lines()
+    assert all(b["extra"]["writers"] == "driver" and b["extra"]["spill_files"] >= 1 for b in batches), batches
+    # Every batch's tasks wrote their files and reported them; the driver read what they reported.
+    spilled = spill_lines(first)
+    for batch in batches:
+        own = [s for s in spilled if s["batch_id"] == batch["batch_id"]]
+        assert sum(s["rows"] for s in own) == batch["rows_out"] + batch["rows_dlq"], (batch, own)
+        assert len({s["spark_partition"] for s in own}) == len(own), "one attempt per partition, no retry"
+    assert spill_files(tmp_path / "checkpoint") == [], "the spill of every batch is removed after it"
+
+
+def test_a_killed_task_attempts_file_is_never_read(bootstrap, tmp_path):
+    harness = PipelineHarness(bootstrap, tmp_path, writers="driver", master=RETRYING_MASTER)
+    records, valid_ids, malformed = json_events(1500, malformed_every=41)
+    harness.produce_input(records, aborted_every=3)
+
+    # Spark partition 0's task of batch 1 completes its file, then its Python worker is SIGKILLed.
+    result = harness.run(fault="task_after_produce@1:0")
+    assert result.returncode == 0, result.log[-3000:]
+    assert "EOS-FAULT fired: task_after_produce batch 1 partition 0" in result.log, result.log[-3000:]
+    assert_exactly_once(harness, valid_ids, malformed)  # reading the killed attempt's file would duplicate it
+
+    attempts = [s for s in spill_lines(result) if (s["batch_id"], s["spark_partition"]) == (1, 0)]
+    killed = [s for s in attempts if s["attempt"] == 0]
+    assert len(killed) == 1 and killed[0]["file"] and killed[0]["rows"] > 0, attempts
+    retries = [s for s in attempts if s["attempt"] >= 1]
+    assert retries and all(s["file"] != killed[0]["file"] for s in retries), attempts
+    batch = next(b for b in result.batch_lines() if b["batch_id"] == 1)
+    # The driver read the file of the attempt that succeeded, never attempt 0's.
+    assert batch["extra"]["spill_retried"] == {"0": retries[-1]["attempt"]}, batch
+    assert spill_files(harness.spec.checkpoint_location) == []
+
+
+@pytest.mark.parametrize("point", ["after_produce", "after_kafka_commit"])
+def test_the_spill_a_killed_driver_left_is_removed_by_the_replay(bootstrap, tmp_path, point):
+    harness = PipelineHarness(bootstrap, tmp_path, writers="driver")
+    records, valid_ids, malformed = json_events(1200, malformed_every=43)
+    harness.produce_input(records)
+
+    crashed = harness.run(fault=f"{point}@2")
+    assert crashed.killed, f"expected a SIGKILL, got {crashed.returncode}\n{crashed.log[-2000:]}"
+    assert f"EOS-FAULT fired: {point} batch 2" in crashed.log
+    left = spill_files(harness.spec.checkpoint_location)
+    assert left and all(p.parent.parent.name == "2" for p in left), left
+
+    restarted = harness.run()
+    assert restarted.returncode == 0, restarted.log[-3000:]
+    # Killed inside the transaction, the batch is written again; after its commit, the replay skips.
+    expected = "skip_replay" if point == "after_kafka_commit" else "produce"
+    assert {b["batch_id"]: b["action"] for b in restarted.batch_lines()}[2] == expected
+    assert spill_files(harness.spec.checkpoint_location) == []
+    assert_exactly_once(harness, valid_ids, malformed)
+    if point == "after_produce":
+        # The crashed attempt's records were aborted by the restart's init_transactions.
+        assert max(output_ids(harness.output_values("read_uncommitted")).values()) == 2
