@@ -1,6 +1,7 @@
 """``python -m bench [--quick] [--only NAME ...]``: run the benchmarks on one broker and write the results.
 
-Benchmarks (in this order): scale, throughput, memory, profile, latency, recovery. The broker is
+Benchmarks (in this order): scale, throughput, control (the executor writers' control-record
+cost), memory, profile, latency, recovery. The broker is
 started in a temporary folder and always stopped; every job subprocess is killed on the way out.
 Full runs write ``bench/results/<date>.{json,md,png}`` and ``LATEST.md``; ``--quick`` and
 ``--only`` runs write ``<date>-quick.*`` / ``<date>-<names>.*`` and leave ``LATEST.md`` alone.
@@ -27,7 +28,7 @@ from typing import Any
 
 from bench.common import kill_tracked, log
 
-BENCHES = ("scale", "throughput", "memory", "profile", "latency", "recovery")
+BENCHES = ("scale", "throughput", "control", "memory", "profile", "latency", "recovery")
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -35,10 +36,17 @@ RESULTS = Path(__file__).resolve().parent / "results"
 class Config:
     records: int = 1_000_000
     batch: int = 100_000
-    repetitions: int = 5
+    # 9 modes per repetition (a, and b/n/c_d/c_e on two masters): 3 repetitions keep the run near an hour.
+    repetitions: int = 3
+    # Local cores of the throughput table's Spark jobs (eos run --master local[N]).
+    throughput_cores: tuple[int, ...] = (1, 2)
+    control_records: int = 400_000
+    control_batches: tuple[int, ...] = (10_000, 100_000)
+    control_repetitions: int = 2
+    control_modes: tuple[str, ...] = ("c_e", "c_d", "b")
     latency_rate: int = 2_000
     latency_duration_s: int = 60
-    latency_modes: tuple[str, ...] = ("exactly-once", "at-least-once")
+    latency_modes: tuple[str, ...] = ("exactly-once executors", "at-least-once", "exactly-once driver")
     recovery_records: int = 40_000
     recovery_batch: int = 10_000
     recovery_kill_batch: int = 2
@@ -51,7 +59,9 @@ class Config:
 
 
 QUICK = Config(records=100_000, batch=25_000, repetitions=1, latency_rate=500, latency_duration_s=15,
-               latency_modes=("exactly-once",), recovery_records=8_000, recovery_batch=2_000, recovery_repetitions=1,
+               latency_modes=("exactly-once executors", "at-least-once"), control_records=40_000,
+               control_batches=(4_000, 20_000), control_repetitions=1, control_modes=("c_e", "c_d"),
+               recovery_records=8_000, recovery_batch=2_000, recovery_repetitions=1,
                scale_topics=20, scale_repetitions=2)
 
 
@@ -104,7 +114,7 @@ def _collect_loads(node: Any, found: list[float]) -> list[float]:
 
 def run_benches(selected: list[str], config: Config, work_dir: Path, results: dict[str, Any]) -> None:
     from airflow_provider_eos.devstack.broker import LocalKafka
-    from bench import latency, memory, profile_sink, recovery, scale, throughput
+    from bench import control_records, latency, memory, profile_sink, recovery, scale, throughput
 
     kafka = LocalKafka(work_dir / "kafka")
     try:
@@ -137,10 +147,14 @@ def run_benches(selected: list[str], config: Config, work_dir: Path, results: di
             def do_throughput() -> dict[str, Any]:
                 nonlocal data
                 result, data = throughput.run(bootstrap, work_dir, records=config.records, batch=config.batch,
-                                              repetitions=config.repetitions)
+                                              repetitions=config.repetitions, cores=config.throughput_cores)
                 return result
 
             guarded("throughput", do_throughput)
+        if "control" in selected:
+            guarded("control", lambda: control_records.run(
+                bootstrap, work_dir, records=config.control_records, batches=config.control_batches,
+                repetitions=config.control_repetitions, letters=config.control_modes))
         if "memory" in selected:
             guarded("memory", lambda: memory.run(bootstrap, work_dir, batch=config.batch))
         if "profile" in selected:

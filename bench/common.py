@@ -184,8 +184,12 @@ def write_spec(
     max_offsets_per_trigger: int,
     transaction_timeout_ms: int = 60_000,
     spark_conf: dict[str, str] | None = None,
+    writers: str = "auto",
 ) -> tuple[PipelineSpec, Path]:
-    """A spec with a fresh checkpoint, group and prefix under ``work_dir/name``; returns it and its file."""
+    """A spec with a fresh checkpoint, group and prefix under ``work_dir/name``; returns it and its file.
+
+    ``writers`` is the spec's field (``auto``, ``driver``, ``executors``); it matters for exactly-once only.
+    """
     folder = work_dir / name
     folder.mkdir(parents=True, exist_ok=True)
     spec = PipelineSpec(
@@ -193,7 +197,7 @@ def write_spec(
         output_topic=output_topic, group_id=f"{name}-sink", transactional_id_prefix=f"{name}-txn",
         checkpoint_location=str(folder / "checkpoint"), trigger=trigger,
         max_offsets_per_trigger=max_offsets_per_trigger, transaction_timeout_ms=transaction_timeout_ms,
-        spark_conf={**SPARK_CONF, **(spark_conf or {})},
+        spark_conf={**SPARK_CONF, **(spark_conf or {})}, writers=writers,
     )
     spec_file = folder / "spec.yaml"
     spec_file.write_text(yaml.safe_dump(spec.to_dict()))
@@ -311,11 +315,18 @@ def kill_tracked() -> None:
         _TRACKED.pop(pid, None)
 
 
-class Job:
-    """The job as a subprocess: ``eos run --spec FILE --mode MODE`` in a new session, log to a file."""
+#: The Spark master of every job unless a bench picks another (``eos run --master``).
+DEFAULT_MASTER = "local[2]"
+#: ``eos run --mode`` of Spark's noop sink: benchmark only, reads and transforms, writes nothing.
+NOOP = "noop"
 
-    def __init__(self, spec_file: Path, mode: str, log_path: Path, *, env: dict[str, str] | None = None) -> None:
-        self.spec_file, self.mode, self.log_path = spec_file, mode, log_path
+
+class Job:
+    """The job as a subprocess: ``eos run --spec FILE --master M --mode MODE`` in a new session, log to a file."""
+
+    def __init__(self, spec_file: Path, mode: str, log_path: Path, *, env: dict[str, str] | None = None,
+                 master: str = DEFAULT_MASTER) -> None:
+        self.spec_file, self.mode, self.log_path, self.master = spec_file, mode, log_path, master
         self.env = {**os.environ, "EOS_LOG_LEVEL": "INFO", **(env or {})}
         if "EOS_FAULT_INJECTION" not in (env or {}):
             self.env.pop("EOS_FAULT_INJECTION", None)
@@ -326,7 +337,7 @@ class Job:
 
     def start(self, *, sample_memory: bool = False) -> Job:
         command = [sys.executable, "-m", "airflow_provider_eos.cli", "run", "--spec", str(self.spec_file),
-                   "--master", "local[2]", "--mode", self.mode]
+                   "--master", self.master, "--mode", self.mode]
         self.started_at = time.time()
         with self.log_path.open("w") as out:
             # cwd: Spark writes spark-warehouse/derby files into the working directory.

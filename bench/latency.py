@@ -6,6 +6,10 @@ produces ``rate`` records/s for ``duration_s`` seconds. Each value starts with t
 time (``time.time_ns()``) taken right before its ``produce()`` call; a ``read_committed``
 consumer of the output (assigned, ``fetch.wait.max.ms=50``) stamps each record when
 ``consume()`` returns it. Latency = receipt time - produce time, same host, same clock.
+
+The measured modes (:data:`MODES`) are the delivery mode and, for exactly-once, the spec's
+``writers``: the executor writers (c_e), the driver writer (c_d) and Spark's at-least-once
+writer (b). Results from before the writers existed are keyed ``exactly-once`` (the driver writer).
 """
 
 from __future__ import annotations
@@ -32,6 +36,14 @@ from bench.common import (
 
 PARTITIONS = 4
 _PAD = b"x" * 160
+#: Latency mode name -> (``eos run --mode``, the spec's ``writers``, short name for topics and the chart).
+MODES = {
+    "exactly-once executors": ("exactly-once", "executors", "c_e"),
+    "exactly-once driver": ("exactly-once", "driver", "c_d"),
+    "at-least-once": ("at-least-once", "auto", "b"),
+    # Before the writers: the exactly-once sink was the driver writer.
+    "exactly-once": ("exactly-once", "auto", "c"),
+}
 
 
 def _value(kind: bytes, i: int) -> bytes:
@@ -67,11 +79,12 @@ class _Reader(threading.Thread):
 
 def run(bootstrap: str, work_dir: Path, *, mode: str, rate: int, duration_s: int, batch: int,
         trigger_ms: int = 1000) -> dict[str, Any]:
-    name = unique(f"lat-{'c' if mode == 'exactly-once' else 'b'}")
+    job_mode, writers, short = MODES[mode]
+    name = unique(f"lat-{short.replace('_', '')}")
     source, output = create_topics(bootstrap, [f"{name}-in", f"{name}-out"], PARTITIONS)
     _, spec_file = write_spec(work_dir, bootstrap, name=name, input_topics=[source], output_topic=output,
-                              trigger=f"{trigger_ms} milliseconds", max_offsets_per_trigger=batch)
-    job = Job(spec_file, mode, work_dir / name / "job.log").start()
+                              trigger=f"{trigger_ms} milliseconds", max_offsets_per_trigger=batch, writers=writers)
+    job = Job(spec_file, job_mode, work_dir / name / "job.log").start()
     reader = _Reader(bootstrap, output)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True})
     try:
@@ -112,6 +125,7 @@ def run(bootstrap: str, work_dir: Path, *, mode: str, rate: int, duration_s: int
             reader.join(10)
         job.stop()
     progress = [p for _, p in job.progress()]
+    sink_lines = {b.get("batch_id"): b for _, b in job.tagged("EOS-BATCH")}
     delete_topics(bootstrap, [source, output])
     if received < total:
         raise RuntimeError(f"latency ({mode}): {received} of {total} records arrived; log {job.log_path}")
@@ -119,13 +133,15 @@ def run(bootstrap: str, work_dir: Path, *, mode: str, rate: int, duration_s: int
     settle = rate * 5
     steady = sorted(lat for seq, lat in reader.latencies_ms if seq >= settle)
     steady_batches = [p for p in progress if (p.get("rows_in") or 0) > 0][2:]
+    steady_sink = [sink_lines[p["batch_id"]] for p in steady_batches if p.get("batch_id") in sink_lines]
 
     def pct(values: list[float]) -> dict[str, float]:
         return {f"p{q}": round(percentile(values, q), 1) for q in (50, 95, 99)} | {
             "max": round(values[-1], 1), "mean": round(sum(values) / len(values), 1)}
 
     return {
-        "mode": mode, "trigger_ms": trigger_ms, "rate_per_s": rate, "duration_s": duration_s,
+        "mode": mode, "writers": writers if job_mode == "exactly-once" else None,
+        "trigger_ms": trigger_ms, "rate_per_s": rate, "duration_s": duration_s,
         "achieved_rate_per_s": round(total / produce_s, 1), "records": total, "loadavg_before": load,
         "latency_ms": pct(ordered),
         "latency_ms_after_first_5s": pct(steady) if steady else None,
@@ -135,5 +151,7 @@ def run(bootstrap: str, work_dir: Path, *, mode: str, rate: int, duration_s: int
             sum((p.get("batch_ms") or 0) > trigger_ms for p in steady_batches) / max(1, len(steady_batches)), 3),
         "rows_per_batch": summarize([p.get("rows_in") or 0 for p in steady_batches], 0),
         "sink_ms_median": {k: summarize([p.get(k) or 0 for p in steady_batches], 0)["median"]
-                           for k in ("collect_ms", "produce_ms", "commit_ms")} if mode == "exactly-once" else None,
+                           for k in ("collect_ms", "produce_ms", "commit_ms")} if job_mode == "exactly-once" else None,
+        "tasks_ms_median": summarize([(b.get("extra") or {}).get("tasks_ms") or 0 for b in steady_sink], 0)["median"]
+        if any("tasks_ms" in (b.get("extra") or {}) for b in steady_sink) else None,
     }

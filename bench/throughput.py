@@ -1,23 +1,31 @@
-"""Throughput on the same input: (a) raw transactional producer, (b) the job at-least-once, (c) exactly-once.
+"""Throughput on the same input: the raw producer, and each Spark job on ``local[1]`` and ``local[2]``.
 
 One input topic (``records`` records of about 200 bytes, 4 partitions) is produced once. Each
-repetition runs a, b and c in turn (interleaved, so a load spike on the shared machine hits
-all three alike), each into a fresh output topic; b and c also get a fresh checkpoint, group
-and transactional id prefix. Output topics are deleted after each run.
+repetition runs every mode once, back to back (interleaved, so a load spike on the shared machine
+hits all of them alike), each into a fresh output topic with a fresh checkpoint, group and
+transactional id prefix; output topics are deleted after each run. Modes (:mod:`bench.ratios`):
 
-* (a) is confluent-kafka's transactional producer with the sink's own producer config
+* (a) confluent-kafka's transactional producer with the sink's own producer config
   (:func:`sink_producer_config`: lz4, linger 20 ms, acks=all, idempotent, murmur2_random),
   producing the same records from Python lists in transactions of ``max_offsets_per_trigger``
   records: begin, produce, flush, commit (no ``send_offsets_to_transaction``). Timed from the
   first ``begin_transaction`` to the last commit; ``init_transactions`` is excluded.
-* (b) and (c) are ``eos run`` with the identity transform and the available-now trigger. Their
-  processing time is the sum of Spark's ``triggerExecution`` durations over all batches (from
-  the ``EOS-PROGRESS`` lines), which excludes JVM startup, SparkSession creation and query
-  start; the time from the first batch's start to the last batch's end is recorded too.
+* (b) at-least-once (Spark's Kafka writer), (n) Spark's ``noop`` sink (``eos run --mode noop``,
+  benchmark only: the same source and transform, writing nothing: what Spark alone costs),
+  (c_d) exactly-once with ``writers: driver`` (one transaction per batch) and (c_e) with
+  ``writers: executors`` (one transaction per input partition, in the tasks); each once per
+  master (``eos run --master local[1]`` and ``local[2]``), identity transform, available-now
+  trigger. Their processing time is the sum of Spark's ``triggerExecution`` durations over all
+  batches (the ``EOS-PROGRESS`` lines), which excludes JVM startup, SparkSession creation and
+  query start; the time from the first batch's start to the last batch's end is recorded too.
+
+For the exactly-once runs the output topic's end offsets minus the records written count the
+transaction markers (control records) the run left in the output topic.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +37,7 @@ from airflow_provider_eos.kafka.settings import sink_producer_config
 from bench.common import (
     AT_LEAST_ONCE,
     EXACTLY_ONCE,
+    NOOP,
     Job,
     bench_records,
     create_topics,
@@ -43,9 +52,14 @@ from bench.common import (
     unique,
     write_spec,
 )
+from bench.ratios import LETTERS, STEADY_RATE, label, ordered_keys, ratios, scaling, split_key
 
 PARTITIONS = 4
-MODES = {"a": "raw transactional producer", "b": AT_LEAST_ONCE, "c": EXACTLY_ONCE}
+#: Local cores of the Spark jobs (``eos run --master local[N]``), in run order.
+CORES = (1, 2)
+#: Per Spark letter: ``eos run --mode`` and the spec's ``writers``.
+JOB_MODES = {"b": (AT_LEAST_ONCE, "auto"), "n": (NOOP, "auto"), "c_d": (EXACTLY_ONCE, "driver"),
+             "c_e": (EXACTLY_ONCE, "executors")}
 
 
 @dataclass
@@ -99,27 +113,60 @@ def raw_producer(bootstrap: str, work_dir: Path, data: ThroughputInput, batch: i
             "loadavg_before": load}
 
 
-def job_run(bootstrap: str, work_dir: Path, data: ThroughputInput, mode: str, batch: int, rep: int,
+def task_lines(job: Job) -> list[dict[str, Any]]:
+    """The executor writers' ``EOS-TASK`` lines (their Python workers' stderr reaches the job's log)."""
+    found = []
+    for line in job.text().splitlines():
+        if "EOS-TASK {" in line:
+            try:
+                found.append(json.loads(line.split("EOS-TASK ", 1)[1]))
+            except ValueError:
+                continue  # two workers' lines interleaved: a lost sample, not a failed run
+    return found
+
+
+def sink_figures(job: Job, progress: list[dict[str, Any]]) -> dict[str, Any]:
+    """Where an exactly-once run's batch time went: the sink's phases, and for executor writers the tasks'."""
+    batches = [p for _, p in job.tagged("EOS-BATCH")]
+    figures: dict[str, Any] = {
+        "sink_ms_total": {k: sum(p.get(k) or 0 for p in progress) for k in ("collect_ms", "produce_ms", "commit_ms")},
+        "rows_out": sum(p.get("rows_out") or 0 for p in progress),
+    }
+    extras = [b.get("extra") or {} for b in batches]
+    if any("tasks_ms" in e for e in extras):
+        tasks = task_lines(job)
+        figures["tasks_ms_total"] = sum(e.get("tasks_ms") or 0 for e in extras)
+        figures["tasks_per_batch"] = summarize([e.get("tasks") or 0 for e in extras], 1)
+        figures["driver_commits"] = sum(e.get("partitions_committed_by_driver") or 0 for e in extras)
+        # A task whose partition last ran in another Python worker finds its cached producer fenced and re-inits.
+        figures["producers_replaced"] = sum(e.get("producers_replaced") or 0 for e in extras)
+        figures["task_ms_total"] = {k: sum(t.get(k) or 0 for t in tasks) for k in ("produce_ms", "commit_ms")}
+        figures["task_ms"] = {k: summarize([t.get(k) or 0 for t in tasks], 0) for k in ("produce_ms", "commit_ms")}
+        figures["task_lines"] = len(tasks)
+    return figures
+
+
+def job_run(bootstrap: str, work_dir: Path, data: ThroughputInput, key: str, batch: int, rep: int,
             timeout_s: float) -> dict[str, Any]:
-    """(b) or (c): the job over the whole input topic, fresh checkpoint/group/output."""
-    name = unique(f"tp-{'b' if mode == AT_LEAST_ONCE else 'c'}{rep}")
-    output = create_topics(bootstrap, [f"{name}-out"], PARTITIONS)[0]
+    """One Spark mode (``b@2``, ``c_e@1``...) over the whole input topic, fresh checkpoint/group/output."""
+    letter, cores = split_key(key)
+    mode, writers = JOB_MODES[letter]
+    name = unique(f"tp-{letter.replace('_', '')}{cores}-{rep}")
+    output = f"{name}-out"
+    if mode != NOOP:
+        create_topics(bootstrap, [output], PARTITIONS)
     _, spec_file = write_spec(work_dir, bootstrap, name=name, input_topics=[data.topic], output_topic=output,
-                              max_offsets_per_trigger=batch)
+                              max_offsets_per_trigger=batch, writers=writers)
     load = loadavg()
-    job = Job(spec_file, mode, work_dir / name / "job.log").start(sample_memory=True)
+    job = Job(spec_file, mode, work_dir / name / "job.log", master=f"local[{cores}]").start(sample_memory=True)
     returncode = job.wait(timeout_s)
     wall = time.time() - job.started_at
     progress = job.progress()
     rows_in = sum(p.get("rows_in") or 0 for _, p in progress)
     if returncode != 0 or rows_in != len(data.records):
-        raise RuntimeError(f"{mode} run {name}: exit {returncode}, rows_in {rows_in} of {len(data.records)}; "
+        raise RuntimeError(f"{key} run {name}: exit {returncode}, rows_in {rows_in} of {len(data.records)}; "
                            f"log {job.log_path}\n{job.tail()}")
     timing = processing_time(progress)
-    written = sum(end_offsets(bootstrap, output, PARTITIONS, committed=True).values())
-    delete_topics(bootstrap, [output])
-    if written < rows_in:
-        raise RuntimeError(f"{mode} run {name}: {written} offsets in the output, expected >= {rows_in}")
     later = [p for _, p in progress[1:]]
     later_s = sum(p.get("batch_ms") or 0 for p in later) / 1000
     result: dict[str, Any] = {
@@ -129,55 +176,74 @@ def job_run(bootstrap: str, work_dir: Path, data: ThroughputInput, mode: str, ba
         "process_wall_s": round(wall, 1), "batches": len(progress), "records": rows_in,
         "batch_ms": summarize([p.get("batch_ms") or 0 for _, p in progress], 0),
         "peak_rss_mb": job.memory.peaks_mb() if job.memory else {}, "loadavg_before": load,
+        "master": f"local[{cores}]", "writers": writers if mode == EXACTLY_ONCE else None,
     }
+    if mode == NOOP:
+        return result
+    end = end_offsets(bootstrap, output, PARTITIONS, committed=True)
+    delete_topics(bootstrap, [output])
+    written = sum(end.values())
+    if written < rows_in:
+        raise RuntimeError(f"{key} run {name}: {written} offsets in the output, expected >= {rows_in}")
     if mode == EXACTLY_ONCE:
-        result["sink_ms_total"] = {k: sum(p.get(k) or 0 for _, p in progress)
-                                   for k in ("collect_ms", "produce_ms", "commit_ms")}
-        result["rows_out"] = sum(p.get("rows_out") or 0 for _, p in progress)
+        result.update(sink_figures(job, [p for _, p in progress]))
+        # Every offset of the output that is not a record is a transaction marker (control record).
+        result["output_markers"] = written - result["rows_out"]
+        result["markers_per_batch"] = round(result["output_markers"] / max(1, len(progress)), 1)
     return result
 
 
 def run(bootstrap: str, work_dir: Path, *, records: int, batch: int, repetitions: int,
-        data: ThroughputInput | None = None) -> tuple[dict[str, Any], ThroughputInput]:
+        data: ThroughputInput | None = None, cores: tuple[int, ...] = CORES) -> tuple[dict[str, Any], ThroughputInput]:
     data = data or prepare_input(bootstrap, records)
-    runs: dict[str, list[dict[str, Any]]] = {key: [] for key in MODES}
-    timeout_s = 600 + records / 1000
+    keys = ordered_keys(cores)
+    runs: dict[str, list[dict[str, Any] | None]] = {key: [] for key in keys}
+    failures: list[dict[str, Any]] = []
+    timeout_s = 600 + records / 500
     for rep in range(repetitions):
-        for key in MODES:
-            log(f"throughput rep {rep + 1}/{repetitions}: ({key}) {MODES[key]}")
-            if key == "a":
-                outcome = raw_producer(bootstrap, work_dir, data, batch, rep)
-            else:
-                outcome = job_run(bootstrap, work_dir, data, MODES[key], batch, rep, timeout_s)
+        for key in keys:
+            log(f"throughput rep {rep + 1}/{repetitions}: {label(key)}")
+            try:
+                if key == "a":
+                    outcome = raw_producer(bootstrap, work_dir, data, batch, rep)
+                else:
+                    outcome = job_run(bootstrap, work_dir, data, key, batch, rep, timeout_s)
+            except Exception as exc:  # one failed run must not lose the others' hour of measurements
+                log(f"  {key} FAILED: {exc}")
+                failures.append({"mode": key, "repetition": rep + 1, "error": str(exc)[:4000]})
+                runs[key].append(None)
+                continue
             outcome["records_per_s"] = round(outcome["records"] / outcome["seconds"], 1)
             outcome["mb_per_s"] = round(data.bytes / outcome["seconds"] / 1e6, 3)
             runs[key].append(outcome)
             log(f"  ({key}) {outcome['records_per_s']:,.0f} rec/s, {outcome['mb_per_s']:.2f} MB/s over "
                 f"{outcome['seconds']:.1f}s (load {outcome['loadavg_before']['1m']})")
-    summary = {
-        key: {"label": MODES[key],
-              "records_per_s": summarize([r["records_per_s"] for r in items], 1),
-              "mb_per_s": summarize([r["mb_per_s"] for r in items], 3),
-              "seconds": summarize([r["seconds"] for r in items], 3),
-              "runs": items}
-        for key, items in runs.items()
-    }
-
-    def ratio(x: str, y: str) -> float:
-        return round(summary[x]["records_per_s"]["median"] / summary[y]["records_per_s"]["median"], 3)
-
+    summary = {}
+    for key, items in runs.items():
+        done = [r for r in items if r]
+        letter, key_cores = split_key(key)
+        summary[key] = {"label": label(key), "letter": letter, "description": LETTERS[letter], "cores": key_cores,
+                        "records_per_s": summarize([r["records_per_s"] for r in done], 1),
+                        STEADY_RATE: summarize([r[STEADY_RATE] for r in done if r.get(STEADY_RATE)], 1),
+                        "mb_per_s": summarize([r["mb_per_s"] for r in done], 3),
+                        "seconds": summarize([r["seconds"] for r in done], 3),
+                        "runs": items}
+    found = ratios(summary, runs, cores)
+    steady = ratios(summary, runs, cores, STEADY_RATE)
     result = {
         "input": {"topic_partitions": PARTITIONS, "records": len(data.records), "bytes": data.bytes,
                   "avg_record_bytes": round(data.bytes / len(data.records), 1), "max_offsets_per_trigger": batch},
         "timing_basis": "sum of Spark triggerExecution over all batches (EOS-PROGRESS batch_ms); "
                         "raw producer: first begin_transaction to last commit",
+        "cores": list(cores), "repetitions": repetitions, "order": keys,
         "modes": summary,
-        "ratios": {"c/b": ratio("c", "b"), "c/a": ratio("c", "a"), "b/a": ratio("b", "a")},
+        "ratios": found["of_medians"],
         # The runs of one repetition ran back to back under about the same load: their ratios pair them.
-        "paired_ratios": {
-            f"{x}/{y}": summarize([rx["records_per_s"] / ry["records_per_s"] for rx, ry in zip(runs[x], runs[y],
-                                                                                                 strict=True)], 3)
-            for x, y in (("c", "b"), ("c", "a"), ("b", "a"))
-        },
+        "paired_ratios": found["paired"],
+        # The same without batch 0 (JVM warm-up, Python workers' start, producers' init_transactions).
+        "steady_ratios": steady["of_medians"], "steady_paired_ratios": steady["paired"],
+        "scaling": scaling(summary, runs, min(cores), max(cores)) if len(cores) > 1 else {},
+        "failures": failures,
     }
     return result, data
+

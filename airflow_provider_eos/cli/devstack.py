@@ -98,6 +98,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     """Add ``devstack``, ``jars``, ``run`` and ``demo`` to the ``eos`` command line."""
     # The one spelling of the sink modes; core.spec imports pydantic, not Airflow, Spark or Kafka.
     from airflow_provider_eos.core.spec import Mode
+    from airflow_provider_eos.spark.noop_sink import BENCH_NOOP_MODE
 
     devstack = commands.add_parser("devstack", help="a local single-node Kafka (KRaft) for development")
     devstack_commands = devstack.add_subparsers(dest="devstack_command", required=True)
@@ -121,8 +122,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     run = commands.add_parser("run", help="run a pipeline's Spark job through spark-submit")
     add_spec_argument(run)
     run.add_argument("--master", default="local[2]", help="Spark master URL (default local[2])")
-    run.add_argument("--mode", choices=[mode.value for mode in Mode], default=None,
-                     help="sink mode; at-least-once is Spark's built-in writer, for baselines only")
+    run.add_argument("--mode", choices=[*(mode.value for mode in Mode), BENCH_NOOP_MODE], default=None,
+                     help="sink mode; at-least-once is Spark's built-in writer, for baselines only; "
+                     f"{BENCH_NOOP_MODE} is benchmark only: reads and transforms, writes nothing, "
+                     "no delivery guarantee")
     run.set_defaults(handler=_run)
 
     demo = commands.add_parser("demo", help="run the embedded default end to end and stop what it started")

@@ -1,4 +1,4 @@
-"""spark-submit entry point: ``eos_job.py --spec FILE [--mode exactly-once|at-least-once]``."""
+"""spark-submit entry point: ``eos_job.py --spec FILE [--mode exactly-once|at-least-once|noop]`` (noop: bench only)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,10 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description="Run one exactly-once pipeline")
     parser.add_argument("--spec", required=True)
-    parser.add_argument("--mode", default=None, choices=[mode.value for mode in Mode])
+    from airflow_provider_eos.spark.noop_sink import BENCH_NOOP_MODE
+
+    # BENCH_NOOP_MODE is benchmark only: reads and transforms, writes nothing, no delivery guarantee.
+    parser.add_argument("--mode", default=None, choices=[*(mode.value for mode in Mode), BENCH_NOOP_MODE])
     args = parser.parse_args(argv)
     logging.basicConfig(level=os.environ.get("EOS_LOG_LEVEL", "INFO"), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
@@ -38,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     spark = SparkSession.builder.appName(f"eos-{spec.name}").getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     try:
-        return run_pipeline(spark, spec, Mode(args.mode or spec.mode))
+        mode = args.mode or spec.mode
+        return run_pipeline(spark, spec, mode if mode == BENCH_NOOP_MODE else Mode(mode))
     except EosError as exc:
         logging.getLogger("airflow_provider_eos.job").error("EOS-ERROR %s", exc)
         return 2

@@ -9,6 +9,7 @@ at marker N, so every input partition ends the batch at its end offset with mark
 from __future__ import annotations
 
 import json
+import logging
 import os
 from typing import TYPE_CHECKING
 
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ExecutorWriters"]
 
+log = logging.getLogger("airflow_provider_eos.sink")
+
 
 class ExecutorWriters:
     """Writes each batch in one transaction per input partition, in the Spark tasks."""
@@ -57,6 +60,8 @@ class ExecutorWriters:
         faults.hit(FaultPoint.BEFORE_PRODUCE)
         rows = output_frame(batch).mapInArrow(task, TASK_STATS_SCHEMA).collect()
         reports = [json.loads(row.eos_task) for row in rows]
+        for row in rows:
+            log.info("EOS-TASK %s", row.eos_task)
         tasks_ms = clock.lap()
         _require_one_report_per_task(batch_id, mapping, reports)
         driver_committed = self._commit_partitions_without_task(query_id, batch_id, start, end, mapping)

@@ -14,13 +14,13 @@ partitions). In the task it looks its Spark partition index up to learn its Kafk
    holder) and the decision is taken again, all before any input row is read;
 3. produces the rows (and dead letters) as their Arrow batches arrive, then commits.
 
-It yields one row: the task's ``EOS-TASK`` stats as JSON, which it also writes to stderr.
+It yields one row: the task's ``EOS-TASK`` stats as JSON, which the driver logs (an executor's
+own output stays on its host; the driver's log is the one an operator reads).
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 
@@ -130,8 +130,6 @@ class PartitionWriteTask:
         context = TaskContext.get()
         input_range = self.partitions.for_spark_partition(context.partitionId())
         stats = self._write(input_range, batches, context.attemptNumber())
-        sys.stderr.write(f"EOS-TASK {stats.to_json()}\n")
-        sys.stderr.flush()
         yield pa.RecordBatch.from_pylist([{"eos_task": stats.to_json()}])
 
     def _write(self, input_range: InputRange, batches: Iterator, attempt: int) -> TaskStats:

@@ -16,6 +16,7 @@ from airflow_provider_eos.core.driver import ENTRY_SCRIPT
 from airflow_provider_eos.core.errors import PrerequisiteError
 from airflow_provider_eos.core.spec import Mode, PipelineSpec
 from airflow_provider_eos.kafka.settings.java import SPARK_OPTIONS_REDACTION_REGEX
+from airflow_provider_eos.spark.noop_sink import BENCH_NOOP_MODE
 
 # The entry script and example transforms live inside this package (``airflow_provider_eos.jobs``).
 PACKAGES_SHIPPED = ("airflow_provider_eos",)
@@ -94,7 +95,8 @@ def plan_submit(spec_file: Path, spec: PipelineSpec, *, mode: Mode | str, work_d
 
     return SubmitPlan(
         application=entry_script(),
-        application_args=["--spec", str(spec_file), "--mode", Mode(mode).value],
+        application_args=["--spec", str(spec_file), "--mode",
+                          mode if mode == BENCH_NOOP_MODE else Mode(mode).value],
         jars=spark_connector_jars(),
         py_files=[zip_packages(work_dir)],
         conf={**DEFAULT_CONF, **spec.spark_conf},
