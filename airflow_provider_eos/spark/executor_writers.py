@@ -81,6 +81,7 @@ class ExecutorWriters:
                 "partitions_produced": len(produced),
                 "partitions_skipped": len(reports) - len(produced),
                 "partitions_committed_by_driver": len(driver_committed),
+                "producers_created": sum(1 for r in reports if r["producer_created"]),
                 "producers_replaced": sum(1 for r in reports if r["producer_replaced"]),
             },
         )

@@ -60,6 +60,9 @@ class TaskStats:
     rows_dlq: int = 0
     produce_ms: int = 0
     commit_ms: int = 0
+    #: The task created its producer (first use in this worker, or the cached one was another batch's).
+    producer_created: bool = False
+    #: The cached producer turned out fenced by another worker and was replaced before any row was read.
     producer_replaced: bool = False
 
     def to_json(self) -> str:
@@ -139,8 +142,13 @@ class PartitionWriteTask:
         stats = TaskStats(self.batch_id, input_range.spark_partition, attempt, tp.topic, tp.partition, "produce")
         clock = Stopwatch()
         offsets = {tp: offsets_to_commit(self.query_id, self.batch_id, self.end)[tp]}
+        if writer.last_committed_batch is not None and writer.last_committed_batch != self.batch_id - 1:
+            # Another worker wrote this partition since (Spark does not pin partitions to workers):
+            # the cached producer is fenced for sure, so start afresh instead of asking the broker.
+            writer.drop()
         for _ in range(2):
             writer.producer()
+            stats.producer_created = writer.fresh
             if self._decide(clients, input_range) is BatchAction.SKIP_REPLAY:
                 stats.action = "skip_replay"
                 return stats

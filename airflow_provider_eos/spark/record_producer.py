@@ -90,30 +90,34 @@ def require_dlq_topic(spec: PipelineSpec, dead: int) -> None:
 def produce_rows(producer: Producer, spec: PipelineSpec, rows: pa.Table | pa.RecordBatch) -> tuple[int, int]:
     """Hand every row (output or dead letter) to the producer; returns the two counts.
 
-    Does not wait for delivery: the caller flushes once, before it sends the offsets.
+    Does not wait for delivery: the caller flushes once, before it sends the offsets. The loop is
+    the writers' per-record cost, so it calls ``produce`` directly and builds headers only for
+    rows that have them; the source columns are read only for dead letters.
     """
-    columns = rows.to_pydict()
-    keys, values = columns["key"], columns["value"]
-    headers = columns.get("headers") or [None] * len(values)
-    reasons = columns.get(DLQ_REASON_COLUMN) or [None] * len(values)
-    origin = [columns.get(c) for c in _ORIGIN_COLUMNS]
-    queue_full = LOCAL_QUEUE_FULL.bounded(timeout_s=spec.transaction_timeout_ms / 1000)
+    names = rows.schema.names
+    keys = rows.column(names.index("key")).to_pylist()
+    values = rows.column(names.index("value")).to_pylist()
+    headers = rows.column(names.index("headers")).to_pylist() if "headers" in names else None
+    reasons = rows.column(names.index(DLQ_REASON_COLUMN)).to_pylist() if DLQ_REASON_COLUMN in names else None
+    origin: list[tuple[str, list]] | None = None
+    output_topic, produce = spec.output_topic, producer.produce
     dead = 0
     for i, value in enumerate(values):
-        record_headers = [(h["key"], h["value"]) for h in headers[i]] if headers[i] else []
-        topic = spec.output_topic
-        if reasons[i] is not None:
+        record_headers = [(h["key"], h["value"]) for h in headers[i]] if headers and headers[i] else None
+        topic = output_topic
+        if reasons is not None and reasons[i] is not None:
             dead += 1
             topic = spec.dlq_topic
-            record_headers.append(("eos.dlq.reason", str(reasons[i]).encode()))
-            for name, column in zip(_ORIGIN_COLUMNS, origin, strict=True):
-                if column is not None:
-                    record_headers.append((f"eos.source.{name}", str(column[i]).encode()))
-        send = partial(producer.produce, topic, value=value, key=keys[i], headers=record_headers or None)
+            if origin is None:
+                origin = [(c, rows.column(names.index(c)).to_pylist()) for c in _ORIGIN_COLUMNS if c in names]
+            record_headers = [*(record_headers or []), ("eos.dlq.reason", str(reasons[i]).encode()),
+                              *((f"eos.source.{c}", str(column[i]).encode()) for c, column in origin)]
         try:
-            send()
+            produce(topic, value=value, key=keys[i], headers=record_headers)
         except BufferError:  # the local queue is full: serve delivery reports until it has room
-            queue_full.call(send, what=f"produce to {topic!r}", sleep=producer.poll)
+            send = partial(produce, topic, value=value, key=keys[i], headers=record_headers)
+            LOCAL_QUEUE_FULL.bounded(timeout_s=spec.transaction_timeout_ms / 1000).call(
+                send, what=f"produce to {topic!r}", sleep=producer.poll)
     return len(values) - dead, dead
 
 

@@ -46,6 +46,8 @@ class TransactionalProducer:
         #: Whether the producer was created (fencing every earlier holder) since its last commit: a
         #: fence then means another writer started after it, never that a cached producer went stale.
         self.fresh = False
+        #: The batch of the last transaction this producer committed (``None``: none yet).
+        self.last_committed_batch: int | None = None
 
     @property
     def timeout_s(self) -> float:
@@ -63,6 +65,7 @@ class TransactionalProducer:
     def drop(self) -> None:
         """Forget the producer: the next use creates a new one, whose ``init_transactions`` cleans up."""
         self._producer = None
+        self.last_committed_batch = None
 
     @contextmanager
     def transaction(self, batch_id: int) -> Iterator[Producer]:
@@ -102,6 +105,7 @@ class TransactionalProducer:
             what=f"commit the transaction of batch {batch_id} ({self.transactional_id})",
         )
         self.fresh = False
+        self.last_committed_batch = batch_id
 
     def _abandon(self, producer: Producer, failure: KafkaFailure) -> None:
         if failure.txn_requires_abort:

@@ -96,16 +96,35 @@ def test_a_cached_producer_fenced_by_another_worker_is_replaced_before_any_row_i
     workers("a")
     first, span0 = _task(spec, 0)
     assert first._write(span0, iter([_rows(0, "a")]), attempt=0).action == "produce"
-    workers("b")  # the next batch's task for the partition lands on another worker: it fences worker a's producer
+    # A second attempt of batch 0 on worker b (speculative, or a retry after a lost report) finds it
+    # written and skips, but its producer's init_transactions has fenced worker a's.
+    workers("b")
+    assert first._write(span0, iter([]), attempt=1).action == "skip_replay"
+    workers("a")  # batch 1 is back on worker a, whose cached producer committed batch 0 yet is stale
     second, span1 = _task(spec, 1)
-    assert second._write(span1, iter([_rows(1, "b")]), attempt=0).producer_replaced is False
-    workers("a")  # batch 2 is back on worker a, whose cached producer is stale
-    third, span2 = _task(spec, 2)
-    stats = third._write(span2, iter([_rows(2, "a")]), attempt=0)
+    stats = second._write(span1, iter([_rows(1, "a")]), attempt=0)
     assert stats.action == "produce" and stats.producer_replaced is True
-    assert _committed(spec) == (30, 2)
+    assert _committed(spec) == (20, 1)
     visible = [m.value() for m in consume_all(bootstrap, spec.output_topic)]
-    assert len(visible) == 30 and len(set(visible)) == 30
+    assert len(visible) == 20 and len(set(visible)) == 20
+
+
+def test_a_producer_cached_for_an_older_batch_is_renewed_without_asking(bootstrap, topic_factory, tmp_path,
+                                                                       workers):
+    spec = _spec(bootstrap, topic_factory, tmp_path)
+    workers("a")
+    first, span0 = _task(spec, 0)
+    assert first._write(span0, iter([_rows(0, "a")]), attempt=0).producer_created is True
+    second, span1 = _task(spec, 1)
+    assert second._write(span1, iter([_rows(1, "a")]), attempt=0).producer_created is False  # kept: batch 0 was its
+    workers("b")
+    third, span2 = _task(spec, 2)
+    assert third._write(span2, iter([_rows(2, "b")]), attempt=0).producer_created is True
+    workers("a")  # worker a last wrote batch 1, so its producer for batch 3 is renewed up front
+    fourth, span3 = _task(spec, 3)
+    stats = fourth._write(span3, iter([_rows(3, "a")]), attempt=0)
+    assert stats.producer_created is True and stats.producer_replaced is False
+    assert _committed(spec) == (40, 3)
 
 
 def test_a_replayed_task_skips_its_committed_partition(bootstrap, topic_factory, tmp_path, workers):

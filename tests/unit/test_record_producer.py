@@ -1,0 +1,60 @@
+"""What both writers produce for a row: topic, key, value and headers, dead letters included."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from airflow_provider_eos.core.errors import SinkError
+from airflow_provider_eos.core.spec import PipelineSpec
+from airflow_provider_eos.spark.record_producer import dead_letters, produce_rows, require_dlq_topic
+
+
+class RecordingProducer:
+    def __init__(self, full_once: bool = False) -> None:
+        self.sent: list[tuple] = []
+        self.full_once = full_once
+
+    def produce(self, topic, value=None, key=None, headers=None) -> None:
+        if self.full_once:
+            self.full_once = False
+            raise BufferError("queue full")
+        self.sent.append((topic, key, value, headers))
+
+    def poll(self, timeout: float) -> int:
+        return 0
+
+
+def _spec(dlq: str | None = "dlq") -> PipelineSpec:
+    return PipelineSpec(name="p", kafka={"bootstrap.servers": "x:1"}, input_topics=["in"], output_topic="out",
+                        dlq_topic=dlq, group_id="g", transactional_id_prefix="t", checkpoint_location="/tmp/c")
+
+
+def test_output_and_dead_letters_with_their_headers() -> None:
+    rows = pa.RecordBatch.from_pydict({
+        "key": [b"a", b"b"], "value": [b"1", b"2"],
+        "headers": [[{"key": "h", "value": b"x"}], None],
+        "dlq_reason": [None, "not JSON"], "topic": ["in", "in"], "partition": [3, 3], "offset": [10, 11],
+    })
+    producer = RecordingProducer(full_once=True)
+    assert produce_rows(producer, _spec(), rows) == (1, 1)
+    assert producer.sent == [
+        ("out", b"a", b"1", [("h", b"x")]),
+        ("dlq", b"b", b"2", [("eos.dlq.reason", b"not JSON"), ("eos.source.topic", b"in"),
+                              ("eos.source.partition", b"3"), ("eos.source.offset", b"11")]),
+    ]
+    assert dead_letters(rows) == 1
+
+
+def test_rows_without_optional_columns_carry_no_headers() -> None:
+    producer = RecordingProducer()
+    rows = pa.table({"key": [None], "value": [b"v"]})
+    assert produce_rows(producer, _spec(), rows) == (1, 0)
+    assert producer.sent == [("out", None, b"v", None)] and dead_letters(rows) == 0
+
+
+def test_dead_letters_without_a_dlq_topic_are_refused_naming_the_fix() -> None:
+    with pytest.raises(SinkError) as raised:
+        require_dlq_topic(_spec(dlq=None), 2)
+    assert "2 dead-letter row(s)" in raised.value.message and "dlq_topic" in raised.value.fix
+    require_dlq_topic(_spec(dlq=None), 0)
