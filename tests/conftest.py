@@ -43,6 +43,18 @@ def bootstrap(kafka_broker) -> str:
     return kafka_broker.bootstrap_servers
 
 
+@pytest.fixture(scope="session")
+def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+    """A Spark standalone master and two workers on different loopback host names, always stopped."""
+    from tests.support.spark_standalone import StandaloneCluster
+
+    cluster = StandaloneCluster(tmp_path_factory.mktemp("spark-standalone"))
+    try:
+        yield cluster.up()
+    finally:
+        cluster.down()
+
+
 @pytest.fixture
 def topic_factory(bootstrap: str) -> Callable[..., str]:
     """Create a uniquely named topic: ``topic_factory("in", partitions=4)``."""

@@ -189,3 +189,33 @@ def test_at_least_once_control_duplicates_under_the_same_schedule(bootstrap, tmp
     produced = output_ids(harness.output_values())
     assert set(produced) == set(valid_ids)
     assert sum(c - 1 for c in produced.values() if c > 1) > 0, "the control must show duplicates"
+
+
+def test_a_speculative_attempt_on_another_host_stays_exactly_once(bootstrap, tmp_path, spark_standalone):
+    """Speculation on the standalone cluster: a task of batch 1 stalls (its transaction open), Spark
+    launches a copy on the other worker's host, the copy's init_transactions fences the stalled
+    attempt and commits; Spark's event log proves the copy was speculative."""
+    events = tmp_path / "spark-events"
+    events.mkdir()
+    harness = _harness(bootstrap, tmp_path, master=spark_standalone.master_url)
+    harness.with_overrides(spark_conf={
+        **harness.spec.spark_conf, "spark.executor.memory": "512m", "spark.cores.max": "2",
+        "spark.speculation": "true", "spark.speculation.interval": "200ms", "spark.speculation.multiplier": "1.5",
+        "spark.speculation.quantile": "0.5", "spark.speculation.minTaskRuntime": "2s",
+        "spark.eventLog.enabled": "true", "spark.eventLog.dir": events.as_uri(), "spark.eventLog.compress": "false",
+    })
+    records, valid_ids, malformed = json_events(1500, malformed_every=37)
+    harness.produce_input(records)
+
+    result = harness.run(fault=f"task_stall@{FAULT_BATCH}:0")
+    assert result.returncode == 0, result.log[-3000:]
+    assert f"EOS-FAULT fired: task_stall batch {FAULT_BATCH} partition 0" in result.log
+    assert_exactly_once(harness, valid_ids, malformed)
+    winner = [t for t in task_lines(result) if (t["batch_id"], t["partition"]) == (FAULT_BATCH, 0)]
+    assert len(winner) == 1 and winner[0]["attempt"] >= 1 and winner[0]["action"] == "produce", winner
+    # Spark 4 writes a rolling event log: a folder of event files.
+    started = [json.loads(line) for log in events.rglob("events_*") for line in log.read_text().splitlines()
+               if '"SparkListenerTaskStart"' in line]
+    speculative = [e["Task Info"] for e in started if e["Task Info"]["Speculative"]]
+    assert speculative, "Spark launched no speculative task"
+    assert {e["Task Info"]["Host"] for e in started} == {"127.0.0.1", "localhost"}
