@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
+from airflow_provider_eos.core.checkpoint.reader import EOS_FOLDER
 from airflow_provider_eos.core.errors import CheckpointError
 from airflow_provider_eos.core.model import FrozenModel
 from airflow_provider_eos.core.spec.model import Writers
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["WRITERS_RECORD", "WritersChoice", "parse_writers_record", "record_writers_choice"]
 
 #: Where the choice lives, relative to the checkpoint root.
-WRITERS_RECORD = ("eos", "writers.json")
+WRITERS_RECORD = (EOS_FOLDER, "writers.json")
 
 
 class WritersChoice(FrozenModel):

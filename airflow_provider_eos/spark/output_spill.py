@@ -35,7 +35,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from airflow_provider_eos.core.checkpoint import CheckpointReader
+from airflow_provider_eos.core.checkpoint import EOS_FOLDER, CheckpointReader
 from airflow_provider_eos.core.errors import SinkError
 from airflow_provider_eos.spark.record_producer import dead_letters, output_frame
 from airflow_provider_eos.spark.task_faults import TaskFaultPoint, TaskFaults
@@ -51,7 +51,7 @@ __all__ = ["SPILL_FOLDER", "OutputSpill", "SpillTask", "SpilledPart", "read_spil
 log = logging.getLogger("airflow_provider_eos.sink")
 
 #: Under the checkpoint root; Spark ignores folders it does not own there (as ``eos/writers.json``).
-SPILL_FOLDER = ("eos", "spill")
+SPILL_FOLDER = (EOS_FOLDER, "spill")
 
 #: What each task returns: one row per Spark partition.
 _RESULT_SCHEMA = "spark_partition int, attempt int, file string, rows long, dead long, bytes long"

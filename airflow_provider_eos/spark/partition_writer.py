@@ -141,7 +141,7 @@ class PartitionWriteTask:
         writer = clients.producer(spec.partition_transactional_id(tp.topic, tp.partition))
         stats = TaskStats(self.batch_id, input_range.spark_partition, attempt, tp.topic, tp.partition, "produce")
         clock = Stopwatch()
-        offsets = {tp: offsets_to_commit(self.query_id, self.batch_id, self.end)[tp]}
+        offsets = offsets_to_commit(self.query_id, self.batch_id, {tp: self.end[tp]})
         if writer.last_committed_batch is not None and writer.last_committed_batch != self.batch_id - 1:
             # Another worker wrote this partition since (Spark does not pin partitions to workers):
             # the cached producer is fenced for sure, so start afresh instead of asking the broker.

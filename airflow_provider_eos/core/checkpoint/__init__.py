@@ -14,10 +14,11 @@ from airflow_provider_eos.core.checkpoint.formats import (
     MAX_INITIAL_OFFSETS_VERSION,
     MAX_OFFSETS_VERSION,
 )
-from airflow_provider_eos.core.checkpoint.reader import CheckpointReader, normalize_location
+from airflow_provider_eos.core.checkpoint.reader import EOS_FOLDER, CheckpointReader, normalize_location
 from airflow_provider_eos.core.checkpoint.snapshot import CheckpointSnapshot
 
 __all__ = [
+    "EOS_FOLDER",
     "MAX_COMMITS_VERSION",
     "MAX_INITIAL_OFFSETS_VERSION",
     "MAX_OFFSETS_VERSION",

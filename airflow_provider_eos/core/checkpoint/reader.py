@@ -35,7 +35,11 @@ from airflow_provider_eos.core.topic_partition import OffsetMap, TopicPartition
 if TYPE_CHECKING:
     from airflow_provider_eos.core.writers_choice import WritersChoice
 
-__all__ = ["CheckpointReader", "normalize_location"]
+__all__ = ["EOS_FOLDER", "CheckpointReader", "normalize_location"]
+
+#: The one folder of this package inside a Spark checkpoint (the writer record, the driver
+#: writer's spill); Spark ignores folders it does not own there.
+EOS_FOLDER = "eos"
 
 # Hadoop's s3a/s3n connectors and fsspec's s3fs address the same objects.
 _SCHEME_ALIASES = {"s3a://": "s3://", "s3n://": "s3://"}
