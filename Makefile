@@ -10,6 +10,9 @@ PYSPARK_PIN = $$(sed -n 's/^pyspark==//p' $(CONSTRAINTS))
 # pre-flight, health and recovery installs the package without extras.
 EXTRAS ?= spark,dev
 PYTEST_ARGS ?=
+# Two pytest workers (pytest-xdist), each with its own broker and Spark: much of the chaos suite
+# waits on timeouts, so two workers on two cores finish well before one. PYTEST_WORKERS=0 runs serially.
+PYTEST_WORKERS ?= 2
 
 .PHONY: install demo test lint bench constraints clean
 
@@ -32,7 +35,7 @@ lint: install
 	$(VENV)/bin/ruff check .
 
 test: lint
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --durations=30 $(PYTEST_ARGS)
 
 bench: install
 	$(PY) -m bench
