@@ -192,10 +192,12 @@ class PartitionWriteTask:
 
     def _check_rows(self, rows, input_range: InputRange) -> None:
         # Where the transform kept the source columns, every row must come from the task's partition.
+        import pyarrow.compute as pc
+
         names = rows.schema.names
         for column, expected in (("topic", input_range.topic), ("partition", input_range.partition)):
             if column in names:
-                found = set(rows.column(names.index(column)).to_pylist()) - {expected}
+                found = set(pc.unique(rows.column(names.index(column))).to_pylist()) - {expected}
                 if found:
                     raise ScanRangeMismatchError(
                         f"batch {self.batch_id}: Spark partition {input_range.spark_partition} reads "

@@ -91,12 +91,16 @@ def produce_rows(producer: Producer, spec: PipelineSpec, rows: pa.Table | pa.Rec
     """Hand every row (output or dead letter) to the producer; returns the two counts.
 
     Does not wait for delivery: the caller flushes once, before it sends the offsets. The loop is
-    the writers' per-record cost, so it calls ``produce`` directly and builds headers only for
-    rows that have them; the source columns are read only for dead letters.
+    the writers' per-record cost: rows without headers and dead letters (the common case) take a
+    loop of bare positional ``produce`` calls; the others build headers per row, and the source
+    columns are read only for dead letters.
     """
     names = rows.schema.names
     keys = rows.column(names.index("key")).to_pylist()
     values = rows.column(names.index("value")).to_pylist()
+    if "headers" not in names and not dead_letters(rows):
+        _produce_plain(producer, spec, keys, values)
+        return len(values), 0
     headers = rows.column(names.index("headers")).to_pylist() if "headers" in names else None
     reasons = rows.column(names.index(DLQ_REASON_COLUMN)).to_pylist() if DLQ_REASON_COLUMN in names else None
     origin: list[tuple[str, list]] | None = None
@@ -114,11 +118,27 @@ def produce_rows(producer: Producer, spec: PipelineSpec, rows: pa.Table | pa.Rec
                               *((f"eos.source.{c}", str(column[i]).encode()) for c, column in origin)]
         try:
             produce(topic, value=value, key=keys[i], headers=record_headers)
-        except BufferError:  # the local queue is full: serve delivery reports until it has room
-            send = partial(produce, topic, value=value, key=keys[i], headers=record_headers)
-            LOCAL_QUEUE_FULL.bounded(timeout_s=spec.transaction_timeout_ms / 1000).call(
-                send, what=f"produce to {topic!r}", sleep=producer.poll)
+        except BufferError:
+            _produce_when_queue_has_room(producer, spec, topic, value, keys[i], record_headers)
     return len(values) - dead, dead
+
+
+def _produce_plain(producer: Producer, spec: PipelineSpec, keys: list, values: list) -> None:
+    # Positional arguments: keyword parsing is a measurable share of a call this cheap.
+    topic, produce = spec.output_topic, producer.produce
+    for key, value in zip(keys, values, strict=True):
+        try:
+            produce(topic, value, key)
+        except BufferError:
+            _produce_when_queue_has_room(producer, spec, topic, value, key, None)
+
+
+def _produce_when_queue_has_room(producer: Producer, spec: PipelineSpec, topic: str, value: bytes | None,
+                                 key: bytes | None, headers: list | None) -> None:
+    # The local queue is full: serve delivery reports until it has room, within the transaction's time.
+    send = partial(producer.produce, topic, value=value, key=key, headers=headers)
+    LOCAL_QUEUE_FULL.bounded(timeout_s=spec.transaction_timeout_ms / 1000).call(
+        send, what=f"produce to {topic!r}", sleep=producer.poll)
 
 
 def kafka_failure(exc: KafkaException | RetryExhaustedError, *, outlived_timeout: bool) -> KafkaFailure:

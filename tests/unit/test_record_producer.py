@@ -58,3 +58,12 @@ def test_dead_letters_without_a_dlq_topic_are_refused_naming_the_fix() -> None:
         require_dlq_topic(_spec(dlq=None), 2)
     assert "2 dead-letter row(s)" in raised.value.message and "dlq_topic" in raised.value.fix
     require_dlq_topic(_spec(dlq=None), 0)
+
+
+def test_plain_rows_keep_their_order_and_survive_a_full_queue() -> None:
+    # No headers and no dead letter (a dlq_reason column that is all null included): the plain loop.
+    producer = RecordingProducer(full_once=True)
+    rows = pa.table({"key": [b"k1", None, b"k3"], "value": [b"1", b"2", None],
+                     "dlq_reason": pa.array([None, None, None], pa.string())})
+    assert produce_rows(producer, _spec(), rows) == (3, 0)
+    assert producer.sent == [("out", b"k1", b"1", None), ("out", None, b"2", None), ("out", b"k3", None, None)]
