@@ -1,7 +1,8 @@
 """``python -m bench [--quick] [--only NAME ...]``: run the benchmarks on one broker and write the results.
 
-Benchmarks (in this order): scale, throughput, control (the executor writers' control-record
-cost), memory, profile, latency, recovery. The broker is
+Benchmarks (in this order): scale, throughput, cluster (the executor writers on one and two
+workers of a standalone cluster), control (the executor writers' control-record cost), memory,
+profile, latency, recovery. The broker is
 started in a temporary folder and always stopped; every job subprocess is killed on the way out.
 Full runs write ``bench/results/<date>.{json,md,png}`` and ``LATEST.md``; ``--quick`` and
 ``--only`` runs write ``<date>-quick.*`` / ``<date>-<names>.*`` and leave ``LATEST.md`` alone.
@@ -28,7 +29,7 @@ from typing import Any
 
 from bench.common import kill_tracked, log
 
-BENCHES = ("scale", "throughput", "control", "memory", "profile", "latency", "recovery")
+BENCHES = ("scale", "throughput", "cluster", "control", "memory", "profile", "latency", "recovery")
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -115,7 +116,7 @@ def _collect_loads(node: Any, found: list[float]) -> list[float]:
 
 def run_benches(selected: list[str], config: Config, work_dir: Path, results: dict[str, Any]) -> None:
     from airflow_provider_eos.devstack.broker import LocalKafka
-    from bench import control_records, latency, memory, profile_sink, recovery, scale, throughput
+    from bench import cluster, control_records, latency, memory, profile_sink, recovery, scale, throughput
 
     kafka = LocalKafka(work_dir / "kafka")
     try:
@@ -152,6 +153,14 @@ def run_benches(selected: list[str], config: Config, work_dir: Path, results: di
                 return result
 
             guarded("throughput", do_throughput)
+        if "cluster" in selected:
+            def do_cluster() -> dict[str, Any]:
+                nonlocal data
+                data = data or throughput.prepare_input(bootstrap, config.records)
+                return cluster.run(bootstrap, work_dir, data=data, batch=config.batch,
+                                   repetitions=config.repetitions)
+
+            guarded("cluster", do_cluster)
         if "control" in selected:
             guarded("control", lambda: control_records.run(
                 bootstrap, work_dir, records=config.control_records, batches=config.control_batches,

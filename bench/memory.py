@@ -2,9 +2,14 @@
 
 Issue 10: the driver writer's driver RSS for a batch of 1,000,000 records must be within 20% of
 that for 100,000. "Driver" is both processes of the submission's driver: the Python driver
-(``eos_job.py``, where the sink runs) and spark-submit's JVM (which in ``local[2]`` also runs the
-executors, so the JVM figure includes Spark's own reading and the tasks' Arrow conversion). Each
-is reported separately and as their sum.
+(``eos_job.py``, where the sink runs) and spark-submit's JVM. Each is reported separately and as
+their sum, on two masters:
+
+* a Spark standalone cluster (two one-core workers, started by the bench, client deploy mode):
+  the executors run in the workers' JVMs, so the figures are the driver's alone. The target is
+  judged here: it is what a cluster's driver host must hold;
+* ``local[2]``: the driver JVM also hosts the executors, so its figure includes Spark's own
+  reading and the tasks' Arrow conversion and spill, which grow with the batch under any writer.
 
 For each batch size an input topic holds exactly that many records and the spec's
 ``max_offsets_per_trigger`` is that size, so the available-now job runs one batch of it (Spark's
@@ -25,6 +30,7 @@ import yaml
 
 from bench.common import (
     AT_LEAST_ONCE,
+    DEFAULT_MASTER,
     EXACTLY_ONCE,
     Job,
     bench_record,
@@ -59,14 +65,14 @@ def _input(bootstrap: str, count: int) -> tuple[str, int]:
 
 
 def _one_job(bootstrap: str, work_dir: Path, source: str, batch: int, label: str, mode: str,
-             writers: str) -> dict[str, Any]:
+             writers: str, master: str) -> dict[str, Any]:
     name = unique(f"mem-{label[:4]}-{batch}")
     output = create_topics(bootstrap, [f"{name}-out"], PARTITIONS)[0]
     spec, spec_file = write_spec(work_dir, bootstrap, name=name, input_topics=[source], output_topic=output,
                                  max_offsets_per_trigger=batch, transaction_timeout_ms=180_000)
     spec_file.write_text(yaml.safe_dump(spec.with_overrides(writers=writers).to_dict()))
     load = loadavg()
-    job = Job(spec_file, mode, work_dir / name / "job.log").start(sample_memory=True)
+    job = Job(spec_file, mode, work_dir / name / "job.log", master=master).start(sample_memory=True)
     code = job.wait(1800)
     progress = [p for _, p in job.progress()]
     batches = [p for _, p in job.tagged("EOS-BATCH")]
@@ -79,11 +85,11 @@ def _one_job(bootstrap: str, work_dir: Path, source: str, batch: int, label: str
     if "driver_python" in peaks and "jvm" in peaks:
         peaks["total"] = round(peaks["driver_python"] + peaks["jvm"], 1)
     run = {"peak_rss_mb": peaks, "batch_ms": progress[0].get("batch_ms"), "loadavg_before": load,
-           "batch_rows": [p.get("rows_in") for p in progress], "writers": writers}
+           "batch_rows": [p.get("rows_in") for p in progress], "writers": writers, "master": master}
     if mode == EXACTLY_ONCE:
         run["sink_ms"] = {k: progress[0].get(k) for k in ("collect_ms", "produce_ms", "commit_ms")}
         run["sink_extra"] = batches[0].get("extra") if batches else None
-    log(f"memory {label}, one batch of {batch:,}: peak RSS {peaks}, batch {run['batch_ms']} ms")
+    log(f"memory {label} on {master}, one batch of {batch:,}: peak RSS {peaks}, batch {run['batch_ms']} ms")
     return run
 
 
@@ -93,22 +99,34 @@ def _growth(small: dict[str, Any], large: dict[str, Any]) -> dict[str, float]:
             if a.get(role) and b.get(role)}
 
 
-def run(bootstrap: str, work_dir: Path, *, batch: int) -> dict[str, Any]:
+def run(bootstrap: str, work_dir: Path, *, batch: int, cluster_workers: int = 2) -> dict[str, Any]:
+    """Both masters, each writer, both sizes; ``writers`` holds the cluster's figures (the target's basis)."""
+    from airflow_provider_eos.devstack.spark_cluster import SparkCluster
+
     sizes = (batch, batch * SCALE)
     result: dict[str, Any] = {"batch_records": batch, "sizes": list(sizes), "partitions": PARTITIONS,
-                              "max_growth": MAX_GROWTH, "writers": {}}
-    for size in sizes:
-        source, size_bytes = _input(bootstrap, size)
-        result.setdefault("batch_bytes_by_size", {})[str(size)] = size_bytes
-        if size == batch:
-            result["batch_bytes"] = size_bytes
-        for label, mode, writers in RUNS:
-            measured = _one_job(bootstrap, work_dir, source, size, label, mode, writers)
-            result["writers"].setdefault(label, {})[str(size)] = measured
-        delete_topics(bootstrap, [source])
-    for label, by_size in result["writers"].items():
-        by_size["growth"] = _growth(by_size[str(sizes[0])], by_size[str(sizes[1])])
-        log(f"memory {label}: driver RSS {sizes[1]:,} / {sizes[0]:,} records = {by_size['growth']}")
+                              "max_growth": MAX_GROWTH, "cluster_workers": cluster_workers,
+                              "writers": {}, "local_writers": {}}
+    cluster = SparkCluster(work_dir / "memory-spark-cluster")
+    try:
+        masters = {"writers": cluster.up(workers=cluster_workers).master_url, "local_writers": DEFAULT_MASTER}
+        result["masters"] = masters
+        for size in sizes:
+            source, size_bytes = _input(bootstrap, size)
+            result.setdefault("batch_bytes_by_size", {})[str(size)] = size_bytes
+            if size == batch:
+                result["batch_bytes"] = size_bytes
+            for key, master in masters.items():
+                for label, mode, writers in RUNS:
+                    measured = _one_job(bootstrap, work_dir, source, size, label, mode, writers, master)
+                    result[key].setdefault(label, {})[str(size)] = measured
+            delete_topics(bootstrap, [source])
+    finally:
+        cluster.down()
+    for key in ("writers", "local_writers"):
+        for label, by_size in result[key].items():
+            by_size["growth"] = _growth(by_size[str(sizes[0])], by_size[str(sizes[1])])
+            log(f"memory {label} ({key}): driver RSS {sizes[1]:,} / {sizes[0]:,} records = {by_size['growth']}")
     driver_total = result["writers"]["driver"]["growth"].get("total")
     result["driver_writer_within_bound"] = driver_total is not None and driver_total <= MAX_GROWTH
     # The report's table (one batch of `batch`): the driver writer and the at-least-once baseline.
@@ -117,12 +135,10 @@ def run(bootstrap: str, work_dir: Path, *, batch: int) -> dict[str, Any]:
     return result
 
 
-def markdown(result: dict[str, Any]) -> list[str]:
-    """The scaling table of :func:`run`'s result, for the bench report."""
-    small, large = result["sizes"]
+def _table(by_writer: dict[str, Any], small: int, large: int) -> list[str]:
     out = ["| writer | records per batch | Python driver MB | driver JVM MB | sum MB | batch ms | load 1m |",
            "|---|---|---|---|---|---|---|"]
-    for label, by_size in result["writers"].items():
+    for label, by_size in by_writer.items():
         for size in (small, large):
             r = by_size[str(size)]
             peaks = r["peak_rss_mb"]
@@ -131,8 +147,25 @@ def markdown(result: dict[str, Any]) -> list[str]:
         g = by_size["growth"]
         out.append(f"| {label} | {large:,} / {small:,} | {g.get('driver_python', '-')}x | {g.get('jvm', '-')}x | "
                    f"{g.get('total', '-')}x | | |")
+    return out
+
+
+def markdown(result: dict[str, Any]) -> list[str]:
+    """The scaling tables of :func:`run`'s result, for the bench report."""
+    small, large = result["sizes"]
+    masters = result.get("masters") or {}
+    out = []
+    if masters:
+        out += [f"On a standalone cluster ({masters['writers']}, {result['cluster_workers']} one-core workers, "
+                "client deploy mode): the driver's own processes, the executors run in the workers.", ""]
+    out += _table(result["writers"], small, large)
+    if result.get("local_writers"):
+        out += ["", f"On `{masters.get('local_writers', DEFAULT_MASTER)}`: the driver JVM also hosts the executors "
+                "(Spark's reading, the tasks' Arrow conversion and spill), so it grows with the batch under every "
+                "writer, at-least-once included.", "", *_table(result["local_writers"], small, large)]
     verdict = "met" if result["driver_writer_within_bound"] else "missed"
     out += ["", f"Target (issue 10): the driver writer's driver RSS (Python + JVM) at {large:,} records within "
-            f"{(result['max_growth'] - 1) * 100:.0f}% of that at {small:,}: {verdict} "
+            f"{(result['max_growth'] - 1) * 100:.0f}% of that at {small:,}"
+            + (" on the cluster" if masters else "") + f": {verdict} "
             f"({result['writers']['driver']['growth'].get('total')}x)."]
     return out

@@ -242,6 +242,10 @@ def markdown(results: dict[str, Any]) -> str:
                        f"{_mmm(live['evaluate_ms'], '{:,.1f}')} | |")
         out.append("")
 
+    if (results.get("cluster") or {}).get("modes"):
+        from bench.cluster import markdown as cluster_markdown
+
+        out += ["## Executor writers on a standalone cluster", "", *cluster_markdown(results["cluster"]), ""]
     mem = results.get("memory")
     if mem and "sizes" in mem:
         out += ["## Memory", "", *_memory_by_size(mem), ""]
@@ -470,8 +474,9 @@ def analyze(results: dict[str, Any]) -> list[str]:
         t = targets["memory"]
         growth = {label: (by_size.get("growth") or {}).get("total") for label, by_size in mem["writers"].items()}
         notes.append(f"- **driver RSS {t['measured']} for the driver writer ({'pass' if t['pass'] else 'miss'}).** "
-                     "Growth of the driver's RSS (Python + JVM) from one batch of "
-                     f"{mem['sizes'][0]:,} records to one of {mem['sizes'][1]:,}: "
+                     "Growth of the driver's RSS (Python + JVM"
+                     + (", on a standalone cluster: the executors run in the workers" if mem.get("masters") else "")
+                     + f") from one batch of {mem['sizes'][0]:,} records to one of {mem['sizes'][1]:,}: "
                      + ", ".join(f"{k} {v}x" for k, v in growth.items() if v is not None) + ".")
     elif (mem.get("exactly-once") or {}).get("peak_rss_mb") and (mem.get("at-least-once") or {}).get("peak_rss_mb"):
         e, b = mem["exactly-once"]["peak_rss_mb"], mem["at-least-once"]["peak_rss_mb"]

@@ -147,18 +147,23 @@ def sink_figures(job: Job, progress: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def job_run(bootstrap: str, work_dir: Path, data: ThroughputInput, key: str, batch: int, rep: int,
-            timeout_s: float) -> dict[str, Any]:
-    """One Spark mode (``b@2``, ``c_e@1``...) over the whole input topic, fresh checkpoint/group/output."""
+            timeout_s: float, *, master: str | None = None, spark_conf: dict[str, str] | None = None) -> dict[str, Any]:
+    """One Spark mode (``b@2``, ``c_e@1``...) over the whole input topic, fresh checkpoint/group/output.
+
+    The number after ``@`` is the local cores (``local[N]``) unless ``master`` names another master,
+    whose share the caller sets in ``spark_conf`` (e.g. ``spark.cores.max`` on a standalone cluster).
+    """
     letter, cores = split_key(key)
     mode, writers = JOB_MODES[letter]
+    master = master or f"local[{cores}]"
     name = unique(f"tp-{letter.replace('_', '')}{cores}-{rep}")
     output = f"{name}-out"
     if mode != NOOP:
         create_topics(bootstrap, [output], PARTITIONS)
     _, spec_file = write_spec(work_dir, bootstrap, name=name, input_topics=[data.topic], output_topic=output,
-                              max_offsets_per_trigger=batch, writers=writers)
+                              max_offsets_per_trigger=batch, writers=writers, spark_conf=spark_conf)
     load = loadavg()
-    job = Job(spec_file, mode, work_dir / name / "job.log", master=f"local[{cores}]").start(sample_memory=True)
+    job = Job(spec_file, mode, work_dir / name / "job.log", master=master).start(sample_memory=True)
     returncode = job.wait(timeout_s)
     wall = time.time() - job.started_at
     progress = job.progress()
@@ -176,7 +181,7 @@ def job_run(bootstrap: str, work_dir: Path, data: ThroughputInput, key: str, bat
         "process_wall_s": round(wall, 1), "batches": len(progress), "records": rows_in,
         "batch_ms": summarize([p.get("batch_ms") or 0 for _, p in progress], 0),
         "peak_rss_mb": job.memory.peaks_mb() if job.memory else {}, "loadavg_before": load,
-        "master": f"local[{cores}]", "writers": writers if mode == EXACTLY_ONCE else None,
+        "master": master, "writers": writers if mode == EXACTLY_ONCE else None,
     }
     if mode == NOOP:
         return result

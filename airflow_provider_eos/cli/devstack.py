@@ -1,7 +1,9 @@
 """The local development commands: ``eos devstack``, ``eos jars``, ``eos run`` and ``eos demo``.
 
-``devstack status`` exits 1 when the broker does not run (a finding: start it), like every
-command's exit codes (:class:`~airflow_provider_eos.cli.output.ExitCode`).
+``devstack up --spark-workers N`` starts a Spark standalone cluster beside the broker, in the same
+state folder. ``devstack status`` exits 1 when the broker does not run or a recorded cluster is
+not fully up (a finding: start it), like every command's exit codes
+(:class:`~airflow_provider_eos.cli.output.ExitCode`).
 """
 
 from __future__ import annotations
@@ -15,34 +17,66 @@ __all__ = ["register"]
 
 
 def _devstack_up(args: argparse.Namespace) -> int:
+    from airflow_provider_eos.core.errors import SparkClusterError
     from airflow_provider_eos.devstack.broker import LocalKafka
+    from airflow_provider_eos.devstack.spark_cluster import SparkCluster
+    from airflow_provider_eos.devstack.spark_cluster_state import check_worker_settings
 
-    info = LocalKafka(args.state_dir).up(transaction_max_timeout_ms=args.transaction_max_timeout_ms)
+    if args.spark_workers < 0:
+        raise SparkClusterError(f"--spark-workers must be 0 or more, got {args.spark_workers}.",
+                                fix="pass the number of Spark workers to start, e.g. 2 (0: none).")
+    if args.spark_workers:
+        check_worker_settings(args.spark_workers, 1, args.spark_worker_memory)  # before the broker starts
+    kafka = LocalKafka(args.state_dir)
+    spark = SparkCluster(kafka.state_dir)
+    if kafka.status() is None:
+        spark.down()  # starting the broker wipes its folder: a cluster recorded there would be orphaned
+    info = kafka.up(transaction_max_timeout_ms=args.transaction_max_timeout_ms)
     print(f"Kafka {info.bootstrap_servers} pid={info.pid} logs={info.log_file}")
+    if args.spark_workers:
+        cluster = spark.up(workers=args.spark_workers, worker_memory=args.spark_worker_memory)
+        print(f"Spark {cluster.master_url} ui={cluster.webui_url} workers={cluster.workers} "
+              f"pids={','.join(map(str, cluster.pids()))} logs={cluster.log_dir}")
+        print(f"spark.master={cluster.master_url}")
     print(f"bootstrap.servers={info.bootstrap_servers}")
     return ExitCode.OK
 
 
 def _devstack_down(args: argparse.Namespace) -> int:
     from airflow_provider_eos.devstack.broker import LocalKafka
+    from airflow_provider_eos.devstack.spark_cluster import SparkCluster
 
-    stopped = LocalKafka(args.state_dir).down()
+    kafka = LocalKafka(args.state_dir)
+    # The cluster first: the broker's down removes the whole folder, the cluster's state file with it.
+    if SparkCluster(kafka.state_dir).down():
+        print("spark cluster stopped")
+    stopped = kafka.down()
     print("stopped and removed" if stopped else "no devstack broker was running; state removed")
     return ExitCode.OK
 
 
 def _devstack_status(args: argparse.Namespace) -> int:
     from airflow_provider_eos.devstack.broker import LocalKafka
+    from airflow_provider_eos.devstack.spark_cluster import SparkCluster
 
     kafka = LocalKafka(args.state_dir)
     info = kafka.status()
+    spark = SparkCluster(kafka.state_dir).status()
     if info is None:
         print(f"not running (state dir {kafka.state_dir})")
+    else:
+        print(f"running pid={info.pid} logs={info.log_file} "
+              f"transaction.max.timeout.ms={info.transaction_max_timeout_ms}")
+    if spark is not None:
+        cluster = spark.info
+        health = "running" if spark.healthy else "degraded" if spark.master_running else "master not running"
+        print(f"spark {health} master={cluster.master_url} ui={cluster.webui_url} "
+              f"workers={spark.workers_alive}/{cluster.workers} alive logs={cluster.log_dir}")
+        print(f"spark.master={cluster.master_url}")
+    if info is None:
         return ExitCode.FINDING
-    print(f"running pid={info.pid} logs={info.log_file} "
-          f"transaction.max.timeout.ms={info.transaction_max_timeout_ms}")
     print(f"bootstrap.servers={info.bootstrap_servers}")
-    return ExitCode.OK
+    return ExitCode.OK if spark is None or spark.healthy else ExitCode.FINDING
 
 
 def _jars(args: argparse.Namespace) -> int:
@@ -73,7 +107,8 @@ def _run(args: argparse.Namespace) -> int:
     spec_file = Path(args.spec).resolve()
     spec = PipelineSpec.load(spec_file)
     with tempfile.TemporaryDirectory(prefix="eos-run-") as work_dir:
-        plan = plan_submit(spec_file, spec, mode=args.mode or spec.mode, work_dir=Path(work_dir))
+        plan = plan_submit(spec_file, spec, mode=args.mode or spec.mode, work_dir=Path(work_dir),
+                           python_environment=args.environment)
         command = plan.command(spark_submit_executable(), args.master)
         print(" ".join(command), file=sys.stderr)
         pid_file = Path(work_dir) / "driver.pid"
@@ -100,21 +135,30 @@ def register(commands: argparse._SubParsersAction) -> None:
     from airflow_provider_eos.core.spec import Mode
     from airflow_provider_eos.spark.noop_sink import BENCH_NOOP_MODE
 
-    devstack = commands.add_parser("devstack", help="a local single-node Kafka (KRaft) for development")
+    devstack = commands.add_parser(
+        "devstack", help="a local single-node Kafka (KRaft) and, if asked, a Spark standalone cluster for development"
+    )
     devstack_commands = devstack.add_subparsers(dest="devstack_command", required=True)
     for name, handler, help_text in (
-        ("up", _devstack_up, "start the broker (idempotent) and print bootstrap.servers last"),
-        ("down", _devstack_down, "stop the broker and remove its data"),
-        ("status", _devstack_status, "say whether the broker runs and where (exit 1: it does not)"),
+        ("up", _devstack_up, "start the broker and any Spark cluster (idempotent); print bootstrap.servers last"),
+        ("down", _devstack_down, "stop the broker and the Spark cluster and remove their data"),
+        ("status", _devstack_status, "say whether the broker and the cluster run and where (exit 1: not all do)"),
     ):
         sub = devstack_commands.add_parser(name, help=help_text)
-        sub.add_argument("--state-dir", default=None, help="folder of the broker (default $EOS_HOME/devstack)")
+        sub.add_argument("--state-dir", default=None,
+                         help="folder of the broker and the cluster (default $EOS_HOME/devstack)")
         sub.set_defaults(handler=handler)
         if name == "up":
             sub.add_argument(
                 "--transaction-max-timeout-ms", type=int, default=900_000,
                 help="broker transaction.max.timeout.ms (default 900000, Kafka's default)",
             )
+            sub.add_argument(
+                "--spark-workers", type=int, default=0, metavar="N",
+                help="also start a Spark standalone master and N workers of one core each (default 0: none); "
+                "prints spark.master=spark://... before the last line",
+            )
+            sub.add_argument("--spark-worker-memory", default="1g", help="memory of each Spark worker (default 1g)")
 
     jars = commands.add_parser("jars", help="resolve (if needed) and print the jars directories")
     jars.set_defaults(handler=_jars)
@@ -122,6 +166,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     run = commands.add_parser("run", help="run a pipeline's Spark job through spark-submit")
     add_spec_argument(run)
     run.add_argument("--master", default="local[2]", help="Spark master URL (default local[2])")
+    run.add_argument("--environment", default=None, metavar="ARCHIVE",
+                     help="packed Python environment (`eos package`) for the executors; replaces the spec's")
     run.add_argument("--mode", choices=[*(mode.value for mode in Mode), BENCH_NOOP_MODE], default=None,
                      help="sink mode; at-least-once is Spark's built-in writer, for baselines only; "
                      f"{BENCH_NOOP_MODE} is benchmark only: reads and transforms, writes nothing, "

@@ -24,6 +24,14 @@ class DevstackError(EosError):
     """The local Kafka broker could not be started, reached or stopped."""
 
 
+class SparkClusterError(DevstackError):
+    """The devstack's Spark standalone cluster could not be started or stopped; names the log file to read."""
+
+
+class YarnClusterError(DevstackError):
+    """The devstack's Hadoop MiniCluster (HDFS + YARN) could not be started or stopped; names the log file to read."""
+
+
 class SpecError(EosError):
     """The pipeline spec is invalid; the message names the field."""
 
@@ -117,3 +125,11 @@ class UnknownProducerIdError(SinkError):
 
 class SinkKafkaError(SinkError):
     """Any other Kafka error of the sink; the message carries the broker's code and text."""
+
+
+class SubmissionError(EosError):
+    """spark-submit cannot be planned from what was given (a connector jar, a packed environment); names the value."""
+
+
+class JobEnvironmentError(EosError):
+    """The job's packed Python environment (``eos package``) could not be built; names the step, its log and the fix."""

@@ -70,12 +70,19 @@ def pyspark_jars_dir() -> Path:
     return jars
 
 
-def _resolve(pom_name: str, target: Path, properties: dict[str, str]) -> Path:
+def _resolve(pom_name: str, target: Path, properties: dict[str, str], *, resolve: bool = True) -> Path:
     pom = _MAVEN_DIR / pom_name
     fingerprint = hashlib.sha256(pom.read_bytes() + repr(sorted(properties.items())).encode()).hexdigest()
     stamp = target / _STAMP
     if stamp.exists() and stamp.read_text().strip() == fingerprint:
         return target
+    if not resolve:
+        raise PrerequisiteError(
+            f"the jars of {pom_name} with {properties} are not resolved in {target}, and resolving them with Maven "
+            "at task time was not asked for",
+            fix="run `eos jars` once on this machine, or set the spec's connector (jars by path or URL, "
+            "or Maven packages that spark-submit resolves)",
+        )
     mvn = require_tool("mvn", "install Apache Maven 3.8+ (Debian: `apt-get install maven`).")
     require_java()
     build_dir = eos_home() / "maven-build" / pom.stem
@@ -107,25 +114,32 @@ def kafka_jars_dir() -> Path:
     )
 
 
-def spark_kafka_jars_dir() -> Path:
-    """``spark-sql-kafka-0-10_2.13`` of exactly the installed PySpark version, with its runtime jars."""
+def spark_kafka_jars_dir(*, resolve: bool = True) -> Path:
+    """``spark-sql-kafka-0-10_2.13`` of exactly the installed PySpark version, with its runtime jars.
+
+    :param resolve: run Maven if they are not resolved yet; ``False`` raises instead.
+    """
     version = pyspark_version()
     return _resolve(
-        "spark-kafka-pom.xml", eos_home() / "jars" / f"spark-kafka-{version}", {"spark.version": version}
+        "spark-kafka-pom.xml", eos_home() / "jars" / f"spark-kafka-{version}", {"spark.version": version},
+        resolve=resolve,
     )
 
 
-def spark_connector_jars() -> list[Path]:
+def spark_connector_jars(*, resolve: bool = True) -> list[Path]:
     """The connector jars to pass to Spark, minus artifacts PySpark already ships.
 
     Duplicates of Spark's own jars (hadoop-client, scala-library, slf4j) on the classpath in a
     different version are a classic source of ``NoSuchMethodError``; Spark's copies win.
+
+    :param resolve: run Maven if they are not resolved yet; ``False`` (spark-submit at task time)
+        raises a :class:`PrerequisiteError` that says how to resolve them instead.
     """
     bundled = {
         m.group("artifact") for j in pyspark_jars_dir().glob("*.jar") if (m := _ARTIFACT_NAME.match(j.name))
     }
     selected = []
-    for jar in sorted(spark_kafka_jars_dir().glob("*.jar")):
+    for jar in sorted(spark_kafka_jars_dir(resolve=resolve).glob("*.jar")):
         match = _ARTIFACT_NAME.match(jar.name)
         if match is None or match.group("artifact") not in bundled:
             selected.append(jar)

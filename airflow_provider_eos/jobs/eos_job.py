@@ -1,4 +1,9 @@
-"""spark-submit entry point: ``eos_job.py --spec FILE [--mode exactly-once|at-least-once|noop]`` (noop: bench only)."""
+"""spark-submit entry point: ``eos_job.py --spec FILE [--mode exactly-once|at-least-once|noop]`` (noop: bench only).
+
+``--spec`` is a path where the driver runs, or the base name of a spec shipped with ``--files``:
+in cluster deploy mode the cluster puts it in the driver's working folder (YARN) or Spark's
+files folder (:class:`pyspark.SparkFiles`, once the session is up).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,22 @@ import argparse
 import logging
 import os
 import sys
+from pathlib import Path
+
+
+def local_spec_file(given: str) -> Path | None:
+    """Where the driver finds the spec before Spark starts; ``None``: a shipped one, ask SparkFiles.
+
+    An absolute path is the file (loading names it if it is missing); a bare name is looked up in
+    the working folder, where YARN puts ``--files`` of a cluster-mode driver.
+    """
+    path = Path(given)
+    if path.is_absolute():
+        return path
+    for candidate in (path, Path.cwd() / path.name):
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,18 +50,24 @@ def main(argv: list[str] | None = None) -> int:
     from airflow_provider_eos.core.spec import PipelineSpec
     from airflow_provider_eos.spark.job import run_pipeline
 
-    try:
-        spec = PipelineSpec.load(args.spec)
-    except EosError as exc:
-        logging.getLogger("airflow_provider_eos.job").error("EOS-ERROR %s", exc)
-        return 2
     if pid_file := os.environ.get("EOS_DRIVER_PID_FILE"):
         # `eos run` forwards SIGTERM here, to the driver that can stop between batches.
         with open(pid_file, "w") as out:
             out.write(str(os.getpid()))
-    spark = SparkSession.builder.appName(f"eos-{spec.name}").getOrCreate()
+    found = local_spec_file(args.spec)
+    try:
+        spec = PipelineSpec.load(found) if found else None
+    except EosError as exc:
+        logging.getLogger("airflow_provider_eos.job").error("EOS-ERROR %s", exc)
+        return 2
+    builder = SparkSession.builder
+    spark = (builder.appName(f"eos-{spec.name}") if spec else builder).getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     try:
+        if spec is None:
+            from pyspark import SparkFiles
+
+            spec = PipelineSpec.load(SparkFiles.get(Path(args.spec).name))
         mode = args.mode or spec.mode
         return run_pipeline(spark, spec, mode if mode == BENCH_NOOP_MODE else Mode(mode))
     except EosError as exc:

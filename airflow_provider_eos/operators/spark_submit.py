@@ -1,18 +1,24 @@
 """Submit a pipeline's Spark job with the Spark provider's ``SparkSubmitOperator``.
 
-The application, jars, py-files and conf all come from the pipeline spec through
-:mod:`airflow_provider_eos.spark.submit_command`, the same plan ``eos run`` uses, so the DAG
-and the terminal submit the same job. The connection is the Spark provider's ``spark``
+The application, jars, py-files, files, archives and conf all come from the pipeline spec
+through :mod:`airflow_provider_eos.spark.submit_command`, the same plan ``eos run`` uses, so
+the DAG and the terminal submit the same job. The connection is the Spark provider's ``spark``
 connection (master, deploy mode, queue). Client deploy mode is what is tested; in cluster deploy
-mode the recovery branch cannot observe the driver and refuses to act on its own.
+mode the spec travels with ``--files`` and the recovery branch cannot observe the driver and
+refuses to act on its own.
+
+Connection secrets reach the job only inside the spec file the operator writes: mode 0600 in a
+private (0700) temporary folder, removed when the task ends; never on the command line, in the
+log, in XCom or in a rendered template field.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,12 +28,32 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_eos.core.driver import DRIVER_TOKEN_ENV, DRIVER_XCOM_KEY, DriverHandle, driver_token
 from airflow_provider_eos.core.errors import EosError
+from airflow_provider_eos.core.spec import PipelineSpec
+from airflow_provider_eos.core.spec.submission import Connector, parse_connector
 from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
 from airflow_provider_eos.spark.driver_processes import this_host
 from airflow_provider_eos.spark.submit_command import plan_submit, spark_submit_executable
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
+
+
+def write_private_spec(spec: PipelineSpec, folder: Path) -> Path:
+    """Write ``spec`` (connection secrets included) as ``folder/spec.yaml``, readable only by this user.
+
+    The file is created with mode 0600 before anything is written to it; ``folder`` should be private too.
+    """
+    spec_file = folder / "spec.yaml"
+    descriptor = os.open(spec_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as out:
+        out.write(yaml.safe_dump(spec.to_dict()))
+    return spec_file
+
+
+def _joined(planned: Sequence[object], given: str | None) -> str | None:
+    """The plan's entries, then what the DAG author passed to SparkSubmitOperator, comma-separated."""
+    entries = [*map(str, planned), *([given] if given else [])]
+    return ",".join(entries) or None
 
 
 class EosSparkSubmitOperator(SparkSubmitOperator):
@@ -45,11 +71,17 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         (templated)
     :param kafka_conn_id: an Airflow ``kafka`` connection whose settings replace the spec's
         connection settings; the job then reads a private copy of the spec with them. (templated)
+    :param python_environment: a packed Python environment (``eos package``), a path on this
+        worker or a URL; replaces the spec's ``python_environment``. (templated)
+    :param connector: how Spark's Kafka connector reaches the cluster, replacing the spec's
+        ``connector``: ``{"jars": [...]}`` (paths or URLs) or ``{"packages": [...], "repositories": [...]}``.
     :param conn_id: the Spark provider's ``spark`` connection (master URL, deploy mode).
     :param kwargs: anything else :class:`SparkSubmitOperator` accepts (``executor_memory``, ...).
     """
 
-    template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "spec_path", "mode", "kafka_conn_id")
+    template_fields: Sequence[str] = (
+        *SparkSubmitOperator.template_fields, "spec_path", "mode", "kafka_conn_id", "python_environment",
+    )
     ui_color = "#f4c47a"
 
     def __init__(
@@ -58,6 +90,8 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         spec_path: str,
         mode: str | None = None,
         kafka_conn_id: str | None = None,
+        python_environment: str | None = None,
+        connector: Connector | Mapping[str, Any] | None = None,
         conn_id: str = "spark_default",
         **kwargs: Any,
     ) -> None:
@@ -66,32 +100,39 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         self.spec_path = spec_path
         self.mode = mode
         self.kafka_conn_id = kafka_conn_id
+        self.python_environment = python_environment
+        # Validated when the DAG is parsed: a typo fails the parse, naming the value.
+        self.connector = parse_connector(connector, where=f"{type(self).__name__} argument connector")
 
     def execute(self, context: Context) -> None:
+        # mkdtemp: a folder only this user can enter (0700), so the spec copy below is private twice.
         work_dir = Path(tempfile.mkdtemp(prefix="eos-submit-"))
         try:
             try:
                 spec = load_pipeline_spec(self.spec_path, self.kafka_conn_id)
                 spec_file = Path(self.spec_path).resolve()
                 if self.kafka_conn_id:
-                    spec_file = work_dir / "spec.yaml"
-                    spec_file.touch(mode=0o600)
-                    spec_file.write_text(yaml.safe_dump(spec.to_dict()))
+                    spec_file = write_private_spec(spec, work_dir)
                 mode = self.mode or spec.mode
-                plan = plan_submit(spec_file, spec, mode=mode, work_dir=work_dir)
+                deploy_mode = self._get_hook()._connection["deploy_mode"]
+                plan = plan_submit(spec_file, spec, mode=mode, work_dir=work_dir, deploy_mode=deploy_mode,
+                                   python_environment=self.python_environment, connector=self.connector)
             except EosError as err:
                 raise AirflowFailException(str(err)) from err
             self.application = str(plan.application)
             self.application_args = plan.application_args
-            self.jars = ",".join(map(str, plan.jars))
-            self.py_files = ",".join(map(str, plan.py_files))
+            self.jars = _joined(plan.jars, self.jars)
+            self.py_files = _joined(plan.py_files, self.py_files)
+            self.files = _joined(plan.files, self.files)
+            self._archives = _joined(plan.archives, self._archives)
             self.conf = {**plan.conf, **(self.conf or {})}
             self.env_vars = {**plan.environment(), **(self.env_vars or {})}
             self.name = f"eos-{spec.name}"
             # PySpark's own spark-submit: its version is the one the connector jars were resolved for.
             self._spark_binary = self._spark_binary or spark_submit_executable()
             self._record_driver(context, spec.name)
-            self.log.info("Submitting pipeline %s (%s) with %d connector jars", spec.name, mode, len(plan.jars))
+            self.log.info("Submitting pipeline %s (%s) with %d connector jars%s", spec.name, mode, len(plan.jars),
+                          f", packed environment {plan.archives[0]}" if plan.archives else "")
             super().execute(context)
         finally:
             shutil.rmtree(work_dir, ignore_errors=True)

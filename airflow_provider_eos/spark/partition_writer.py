@@ -21,8 +21,9 @@ own output stays on its host; the driver's log is the one an operator reads).
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from confluent_kafka import Consumer, KafkaException
 from confluent_kafka.admin import AdminClient
@@ -64,6 +65,8 @@ class TaskStats:
     producer_created: bool = False
     #: The cached producer turned out fenced by another worker and was replaced before any row was read.
     producer_replaced: bool = False
+    #: The Python worker's interpreter: shows whether tasks ran a packed environment (``eos package``).
+    python: str = field(default_factory=lambda: sys.executable)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)

@@ -1,6 +1,10 @@
 """The spark-submit command line of a pipeline: the one place the Airflow operator and ``eos run`` share.
 
-Imports no PySpark: it only locates files (entry script, connector jars, the zipped package).
+Imports no PySpark: it only locates files (entry script, connector jars, the zipped package, the
+packed environment). With a packed environment (``eos package``) executors run the archive's
+interpreter (``--archives ENV#environment``, ``spark.pyspark.python=./environment/bin/python``);
+without one, today's local setup: driver and executors run this machine's interpreter.
+Nothing secret goes on the command line: the spec (with any connection secrets) is a file.
 """
 
 from __future__ import annotations
@@ -13,9 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from airflow_provider_eos.core.driver import ENTRY_SCRIPT
-from airflow_provider_eos.core.errors import PrerequisiteError
+from airflow_provider_eos.core.errors import PrerequisiteError, SubmissionError
 from airflow_provider_eos.core.spec import Mode, PipelineSpec
+from airflow_provider_eos.core.spec.submission import Connector, check_python_environment, url_scheme
 from airflow_provider_eos.kafka.settings.java import SPARK_OPTIONS_REDACTION_REGEX
+from airflow_provider_eos.spark.job_environment import ENVIRONMENT_ALIAS, EXECUTOR_PYTHON
 from airflow_provider_eos.spark.noop_sink import BENCH_NOOP_MODE
 
 # The entry script and example transforms live inside this package (``airflow_provider_eos.jobs``).
@@ -34,21 +40,38 @@ DEFAULT_CONF = {
 
 @dataclass(frozen=True)
 class SubmitPlan:
-    """What spark-submit needs for one pipeline run."""
+    """What spark-submit needs for one pipeline run.
+
+    :param application: the entry script.
+    :param application_args: its arguments (``--spec`` names the spec as the driver finds it).
+    :param jars: connector jars for ``--jars`` (paths or URLs); empty when the conf names packages.
+    :param py_files: this package, zipped, for ``--py-files``: driver and executors run the submitter's code.
+    :param files: files for ``--files`` (the spec, in cluster deploy mode).
+    :param archives: ``ARCHIVE#alias`` entries for ``--archives`` (the packed environment).
+    :param conf: ``--conf`` settings.
+    :param env: environment variables of the spark-submit process.
+    """
 
     application: Path
     application_args: list[str]
-    jars: list[Path]
+    jars: list[str]
     py_files: list[Path]
+    files: list[Path] = field(default_factory=list)
+    archives: list[str] = field(default_factory=list)
     conf: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
 
     def environment(self) -> dict[str, str]:
-        """Driver and executors run this interpreter, which has the Kafka clients installed."""
-        return {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+        """Environment variables for spark-submit (the local interpreter only when no packed environment is given)."""
+        return dict(self.env)
 
     def command(self, spark_submit: str, master: str) -> list[str]:
-        args = [spark_submit, "--master", master, "--jars", ",".join(map(str, self.jars)),
-                "--py-files", ",".join(map(str, self.py_files))]
+        """The spark-submit argv: paths, names and settings only, never a secret (``ps`` shows it)."""
+        args = [spark_submit, "--master", master]
+        for option, values in (("--jars", self.jars), ("--py-files", self.py_files), ("--files", self.files),
+                               ("--archives", self.archives)):
+            if values:
+                args += [option, ",".join(map(str, values))]
         for key, value in sorted(self.conf.items()):
             args += ["--conf", f"{key}={value}"]
         return [*args, str(self.application), *self.application_args]
@@ -90,14 +113,92 @@ def spark_submit_executable() -> str:
     return found
 
 
-def plan_submit(spec_file: Path, spec: PipelineSpec, *, mode: Mode | str, work_dir: Path) -> SubmitPlan:
-    from airflow_provider_eos.devstack.jars import spark_connector_jars
+def plan_submit(
+    spec_file: Path,
+    spec: PipelineSpec,
+    *,
+    mode: Mode | str,
+    work_dir: Path,
+    deploy_mode: str | None = None,
+    python_environment: str | None = None,
+    connector: Connector | None = None,
+) -> SubmitPlan:
+    """The spark-submit plan of ``spec``.
 
+    :param spec_file: the spec file the driver reads (holds connection secrets when an operator wrote it).
+    :param spec: the spec, loaded from ``spec_file``.
+    :param mode: the sink mode.
+    :param work_dir: a private folder for the zipped package.
+    :param deploy_mode: ``client`` (default) or ``cluster``. In cluster mode the driver runs on a
+        cluster node: the spec travels with ``--files`` and the driver opens it by its base name.
+        In client mode the driver is the local process and reads ``spec_file`` where it is:
+        ``--files`` would also copy it, secrets included, into every executor's work folder,
+        where the copies outlive the run (standalone workers keep ``work/app-*``).
+    :param python_environment: a packed environment (``eos package``); overrides the spec's.
+    :param connector: how the connector jars travel; overrides the spec's.
+    :raises SubmissionError: a local jar or archive named does not exist.
+    """
+    cluster = (deploy_mode or "client") == "cluster"
+    run_mode = mode if mode == BENCH_NOOP_MODE else Mode(mode).value
+    jars, connector_conf = connector_arguments(connector or spec.connector)
+    archive = _archive_location(python_environment) if python_environment else spec.python_environment
+    env: dict[str, str] = {}
+    conf = {**DEFAULT_CONF, **connector_conf}
+    archives: list[str] = []
+    if archive is None:
+        # Driver and executors run this interpreter, which has the Kafka clients installed.
+        env = {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    else:
+        archives = [f"{_existing(archive, 'python_environment')}#{ENVIRONMENT_ALIAS}"]
+        conf["spark.pyspark.python"] = EXECUTOR_PYTHON
+        # A client-mode driver runs here, where the archive is not unpacked; a cluster-mode one runs beside it.
+        conf["spark.pyspark.driver.python"] = EXECUTOR_PYTHON if cluster else sys.executable
+    spec_arg = spec_file.name if cluster else str(spec_file)
     return SubmitPlan(
         application=entry_script(),
-        application_args=["--spec", str(spec_file), "--mode",
-                          mode if mode == BENCH_NOOP_MODE else Mode(mode).value],
-        jars=spark_connector_jars(),
+        application_args=["--spec", spec_arg, "--mode", run_mode],
+        jars=jars,
         py_files=[zip_packages(work_dir)],
-        conf={**DEFAULT_CONF, **spec.spark_conf},
+        files=[spec_file] if cluster else [],
+        archives=archives,
+        conf={**conf, **spec.spark_conf},
+        env=env,
     )
+
+
+def _existing(location: str, what: str) -> str:
+    """A local path must exist here (spark-submit ships it); a URL is the cluster's to fetch."""
+    if url_scheme(location) or Path(location).exists() or any(c in location for c in "*?["):
+        return location
+    raise SubmissionError(f"{what} {location!r} does not exist on this machine",
+                          fix=f"check the path, or give a URL the cluster can read, in {what}")
+
+
+def _archive_location(given: str) -> str:
+    """A packed environment given on the command line or to the operator: checked like the spec's field.
+
+    A relative local path is taken from the working folder (``eos run --environment env.tar.gz``).
+    """
+    location = given if url_scheme(given) else str(Path(given).expanduser().resolve())
+    try:
+        return check_python_environment(location) or location
+    except ValueError as err:
+        raise SubmissionError(str(err), fix="give the archive `eos package` wrote (.tar.gz), or its URL") from None
+
+
+def connector_arguments(connector: Connector | None) -> tuple[list[str], dict[str, str]]:
+    """The ``--jars`` list and the ``--conf`` settings that ship the connector the user chose.
+
+    Without a connector: the jars the devstack resolved on this machine, never resolving with
+    Maven at task time (``eos jars`` does that when asked).
+    """
+    if connector is None:
+        from airflow_provider_eos.devstack.jars import spark_connector_jars
+
+        return [str(jar) for jar in spark_connector_jars(resolve=False)], {}
+    if connector.jars:
+        return [_existing(jar, "connector jar") for jar in connector.jars], {}
+    conf = {"spark.jars.packages": ",".join(connector.packages)}
+    if connector.repositories:
+        conf["spark.jars.repositories"] = ",".join(connector.repositories)
+    return [], conf

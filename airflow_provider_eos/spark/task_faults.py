@@ -90,7 +90,7 @@ class TaskFaults:
             return
         if point in (TaskFaultPoint.TASK_STALL, TaskFaultPoint.SLOW_TRANSACTION):
             self._report(f"EOS-FAULT fired: {point.value} batch {batch_id} partition {partition}, "
-                         f"stalling {self.stall_s:.0f}s")
+                         f"stalling {self.stall_s:.0f}s in Python worker {os.getpid()}")
             time.sleep(self.stall_s)
             return
         if point in (TaskFaultPoint.TASK_KILL_DRIVER, TaskFaultPoint.KILL_DRIVER_BEFORE_COMMIT):

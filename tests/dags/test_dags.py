@@ -32,18 +32,25 @@ def test_invalid_spec_is_an_import_error_naming_the_field(airflow_home, tmp_path
     assert "broken.yaml" in errors and "bootstrap.servers" in errors, errors
 
 
-def _specs_env(harness: PipelineHarness) -> dict[str, str]:
-    return {"EOS_SPECS_DIR": str(harness.spec_file.parent), **SPARK_LOCAL}
+def _specs_env(harness: PipelineHarness, spark: dict[str, str] = SPARK_LOCAL) -> dict[str, str]:
+    return {"EOS_SPECS_DIR": str(harness.spec_file.parent), **spark}
 
 
 @pytest.mark.integration
 @pytest.mark.spark
-def test_eos_pipeline_runs_then_recovers_from_a_crash_and_resumes(airflow_home, bootstrap, tmp_path):
+def test_eos_pipeline_runs_then_recovers_from_a_crash_and_resumes(airflow_home, bootstrap, tmp_path,
+                                                                   spark_standalone):
+    """On the two-worker standalone cluster (client deploy mode, the `spark` connection's host): a
+    task SIGKILLs the driver mid-batch with the partitions' transactions open; the DAG's recovery
+    branch aborts and verifies, the run fails; the next run resumes exactly once."""
     (tmp_path / "pipeline").mkdir()
     harness = PipelineHarness(bootstrap, tmp_path / "pipeline", max_offsets_per_trigger=250)
+    harness.with_overrides(spark_conf={**harness.spec.spark_conf, "spark.executor.memory": "512m",
+                                       "spark.cores.max": "2"})
     records, valid_ids, malformed = json_events(1500, malformed_every=47)
     harness.produce_input(records)
-    env = _specs_env(harness)
+    env = _specs_env(harness, {"AIRFLOW_CONN_SPARK_DEFAULT": json.dumps(
+        {"conn_type": "spark", "host": spark_standalone.master_url})})
     conf = {"pipeline": harness.spec.name}
 
     crashed = run_dag("eos_pipeline", conf, tmp_path / "run1.json", env={

@@ -22,6 +22,7 @@ from airflow_provider_eos.core.spec import field_rules
 from airflow_provider_eos.core.spec.document import read_spec_document
 from airflow_provider_eos.core.spec.field_rules import TRIGGER_AVAILABLE_NOW, parse_interval_ms
 from airflow_provider_eos.core.spec.kafka_keys import check_kafka_keys, check_kafka_value_types
+from airflow_provider_eos.core.spec.submission import Connector, check_python_environment
 from airflow_provider_eos.core.spec.validation_errors import spec_error
 
 __all__ = ["Mode", "PipelineSpec", "Writers"]
@@ -86,6 +87,12 @@ class PipelineSpec(BaseModel):
     #: Where the exactly-once sink writes: ``auto`` decides from the query's plan at start,
     #: ``driver`` is one transaction per batch, ``executors`` one per input partition (DESIGN.md 2).
     writers: Writers = Writers.AUTO
+    #: How Spark's Kafka connector reaches the cluster (jars by path/URL or Maven packages); ``None``:
+    #: the jars the devstack resolved on this machine (``eos jars``).
+    connector: Connector | None = None
+    #: A packed Python environment (``eos package``) shipped with ``--archives``: executors run its
+    #: interpreter instead of the submitting machine's; ``None``: the submitting machine's interpreter.
+    python_environment: str | None = None
 
     # -- field validation (pydantic runs these in field order, so later fields see earlier ones) --
 
@@ -208,6 +215,11 @@ class PipelineSpec(BaseModel):
     @classmethod
     def _check_transform(cls, value: str | None) -> str | None:
         return field_rules.check_transform(value)
+
+    @field_validator("python_environment")
+    @classmethod
+    def _check_python_environment(cls, value: str | None) -> str | None:
+        return check_python_environment(value)
 
     @field_validator("spark_conf", mode="before")
     @classmethod

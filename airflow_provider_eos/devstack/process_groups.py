@@ -1,0 +1,103 @@
+"""Stopping daemons that lead their own process groups, from any process, without killing strangers.
+
+A devstack daemon is started with ``start_new_session=True``: its pid is also its process group,
+and the processes it launches (Spark executors, their Python workers) stay in that group. Stopping
+the group stops them all. Pids are read back from a state file, possibly after the daemon died and
+its pid was reused, so a group is signalled only when it still belongs to the recorded program.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from pathlib import Path
+
+from airflow_provider_eos.core.retry import RetryPolicy
+from airflow_provider_eos.devstack.broker import _pid_alive
+
+__all__ = ["GROUPS_EXIT", "group_members", "process_state", "runs", "stop_groups"]
+
+GROUPS_EXIT = RetryPolicy(waiting_for="the process groups to exit", timeout_s=20, first_delay_s=0.1, max_delay_s=0.3)
+_PROC = Path("/proc")
+
+
+def process_state(stat: str) -> tuple[str, int]:
+    """The state letter and process group of a ``/proc/<pid>/stat`` line (the name in it may hold ``)``)."""
+    fields = stat.rsplit(")", 1)[1].split()
+    return fields[0], int(fields[2])
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes in process group ``pgid``; without /proc, the leader if it lives."""
+    if not (_PROC / "self" / "stat").exists():
+        return [pgid] if _pid_alive(pgid) else []
+    members = []
+    for entry in _PROC.iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                state, group = process_state((entry / "stat").read_text())
+                if group == pgid and state != "Z":
+                    members.append(int(entry.name))
+    return members
+
+
+def runs(pid: int, marker: str) -> bool:
+    """Whether live ``pid``'s command line holds ``marker`` (e.g. a JVM main class); without /proc, whether it lives."""
+    try:
+        return marker.encode() in (_PROC / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        return _pid_alive(pid)
+
+
+def _ours(pgid: int, marker: str) -> bool:
+    members = group_members(pgid)
+    # A live leader running another program means the pid was reused: not ours. A dead leader's
+    # group can only hold its own orphans (Linux reuses no pid as long as its group has members).
+    return bool(members) and (pgid not in members or runs(pgid, marker))
+
+
+def stop_groups(leaders: dict[int, str], timeout_s: float, *, crash: bool = False) -> tuple[bool, list[int]]:
+    """SIGTERM the groups of ``leaders`` (pid -> command-line marker), SIGKILL what is left after ``timeout_s``.
+
+    :param crash: SIGKILL at once, as a crashed host (a fault of the tests and the soak), no SIGTERM,
+        and every descendant too: PySpark's daemon puts itself and its Python workers in a group of their own.
+
+    :returns: whether any group was running, and the pids still alive after SIGKILL (normally none).
+    """
+    groups = [pgid for pgid, marker in leaders.items() if _ours(pgid, marker)]
+    if not groups:
+        return False, []
+
+    def send(sig: signal.Signals) -> None:
+        for pgid in groups:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, sig)
+
+    def all_exited() -> bool:
+        for pgid in groups:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pgid, os.WNOHANG)  # our own child stays a zombie until it is reaped
+        return not any(group_members(pgid) for pgid in groups)
+
+    if crash:
+        _kill_descendants(groups)
+    if not crash:
+        send(signal.SIGTERM)
+        if GROUPS_EXIT.bounded(timeout_s=timeout_s).poll(all_exited, until=bool, what="SIGTERM of the groups").settled:
+            return True, []
+    send(signal.SIGKILL)
+    GROUPS_EXIT.poll(all_exited, until=bool, what="SIGKILL of the groups")
+    return True, sorted({pid for pgid in groups for pid in group_members(pgid)})
+
+
+def _kill_descendants(leaders: list[int]) -> None:
+    import psutil  # Airflow's own dependency
+
+    found = []
+    for leader in leaders:
+        with contextlib.suppress(psutil.Error):
+            found.extend(psutil.Process(leader).children(recursive=True))
+    for process in found:
+        with contextlib.suppress(psutil.Error):
+            process.kill()

@@ -1,0 +1,76 @@
+"""Executor writers on a Spark standalone cluster: one worker against two (``python -m bench --only cluster``).
+
+Issue 11 asks for the throughput of the executor writers on 1 vs 2 workers. The bench starts a
+standalone cluster of two one-core workers (the devstack's own, :mod:`airflow_provider_eos.devstack.spark_cluster`)
+and runs the throughput input through (c_e) the executor writers and, as the reference, (b)
+Spark's at-least-once writer, each with ``spark.cores.max`` 1 (one executor: one worker) and 2
+(one executor on each worker), client deploy mode, interleaved per repetition like the
+throughput table. Timing and checks are those of :func:`bench.throughput.job_run`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bench.common import log, summarize
+from bench.ratios import LETTERS, mode_key, ratios, scaling
+from bench.throughput import ThroughputInput, job_run
+
+#: The Spark letters measured on the cluster, and the workers each run may use.
+LETTERS_ON_CLUSTER = ("b", "c_e")
+WORKERS = (1, 2)
+
+
+def run(bootstrap: str, work_dir: Path, *, data: ThroughputInput, batch: int, repetitions: int) -> dict[str, Any]:
+    from airflow_provider_eos.devstack.spark_cluster import SparkCluster
+
+    keys = [mode_key(letter, n) for n in WORKERS for letter in LETTERS_ON_CLUSTER]
+    runs: dict[str, list[dict[str, Any] | None]] = {key: [] for key in keys}
+    failures: list[dict[str, Any]] = []
+    cluster = SparkCluster(work_dir / "bench-spark-cluster")
+    try:
+        master = cluster.up(workers=max(WORKERS)).master_url
+        for rep in range(repetitions):
+            for key in keys:
+                workers = int(key.rpartition("@")[2])
+                log(f"cluster rep {rep + 1}/{repetitions}: {key} on {master}, {workers} worker(s)")
+                try:
+                    outcome = job_run(bootstrap, work_dir, data, key, batch, rep, 600 + len(data.records) / 500,
+                                      master=master, spark_conf={"spark.cores.max": str(workers),
+                                                                 "spark.executor.cores": "1"})
+                except Exception as exc:  # one failed run must not lose the others
+                    log(f"  {key} FAILED: {exc}")
+                    failures.append({"mode": key, "repetition": rep + 1, "error": str(exc)[:4000]})
+                    runs[key].append(None)
+                    continue
+                outcome["records_per_s"] = round(outcome["records"] / outcome["seconds"], 1)
+                runs[key].append(outcome)
+                log(f"  ({key}) {outcome['records_per_s']:,.0f} rec/s over {outcome['seconds']:.1f}s")
+    finally:
+        cluster.down()
+    summary = {key: {"letter": key.partition("@")[0], "workers": int(key.rpartition("@")[2]),
+                     "description": LETTERS[key.partition("@")[0]],
+                     "records_per_s": summarize([r["records_per_s"] for r in items if r], 1), "runs": items}
+               for key, items in runs.items()}
+    return {"master": "spark standalone, client deploy mode, one-core workers", "workers": list(WORKERS),
+            "repetitions": repetitions, "records": len(data.records), "max_offsets_per_trigger": batch,
+            "modes": summary, "ratios": ratios(summary, runs, WORKERS)["of_medians"],
+            "scaling": scaling(summary, runs, min(WORKERS), max(WORKERS)), "failures": failures}
+
+
+def markdown(result: dict[str, Any]) -> list[str]:
+    """The cluster table: records/s per writer and worker count, c_e/b and the 1 -> 2 worker scaling."""
+    out = [f"{result['records']:,} records, batches of {result['max_offsets_per_trigger']:,}, "
+           f"{result['repetitions']} repetition(s), {result['master']}.", "",
+           "| mode | workers | records/s (min / median / max) |", "|---|---|---|"]
+    for mode in result["modes"].values():
+        r = mode["records_per_s"]
+        shown = f"{r['min']:,.0f} / {r['median']:,.0f} / {r['max']:,.0f}" if r.get("median") else "-"
+        out.append(f"| ({mode['letter']}) {mode['description']} | {mode['workers']} | {shown} |")
+    ratio = {k: v for k, v in result["ratios"].items() if k.startswith("c_e/b@")}
+    out += ["", "c_e/b: " + ", ".join(f"{v} at {k.rpartition('@')[2]} worker(s)" for k, v in ratio.items()
+                                       if v is not None) + ".",
+            "Scaling from 1 to 2 workers (median records/s): " + ", ".join(
+                f"{letter} {s['of_medians']}x" for letter, s in result["scaling"].items()) + "."]
+    return out

@@ -1,0 +1,87 @@
+"""Stopping recorded daemons' process groups: whole groups, SIGKILL after the grace, never a stranger's.
+
+Stand-in daemons are small Python processes whose command line carries the marker a Spark
+daemon's would (its main class); no JVM starts here.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from airflow_provider_eos.devstack.broker import _pid_alive
+from airflow_provider_eos.devstack.process_groups import group_members, runs, stop_groups
+from airflow_provider_eos.devstack.spark_cluster import SparkCluster, reap
+from airflow_provider_eos.devstack.spark_cluster_state import MASTER_CLASS, STATE_FILE, WORKER_CLASS, SparkClusterInfo
+
+SLEEPER = "import time; time.sleep(120)"
+# A daemon that starts a child in its group (as a worker starts executors) and ignores SIGTERM if asked.
+PARENT = (
+    "import signal, subprocess, sys, time\n"
+    "if sys.argv[2] == 'stubborn': signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    f"subprocess.Popen([sys.executable, '-c', {SLEEPER!r}])\n"
+    "time.sleep(120)\n"
+)
+
+
+@pytest.fixture
+def started() -> Iterator[list[subprocess.Popen]]:
+    processes: list[subprocess.Popen] = []
+    yield processes
+    for process in processes:  # whatever a failed test left behind
+        stop_groups({process.pid: ""}, timeout_s=1)
+
+
+def daemon(started: list[subprocess.Popen], marker: str, behaviour: str = "polite") -> int:
+    process = subprocess.Popen([sys.executable, "-c", PARENT, marker, behaviour], start_new_session=True)
+    started.append(process)
+    deadline = time.monotonic() + 10
+    while len(group_members(process.pid)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(group_members(process.pid)) == 2, "the stand-in daemon did not start its child"
+    return process.pid
+
+
+def test_a_group_is_stopped_with_the_processes_it_started(started):
+    pid = daemon(started, WORKER_CLASS)
+    members = group_members(pid)
+    assert runs(pid, WORKER_CLASS) and not runs(pid, MASTER_CLASS)
+    assert stop_groups({pid: WORKER_CLASS}, timeout_s=10) == (True, [])
+    assert not any(_pid_alive(member) for member in members)
+
+
+def test_a_group_that_ignores_sigterm_is_killed_after_the_grace(started):
+    pid = daemon(started, MASTER_CLASS, "stubborn")
+    began = time.monotonic()
+    assert stop_groups({pid: MASTER_CLASS}, timeout_s=0.5) == (True, [])
+    assert not group_members(pid) and time.monotonic() - began < 10
+
+
+def test_a_pid_now_running_another_program_is_left_alone(started):
+    stranger = daemon(started, "some-other-program")
+    assert stop_groups({stranger: WORKER_CLASS}, timeout_s=1) == (False, [])
+    assert len(group_members(stranger)) == 2
+
+
+def test_the_reaper_stops_the_cluster_of_a_dead_owner_and_removes_its_files(tmp_path, started):
+    owner = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                           check=True)
+    master, worker = daemon(started, MASTER_CLASS), daemon(started, WORKER_CLASS)
+    members = group_members(master) + group_members(worker)
+    (tmp_path / "spark").mkdir()
+    info = SparkClusterInfo.model_validate({
+        "master_port": 1, "webui_port": 2, "workers": 1, "worker_cores": 1, "worker_memory": "1g",
+        "state_dir": str(tmp_path), "daemons": [
+            {"role": "master", "pid": master, "host": "127.0.0.1", "log_file": "m.log"},
+            {"role": "worker", "pid": worker, "host": "localhost", "log_file": "w.log"},
+        ],
+    })
+    (tmp_path / STATE_FILE).write_text(info.model_dump_json())
+    reap(int(owner.stdout), str(tmp_path))
+    assert not any(_pid_alive(member) for member in members)
+    assert not (tmp_path / STATE_FILE).exists() and not (tmp_path / "spark").exists()
+    assert SparkCluster(tmp_path).status() is None

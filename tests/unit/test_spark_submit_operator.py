@@ -1,0 +1,138 @@
+"""EosSparkSubmitOperator keeps connection secrets off the command line, out of XCom and logs (DESIGN.md 8).
+
+The operator runs for real against real Airflow connections (``AIRFLOW_CONN_*``); only the
+Spark provider hook's ``submit`` is replaced, by a recorder that looks at what spark-submit
+would get (argv, environment) and at the spec file while the job would run.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytestmark = [pytest.mark.airflow, pytest.mark.usefixtures("airflow_home")]
+
+SASL_PASSWORD = "sasl-password-7c1d0e"
+SPEC = {
+    "name": "orders",
+    "kafka": {"bootstrap.servers": "spec-broker:9092", "linger.ms": 50},
+    "input_topics": ["orders-in"],
+    "output_topic": "orders-out",
+    "group_id": "orders-sink",
+    "transactional_id_prefix": "orders-eos",
+    "checkpoint_location": "/tmp/checkpoints/orders",
+    "connector": {"jars": ["https://repo.example.com/jars/spark-sql-kafka-0-10_2.13-4.2.0.jar"]},
+}
+
+
+class RecordingTaskInstance:
+    dag_id = "eos_orders"
+
+    def __init__(self) -> None:
+        self.xcom: dict[str, object] = {}
+
+    def xcom_push(self, key: str, value: object) -> None:
+        self.xcom[key] = value
+
+
+@pytest.fixture
+def submitted(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
+    """What each spark-submit would have received, seen while it would run."""
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+    seen: list[dict] = []
+
+    def record(hook: SparkSubmitHook, application: str = "", **kwargs: object) -> None:
+        argv = hook._build_spark_submit_command(application)
+        spec_arg = argv[argv.index("--spec") + 1]
+        shipped = argv[argv.index("--files") + 1] if "--files" in argv else None
+        spec_file = Path(shipped or spec_arg)
+        seen.append({
+            "argv": argv, "env": dict(hook._env or {}), "spec_file": spec_file, "spec_arg": spec_arg,
+            "file_mode": stat.S_IMODE(spec_file.stat().st_mode),
+            "folder_mode": stat.S_IMODE(spec_file.parent.stat().st_mode),
+            "spec": yaml.safe_load(spec_file.read_text()),
+        })
+
+    monkeypatch.setattr(SparkSubmitHook, "submit", record)
+    return seen
+
+
+def run_operator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, deploy_mode: str, master: str,
+                 archive: Path | None) -> RecordingTaskInstance:
+    from airflow_provider_eos.operators.spark_submit import EosSparkSubmitOperator
+
+    spec_path = tmp_path / "orders.yaml"
+    spec_path.write_text(yaml.safe_dump(SPEC))
+    monkeypatch.setenv("AIRFLOW_CONN_EOS_SASL_KAFKA", json.dumps({"conn_type": "kafka", "extra": {
+        "bootstrap.servers": "sasl-broker:9094", "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "eos-job", "sasl.password": SASL_PASSWORD,
+    }}))
+    monkeypatch.setenv("AIRFLOW_CONN_EOS_SPARK", json.dumps(
+        {"conn_type": "spark", "host": master, "extra": {"deploy-mode": deploy_mode}}))
+    # durable=False: YARN cluster mode's resumable tracking (the RM API) is not what is tested here.
+    operator = EosSparkSubmitOperator(task_id="submit", spec_path=str(spec_path), kafka_conn_id="eos_sasl_kafka",
+                                      conn_id="eos_spark", python_environment=str(archive) if archive else None,
+                                      durable=False)
+    ti = RecordingTaskInstance()
+    operator.execute({"ti": ti, "run_id": "manual__1"})
+    for field in operator.template_fields:
+        assert SASL_PASSWORD not in repr(getattr(operator, field, None)), field
+    return ti
+
+
+@pytest.mark.parametrize(("deploy_mode", "master"), [("client", "spark://127.0.0.1:7077"), ("cluster", "yarn")])
+def test_secrets_reach_the_job_only_in_a_private_spec_file_that_is_removed_after(
+    tmp_path, monkeypatch, submitted, caplog, deploy_mode, master
+):
+    archive = tmp_path / "eos-job-env.tar.gz"
+    archive.write_bytes(b"\x1f\x8b")
+    caplog.set_level(logging.DEBUG)
+    ti = run_operator(tmp_path, monkeypatch, deploy_mode=deploy_mode, master=master, archive=archive)
+
+    (run,) = submitted
+    # The job gets the connection's settings, through the file only.
+    assert run["spec"]["kafka"]["sasl.password"] == SASL_PASSWORD
+    assert run["spec"]["kafka"]["bootstrap.servers"] == "sasl-broker:9094"
+    assert not any(SASL_PASSWORD in arg for arg in run["argv"]), run["argv"]
+    assert not any(SASL_PASSWORD in f"{k}={v}" for k, v in run["env"].items())
+    assert run["file_mode"] == 0o600 and run["folder_mode"] == 0o700
+    assert not run["spec_file"].exists(), "the private spec copy outlived the task"
+    assert SASL_PASSWORD not in json.dumps(ti.xcom, default=str)
+    assert SASL_PASSWORD not in caplog.text
+    argv = run["argv"]
+    assert f"{archive}#environment" in argv
+    if deploy_mode == "cluster":
+        assert run["spec_arg"] == "spec.yaml" and argv[argv.index("--files") + 1] == str(run["spec_file"])
+    else:
+        assert "--files" not in argv and run["spec_arg"] == str(run["spec_file"])
+
+
+def test_the_spec_as_written_is_passed_by_path_when_no_connection_is_used(tmp_path, monkeypatch, submitted):
+    from airflow_provider_eos.operators.spark_submit import EosSparkSubmitOperator
+
+    spec_path = tmp_path / "orders.yaml"
+    spec_path.write_text(yaml.safe_dump(SPEC))
+    monkeypatch.setenv("AIRFLOW_CONN_EOS_SPARK", json.dumps({"conn_type": "spark", "host": "local[2]"}))
+    EosSparkSubmitOperator(task_id="submit", spec_path=str(spec_path), conn_id="eos_spark").execute(
+        {"ti": RecordingTaskInstance(), "run_id": "manual__2"})
+    (run,) = submitted
+    assert run["spec_arg"] == str(spec_path) and spec_path.exists()
+    # No packed environment: today's local interpreter for driver and executors.
+    assert run["env"]["PYSPARK_PYTHON"] == run["env"]["PYSPARK_DRIVER_PYTHON"] == sys.executable
+    assert "--archives" not in run["argv"]
+
+
+def test_a_bad_connector_argument_fails_the_dag_parse_naming_it():
+    from airflow_provider_eos.core.errors import SpecError
+    from airflow_provider_eos.operators.spark_submit import EosSparkSubmitOperator
+
+    with pytest.raises(SpecError) as caught:
+        EosSparkSubmitOperator(task_id="submit", spec_path="/x.yaml", connector={"packages": ["kafka"]})
+    assert "EosSparkSubmitOperator argument connector" in str(caught.value) and "'kafka'" in str(caught.value)

@@ -1,0 +1,158 @@
+"""The spark-submit plan: the packed environment, the spec's travel, the connector jars (DESIGN.md section 8).
+
+Plans are built for real (entry script, zipped package); nothing is submitted.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from airflow_provider_eos.core.errors import PrerequisiteError, SubmissionError
+from airflow_provider_eos.core.spec import PipelineSpec
+from airflow_provider_eos.core.spec.submission import Connector
+from airflow_provider_eos.spark.submit_command import SubmitPlan, plan_submit
+
+KAFKA_PACKAGE = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"
+
+
+@pytest.fixture
+def spec_file(tmp_path: Path) -> Path:
+    spec = PipelineSpec(
+        name="orders", kafka={"bootstrap.servers": "broker:9092"}, input_topics=["orders-in"],
+        output_topic="orders-out", group_id="orders-sink", transactional_id_prefix="orders-eos",
+        checkpoint_location="hdfs://nn:8020/checkpoints/orders",
+    )
+    path = tmp_path / "orders.yaml"
+    path.write_text(yaml.safe_dump(spec.to_dict()))
+    return path
+
+
+@pytest.fixture
+def jar(tmp_path: Path) -> str:
+    path = tmp_path / "jars" / "spark-sql-kafka-0-10_2.13-4.2.0.jar"
+    path.parent.mkdir()
+    path.write_bytes(b"PK")
+    return str(path)
+
+
+@pytest.fixture
+def archive(tmp_path: Path) -> str:
+    path = tmp_path / "eos-job-env.tar.gz"
+    path.write_bytes(b"\x1f\x8b")
+    return str(path)
+
+
+def plan(spec_file: Path, tmp_path: Path, **kwargs: object) -> SubmitPlan:
+    spec = PipelineSpec.load(spec_file)
+    return plan_submit(spec_file, spec, mode=spec.mode, work_dir=tmp_path / "work", **kwargs)
+
+
+def option(command: list[str], name: str) -> str | None:
+    return command[command.index(name) + 1] if name in command else None
+
+
+def confs(command: list[str]) -> dict[str, str]:
+    return dict(command[i + 1].split("=", 1) for i, arg in enumerate(command) if arg == "--conf")
+
+
+def test_without_a_packed_environment_driver_and_executors_run_this_interpreter(spec_file, tmp_path, jar):
+    submit = plan(spec_file, tmp_path, connector=Connector(jars=[jar]))
+    assert submit.environment() == {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    command = submit.command("spark-submit", "local[2]")
+    assert "--archives" not in command and "--files" not in command
+    assert "spark.pyspark.python" not in confs(command)
+    assert option(command, "--jars") == jar
+    assert command[-4:] == ["--spec", str(spec_file), "--mode", "exactly-once"]
+
+
+def test_a_packed_environment_is_shipped_and_executors_run_its_interpreter(spec_file, tmp_path, jar, archive):
+    submit = plan(spec_file, tmp_path, connector=Connector(jars=[jar]), python_environment=archive)
+    command = submit.command("spark-submit", "spark://127.0.0.1:7077")
+    assert option(command, "--archives") == f"{archive}#environment"
+    conf = confs(command)
+    assert conf["spark.pyspark.python"] == "./environment/bin/python"
+    # Client mode: the driver runs here, where the archive is not unpacked.
+    assert conf["spark.pyspark.driver.python"] == sys.executable
+    assert "PYSPARK_PYTHON" not in submit.environment() and "PYSPARK_DRIVER_PYTHON" not in submit.environment()
+    # The submitter's code still travels, so driver and executors run the same bytes of this package.
+    assert option(command, "--py-files").endswith("eos-py-files.zip")
+    assert command[-4:] == ["--spec", str(spec_file), "--mode", "exactly-once"]
+
+
+def test_the_spec_names_the_environment_and_the_argument_replaces_it(spec_file, tmp_path, jar, archive):
+    other = tmp_path / "other-env.tar.gz"
+    other.write_bytes(b"\x1f\x8b")
+    spec = PipelineSpec.load(spec_file).with_overrides(python_environment=archive)
+    spec_file.write_text(yaml.safe_dump(spec.to_dict()))
+    assert plan(spec_file, tmp_path, connector=Connector(jars=[jar])).archives == [f"{archive}#environment"]
+    replaced = plan(spec_file, tmp_path, connector=Connector(jars=[jar]), python_environment=str(other))
+    assert replaced.archives == [f"{other}#environment"]
+
+
+def test_in_cluster_deploy_mode_the_spec_travels_with_files_and_is_opened_by_its_base_name(
+    spec_file, tmp_path, jar, archive
+):
+    submit = plan(spec_file, tmp_path, connector=Connector(jars=[jar]), python_environment=archive,
+                  deploy_mode="cluster")
+    command = submit.command("spark-submit", "yarn")
+    assert option(command, "--files") == str(spec_file)
+    assert command[-4:] == ["--spec", "orders.yaml", "--mode", "exactly-once"]
+    assert confs(command)["spark.pyspark.driver.python"] == "./environment/bin/python"
+
+
+def test_a_missing_archive_or_jar_names_the_path(spec_file, tmp_path, jar):
+    with pytest.raises(SubmissionError) as caught:
+        plan(spec_file, tmp_path, connector=Connector(jars=[jar]), python_environment=str(tmp_path / "nope.tar.gz"))
+    assert f"python_environment '{tmp_path / 'nope.tar.gz'}' does not exist" in str(caught.value)
+    with pytest.raises(SubmissionError) as caught:
+        plan(spec_file, tmp_path, connector=Connector(jars=[str(tmp_path / "missing.jar")]))
+    assert f"connector jar '{tmp_path / 'missing.jar'}' does not exist" in str(caught.value)
+    assert caught.value.fix
+
+
+def test_urls_are_the_clusters_to_fetch(spec_file, tmp_path):
+    url = "https://repo.example.com/jars/spark-sql-kafka-0-10_2.13-4.2.0.jar"
+    submit = plan(spec_file, tmp_path, connector=Connector(jars=[url]),
+                  python_environment="hdfs://nn:8020/envs/eos-job-env.tar.gz")
+    assert submit.jars == [url]
+    assert submit.archives == ["hdfs://nn:8020/envs/eos-job-env.tar.gz#environment"]
+
+
+def test_maven_packages_go_to_spark_with_the_users_repository_and_no_jars(spec_file, tmp_path):
+    connector = Connector(packages=[KAFKA_PACKAGE], repositories=["https://repo.example.com/maven2"])
+    command = plan(spec_file, tmp_path, connector=connector).command("spark-submit", "local[2]")
+    assert "--jars" not in command
+    conf = confs(command)
+    assert conf["spark.jars.packages"] == KAFKA_PACKAGE
+    assert conf["spark.jars.repositories"] == "https://repo.example.com/maven2"
+
+
+def test_the_default_connector_is_the_devstack_jars_and_maven_never_runs_at_submit(
+    spec_file, tmp_path, monkeypatch
+):
+    import airflow_provider_eos.devstack.jars as jars
+
+    monkeypatch.setenv("EOS_HOME", str(tmp_path / "empty-eos-home"))
+
+    def no_maven(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"Maven ran at submit time: {args}")
+
+    monkeypatch.setattr(jars.subprocess, "run", no_maven)
+    with pytest.raises(PrerequisiteError) as caught:
+        plan(spec_file, tmp_path)
+    assert "not resolved" in str(caught.value) and "eos jars" in caught.value.fix and "connector" in caught.value.fix
+
+
+def test_an_environment_given_on_the_command_line_is_checked_and_made_absolute(
+    spec_file, tmp_path, jar, archive, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    submit = plan(spec_file, tmp_path, connector=Connector(jars=[jar]), python_environment="eos-job-env.tar.gz")
+    assert submit.archives == [f"{archive}#environment"]
+    with pytest.raises(SubmissionError) as caught:
+        plan(spec_file, tmp_path, connector=Connector(jars=[jar]), python_environment=str(tmp_path))
+    assert "does not end with .tar.gz" in str(caught.value) and "eos package" in caught.value.fix
