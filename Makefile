@@ -12,6 +12,8 @@ EXTRAS ?= spark,dev
 PYTEST_ARGS ?=
 # Two pytest workers (pytest-xdist), each with its own broker and Spark: much of the chaos suite
 # waits on timeouts, so two workers on two cores finish well before one. PYTEST_WORKERS=0 runs serially.
+# worksteal: an idle worker takes pending tests from a busy one (plain `load` hands the first
+# chunk, all of tests/chaos, to one worker and leaves the other idle for half an hour).
 PYTEST_WORKERS ?= 2
 
 .PHONY: install demo test lint bench constraints clean
@@ -35,7 +37,7 @@ lint: install
 	$(VENV)/bin/ruff check .
 
 test: lint
-	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --durations=30 $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal --durations=30 $(PYTEST_ARGS)
 
 bench: install
 	$(PY) -m bench
