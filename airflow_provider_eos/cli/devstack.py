@@ -1,8 +1,9 @@
 """The local development commands: ``eos devstack``, ``eos jars``, ``eos run`` and ``eos demo``.
 
-``devstack up --spark-workers N`` starts a Spark standalone cluster beside the broker, in the same
-state folder. ``devstack status`` exits 1 when the broker does not run or a recorded cluster is
-not fully up (a finding: start it), like every command's exit codes
+``devstack up --spark-workers N`` starts a Spark standalone cluster beside the broker, and
+``--yarn`` Hadoop's MiniCluster (HDFS + YARN), in the same state folder. ``devstack status``
+exits 1 when the broker does not run or a recorded cluster is not fully up (a finding: start
+it), like every command's exit codes
 (:class:`~airflow_provider_eos.cli.output.ExitCode`).
 """
 
@@ -27,10 +28,14 @@ def _devstack_up(args: argparse.Namespace) -> int:
                                 fix="pass the number of Spark workers to start, e.g. 2 (0: none).")
     if args.spark_workers:
         check_worker_settings(args.spark_workers, 1, args.spark_worker_memory)  # before the broker starts
+    from airflow_provider_eos.devstack.yarn import YarnMiniCluster
+
     kafka = LocalKafka(args.state_dir)
-    spark = SparkCluster(kafka.state_dir)
+    spark, yarn = SparkCluster(kafka.state_dir), YarnMiniCluster(kafka.state_dir)
     if kafka.status() is None:
-        spark.down()  # starting the broker wipes its folder: a cluster recorded there would be orphaned
+        # Starting the broker wipes its folder: a cluster recorded there would be orphaned.
+        spark.down()
+        yarn.down()
     info = kafka.up(transaction_max_timeout_ms=args.transaction_max_timeout_ms)
     print(f"Kafka {info.bootstrap_servers} pid={info.pid} logs={info.log_file}")
     if args.spark_workers:
@@ -38,6 +43,11 @@ def _devstack_up(args: argparse.Namespace) -> int:
         print(f"Spark {cluster.master_url} ui={cluster.webui_url} workers={cluster.workers} "
               f"pids={','.join(map(str, cluster.pids()))} logs={cluster.log_dir}")
         print(f"spark.master={cluster.master_url}")
+    if args.yarn:
+        hadoop = yarn.up()
+        print(f"YARN {hadoop.resourcemanager_url} hdfs={hadoop.namenode_url} webhdfs={hadoop.webhdfs_url} "
+              f"logs={hadoop.log_file}")
+        print(f"HADOOP_CONF_DIR={hadoop.hadoop_conf_dir}")
     print(f"bootstrap.servers={info.bootstrap_servers}")
     return ExitCode.OK
 
@@ -45,11 +55,14 @@ def _devstack_up(args: argparse.Namespace) -> int:
 def _devstack_down(args: argparse.Namespace) -> int:
     from airflow_provider_eos.devstack.broker import LocalKafka
     from airflow_provider_eos.devstack.spark_cluster import SparkCluster
+    from airflow_provider_eos.devstack.yarn import YarnMiniCluster
 
     kafka = LocalKafka(args.state_dir)
-    # The cluster first: the broker's down removes the whole folder, the cluster's state file with it.
+    # The clusters first: the broker's down removes the whole folder, the clusters' state files with it.
     if SparkCluster(kafka.state_dir).down():
         print("spark cluster stopped")
+    if YarnMiniCluster(kafka.state_dir).down():
+        print("yarn cluster stopped")
     stopped = kafka.down()
     print("stopped and removed" if stopped else "no devstack broker was running; state removed")
     return ExitCode.OK
@@ -58,10 +71,12 @@ def _devstack_down(args: argparse.Namespace) -> int:
 def _devstack_status(args: argparse.Namespace) -> int:
     from airflow_provider_eos.devstack.broker import LocalKafka
     from airflow_provider_eos.devstack.spark_cluster import SparkCluster
+    from airflow_provider_eos.devstack.yarn import YarnMiniCluster
 
     kafka = LocalKafka(args.state_dir)
     info = kafka.status()
     spark = SparkCluster(kafka.state_dir).status()
+    yarn = YarnMiniCluster(kafka.state_dir).status()
     if info is None:
         print(f"not running (state dir {kafka.state_dir})")
     else:
@@ -73,10 +88,16 @@ def _devstack_status(args: argparse.Namespace) -> int:
         print(f"spark {health} master={cluster.master_url} ui={cluster.webui_url} "
               f"workers={spark.workers_alive}/{cluster.workers} alive logs={cluster.log_dir}")
         print(f"spark.master={cluster.master_url}")
+    if yarn is not None:
+        hadoop = yarn.info
+        print(f"yarn {'running' if yarn.healthy else 'not running'} rm={hadoop.resourcemanager_url} "
+              f"hdfs={hadoop.namenode_url} nodes={yarn.nodes_running} logs={hadoop.log_file}")
+        print(f"HADOOP_CONF_DIR={hadoop.hadoop_conf_dir}")
     if info is None:
         return ExitCode.FINDING
     print(f"bootstrap.servers={info.bootstrap_servers}")
-    return ExitCode.OK if spark is None or spark.healthy else ExitCode.FINDING
+    healthy = (spark is None or spark.healthy) and (yarn is None or yarn.healthy)
+    return ExitCode.OK if healthy else ExitCode.FINDING
 
 
 def _jars(args: argparse.Namespace) -> int:
@@ -159,6 +180,11 @@ def register(commands: argparse._SubParsersAction) -> None:
                 "prints spark.master=spark://... before the last line",
             )
             sub.add_argument("--spark-worker-memory", default="1g", help="memory of each Spark worker (default 1g)")
+            sub.add_argument(
+                "--yarn", action="store_true",
+                help="also start Hadoop's MiniCluster (HDFS + YARN, jars from Maven Central) and print "
+                "HADOOP_CONF_DIR=... before the last line (for spark-submit --master yarn)",
+            )
 
     jars = commands.add_parser("jars", help="resolve (if needed) and print the jars directories")
     jars.set_defaults(handler=_jars)
