@@ -55,6 +55,23 @@ def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
         cluster.down()
 
 
+@pytest.fixture(scope="session")
+def yarn_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+    """HDFS and YARN from ``hadoop-minicluster`` (one per session), always stopped (and by a reaper if pytest dies)."""
+    import time
+
+    from airflow_provider_eos.devstack.yarn import YarnMiniCluster
+
+    cluster = YarnMiniCluster(tmp_path_factory.mktemp("yarn"))
+    started = time.monotonic()
+    try:
+        info = cluster.up(stop_with_pid=os.getpid())
+        print(f"\nYARN MiniCluster up in {time.monotonic() - started:.1f}s at {info.resourcemanager_url}")
+        yield info
+    finally:
+        cluster.down()
+
+
 @pytest.fixture
 def topic_factory(bootstrap: str) -> Callable[..., str]:
     """Create a uniquely named topic: ``topic_factory("in", partitions=4)``."""

@@ -60,44 +60,58 @@ def _ours(pgid: int, marker: str) -> bool:
 def stop_groups(leaders: dict[int, str], timeout_s: float, *, crash: bool = False) -> tuple[bool, list[int]]:
     """SIGTERM the groups of ``leaders`` (pid -> command-line marker), SIGKILL what is left after ``timeout_s``.
 
-    :param crash: SIGKILL at once, as a crashed host (a fault of the tests and the soak), no SIGTERM,
-        and every descendant too: PySpark's daemon puts itself and its Python workers in a group of their own.
+    Descendants that left the group are stopped too: PySpark's daemon puts itself and its Python
+    workers in a group of their own, YARN's NodeManager starts every container in its own session.
 
+    :param crash: SIGKILL at once, as a crashed host (a fault of the tests and the soak), no SIGTERM.
     :returns: whether any group was running, and the pids still alive after SIGKILL (normally none).
     """
+    import psutil  # Airflow's own dependency
+
     groups = [pgid for pgid, marker in leaders.items() if _ours(pgid, marker)]
     if not groups:
         return False, []
+    descendants = _descendants(groups)
 
     def send(sig: signal.Signals) -> None:
         for pgid in groups:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pgid, sig)
+        for process in descendants:
+            with contextlib.suppress(psutil.Error):
+                process.send_signal(sig)
 
     def all_exited() -> bool:
         for pgid in groups:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pgid, os.WNOHANG)  # our own child stays a zombie until it is reaped
-        return not any(group_members(pgid) for pgid in groups)
+        return not any(group_members(pgid) for pgid in groups) and not _running(descendants)
 
-    if crash:
-        _kill_descendants(groups)
     if not crash:
         send(signal.SIGTERM)
         if GROUPS_EXIT.bounded(timeout_s=timeout_s).poll(all_exited, until=bool, what="SIGTERM of the groups").settled:
             return True, []
     send(signal.SIGKILL)
     GROUPS_EXIT.poll(all_exited, until=bool, what="SIGKILL of the groups")
-    return True, sorted({pid for pgid in groups for pid in group_members(pgid)})
+    return True, sorted({pid for pgid in groups for pid in group_members(pgid)} | set(_running(descendants)))
 
 
-def _kill_descendants(leaders: list[int]) -> None:
-    import psutil  # Airflow's own dependency
+def _descendants(leaders: list[int]) -> list:
+    import psutil
 
     found = []
     for leader in leaders:
         with contextlib.suppress(psutil.Error):
             found.extend(psutil.Process(leader).children(recursive=True))
-    for process in found:
+    return found
+
+
+def _running(processes: list) -> list[int]:
+    import psutil
+
+    alive = []
+    for process in processes:
         with contextlib.suppress(psutil.Error):
-            process.kill()
+            if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
+                alive.append(process.pid)
+    return alive

@@ -6,11 +6,12 @@ starts Hadoop's CLI MiniCluster (``org.apache.hadoop.mapreduce.MiniHadoopCluster
 JVM: a NameNode and a DataNode, a ResourceManager, a NodeManager and a JobHistoryServer. Every
 address is on the loopback interface on a port chosen here (the MiniCluster's "fixed ports" mode
 binds exactly those); only MapReduce's shuffle service, which the MiniCluster always adds to the
-NodeManager, listens on an OS-chosen port of every interface. The JVM leads its own session, so
-stopping its process group also stops the YARN containers (Spark drivers, executors and their
-Python workers) it launched. What runs is recorded in ``yarn-cluster.json`` in the state folder,
-so ``down`` and ``status`` work from another process; data, logs and the client configuration
-(``HADOOP_CONF_DIR`` for spark-submit) live in ``<state folder>/yarn``.
+NodeManager, listens on an OS-chosen port of every interface. The JVM leads its own session; the
+NodeManager starts each YARN container (Spark drivers, executors and their Python workers) in a
+session of its own, so ``down`` stops the JVM's group and every process descending from it. What
+runs is recorded in ``yarn-cluster.json`` in the state folder, so ``down`` and ``status`` work
+from another process; data, logs and the client configuration (``HADOOP_CONF_DIR`` for
+spark-submit) live in ``<state folder>/yarn``.
 """
 
 from __future__ import annotations
@@ -251,7 +252,7 @@ class YarnMiniCluster:
         )
 
     def down(self, *, timeout_s: float = 20) -> bool:
-        """Stop the recorded JVM's process group (its YARN containers too); remove its files.
+        """Stop the recorded JVM's process group and its descendants (the YARN containers); remove its files.
 
         :returns: whether the cluster was running.
         :raises YarnClusterError: if a process survives SIGKILL (the files are kept then).

@@ -11,9 +11,16 @@ identity ...). With one, the options come from the connection:
     ``client_kwargs``, ``botocore_config`` -> ``config_kwargs``, ``profile_name`` -> ``profile``.
 ``google_cloud_platform`` (the google provider's type)
     extras ``keyfile_dict`` or ``key_path`` -> gcsfs ``token``, ``project`` -> ``project``.
+``webhdfs`` (the apache-hdfs provider's type), for ``hdfs://`` checkpoints
+    host/port -> the NameNode's WebHDFS address (``host``, ``port``), login -> ``user``, password ->
+    ``password`` (basic auth), extras ``use_ssl`` -> ``use_https``, ``verify`` -> ``session_verify``.
 any other type (e.g. ``generic``)
     the extras are the storage options as they are, e.g.
-    ``{"key": "...", "secret": "...", "client_kwargs": {"endpoint_url": "http://minio:9000"}}``.
+    ``{"key": "...", "secret": "...", "client_kwargs": {"endpoint_url": "http://minio:9000"}}``, or
+    for ``hdfs://`` fsspec ``webhdfs``'s own ``{"port": 9870, "user": "etl"}``.
+
+An ``hdfs://`` checkpoint is read over WebHDFS; without a connection its address comes from the
+worker's ``HADOOP_CONF_DIR`` (``core.checkpoint.webhdfs`` owns that rule).
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ __all__ = ["CheckpointStorageHook"]
 
 _AWS_SCHEMES = ("s3://",)
 _GCP_SCHEMES = ("gs://", "gcs://")
+_HDFS_SCHEMES = ("hdfs://",)
 # Extras of the aws connection that need an STS round trip or a credentials chain s3fs
 # cannot be handed as options; ignoring them would silently read with other credentials.
 _AWS_UNSUPPORTED = ("role_arn", "assume_role_method", "assume_role_kwargs")
@@ -77,6 +85,8 @@ class CheckpointStorageHook(BaseHook):
             options = self._aws_options(conn.login, conn.password, extra, url)
         elif conn.conn_type == "google_cloud_platform":
             options = self._gcp_options(extra, url)
+        elif conn.conn_type == "webhdfs":
+            options = self._webhdfs_options(conn.host, conn.port, conn.login, conn.password, extra, url)
         else:
             options = dict(extra)
         _mask_storage_secrets(options)
@@ -129,6 +139,21 @@ class CheckpointStorageHook(BaseHook):
             options["client_kwargs"] = client_kwargs
         if isinstance(extra.get("botocore_config"), Mapping):
             options["config_kwargs"] = dict(extra["botocore_config"])
+        return options
+
+    def _webhdfs_options(
+        self, host: str | None, port: int | None, login: str | None, password: str | None,
+        extra: Mapping[str, Any], url: str,
+    ) -> dict:
+        self._require_scheme(url, _HDFS_SCHEMES, "webhdfs")
+        options: dict[str, Any] = {}
+        for key, value in (("host", host), ("port", port), ("user", login), ("password", password)):
+            if value:
+                options[key] = value
+        if "use_ssl" in extra:
+            options["use_https"] = bool(extra["use_ssl"])
+        if "verify" in extra:
+            options["session_verify"] = extra["verify"]
         return options
 
     def _gcp_options(self, extra: Mapping[str, Any], url: str) -> dict:

@@ -3,9 +3,16 @@
 The application, jars, py-files, files, archives and conf all come from the pipeline spec
 through :mod:`airflow_provider_eos.spark.submit_command`, the same plan ``eos run`` uses, so
 the DAG and the terminal submit the same job. The connection is the Spark provider's ``spark``
-connection (master, deploy mode, queue). Client deploy mode is what is tested; in cluster deploy
-mode the spec travels with ``--files`` and the recovery branch cannot observe the driver and
-refuses to act on its own.
+connection (master, deploy mode, queue). In cluster deploy mode the spec travels with ``--files``
+and the recovery branch cannot observe the driver and refuses to act on its own.
+
+On YARN in cluster deploy mode the operator follows the application through the Spark
+provider's ResourceManager REST tracking (``yarn_track_via_rm_api``): spark-submit returns once
+YARN accepted the application, the task polls ``/ws/v1/cluster/apps/<id>`` and killing the task
+PUTs ``{"state": "KILLED"}`` there, with no ``yarn`` command on the worker. The ResourceManager's
+web address is the connection extra ``yarn_resourcemanager_webapp_address`` (the provider's), or
+else ``yarn.resourcemanager.webapp.address`` in the ``yarn-site.xml`` of spark-submit's
+``HADOOP_CONF_DIR``; with neither, the provider's own behaviour applies.
 
 Connection secrets reach the job only inside the spec file the operator writes: mode 0600 in a
 private (0700) temporary folder, removed when the task ends; never on the command line, in the
@@ -23,11 +30,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
+from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_eos.core.driver import DRIVER_TOKEN_ENV, DRIVER_XCOM_KEY, DriverHandle, driver_token
 from airflow_provider_eos.core.errors import EosError
+from airflow_provider_eos.core.hadoop_conf import ambient_hadoop_conf
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.spec.submission import Connector, parse_connector
 from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
@@ -103,6 +112,8 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         self.python_environment = python_environment
         # Validated when the DAG is parsed: a typo fails the parse, naming the value.
         self.connector = parse_connector(connector, where=f"{type(self).__name__} argument connector")
+        # The ResourceManager's address from HADOOP_CONF_DIR, when the connection gives none (see the module).
+        self._resourcemanager_url: str | None = None
 
     def execute(self, context: Context) -> None:
         # mkdtemp: a folder only this user can enter (0700), so the spec copy below is private twice.
@@ -130,12 +141,41 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
             self.name = f"eos-{spec.name}"
             # PySpark's own spark-submit: its version is the one the connector jars were resolved for.
             self._spark_binary = self._spark_binary or spark_submit_executable()
+            self._track_through_resourcemanager()
             self._record_driver(context, spec.name)
             self.log.info("Submitting pipeline %s (%s) with %d connector jars%s", spec.name, mode, len(plan.jars),
                           f", packed environment {plan.archives[0]}" if plan.archives else "")
             super().execute(context)
         finally:
             shutil.rmtree(work_dir, ignore_errors=True)
+
+    def _get_hook(self) -> SparkSubmitHook:
+        hook = super()._get_hook()
+        if self._resourcemanager_url:
+            # The hook's cache of the connection extra, which is absent: the address is yarn-site.xml's.
+            hook._yarn_rm_base_url = self._resourcemanager_url
+        return hook
+
+    def _track_through_resourcemanager(self) -> None:
+        """On YARN in cluster deploy mode, follow and kill the application through the ResourceManager's REST API."""
+        hook = self._get_hook()
+        if not hook._is_yarn_cluster_mode or self._yarn_track_via_rm_api:
+            return
+        try:
+            hook._get_yarn_rm_base_url()  # the connection extra
+        except ValueError:
+            environment = {**os.environ, **(self.env_vars or {})}
+            address = ambient_hadoop_conf(environment).get("yarn.resourcemanager.webapp.address")
+            if not address:
+                self.log.warning(
+                    "YARN cluster deploy mode without the ResourceManager's address (connection extra "
+                    "yarn_resourcemanager_webapp_address, or yarn-site.xml in HADOOP_CONF_DIR): the Spark provider's "
+                    "own tracking applies, and killing the task needs the `yarn` command on this worker"
+                )
+                return
+            self._resourcemanager_url = (address if "://" in address else f"http://{address}").rstrip("/")
+        self._yarn_track_via_rm_api = True
+        self._hook = None  # rebuilt with the tracking on
 
     def _record_driver(self, context: Context, pipeline: str) -> None:
         """Tag the submission's processes with the run's driver token and record where they run.

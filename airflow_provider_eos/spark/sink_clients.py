@@ -2,15 +2,38 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient
 
 from airflow_provider_eos.core.checkpoint import CheckpointReader
+from airflow_provider_eos.core.checkpoint.webhdfs import WEBHDFS_CONF_KEYS, is_hdfs_location
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.kafka.settings import admin_config, group_metadata_consumer_config, with_client_logger
 from airflow_provider_eos.spark.transactional_producer import TransactionalProducer
 
-__all__ = ["SinkClients"]
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["SinkClients", "driver_checkpoint"]
+
+
+def driver_checkpoint(spec: PipelineSpec, session: SparkSession | None) -> CheckpointReader:
+    """The checkpoint reader of the driver; an ``hdfs://`` one finds WebHDFS as Spark finds HDFS.
+
+    In YARN's cluster deploy mode the driver has no ``HADOOP_CONF_DIR`` of its own: its Hadoop
+    configuration is the one Spark shipped with the application, in the JVM. The user stated to
+    WebHDFS is the one Spark writes the checkpoint as (``sparkUser``), not the container's OS user.
+    """
+    if session is None or not is_hdfs_location(spec.checkpoint_location):
+        return CheckpointReader(spec.checkpoint_location)
+    jvm = session.sparkContext._jvm
+    jvm.org.apache.hadoop.hdfs.HdfsConfiguration.init()  # loads hdfs-site.xml into every Configuration
+    conf = session.sparkContext._jsc.hadoopConfiguration()
+    hadoop_conf = {key: value for key in WEBHDFS_CONF_KEYS if (value := conf.get(key)) is not None}
+    return CheckpointReader(spec.checkpoint_location, {"user": session.sparkContext.sparkUser()},
+                            hadoop_conf=hadoop_conf)
 
 
 class SinkClients:
@@ -20,9 +43,9 @@ class SinkClients:
     of the executor writers.
     """
 
-    def __init__(self, spec: PipelineSpec) -> None:
+    def __init__(self, spec: PipelineSpec, checkpoint: CheckpointReader | None = None) -> None:
         self.spec = spec
-        self.checkpoint = CheckpointReader(spec.checkpoint_location)
+        self.checkpoint = checkpoint or CheckpointReader(spec.checkpoint_location)
         self.admin = AdminClient(with_client_logger("admin", admin_config(spec)))
         self.driver_producer = TransactionalProducer(spec, spec.transactional_id(0))
         self._group_handle = Consumer(

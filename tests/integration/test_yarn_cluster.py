@@ -13,9 +13,7 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import fsspec
@@ -71,19 +69,6 @@ SLEEP_APP = textwrap.dedent("""
     print("EOS_SLEEPING", flush=True)
     time.sleep(600)
 """)
-
-
-@pytest.fixture(scope="session")
-def yarn_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[YarnClusterInfo]:
-    """HDFS and YARN from ``hadoop-minicluster``, always stopped (and by a reaper if pytest dies)."""
-    cluster = YarnMiniCluster(tmp_path_factory.mktemp("yarn"))
-    started = time.monotonic()
-    try:
-        info = cluster.up(stop_with_pid=os.getpid())
-        print(f"\nYARN MiniCluster up in {time.monotonic() - started:.1f}s at {info.resourcemanager_url}")
-        yield info
-    finally:
-        cluster.down()
 
 
 @pytest.fixture(scope="session")

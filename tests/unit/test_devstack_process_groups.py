@@ -24,6 +24,8 @@ PARENT = (
     "import signal, subprocess, sys, time\n"
     "if sys.argv[2] == 'stubborn': signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
     f"subprocess.Popen([sys.executable, '-c', {SLEEPER!r}])\n"
+    # A descendant in a session of its own, as YARN starts a container or PySpark its daemon.
+    f"if sys.argv[2] == 'detaching': subprocess.Popen([sys.executable, '-c', {SLEEPER!r}], start_new_session=True)\n"
     "time.sleep(120)\n"
 )
 
@@ -85,3 +87,17 @@ def test_the_reaper_stops_the_cluster_of_a_dead_owner_and_removes_its_files(tmp_
     assert not any(_pid_alive(member) for member in members)
     assert not (tmp_path / STATE_FILE).exists() and not (tmp_path / "spark").exists()
     assert SparkCluster(tmp_path).status() is None
+
+
+@pytest.mark.parametrize("crash", [False, True])
+def test_descendants_in_sessions_of_their_own_are_stopped_too(started, crash):
+    import psutil
+
+    pid = daemon(started, WORKER_CLASS, "detaching")
+    deadline = time.monotonic() + 10
+    while len(psutil.Process(pid).children(recursive=True)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    detached = [c.pid for c in psutil.Process(pid).children(recursive=True) if c.pid not in group_members(pid)]
+    assert len(detached) == 1, "the stand-in daemon did not start its detached child"
+    assert stop_groups({pid: WORKER_CLASS}, timeout_s=10, crash=crash) == (True, [])
+    assert not _pid_alive(detached[0]) or psutil.Process(detached[0]).status() == psutil.STATUS_ZOMBIE

@@ -1,14 +1,16 @@
 """The one reader of Spark Structured Streaming checkpoints, for local paths and fsspec URLs.
 
 :class:`CheckpointReader` addresses the checkpoint through fsspec (``s3a://`` read as
-``s3://``), lists the batch logs, reads files and hands their content to the parsers of
-:mod:`.formats`. Every listing invalidates fsspec's cache, because object-store listing caches
-would hide batches Spark wrote since the last call.
+``s3://``, ``hdfs://`` over WebHDFS: :mod:`.webhdfs`), lists the batch logs, reads files and
+hands their content to the parsers of :mod:`.formats`. Every listing invalidates fsspec's cache,
+because object-store listing caches would hide batches Spark wrote since the last call.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import getpass
+import os
 import posixpath
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -29,7 +31,9 @@ from airflow_provider_eos.core.checkpoint.formats import (
     parse_offset_log,
 )
 from airflow_provider_eos.core.checkpoint.snapshot import CheckpointSnapshot, read_snapshot
+from airflow_provider_eos.core.checkpoint.webhdfs import is_hdfs_location, webhdfs_target
 from airflow_provider_eos.core.errors import CheckpointError
+from airflow_provider_eos.core.hadoop_conf import ambient_hadoop_conf
 from airflow_provider_eos.core.topic_partition import OffsetMap, TopicPartition
 
 if TYPE_CHECKING:
@@ -61,19 +65,35 @@ class CheckpointReader:
 
     :param location: the checkpoint location: a local path, ``file:`` URL or any fsspec URL
         (``s3://``, ``gs://``, ``abfs://``, ``memory://`` ...); ``s3a://`` and ``s3n://`` are read
-        as ``s3://``.
-    :param storage_options: passed to the fsspec filesystem (credentials, endpoint ...).
-    :raises CheckpointError: if no filesystem can serve the location.
+        as ``s3://``; ``hdfs://`` is read over WebHDFS (:mod:`.webhdfs` says where its address comes from).
+    :param storage_options: passed to the fsspec filesystem (credentials, endpoint, WebHDFS ``port`` ...).
+    :param hadoop_conf: for ``hdfs://``: the Hadoop client properties to find the WebHDFS address
+        in when the options give none; default: the site files in ``HADOOP_CONF_DIR``.
+    :raises CheckpointError: if no filesystem can serve the location (for ``hdfs://``: no WebHDFS address).
 
     Attributes ``fs`` (the fsspec filesystem) and ``root`` (the checkpoint root as ``fs`` spells
     it, without trailing ``/``) let repair code move files with the same addressing.
     """
 
-    def __init__(self, location: str, storage_options: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        location: str,
+        storage_options: Mapping[str, Any] | None = None,
+        *,
+        hadoop_conf: Mapping[str, str] | None = None,
+    ) -> None:
         self.location = str(location)
         url = normalize_location(self.location)
+        # hdfs:// paths are shown as Spark knows them, not as the webhdfs:// they are read through.
+        self._location_prefix: str | None = None
         try:
-            fs, root = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
+            if is_hdfs_location(url):
+                target = webhdfs_target(url, storage_options, ambient_hadoop_conf() if hadoop_conf is None
+                                        else hadoop_conf, _hadoop_user())
+                fs, root = fsspec.filesystem("webhdfs", **target.options), target.path
+                self._location_prefix = target.location_prefix
+            else:
+                fs, root = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
         except ImportError as err:
             raise CheckpointError(
                 f"checkpoint location {self.location!r} needs an fsspec filesystem that is not installed: {err}",
@@ -98,7 +118,9 @@ class CheckpointReader:
         return posixpath.join(self.root, *parts)
 
     def display(self, path: str) -> str:
-        """A path as the operator knows it: the local path, or a URL with its scheme."""
+        """A path as the operator knows it: the local path, or a URL with its scheme (``hdfs://`` as given)."""
+        if self._location_prefix is not None:
+            return self._location_prefix + path
         protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
         if protocol in ("file", "local"):
             return path
@@ -343,6 +365,14 @@ class CheckpointReader:
         :raises CheckpointError: if there is no checkpoint at the location, or a file is malformed.
         """
         return read_snapshot(self, source_index)
+
+
+def _hadoop_user() -> str | None:
+    """The user Hadoop's own clients state without Kerberos: ``HADOOP_USER_NAME``, else the login user."""
+    try:
+        return os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (some containers): state none, WebHDFS picks its default
+        return None
 
 
 def _as_utc(value: Any, where: str) -> dt.datetime:

@@ -1,0 +1,190 @@
+"""The pipeline on YARN in cluster deploy mode, its checkpoint on HDFS, read back over WebHDFS.
+
+EosSparkSubmitOperator submits through a ``spark`` connection (host ``yarn``, deploy mode
+``cluster``) with the MiniCluster's ``HADOOP_CONF_DIR`` in spark-submit's environment; the Spark
+provider follows the application through the ResourceManager's REST API (whose address the
+operator takes from that folder's ``yarn-site.xml``). The driver runs in the application
+master's container with this machine's interpreter (the NodeManager is on this machine). The
+checkpoint is ``hdfs://`` as Spark writes it; this process reads it (verification, abort's
+liveness check, repairs) through fsspec's ``webhdfs``, with no native libhdfs. Two YARN
+applications in all: one drains the input, one is killed through the task's ``on_kill``; the
+executed rewind needs no application (a checkpoint in Spark's format, put on HDFS).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fsspec.implementations.webhdfs import WebHDFS
+
+from airflow_provider_eos.core.checkpoint import CheckpointReader
+from airflow_provider_eos.core.hadoop_conf import HADOOP_CONF_DIR_ENV
+from airflow_provider_eos.core.retry import RetryPolicy
+from airflow_provider_eos.core.spec import Writers
+from airflow_provider_eos.devstack.yarn import YarnClusterInfo
+from airflow_provider_eos.usecases.abort import abort
+from airflow_provider_eos.usecases.clients import PipelineClients
+from airflow_provider_eos.usecases.rewind import rewind
+from airflow_provider_eos.usecases.verify import verify
+from tests.support.checkpoints import write_checkpoint
+from tests.support.pipeline import PipelineHarness, assert_exactly_once, json_events, output_ids
+from tests.support.yarn_cluster import FINAL_STATES, application, container_log, same_machine_conf, wait_for_state
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+SPARK_CONN = "eos_yarn"
+FIRST_COMMIT = RetryPolicy(waiting_for="the first committed batch on HDFS", timeout_s=300, first_delay_s=2,
+                           max_delay_s=3)
+APPLICATION_ID = RetryPolicy(waiting_for="the YARN application id", timeout_s=240, first_delay_s=1, max_delay_s=1)
+
+
+class TaskInstance:
+    """What the operator uses of Airflow's task instance: the DAG id, XCom and stats tags."""
+
+    dag_id = "eos_yarn"
+    stats_tags: dict[str, str] = {}
+
+    def __init__(self) -> None:
+        self.xcom: dict[str, object] = {}
+
+    def xcom_push(self, key: str, value: object) -> None:
+        self.xcom[key] = value
+
+
+@pytest.fixture
+def on_yarn(yarn_cluster: YarnClusterInfo, monkeypatch: pytest.MonkeyPatch) -> Iterator[YarnClusterInfo]:
+    """The Airflow worker's environment for YARN: HADOOP_CONF_DIR and a ``spark`` connection, no RM extra."""
+    monkeypatch.setenv(HADOOP_CONF_DIR_ENV, str(yarn_cluster.hadoop_conf_dir))
+    monkeypatch.setenv(f"AIRFLOW_CONN_{SPARK_CONN.upper()}", json.dumps(
+        {"conn_type": "spark", "host": "yarn", "extra": {"deploy-mode": "cluster"}}))
+    yield yarn_cluster
+
+
+def hdfs_harness(bootstrap: str, tmp_path: Path, info: YarnClusterInfo, **settings: object) -> PipelineHarness:
+    harness = PipelineHarness(bootstrap, tmp_path, writers="executors", **settings)
+    return harness.with_overrides(checkpoint_location=f"{info.namenode_url}/eos/{harness.name}/checkpoint")
+
+
+def submit_operator(harness: PipelineHarness, info: YarnClusterInfo):
+    from airflow_provider_eos.operators.spark_submit import EosSparkSubmitOperator
+
+    conf = {**same_machine_conf(info), "spark.app.name": f"eos-{harness.name}"}
+    return EosSparkSubmitOperator(task_id="submit", spec_path=str(harness.spec_file), conn_id=SPARK_CONN, conf=conf,
+                                  status_poll_interval=2)
+
+
+def test_pipeline_on_yarn_cluster_mode_is_exact_and_its_hdfs_checkpoint_verifies_over_webhdfs(
+    on_yarn: YarnClusterInfo, bootstrap: str, tmp_path: Path
+) -> None:
+    harness = hdfs_harness(bootstrap, tmp_path, on_yarn)
+    records, valid, malformed = json_events(1200, malformed_every=50)
+    harness.produce_input(records, aborted_every=2)
+    operator = submit_operator(harness, on_yarn)
+
+    started = time.monotonic()
+    operator.execute({"ti": TaskInstance(), "run_id": "manual__yarn"})
+    app_id = operator._hook._yarn_application_id
+    print(f"\nYARN pipeline submit-to-finished {time.monotonic() - started:.1f}s ({app_id})")
+
+    # The provider followed the application through the ResourceManager to its success.
+    app = application(on_yarn, app_id)
+    assert operator._yarn_track_via_rm_api and (app["state"], app["finalStatus"]) == ("FINISHED", "SUCCEEDED")
+    assert app["name"] == f"eos-{harness.name}"
+    driver_log = container_log(app, "stdout")  # the driver's Python logging, in its container
+    assert "EOS-WRITERS executors" in driver_log, driver_log[-3000:]
+
+    # Output exact; the checkpoint (read over WebHDFS with HADOOP_CONF_DIR's address) agrees with the group.
+    assert_exactly_once(harness, valid, malformed)
+    checkpoint = harness.checkpoint()
+    assert isinstance(checkpoint.fs, WebHDFS)
+    assert checkpoint.display(checkpoint.path("commits", "0")) == f"{harness.spec.checkpoint_location}/commits/0"
+    choice = checkpoint.writers_choice()
+    assert choice is not None and choice.writers is Writers.EXECUTORS
+    assert checkpoint.latest_committed_batch() == checkpoint.latest_planned_batch() >= 3  # 300 per trigger
+    # The same checkpoint through storage options alone (a checkpoint connection's extras), no Hadoop configuration.
+    port = int(on_yarn.webhdfs_url.rsplit(":", 1)[1])
+    by_options = CheckpointReader(harness.spec.checkpoint_location, {"port": port}, hadoop_conf={})
+    assert by_options.query_id() == checkpoint.query_id()
+
+    result = verify(PipelineClients(harness.spec))
+    assert result.ok and result.report.overall.value == "IN_SYNC", result.render()
+    cli = subprocess.run([str(Path(sys.executable).with_name("eos")), "verify", "--spec", str(harness.spec_file)],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert cli.returncode == 0 and "IN_SYNC" in cli.stdout, cli.stdout + cli.stderr
+
+
+def test_killing_the_task_kills_the_yarn_application_then_recovery_runs_on_the_hdfs_checkpoint(
+    on_yarn: YarnClusterInfo, bootstrap: str, tmp_path: Path
+) -> None:
+    harness = hdfs_harness(bootstrap, tmp_path, on_yarn, trigger="5 seconds", max_offsets_per_trigger=100)
+    records, _, _ = json_events(3000, prefix=f"k{uuid.uuid4().hex[:4]}-")
+    harness.produce_input(records)
+    operator = submit_operator(harness, on_yarn)
+    failure: list[BaseException] = []
+
+    def run_task() -> None:
+        try:
+            operator.execute({"ti": TaskInstance(), "run_id": "manual__yarn_kill"})
+        except BaseException as err:  # the task's end, asserted below
+            failure.append(err)
+
+    task = threading.Thread(target=run_task, name="eos-yarn-task", daemon=True)
+    task.start()
+    checkpoint = CheckpointReader(harness.spec.checkpoint_location)
+    known = APPLICATION_ID.poll(lambda: operator._hook and operator._hook._yarn_application_id, until=bool,
+                                what="the application id from spark-submit's output")
+    assert known.settled, "spark-submit printed no application id"
+    app_id = known.value
+    committed = FIRST_COMMIT.poll(lambda: checkpoint.latest_committed_batch(), until=lambda batch: batch is not None,
+                                  what=f"a committed batch of {app_id}")
+    assert committed.settled, container_log(application(on_yarn, app_id), "stdout")[-3000:]
+    assert application(on_yarn, app_id)["state"] == "RUNNING"
+
+    operator.on_kill()  # what Airflow calls when the task is killed
+
+    app = wait_for_state(on_yarn, app_id, FINAL_STATES)
+    assert (app["state"], app["finalStatus"]) == ("KILLED", "KILLED"), app["diagnostics"]
+    task.join(120)
+    assert not task.is_alive() and failure, "the task did not end with the killed application"
+    assert "KILLED" in str(failure[0]), failure[0]
+
+    # Recovery, as the DAG's recovery branch runs it, against the hdfs:// checkpoint.
+    clients = PipelineClients(harness.spec)
+    evidence = f"YARN application {app_id} is KILLED by the ResourceManager's word"
+    aborted = abort(clients, driver_gone=evidence)
+    assert aborted.ok, aborted.render()
+    verified = verify(clients)
+    assert verified.report.overall.value in ("IN_SYNC", "KAFKA_AHEAD_SAFE"), verified.render()
+    last = clients.checkpoint.latest_committed_batch()
+    assert last is not None and last >= 0
+    planned = rewind(clients, to_batch=last - 1, execute=False)  # lists the logs over WebHDFS
+    assert "would move" in planned.summary and f"offsets/{last}" in planned.render(), planned.render()
+    produced = output_ids(harness.output_values())
+    assert produced and max(produced.values()) == 1, "the killed run's committed output has duplicates"
+
+
+def test_rewind_moves_an_hdfs_checkpoint_over_webhdfs_and_keeps_the_files(
+    on_yarn: YarnClusterInfo, tmp_path: Path
+) -> None:
+    from airflow_provider_eos.core.repair import rewind as rewind_checkpoint
+
+    local = write_checkpoint(tmp_path / "checkpoint", topic="orders", partitions=2, query_id=str(uuid.uuid4()),
+                             offsets=range(4), commits=range(4))
+    reader = CheckpointReader(f"{on_yarn.namenode_url}/eos/rewind-{uuid.uuid4().hex[:8]}/checkpoint")
+    reader.fs.put(str(local), reader.root, recursive=True)
+    assert reader.latest_committed_batch() == 3
+
+    result = rewind_checkpoint(reader, 1, execute=True)
+
+    assert result.executed and reader.latest_committed_batch() == reader.latest_planned_batch() == 1
+    assert {"offsets/2", "offsets/3", "commits/2", "commits/3"} <= set(result.moved)
+    for relative in result.moved:
+        assert reader.fs.isfile(f"{result.backup_dir}/{relative}"), relative

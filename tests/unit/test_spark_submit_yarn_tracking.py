@@ -1,0 +1,60 @@
+"""On YARN in cluster deploy mode EosSparkSubmitOperator follows and kills the application through the RM REST API."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+
+def operator_on(monkeypatch: pytest.MonkeyPatch, extra: dict[str, str], master: str = "yarn"):
+    from airflow_provider_eos.operators.spark_submit import EosSparkSubmitOperator
+
+    monkeypatch.setenv("AIRFLOW_CONN_EOS_SPARK", json.dumps({"conn_type": "spark", "host": master, "extra": extra}))
+    return EosSparkSubmitOperator(task_id="submit", spec_path="/x.yaml", conn_id="eos_spark")
+
+
+def yarn_site(folder: Path, address: str) -> Path:
+    (folder / "yarn-site.xml").write_text(
+        "<configuration><property><name>yarn.resourcemanager.webapp.address</name>"
+        f"<value>{address}</value></property></configuration>")
+    return folder
+
+
+def test_the_resourcemanager_address_comes_from_hadoop_conf_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(yarn_site(tmp_path, "127.0.0.1:8088")))
+    operator = operator_on(monkeypatch, {"deploy-mode": "cluster"})
+    operator._track_through_resourcemanager()
+    hook = operator._get_hook()
+    assert operator._yarn_track_via_rm_api and hook._should_track_yarn_application_via_rm_api()
+    assert hook._get_yarn_rm_base_url() == "http://127.0.0.1:8088"
+    # The kill the provider sends on on_kill goes to that address.
+    sent: list[tuple[str, dict]] = []
+    monkeypatch.setattr("requests.put", lambda url, json, **_: sent.append((url, json)) or type("R", (), {
+        "status_code": 202})())
+    hook._yarn_application_id = "application_1_0001"
+    operator._hook = hook
+    operator.on_kill()
+    assert sent == [("http://127.0.0.1:8088/ws/v1/cluster/apps/application_1_0001/state", {"state": "KILLED"})]
+
+
+def test_the_connection_extra_wins_and_other_masters_are_left_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(yarn_site(tmp_path, "127.0.0.1:8088")))
+    operator = operator_on(monkeypatch, {"deploy-mode": "cluster", "yarn_resourcemanager_webapp_address": "rm:8088"})
+    operator._track_through_resourcemanager()
+    assert operator._get_hook()._get_yarn_rm_base_url() == "http://rm:8088"
+    client = operator_on(monkeypatch, {"deploy-mode": "client"})
+    client._track_through_resourcemanager()
+    assert not client._yarn_track_via_rm_api
+
+
+def test_without_an_address_the_providers_own_tracking_applies(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
+    operator = operator_on(monkeypatch, {"deploy-mode": "cluster"})
+    operator._track_through_resourcemanager()
+    assert not operator._yarn_track_via_rm_api
