@@ -76,13 +76,42 @@ def _apply_trigger(writer, spec: PipelineSpec):
     return writer.trigger(processingTime=f"{spec.trigger_interval_ms} milliseconds")
 
 
+#: In the query's exception when :class:`StopGate` refused a batch: a requested stop, not a failure.
+STOP_BEFORE_BATCH = "EOS-STOP-BEFORE-BATCH"
+
+
+class StopBeforeBatch(Exception):
+    """Raised by :class:`StopGate` at a batch's start, before the sink does anything."""
+
+
+class StopGate:
+    """The sink as ``foreachBatch`` sees it: once a stop is requested, the next batch is refused at its start.
+
+    A query that is behind runs its triggers back to back, so the driver's loop may never see a
+    moment between two of them to call ``query.stop()``. Refused before the sink reads or writes
+    anything, the batch stays planned in ``offsets/N`` only, and a restart runs it (a replay of
+    a planned batch, which the protocol expects).
+    """
+
+    def __init__(self, sink: Callable, stop: threading.Event) -> None:
+        self.sink, self.stop = sink, stop
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        if self.stop.is_set():
+            raise StopBeforeBatch(f"{STOP_BEFORE_BATCH} {batch_id}: stop requested (SIGTERM); the batch is planned "
+                                  "in offsets/ and nothing of it was written; a restart runs it")
+        self.sink(batch, batch_id)
+
+
 def start_query(
     spark: SparkSession, spec: PipelineSpec, mode: Mode | str = Mode.EXACTLY_ONCE,
+    stop: threading.Event | None = None,
 ) -> tuple[StreamingQuery, object]:
     """Start the query; returns it and its sink.
 
     ``mode`` is the spec's :class:`Mode`, or :data:`~.noop_sink.BENCH_NOOP_MODE` (benchmark only:
-    reads and transforms, writes nothing, no delivery guarantee).
+    reads and transforms, writes nothing, no delivery guarantee). With ``stop``, a set event
+    refuses the next batch at its start (:class:`StopGate`).
     """
     transformed = load_transform(spec.transform)(read_source(spark, spec))
     missing = {"key", "value"} - set(transformed.columns)
@@ -93,14 +122,14 @@ def start_query(
     output_mode = "append"
     if mode == Mode.EXACTLY_ONCE:
         sink = ExactlyOnceKafkaSink(spec, spark, FaultInjector.from_environment(spec.transaction_timeout_ms))
-        writer = transformed.writeStream.foreachBatch(sink).outputMode(output_mode)
+        writer = transformed.writeStream.foreachBatch(_gated(sink, stop)).outputMode(output_mode)
     elif mode == Mode.AT_LEAST_ONCE:
         sink = AtLeastOnceKafkaSink(spec, FaultInjector.from_environment(spec.transaction_timeout_ms))
-        writer = transformed.writeStream.foreachBatch(sink).outputMode(output_mode)
+        writer = transformed.writeStream.foreachBatch(_gated(sink, stop)).outputMode(output_mode)
     elif mode == BENCH_NOOP_MODE:
         # Benchmark only: reads and transforms, writes nothing, no delivery guarantee.
         sink = NoopSink()
-        writer = transformed.writeStream.foreachBatch(sink).outputMode(output_mode)
+        writer = transformed.writeStream.foreachBatch(_gated(sink, stop)).outputMode(output_mode)
     else:
         raise EosError(f"unknown mode {mode!r}", fix=f"use one of {', '.join(repr(m.value) for m in Mode)}")
     writer = _apply_trigger(writer.option("checkpointLocation", spec.checkpoint_location), spec)
@@ -108,6 +137,10 @@ def start_query(
     spark.streams.addListener(BatchProgressLogger(sink, mode).as_listener())
     query = writer.queryName(f"eos-{spec.name}").start()
     return query, sink
+
+
+def _gated(sink: Callable, stop: threading.Event | None) -> Callable:
+    return sink if stop is None else StopGate(sink, stop)
 
 
 class BatchProgressLogger:
@@ -155,19 +188,32 @@ def run_pipeline(spark: SparkSession, spec: PipelineSpec, mode: Mode | str = Mod
 
     SIGTERM stops the query after the running batch completes, never in the middle of one.
     """
-    query, sink = start_query(spark, spec, mode)
     stop_requested = threading.Event()
+    query, sink = start_query(spark, spec, mode, stop=stop_requested)
     signal.signal(signal.SIGTERM, lambda *_: stop_requested.set())
+    announced = False
     try:
         while query.isActive:
-            if query.awaitTermination(0.5):
+            try:
+                if query.awaitTermination(0.5):
+                    break
+            except Exception:  # the query failed (or the StopGate refused a batch): read below
                 break
-            # Between triggers, not merely outside the sink: a batch already planned in offsets/N
-            # would otherwise be left for a replay.
-            if stop_requested.is_set() and not sink.in_batch and not query.status.get("isTriggerActive"):
+            if not stop_requested.is_set():
+                continue
+            if not announced:
                 log.info("EOS-QUERY SIGTERM: stopping after the running batch")
+                announced = True
+            # Between triggers if the loop sees a moment between two (nothing planned is left
+            # over); otherwise the StopGate refuses the next batch at its start.
+            if not sink.in_batch and not query.status.get("isTriggerActive"):
                 query.stop()
         exception = query.exception()
+        if exception is not None and stop_requested.is_set() and STOP_BEFORE_BATCH in str(exception):
+            refused = str(exception).split(STOP_BEFORE_BATCH, 1)[1].split(":", 1)[0].strip()
+            log.info("EOS-QUERY SIGTERM: stopped before batch %s (planned, nothing written; a restart runs it)",
+                     refused)
+            return 0
         if exception is not None:
             log.error("EOS-QUERY failed: %s", exception)
             return 1

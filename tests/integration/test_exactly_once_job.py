@@ -140,8 +140,12 @@ def test_sigterm_stops_a_processing_time_query_after_the_running_batch(bootstrap
     assert "SIGTERM: stopping after the running batch" in log
     # Whatever was processed is exact and committed; the rest is still to come.
     checkpoint = harness.checkpoint()
-    last = checkpoint.latest_committed_batch()
-    assert last is not None and checkpoint.latest_planned_batch() == last, "a batch was left half-done"
+    last, planned = checkpoint.latest_committed_batch(), checkpoint.latest_planned_batch()
+    assert last is not None, log[-3000:]
+    # Stopped between two triggers, or (a query behind runs them back to back) the next batch was
+    # refused at its start: planned only, nothing of it written; the restart below runs it.
+    assert planned == last or (planned == last + 1 and f"stopped before batch {planned} " in log), \
+        f"a batch was left half-done: planned {planned}, committed {last}"
     done = output_ids(harness.output_values())
     assert all(c == 1 for c in done.values()) and 0 < len(done) < len(valid_ids)
     # A restart (available-now) finishes the rest exactly once.
