@@ -11,12 +11,14 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 from airflow_provider_eos.core.retry import RetryPolicy
 from airflow_provider_eos.devstack.broker import _pid_alive
 
-__all__ = ["GROUPS_EXIT", "group_members", "process_state", "runs", "stop_groups"]
+__all__ = ["GROUPS_EXIT", "group_members", "process_state", "runs", "start_reaper", "stop_groups"]
 
 GROUPS_EXIT = RetryPolicy(waiting_for="the process groups to exit", timeout_s=20, first_delay_s=0.1, max_delay_s=0.3)
 _PROC = Path("/proc")
@@ -115,3 +117,13 @@ def _running(processes: list) -> list[int]:
             if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
                 alive.append(process.pid)
     return alive
+
+
+def start_reaper(module: str, owner_pid: int, state_dir: Path | str) -> None:
+    """Start ``module.reap(owner_pid, state_dir)`` in a detached process: it stops what the state
+    folder records once the owner dies. A process, not a thread: it must outlive an owner that is SIGKILLed."""
+    code = f"import sys\nfrom {module} import reap\nreap(int(sys.argv[1]), sys.argv[2])"
+    subprocess.Popen(
+        [sys.executable, "-c", code, str(owner_pid), str(state_dir)], stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )

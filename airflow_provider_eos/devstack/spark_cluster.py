@@ -16,7 +16,6 @@ import logging
 import os
 import shutil
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -25,7 +24,7 @@ from typing import Literal
 from airflow_provider_eos.core.errors import SparkClusterError
 from airflow_provider_eos.core.retry import RetryPolicy
 from airflow_provider_eos.devstack.broker import _pid_alive, default_state_dir, free_port
-from airflow_provider_eos.devstack.process_groups import runs, stop_groups
+from airflow_provider_eos.devstack.process_groups import runs, start_reaper, stop_groups
 from airflow_provider_eos.devstack.spark_cluster_state import (
     MASTER_CLASS,
     STATE_FILE,
@@ -308,15 +307,7 @@ class SparkCluster:
         )
 
     def _start_reaper(self, owner_pid: int) -> None:
-        # A detached watcher, not a thread: it must outlive an owner that is SIGKILLed.
-        code = (
-            "import sys\nfrom airflow_provider_eos.devstack.spark_cluster import reap\n"
-            "reap(int(sys.argv[1]), sys.argv[2])"
-        )
-        subprocess.Popen(
-            [sys.executable, "-c", code, str(owner_pid), str(self.state_dir)], stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        )
+        start_reaper("airflow_provider_eos.devstack.spark_cluster", owner_pid, self.state_dir)
 
     def down(self, *, timeout_s: float = 20, keep_logs: bool = False) -> bool:
         """Stop every recorded daemon's process group (SIGTERM, SIGKILL after ``timeout_s``); remove the files.

@@ -22,7 +22,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -31,7 +30,7 @@ from airflow_provider_eos.core.errors import PrerequisiteError, YarnClusterError
 from airflow_provider_eos.core.retry import RetryPolicy
 from airflow_provider_eos.devstack.broker import _pid_alive, default_state_dir
 from airflow_provider_eos.devstack.jars import _resolve, eos_home, pyspark_jars_dir, require_java
-from airflow_provider_eos.devstack.process_groups import runs, stop_groups
+from airflow_provider_eos.devstack.process_groups import runs, start_reaper, stop_groups
 from airflow_provider_eos.devstack.yarn_state import (
     CLUSTER_CLASS,
     STATE_FILE,
@@ -244,12 +243,7 @@ class YarnMiniCluster:
         )
 
     def _start_reaper(self, owner_pid: int) -> None:
-        # A detached watcher, not a thread: it must outlive an owner that is SIGKILLed.
-        code = "import sys\nfrom airflow_provider_eos.devstack.yarn import reap\nreap(int(sys.argv[1]), sys.argv[2])"
-        subprocess.Popen(
-            [sys.executable, "-c", code, str(owner_pid), str(self.state_dir)], stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        )
+        start_reaper("airflow_provider_eos.devstack.yarn", owner_pid, self.state_dir)
 
     def down(self, *, timeout_s: float = 20) -> bool:
         """Stop the recorded JVM's process group and its descendants (the YARN containers); remove its files.
