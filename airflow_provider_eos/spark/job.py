@@ -192,8 +192,16 @@ def run_pipeline(spark: SparkSession, spec: PipelineSpec, mode: Mode | str = Mod
     query, sink = start_query(spark, spec, mode, stop=stop_requested)
     signal.signal(signal.SIGTERM, lambda *_: stop_requested.set())
     announced = False
+
+    def announce_stop() -> None:
+        nonlocal announced
+        if stop_requested.is_set() and not announced:
+            log.info("EOS-QUERY SIGTERM: stopping after the running batch")
+            announced = True
+
     try:
         while query.isActive:
+            announce_stop()
             try:
                 if query.awaitTermination(0.5):
                     break
@@ -201,13 +209,13 @@ def run_pipeline(spark: SparkSession, spec: PipelineSpec, mode: Mode | str = Mod
                 break
             if not stop_requested.is_set():
                 continue
-            if not announced:
-                log.info("EOS-QUERY SIGTERM: stopping after the running batch")
-                announced = True
+            announce_stop()
             # Between triggers if the loop sees a moment between two (nothing planned is left
             # over); otherwise the StopGate refuses the next batch at its start.
             if not sink.in_batch and not query.status.get("isTriggerActive"):
                 query.stop()
+        # The StopGate may refuse a batch within the wait the signal arrived in: say it was seen.
+        announce_stop()
         exception = query.exception()
         if exception is not None and stop_requested.is_set() and STOP_BEFORE_BATCH in str(exception):
             refused = str(exception).split(STOP_BEFORE_BATCH, 1)[1].split(":", 1)[0].strip()

@@ -98,7 +98,11 @@ def wait_for_state(info: YarnClusterInfo, application_id: str, states: tuple[str
 
 
 def kill(info: YarnClusterInfo, application_id: str) -> str:
-    """``yarn application -kill`` through the REST API; the state the ResourceManager answers (KILLING...)."""
+    """``yarn application -kill`` through the REST API; the state the ResourceManager answers.
+
+    The answer is 202 with the application's state at that moment while the kill is in progress
+    (RUNNING, until the ResourceManager has handled the kill event), 200 with KILLED once done.
+    """
     url = f"{info.resourcemanager_url}/ws/v1/cluster/apps/{application_id}/state"
     return _request(url, "PUT", {"state": "KILLED"})["state"]
 
