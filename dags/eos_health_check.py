@@ -13,10 +13,12 @@ from typing import Any
 import pendulum
 from airflow.sdk import DAG, task
 
+from airflow_provider_eos.role_connections import kafka_conn_id
 from airflow_provider_eos.spec_registry import discover_specs, specs_directory
 
 SPECS_DIR = specs_directory(Path(__file__).parent / "pipelines")
 SPECS = discover_specs(SPECS_DIR)
+HEALTH = kafka_conn_id("health")  # the health principal: describe-only ACLs
 
 
 @task(map_index_template="{{ pipeline_name }}")
@@ -29,7 +31,7 @@ def health_report(spec_path: str, **context: Any) -> dict[str, Any]:
     from airflow_provider_eos.usecases.clients import PipelineClients
     from airflow_provider_eos.usecases.health import health
 
-    spec = load_pipeline_spec(spec_path)
+    spec = load_pipeline_spec(spec_path, HEALTH)
     # map_index_template renders against the live task context, not the **context copy.
     get_current_context()["pipeline_name"] = spec.name
     report = health(PipelineClients(spec), samples=3, interval_s=10).report

@@ -21,12 +21,14 @@ from airflow_provider_eos.operators.recovery import (
     RewindCheckpointOperator,
     VerifyCommittedOffsetsOperator,
 )
+from airflow_provider_eos.role_connections import kafka_conn_id
 from airflow_provider_eos.spec_registry import discover_specs, spec_path_lookup, specs_directory
 
 SPECS_DIR = specs_directory(Path(__file__).parent / "pipelines")
 SPECS = discover_specs(SPECS_DIR)
 ACTIONS = ("verify", "abort", "rewind", "align")
 SPEC_PATH = "{{ spec_path_of(params.pipeline) }}"
+RECOVERY = kafka_conn_id("recovery")  # every action runs as the recovery principal
 
 
 def validate_request(params: dict[str, Any]) -> str:
@@ -83,11 +85,12 @@ with DAG(
 
     dry_run = "{{ params.dry_run }}"
     actions = [
-        VerifyCommittedOffsetsOperator(task_id="verify", spec_path=SPEC_PATH),
+        VerifyCommittedOffsetsOperator(task_id="verify", spec_path=SPEC_PATH, kafka_conn_id=RECOVERY),
         AbortOpenTransactionsOperator(task_id="abort", spec_path=SPEC_PATH, dry_run=dry_run,
-                                      force="{{ params.force }}"),
+                                      force="{{ params.force }}", kafka_conn_id=RECOVERY),
         RewindCheckpointOperator(task_id="rewind", spec_path=SPEC_PATH, to_batch="{{ params.target_batch }}",
-                                 dry_run=dry_run),
-        AlignGroupOffsetsOperator(task_id="align", spec_path=SPEC_PATH, dry_run=dry_run, force="{{ params.force }}"),
+                                 dry_run=dry_run, kafka_conn_id=RECOVERY),
+        AlignGroupOffsetsOperator(task_id="align", spec_path=SPEC_PATH, dry_run=dry_run, force="{{ params.force }}",
+                                  kafka_conn_id=RECOVERY),
     ]
     choose() >> actions

@@ -29,6 +29,7 @@ from airflow_provider_eos.operators.driver import ConfirmDriverGoneOperator, Sto
 from airflow_provider_eos.operators.preflight import EosPreflightOperator
 from airflow_provider_eos.operators.recovery import AbortOpenTransactionsOperator, VerifyCommittedOffsetsOperator
 from airflow_provider_eos.operators.spark_submit import EosSparkSubmitOperator
+from airflow_provider_eos.role_connections import kafka_conn_id
 from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
 from airflow_provider_eos.spec_registry import discover_specs, spec_path_lookup, specs_directory
 
@@ -36,6 +37,8 @@ SPECS_DIR = specs_directory(Path(__file__).parent / "pipelines")
 SPECS = discover_specs(SPECS_DIR)
 SPARK_CONN_ID = os.environ.get("EOS_SPARK_CONN_ID", "spark_default")
 SPEC_PATH = "{{ spec_path_of(params.pipeline) }}"
+# Each role's principal (its own ACLs, `eos acls`); None: the spec's own kafka settings.
+JOB, RECOVERY, HEALTH = kafka_conn_id("job"), kafka_conn_id("recovery"), kafka_conn_id("health")
 
 
 def _report_failure() -> None:
@@ -61,9 +64,12 @@ with DAG(
     },
     doc_md=__doc__,
 ) as dag:
-    preflight = EosPreflightOperator(task_id="preflight", spec_path=SPEC_PATH, specs_dir=str(SPECS_DIR))
-    abort_lingering = AbortOpenTransactionsOperator(task_id="abort_lingering", spec_path=SPEC_PATH)
-    verify = VerifyCommittedOffsetsOperator(task_id="verify", spec_path=SPEC_PATH)
+    preflight = EosPreflightOperator(task_id="preflight", spec_path=SPEC_PATH, specs_dir=str(SPECS_DIR),
+                                     kafka_conn_id=JOB)
+    abort_lingering = AbortOpenTransactionsOperator(
+        task_id="abort_lingering", spec_path=SPEC_PATH, kafka_conn_id=RECOVERY
+    )
+    verify = VerifyCommittedOffsetsOperator(task_id="verify", spec_path=SPEC_PATH, kafka_conn_id=RECOVERY)
 
     @task.branch(task_id="choose_path")
     def choose_path(spec_path: str) -> str | list[str]:
@@ -75,15 +81,17 @@ with DAG(
         return ["submit_stream", "watch_stream"]
 
     path = choose_path(SPEC_PATH)
-    submit = EosSparkSubmitOperator(task_id="submit", spec_path=SPEC_PATH, conn_id=SPARK_CONN_ID)
+    submit = EosSparkSubmitOperator(task_id="submit", spec_path=SPEC_PATH, conn_id=SPARK_CONN_ID,
+                                    kafka_conn_id=JOB)
     supervise = StreamingQueryHealthSensor(
         task_id="supervise", spec_path=SPEC_PATH, watch="wait_healthy",
-        committed_after="{{ dag_run.start_date }}", poke_interval=5, timeout=600,
+        committed_after="{{ dag_run.start_date }}", poke_interval=5, timeout=600, kafka_conn_id=HEALTH,
     )
-    submit_stream = EosSparkSubmitOperator(task_id="submit_stream", spec_path=SPEC_PATH, conn_id=SPARK_CONN_ID)
+    submit_stream = EosSparkSubmitOperator(task_id="submit_stream", spec_path=SPEC_PATH, conn_id=SPARK_CONN_ID,
+                                           kafka_conn_id=JOB)
     watch_stream = StreamingQueryHealthSensor(
         task_id="watch_stream", spec_path=SPEC_PATH, watch="watch", poke_interval=30, timeout=7 * 24 * 3600,
-        driver_task_id="submit_stream",
+        driver_task_id="submit_stream", kafka_conn_id=HEALTH,
     )
     stop_stream = StopPipelineDriverOperator(
         task_id="stop_stream", spec_path=SPEC_PATH, submit_task_ids=["submit_stream"],
@@ -94,9 +102,11 @@ with DAG(
         stopped_by="stop_stream", trigger_rule=TriggerRule.ALL_DONE,
     )
     recover_abort = AbortOpenTransactionsOperator(
-        task_id="recover_abort", spec_path=SPEC_PATH, driver_gone_task_id="confirm_driver_gone",
+        task_id="recover_abort", spec_path=SPEC_PATH, driver_gone_task_id="confirm_driver_gone", kafka_conn_id=RECOVERY,
     )
-    recover_verify = VerifyCommittedOffsetsOperator(task_id="recover_verify", spec_path=SPEC_PATH)
+    recover_verify = VerifyCommittedOffsetsOperator(
+        task_id="recover_verify", spec_path=SPEC_PATH, kafka_conn_id=RECOVERY
+    )
     pipeline_failed = PythonOperator(
         task_id="pipeline_failed", python_callable=_report_failure, trigger_rule=TriggerRule.ONE_FAILED,
     )

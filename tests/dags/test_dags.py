@@ -25,6 +25,23 @@ def test_dagbag_has_the_three_dags_no_import_errors_and_parses_fast(airflow_home
     assert parsed["params"]["eos_manual_recovery"]["dry_run"] is True
 
 
+def test_each_role_authenticates_with_its_own_kafka_connection(airflow_home, tmp_path):
+    roles = {"EOS_KAFKA_CONN_ID_JOB": "kafka_job", "EOS_KAFKA_CONN_ID_RECOVERY": "kafka_recovery",
+             "EOS_KAFKA_CONN_ID_HEALTH": "kafka_health"}
+    conn_ids = parse_dags(tmp_path / "roles.json", env=roles)["kafka_conn_ids"]
+    assert conn_ids["eos_pipeline"] == {
+        "preflight": "kafka_job", "submit": "kafka_job", "submit_stream": "kafka_job",
+        "abort_lingering": "kafka_recovery", "verify": "kafka_recovery", "recover_abort": "kafka_recovery",
+        "recover_verify": "kafka_recovery", "supervise": "kafka_health", "watch_stream": "kafka_health",
+    }
+    assert set(conn_ids["eos_manual_recovery"].values()) == {"kafka_recovery"}
+    assert len(conn_ids["eos_manual_recovery"]) == 4
+    # One connection for every role, and none at all (the spec's own settings).
+    shared = parse_dags(tmp_path / "shared.json", env={"EOS_KAFKA_CONN_ID": "kafka_all"})["kafka_conn_ids"]
+    assert set(shared["eos_pipeline"].values()) == {"kafka_all"}
+    assert set(parse_dags(tmp_path / "none.json")["kafka_conn_ids"]["eos_pipeline"].values()) == {None}
+
+
 def test_invalid_spec_is_an_import_error_naming_the_field(airflow_home, tmp_path):
     (tmp_path / "broken.yaml").write_text("name: broken\nkafka: {}\n")
     parsed = parse_dags(tmp_path / "parse.json", env={"EOS_SPECS_DIR": str(tmp_path)})

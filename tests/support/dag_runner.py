@@ -86,6 +86,8 @@ def _parse(out: str) -> None:
         "heavy_modules": [m for m in HEAVY_MODULES if m in sys.modules],
         "params": {d: {k: v.value if hasattr(v, "value") else v for k, v in bag.get_dag(d).params.items()}
                    for d in bag.dag_ids},
+        "kafka_conn_ids": {d: {t.task_id: t.kafka_conn_id for t in bag.get_dag(d).tasks if hasattr(t, "kafka_conn_id")}
+                           for d in bag.dag_ids},
     }
     Path(out).write_text(json.dumps(result, default=str))
 

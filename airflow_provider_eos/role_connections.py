@@ -1,0 +1,36 @@
+"""Which Airflow ``kafka`` connection each role's tasks authenticate with.
+
+A secured cluster gives each role its own principal with only its own ACLs (``eos acls``): the
+job (pre-flight and the Spark job), recovery (abort, verify, rewind, align) and health (the
+sensors and the scheduled health check). The DAGs read the connection of a role from
+``$EOS_KAFKA_CONN_ID_<ROLE>`` (``EOS_KAFKA_CONN_ID_JOB``, ``..._RECOVERY``, ``..._HEALTH``), else
+from ``$EOS_KAFKA_CONN_ID`` (one connection for every role); with neither, tasks use the spec's
+own ``kafka`` settings. Read at DAG parse time, like the specs folder: a deployment setting, not
+a trigger parameter, so whoever triggers a run cannot pick another role's credentials.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Literal
+
+from airflow_provider_eos.core.errors import SpecError
+
+Role = Literal["job", "recovery", "health"]
+ROLES: tuple[Role, ...] = ("job", "recovery", "health")
+SHARED_CONN_ENV = "EOS_KAFKA_CONN_ID"
+
+
+def role_conn_env(role: Role) -> str:
+    """The environment variable naming ``role``'s connection, e.g. ``EOS_KAFKA_CONN_ID_RECOVERY``."""
+    return f"{SHARED_CONN_ENV}_{role.upper()}"
+
+
+def kafka_conn_id(role: Role) -> str | None:
+    """The ``kafka`` connection id for ``role``'s tasks, or ``None`` for the spec's own settings.
+
+    :raises SpecError: for a role that is not job, recovery or health.
+    """
+    if role not in ROLES:
+        raise SpecError(f"unknown role {role!r}", fix=f"use one of {', '.join(ROLES)}")
+    return os.environ.get(role_conn_env(role)) or os.environ.get(SHARED_CONN_ENV) or None
