@@ -1,10 +1,15 @@
-"""Test-side Kafka helpers: create topics, await the group coordinator, produce, read back at an isolation level."""
+"""Test-side Kafka helpers: create topics, await the group coordinator, produce, read back at an isolation level.
+
+Each takes the cluster as a bootstrap string (the plaintext devstack) or as a librdkafka settings
+dict (a secured devstack's ``client.config``: the admin's SASL/TLS settings).
+"""
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from confluent_kafka import (
     Consumer,
@@ -16,9 +21,16 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
+Cluster = str | Mapping[str, Any]
 
-def create_topic(bootstrap: str, name: str, partitions: int = 1, config: dict | None = None) -> str:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+
+def client_settings(cluster: Cluster) -> dict[str, Any]:
+    """librdkafka settings for ``cluster``: a bootstrap string, or a settings dict (copied)."""
+    return {"bootstrap.servers": cluster} if isinstance(cluster, str) else dict(cluster)
+
+
+def create_topic(bootstrap: Cluster, name: str, partitions: int = 1, config: dict | None = None) -> str:
+    admin = AdminClient(client_settings(bootstrap))
     futures = admin.create_topics([NewTopic(name, partitions, 1, config=config or {})])
     futures[name].result(30)
     # Metadata propagates asynchronously even on one node; wait until the leader is known.
@@ -31,7 +43,7 @@ def create_topic(bootstrap: str, name: str, partitions: int = 1, config: dict | 
     raise TimeoutError(f"topic {name} not ready")
 
 
-def wait_for_group_coordinator(bootstrap: str, topic: str, timeout_s: float = 60) -> None:
+def wait_for_group_coordinator(bootstrap: Cluster, topic: str, timeout_s: float = 60) -> None:
     """Wait until the broker's group coordinator serves offset commits and reads.
 
     A fresh broker creates and loads ``__consumer_offsets`` on first use and answers
@@ -43,7 +55,7 @@ def wait_for_group_coordinator(bootstrap: str, topic: str, timeout_s: float = 60
     deadline = time.monotonic() + timeout_s
     while True:
         # A fresh client per attempt: reusing one after a coordinator error crashed librdkafka here.
-        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin = AdminClient(client_settings(bootstrap))
         try:
             result = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, [tp])])[group].result(30)
             if all(p.error is None for p in result.topic_partitions):
@@ -53,12 +65,13 @@ def wait_for_group_coordinator(bootstrap: str, topic: str, timeout_s: float = 60
         except KafkaException:
             pass
         if time.monotonic() > deadline:
-            raise TimeoutError(f"the group coordinator of {bootstrap} did not become ready in {timeout_s}s")
+            servers = client_settings(bootstrap)["bootstrap.servers"]
+            raise TimeoutError(f"the group coordinator of {servers} did not become ready in {timeout_s}s")
         time.sleep(0.5)
 
 
-def produce(bootstrap: str, topic: str, records: Iterable[tuple[bytes | None, bytes]], **conf) -> int:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **conf})
+def produce(bootstrap: Cluster, topic: str, records: Iterable[tuple[bytes | None, bytes]], **conf) -> int:
+    producer = Producer({**client_settings(bootstrap), "linger.ms": 5, **conf})
     count = 0
     for key, value in records:
         producer.produce(topic, value=value, key=key)
@@ -70,7 +83,7 @@ def produce(bootstrap: str, topic: str, records: Iterable[tuple[bytes | None, by
 
 
 def consume_all(
-    bootstrap: str,
+    bootstrap: Cluster,
     topic: str,
     *,
     isolation: str = "read_committed",
@@ -79,7 +92,7 @@ def consume_all(
 ) -> list:
     """Every record of ``topic`` from the beginning, as seen at ``isolation``."""
     consumer = Consumer({
-        "bootstrap.servers": bootstrap, "group.id": f"reader-{uuid.uuid4()}", "enable.auto.commit": False,
+        **client_settings(bootstrap), "group.id": f"reader-{uuid.uuid4()}", "enable.auto.commit": False,
         "auto.offset.reset": "earliest", "isolation.level": isolation, "enable.partition.eof": True,
     })
     metadata = consumer.list_topics(topic, timeout=10).topics[topic]
@@ -107,9 +120,9 @@ def consume_all(
     return records
 
 
-def end_offsets(bootstrap: str, topic: str, partitions: int, *, committed: bool) -> dict[int, int]:
+def end_offsets(bootstrap: Cluster, topic: str, partitions: int, *, committed: bool) -> dict[int, int]:
     """Per partition: the last stable offset (``committed=True``) or the high watermark."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(client_settings(bootstrap))
     isolation = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
     request = {TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)}
     result = admin.list_offsets(request, isolation_level=isolation)

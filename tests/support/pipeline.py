@@ -20,7 +20,7 @@ from confluent_kafka import Producer
 from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.spark.faults import ACK_VALUE
-from tests.support.kafka import consume_all, create_topic
+from tests.support.kafka import Cluster, client_settings, consume_all, create_topic
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,9 +40,14 @@ class JobResult:
 
 @dataclass
 class PipelineHarness:
-    """Topics, a spec file and a checkpoint for one test; starts and kills the real job."""
+    """Topics, a spec file and a checkpoint for one test; starts and kills the real job.
 
-    bootstrap: str
+    :param bootstrap: the cluster as the test's own clients reach it (topics, input, reading
+        back): a bootstrap string or a librdkafka settings dict (a secured devstack's admin).
+    :param spec_kafka: the spec's ``kafka`` settings (e.g. a job principal's); by default the same.
+    """
+
+    bootstrap: Cluster
     work_dir: Path
     transform: str | None = "airflow_provider_eos.jobs.transforms.json_enrich:transform"
     partitions: int = 2
@@ -53,6 +58,7 @@ class PipelineHarness:
     master: str = "local[2]"
     name: str = field(default_factory=lambda: f"p{uuid.uuid4().hex[:8]}")
     runs: int = 0
+    spec_kafka: dict | None = None
 
     def __post_init__(self) -> None:
         self.input_topic = create_topic(self.bootstrap, f"{self.name}-in", self.partitions)
@@ -60,7 +66,7 @@ class PipelineHarness:
         self.dlq_topic = create_topic(self.bootstrap, f"{self.name}-dlq", 1)
         self.spec = PipelineSpec(
             name=self.name.replace("-", "_"),
-            kafka={"bootstrap.servers": self.bootstrap},
+            kafka=dict(self.spec_kafka) if self.spec_kafka else client_settings(self.bootstrap),
             input_topics=[self.input_topic], output_topic=self.output_topic, dlq_topic=self.dlq_topic,
             group_id=f"{self.name}-sink", transactional_id_prefix=f"{self.name}-txn",
             checkpoint_location=str(self.work_dir / "checkpoint"), trigger=self.trigger,
@@ -69,12 +75,17 @@ class PipelineHarness:
             spark_conf={"spark.driver.memory": "768m", "spark.sql.shuffle.partitions": "2"},
         )
         self.spec_file = self.work_dir / "spec.yaml"
+        self._write_spec()
+
+    def _write_spec(self) -> None:
+        # Owner-only before the first byte: the spec may carry a principal's password.
+        self.spec_file.touch(mode=0o600)
         self.spec_file.write_text(yaml.safe_dump(self.spec.to_dict()))
 
     def with_overrides(self, **overrides: object) -> PipelineHarness:
         """The same pipeline (topics, group, checkpoint) with other settings, e.g. to drain it."""
         self.spec = self.spec.with_overrides(**overrides)
-        self.spec_file.write_text(yaml.safe_dump(self.spec.to_dict()))
+        self._write_spec()
         return self
 
     # -- input -------------------------------------------------------------------------------
@@ -83,7 +94,7 @@ class PipelineHarness:
                       chunk: int = 200) -> None:
         """Produce ``records`` in committed transactions; with ``aborted_every=k`` an aborted
         transaction of junk records follows every k-th committed one (offsets the job must skip)."""
-        producer = Producer({"bootstrap.servers": self.bootstrap, "transactional.id": f"{self.name}-input",
+        producer = Producer({**client_settings(self.bootstrap), "transactional.id": f"{self.name}-input",
                              "linger.ms": 5})
         producer.init_transactions(30)
         for n, start in enumerate(range(0, len(records), chunk)):
