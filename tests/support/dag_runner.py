@@ -30,6 +30,8 @@ class DagRunResult:
     log: str
     run_id: str = ""
     times: dict[str, list[float | None]] = field(default_factory=dict)
+    stored_xcoms: list[str] = field(default_factory=list)
+    rendered_fields: list[str] = field(default_factory=list)
 
     def started(self, task_id: str) -> float:
         """When the task started (epoch seconds)."""
@@ -97,12 +99,44 @@ def manual_run_id(run_after: str) -> str:
     return f"manual__{run_after}"
 
 
+CONNECTIONS_FILE_ENV = "EOS_TEST_CONNECTIONS_FILE"
+"""A JSON file (mode 0600) of ``{conn_id: {"conn_type": ..., "extra": {...}}}`` the child stores in the metadata DB."""
+
+
+def store_connections(connections: dict[str, dict[str, Any]], path: Path) -> dict[str, str]:
+    """Write ``connections`` for :func:`run_dag` (owner-only) and return the env that points the child at them.
+
+    Connections go into the metadata DB as a deployment keeps them, not into ``AIRFLOW_CONN_*``
+    variables, so no secret sits in the environment every task's children inherit.
+    """
+    path.touch(mode=0o600)
+    path.write_text(json.dumps(connections))
+    return {CONNECTIONS_FILE_ENV: str(path)}
+
+
+def _upsert_connections() -> None:
+    source = os.environ.get(CONNECTIONS_FILE_ENV)
+    if not source:
+        return
+    from airflow.models.connection import Connection
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        for conn_id, fields in json.loads(Path(source).read_text()).items():
+            session.query(Connection).filter(Connection.conn_id == conn_id).delete()
+            extra = fields.get("extra")
+            session.add(Connection(conn_id=conn_id, conn_type=fields["conn_type"], host=fields.get("host"),
+                                   extra=json.dumps(extra) if isinstance(extra, dict) else extra))
+
+
 def _run(dag_id: str, conf: str, out: str, run_after: str = "", mark_success: str = "") -> None:
     from airflow.dag_processing.bundles.manager import DagBundlesManager
     from airflow.dag_processing.dagbag import DagBag, sync_bag_to_db
+    from airflow.models.renderedtifields import RenderedTaskInstanceFields
     from airflow.models.xcom import XComModel
     from airflow.utils.session import create_session
 
+    _upsert_connections()
     bag = DagBag(dag_folder=str(DAGS))
     assert not bag.import_errors, bag.import_errors
     # dag.test() runs only DAGs serialized with a version, as the DAG processor would write them.
@@ -130,6 +164,12 @@ def _run(dag_id: str, conf: str, out: str, run_after: str = "", mark_success: st
             "run_id": dag_run.run_id,
             "times": {ti.task_id: [ti.start_date.timestamp() if ti.start_date else None,
                                    ti.end_date.timestamp() if ti.end_date else None] for ti in tis},
+            # Every XCom of the run and every rendered template field, as stored (secrets checks read them).
+            "stored_xcoms": [json.dumps(x.value, default=str) for x in session.query(XComModel).filter(
+                XComModel.dag_id == dag_id, XComModel.run_id == dag_run.run_id)],
+            "rendered_fields": [json.dumps(r.rendered_fields, default=str) for r in session.query(
+                RenderedTaskInstanceFields).filter(RenderedTaskInstanceFields.dag_id == dag_id,
+                                                   RenderedTaskInstanceFields.run_id == dag_run.run_id)],
         }
     Path(out).write_text(json.dumps(result, default=str))
 
