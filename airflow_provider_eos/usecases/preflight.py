@@ -117,7 +117,7 @@ def read_transform_traits(reference: str | None) -> TransformTraits:
 
 
 def with_writers_facts(facts: PreflightFacts, clients: PipelineClients) -> PreflightFacts:
-    """Add what the writers rules (EOS313-EOS316) read: the checkpoint's writers record and the transform's traits.
+    """Add what the writers rules (EOS313-EOS317) read: the checkpoint's writers record and the transform's traits.
 
     A fact that cannot be read stays ``None`` with the reason in ``unavailable``, so its rules
     report "not checked" and the others still run.

@@ -1,4 +1,4 @@
-"""EOS313-EOS316: the writers (DESIGN.md sections 2 and 4), as far as they can be told without Spark.
+"""EOS313-EOS317: the writers (DESIGN.md sections 2 and 4), as far as they can be told without Spark.
 
 Whether a plan is partition-aligned is decided by the job at start, from the executed plan. Before
 that, pre-flight can still tell: executor writers asked for outside the exactly-once mode; a
@@ -19,6 +19,7 @@ most favourable case: above :data:`CONTROL_RECORD_SHARE_LIMIT` of it, it warns.
 
 from __future__ import annotations
 
+from airflow_provider_eos.core.checkpoint.webhdfs import is_hdfs_location
 from airflow_provider_eos.core.preflight.facts import PreflightFacts
 from airflow_provider_eos.core.preflight.model import Outcome, Severity, failed, not_checked, passed, rule, unknown
 from airflow_provider_eos.core.spec import Mode, PipelineSpec, Writers
@@ -194,3 +195,33 @@ def _recorded_writers(facts: PreflightFacts) -> Outcome:
         f"again at start and records {spec.writers.value!r}; until then verification, health and the repairs judge "
         f"the checkpoint by the recorded {recorded.writers.value!r}{in_flight}"
     )
+
+
+@rule(
+    "EOS317",
+    Severity.ERROR,
+    "the driver writer's spill reaches the checkpoint",
+    "use `writers: executors` (or `auto`) with a partition-aligned transform, or put checkpoint_location on "
+    "storage the executors reach with ambient credentials (s3a://, gs://, abfss://, a shared path)",
+)
+def _driver_writer_storage(facts: PreflightFacts) -> Outcome:
+    spec = facts.spec
+    location = spec.checkpoint_location
+    if not is_hdfs_location(location):
+        return passed(f"checkpoint {location!r} is not hdfs://: the driver writer's tasks spill under it directly")
+    # `writers: driver` on hdfs:// is refused by the spec itself; `auto` picks the driver writer for
+    # a stateful plan, which only the transform's traits tell before the job starts.
+    traits = facts.transform_traits
+    if spec.writers is Writers.AUTO and traits is not None and traits.stateful:
+        return failed(
+            f"writers is 'auto' and transform {spec.transform!r} declares itself stateful ({traits.evidence}), so the "
+            f"job picks the driver writer, but checkpoint {location!r} is on hdfs://: the driver writer's tasks "
+            "spill the batch under the checkpoint from the executors, which have no WebHDFS address for it; the job "
+            "would refuse to start"
+        )
+    if spec.writers is Writers.AUTO:
+        return passed(
+            f"checkpoint {location!r} is on hdfs:// with writers 'auto': the executor writers need no spill; a plan "
+            "that is not partition-aligned would pick the driver writer, which the job refuses on hdfs://"
+        )
+    return passed(f"checkpoint {location!r} is on hdfs:// with the executor writers, which need no spill")

@@ -48,11 +48,13 @@ class RewindPlan(FrozenModel):
     Spark runs ``to_batch + 1`` onwards, reading the same offset ranges as before because
     ``offsets/K`` and the source's initial offsets stay in place.
 
-    JSON: ``repair`` (``"rewind"``), ``root``, ``to_batch``, ``is_noop``, ``stateful``,
+    JSON: ``repair`` (``"rewind"``), ``root``, ``location``, ``to_batch``, ``is_noop``, ``stateful``,
     ``before`` (the four batch numbers), ``after`` (``last_committed``, ``last_planned``),
     ``moves`` and ``warnings``.
 
     :param root: the checkpoint root as the file system spells it.
+    :param location: the checkpoint root as the operator knows it (``hdfs://...`` as given, an
+        object-store URL with its scheme); shown in the plan, ``root`` when empty.
     :param to_batch: the target batch ``K``; ``-1`` means before the first batch.
     :param before: the checkpoint's batches now.
     :param moves: the files to move, in execution order.
@@ -66,6 +68,7 @@ class RewindPlan(FrozenModel):
     moves: tuple[FileMove, ...]
     stateful: bool
     warnings: tuple[str, ...] = ()
+    location: str = ""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -134,7 +137,7 @@ class RewindPlan(FrozenModel):
         :param title: the first line (default: says this is a plan and nothing changed yet).
         """
         if title is None:
-            title = f"Rewind checkpoint {self.root} to batch {self.to_batch}" + (
+            title = f"Rewind checkpoint {self.location or self.root} to batch {self.to_batch}" + (
                 ": nothing to do" if self.is_noop else " (plan; nothing changed yet)"
             )
         lines = [title, "", self._batches_table()]
@@ -145,7 +148,7 @@ class RewindPlan(FrozenModel):
                 f"Moves {len(self.moves)} file(s), sidecars included: {self._count('offsets')} in offsets/, "
                 f"{self._count('commits')} in commits/, "
                 f"{self._count('state', 'operator-metadata')} in state/, "
-                f"into {self.root}{BACKUP_INFIX}<UTC timestamp>/ (relative paths kept):"
+                f"into {self.location or self.root}{BACKUP_INFIX}<UTC timestamp>/ (relative paths kept):"
             )
             # Show the log files first: they say which batches go; state files are many and follow.
             display = sorted(self.moves, key=lambda m: (m.kind not in ("offsets", "commits"), m.number, m.path))
@@ -246,6 +249,7 @@ def plan_rewind(reader: CheckpointReader, to_batch: int) -> RewindPlan:
         ``commits/K``, state version ``K+1``).
     """
     root = reader.root.rstrip("/")
+    shown = reader.display(root)
     fs = reader.fs
     if to_batch < -1:
         raise RepairError(
@@ -258,11 +262,11 @@ def plan_rewind(reader: CheckpointReader, to_batch: int) -> RewindPlan:
     last_planned = reader.latest_planned_batch()
     if to_batch > (-1 if last_committed is None else last_committed):
         raise RepairError(
-            f"cannot rewind forward to batch {to_batch}: the last committed batch of {root} is "
+            f"cannot rewind forward to batch {to_batch}: the last committed batch of {shown} is "
             f"{'none' if last_committed is None else last_committed}",
             fix="pass a batch at or before the last committed batch (verify reports the right one)",
         )
-    _check_retained(root, to_batch, offset_batches, commit_batches)
+    _check_retained(shown, to_batch, offset_batches, commit_batches)
 
     moves = log_moves(fs, root, "offsets", to_batch) + log_moves(fs, root, "commits", to_batch)
     stateful = bool(reader.state_dir_exists())
@@ -273,7 +277,7 @@ def plan_rewind(reader: CheckpointReader, to_batch: int) -> RewindPlan:
             for directory, kept in sorted(scan.lowest_kept.items()):
                 if kept is None:
                     raise RepairError(
-                        f"cannot rewind {root} to batch {to_batch}: state store {directory} keeps no "
+                        f"cannot rewind {shown} to batch {to_batch}: state store {directory} keeps no "
                         f"version at or below {to_batch + 1} (lowest: {scan.lowest_present[directory]}); "
                         "Spark purged the state that batch needs",
                         fix="pick a later batch, or start a new checkpoint and reprocess",
@@ -289,6 +293,7 @@ def plan_rewind(reader: CheckpointReader, to_batch: int) -> RewindPlan:
         )
     return RewindPlan(
         root=root,
+        location=shown,
         to_batch=to_batch,
         before=CheckpointBatches(
             last_committed=last_committed,

@@ -1,4 +1,4 @@
-"""EOS313-EOS316: the writers, told without Spark; pass on good facts and fail naming the values."""
+"""EOS313-EOS317: the writers, told without Spark; pass on good facts and fail naming the values."""
 
 from __future__ import annotations
 
@@ -78,6 +78,7 @@ def partitions(inputs: int, outputs: int, dlq: int = 4) -> Mutation:
 
 executors = spec(writers="executors")
 executors_fraud = spec(writers="executors", transform=FRAUD)
+HDFS = "hdfs://127.0.0.1:9000/eos/checkpoints/orders"
 
 PASSES: list[Case] = [
     ("EOS313", executors, ["'executors'", "'exactly-once'"]),
@@ -105,6 +106,10 @@ PASSES: list[Case] = [
     ("EOS316", recorded(Writers.EXECUTORS), ["'auto'", "decides at every start", "chose 'executors' at batch 0"]),
     # auto needs no fact: the job decides at start anyway.
     ("EOS316", facts_(checkpoint=None), ["'auto'"]),
+    ("EOS317", spec(writers="driver"), ["is not hdfs://"]),
+    ("EOS317", spec(writers="executors", checkpoint_location=HDFS), ["executor writers, which need no spill"]),
+    ("EOS317", then(spec(checkpoint_location=HDFS, transform=ENRICH), facts_(transform_traits=STATELESS)),
+     ["writers 'auto'", "not partition-aligned would pick the driver writer"]),
 ]
 
 FAILS: list[Case] = [
@@ -126,6 +131,9 @@ FAILS: list[Case] = [
     ("EOS316", then(spec(writers="driver"), recorded(Writers.EXECUTORS, planned=4)),
      ["records writers 'executors'", "the spec says 'driver'", "batch 4 is in flight",
       "written by the executor writers"]),
+    ("EOS317", then(spec(checkpoint_location=HDFS, transform=FRAUD), facts_(transform_traits=STATEFUL)),
+     ["writers is 'auto'", "declares itself stateful", "fraud_alerts.py", "picks the driver writer",
+      f"checkpoint {HDFS!r} is on hdfs://", "no WebHDFS address", "refuse to start"]),
 ]
 
 
@@ -184,5 +192,6 @@ def test_control_records_per_batch_is_input_times_output_plus_the_offsets_partit
 def test_the_writers_rules_are_catalogued_with_their_severities() -> None:
     report = evaluate(good_facts())
     severities = {f.code: f.severity.value for f in report.findings if f.code in {"EOS313", "EOS314", "EOS315",
-                                                                                  "EOS316"}}
-    assert severities == {"EOS313": "ERROR", "EOS314": "ERROR", "EOS315": "WARNING", "EOS316": "WARNING"}
+                                                                                  "EOS316", "EOS317"}}
+    assert severities == {"EOS313": "ERROR", "EOS314": "ERROR", "EOS315": "WARNING", "EOS316": "WARNING",
+                          "EOS317": "ERROR"}
