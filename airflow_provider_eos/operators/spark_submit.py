@@ -127,7 +127,8 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
                 mode = self.mode or spec.mode
                 deploy_mode = self._get_hook()._connection["deploy_mode"]
                 plan = plan_submit(spec_file, spec, mode=mode, work_dir=work_dir, deploy_mode=deploy_mode,
-                                   python_environment=self.python_environment, connector=self.connector)
+                                   python_environment=self.python_environment, connector=self.connector,
+                                   properties_file=Path(self.properties_file) if self.properties_file else None)
             except EosError as err:
                 raise AirflowFailException(str(err)) from err
             self.application = str(plan.application)
@@ -137,6 +138,8 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
             self.files = _joined(plan.files, self.files)
             self._archives = _joined(plan.archives, self._archives)
             self.conf = {**plan.conf, **(self.conf or {})}
+            # The spec's secret settings, in a private file rather than on spark-submit's command line.
+            self.properties_file = str(plan.properties_file) if plan.properties_file else None
             self.env_vars = {**plan.environment(), **(self.env_vars or {})}
             self.name = f"eos-{spec.name}"
             # PySpark's own spark-submit: its version is the one the connector jars were resolved for.

@@ -23,6 +23,7 @@ from airflow_provider_eos.core.spec.submission import Connector, check_python_en
 from airflow_provider_eos.kafka.settings.java import SPARK_OPTIONS_REDACTION_REGEX
 from airflow_provider_eos.spark.job_environment import ENVIRONMENT_ALIAS, EXECUTOR_PYTHON
 from airflow_provider_eos.spark.noop_sink import BENCH_NOOP_MODE
+from airflow_provider_eos.spark.secret_conf import spark_defaults_file, split_secret_conf, write_secret_properties
 
 # The entry script and example transforms live inside this package (``airflow_provider_eos.jobs``).
 PACKAGES_SHIPPED = ("airflow_provider_eos",)
@@ -48,8 +49,9 @@ class SubmitPlan:
     :param py_files: this package, zipped, for ``--py-files``: driver and executors run the submitter's code.
     :param files: files for ``--files`` (the spec, in cluster deploy mode).
     :param archives: ``ARCHIVE#alias`` entries for ``--archives`` (the packed environment).
-    :param conf: ``--conf`` settings.
+    :param conf: ``--conf`` settings (none of them secret).
     :param env: environment variables of the spark-submit process.
+    :param properties_file: ``--properties-file``: the secret settings (owner-only), or ``None``.
     """
 
     application: Path
@@ -60,6 +62,7 @@ class SubmitPlan:
     archives: list[str] = field(default_factory=list)
     conf: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
+    properties_file: Path | None = None
 
     def environment(self) -> dict[str, str]:
         """Environment variables for spark-submit (the local interpreter only when no packed environment is given)."""
@@ -72,6 +75,8 @@ class SubmitPlan:
                                ("--archives", self.archives)):
             if values:
                 args += [option, ",".join(map(str, values))]
+        if self.properties_file is not None:
+            args += ["--properties-file", str(self.properties_file)]
         for key, value in sorted(self.conf.items()):
             args += ["--conf", f"{key}={value}"]
         return [*args, str(self.application), *self.application_args]
@@ -122,13 +127,14 @@ def plan_submit(
     deploy_mode: str | None = None,
     python_environment: str | None = None,
     connector: Connector | None = None,
+    properties_file: Path | None = None,
 ) -> SubmitPlan:
     """The spark-submit plan of ``spec``.
 
     :param spec_file: the spec file the driver reads (holds connection secrets when an operator wrote it).
     :param spec: the spec, loaded from ``spec_file``.
     :param mode: the sink mode.
-    :param work_dir: a private folder for the zipped package.
+    :param work_dir: a private folder (0700) for the zipped package and the secret settings' file.
     :param deploy_mode: ``client`` (default) or ``cluster``. In cluster mode the driver runs on a
         cluster node: the spec travels with ``--files`` and the driver opens it by its base name.
         In client mode the driver is the local process and reads ``spec_file`` where it is:
@@ -136,6 +142,8 @@ def plan_submit(
         where the copies outlive the run (standalone workers keep ``work/app-*``).
     :param python_environment: a packed environment (``eos package``); overrides the spec's.
     :param connector: how the connector jars travel; overrides the spec's.
+    :param properties_file: a ``--properties-file`` the caller was given; with secret settings the
+        plan's own file starts with it (else with ``spark-defaults.conf``) and replaces it.
     :raises SubmissionError: a local jar or archive named does not exist.
     """
     cluster = (deploy_mode or "client") == "cluster"
@@ -154,6 +162,7 @@ def plan_submit(
         # A client-mode driver runs here, where the archive is not unpacked; a cluster-mode one runs beside it.
         conf["spark.pyspark.driver.python"] = EXECUTOR_PYTHON if cluster else sys.executable
     spec_arg = spec_file.name if cluster else str(spec_file)
+    public, secret = split_secret_conf({**conf, **spec.spark_conf})
     return SubmitPlan(
         application=entry_script(),
         application_args=["--spec", spec_arg, "--mode", run_mode],
@@ -161,8 +170,10 @@ def plan_submit(
         py_files=[zip_packages(work_dir)],
         files=[spec_file] if cluster else [],
         archives=archives,
-        conf={**conf, **spec.spark_conf},
+        conf=public,
         env=env,
+        properties_file=write_secret_properties(secret, work_dir, properties_file or spark_defaults_file())
+        if secret else properties_file,
     )
 
 

@@ -19,6 +19,7 @@ import yaml
 pytestmark = [pytest.mark.airflow, pytest.mark.usefixtures("airflow_home")]
 
 SASL_PASSWORD = "sasl-password-7c1d0e"
+S3_SECRET = "s3-secret-91b2c3"
 SPEC = {
     "name": "orders",
     "kafka": {"bootstrap.servers": "spec-broker:9092", "linger.ms": 50},
@@ -53,7 +54,10 @@ def submitted(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
         spec_arg = argv[argv.index("--spec") + 1]
         shipped = argv[argv.index("--files") + 1] if "--files" in argv else None
         spec_file = Path(shipped or spec_arg)
+        properties = argv[argv.index("--properties-file") + 1] if "--properties-file" in argv else None
         seen.append({
+            "properties": Path(properties).read_text() if properties else None,
+            "properties_mode": stat.S_IMODE(Path(properties).stat().st_mode) if properties else None,
             "argv": argv, "env": dict(hook._env or {}), "spec_file": spec_file, "spec_arg": spec_arg,
             "file_mode": stat.S_IMODE(spec_file.stat().st_mode),
             "folder_mode": stat.S_IMODE(spec_file.parent.stat().st_mode),
@@ -69,7 +73,7 @@ def run_operator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, deploy_mode
     from airflow_provider_eos.operators.spark_submit import EosSparkSubmitOperator
 
     spec_path = tmp_path / "orders.yaml"
-    spec_path.write_text(yaml.safe_dump(SPEC))
+    spec_path.write_text(yaml.safe_dump({**SPEC, "spark_conf": {"spark.hadoop.fs.s3a.secret.key": S3_SECRET}}))
     monkeypatch.setenv("AIRFLOW_CONN_EOS_SASL_KAFKA", json.dumps({"conn_type": "kafka", "extra": {
         "bootstrap.servers": "sasl-broker:9094", "security.protocol": "SASL_PLAINTEXT",
         "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "eos-job", "sasl.password": SASL_PASSWORD,
@@ -100,12 +104,15 @@ def test_secrets_reach_the_job_only_in_a_private_spec_file_that_is_removed_after
     # The job gets the connection's settings, through the file only.
     assert run["spec"]["kafka"]["sasl.password"] == SASL_PASSWORD
     assert run["spec"]["kafka"]["bootstrap.servers"] == "sasl-broker:9094"
-    assert not any(SASL_PASSWORD in arg for arg in run["argv"]), run["argv"]
+    assert not any(SASL_PASSWORD in arg or S3_SECRET in arg for arg in run["argv"]), run["argv"]
+    # The spec's secret Spark setting, in the private properties file only.
+    assert f"spark.hadoop.fs.s3a.secret.key={S3_SECRET}" in run["properties"] and run["properties_mode"] == 0o600
     assert not any(SASL_PASSWORD in f"{k}={v}" for k, v in run["env"].items())
     assert run["file_mode"] == 0o600 and run["folder_mode"] == 0o700
     assert not run["spec_file"].exists(), "the private spec copy outlived the task"
     assert SASL_PASSWORD not in json.dumps(ti.xcom, default=str)
-    assert SASL_PASSWORD not in caplog.text
+    assert SASL_PASSWORD not in caplog.text and S3_SECRET not in caplog.text
+    assert not Path(run["argv"][run["argv"].index("--properties-file") + 1]).exists(), "the secret settings outlived"
     argv = run["argv"]
     assert f"{archive}#environment" in argv
     if deploy_mode == "cluster":

@@ -156,3 +156,43 @@ def test_an_environment_given_on_the_command_line_is_checked_and_made_absolute(
     with pytest.raises(SubmissionError) as caught:
         plan(spec_file, tmp_path, connector=Connector(jars=[jar]), python_environment=str(tmp_path))
     assert "does not end with .tar.gz" in str(caught.value) and "eos package" in caught.value.fix
+
+
+def test_secret_spark_settings_go_to_a_private_properties_file_after_spark_defaults(
+    spec_file, tmp_path, jar, monkeypatch
+):
+    conf_dir = tmp_path / "spark-conf"
+    conf_dir.mkdir()
+    (conf_dir / "spark-defaults.conf").write_text("spark.eventLog.enabled true\n")
+    monkeypatch.setenv("SPARK_CONF_DIR", str(conf_dir))
+    (tmp_path / "work").mkdir()
+    secret = "s3-secret-d41d8cd9"
+    spec = PipelineSpec.load(spec_file).with_overrides(spark_conf={
+        "spark.hadoop.fs.s3a.secret.key": secret, "spark.hadoop.fs.s3a.access.key": "AKIA-not-secret",
+        "spark.executor.memory": "1g"})
+    submit = plan_submit(spec_file, spec, mode=spec.mode, work_dir=tmp_path / "work", connector=Connector(jars=[jar]))
+    command = submit.command("spark-submit", "local[2]")
+    assert not any(secret in arg for arg in command), command
+    assert confs(command)["spark.executor.memory"] == "1g"
+    assert "spark.hadoop.fs.s3a.secret.key" not in confs(command)
+    properties = Path(option(command, "--properties-file"))
+    assert properties.parent == tmp_path / "work" and oct(properties.stat().st_mode & 0o777) == "0o600"
+    text = properties.read_text()
+    # spark-submit skips spark-defaults.conf when given --properties-file: the file carries it first.
+    assert text.index("spark.eventLog.enabled true") < text.index(f"spark.hadoop.fs.s3a.secret.key={secret}")
+
+
+def test_no_secret_settings_no_properties_file_and_a_given_one_is_kept(spec_file, tmp_path, jar):
+    (tmp_path / "work").mkdir()
+    assert "--properties-file" not in plan(spec_file, tmp_path, connector=Connector(jars=[jar])).command("s", "m")
+    given = tmp_path / "mine.properties"
+    given.write_text("spark.foo bar\n")
+    spec = PipelineSpec.load(spec_file)
+    kept = plan_submit(spec_file, spec, mode=spec.mode, work_dir=tmp_path / "work", properties_file=given,
+                       connector=Connector(jars=[jar]))
+    assert kept.properties_file == given
+    with_secret = plan_submit(spec_file, spec.with_overrides(spark_conf={"spark.hive.token": "t0k3n=\\x"}),
+                              mode=spec.mode, work_dir=tmp_path / "work", properties_file=given,
+                              connector=Connector(jars=[jar]))
+    text = with_secret.properties_file.read_text()
+    assert "spark.foo bar" in text and "spark.hive.token=t0k3n=\\\\x" in text

@@ -1,0 +1,72 @@
+"""Secret Spark settings travel in a private properties file, never as ``--conf`` (``ps`` shows argv).
+
+A spec's ``spark_conf`` may hold secrets (``spark.hadoop.fs.s3a.secret.key`` for a checkpoint on
+S3, a token for a Hive metastore). Those settings, and only those (:func:`~airflow_provider_eos.
+core.secrets.is_secret_key`), go into ``--properties-file``: mode 0600 in the submission's
+private folder, removed with it. ``--properties-file`` replaces ``spark-defaults.conf``, so the
+file starts with the defaults file spark-submit would have read; what it adds comes after, and
+``--conf`` still takes precedence over both.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from airflow_provider_eos.core.secrets import is_secret_key
+
+SECRET_PROPERTIES = "spark-secrets.properties"
+
+__all__ = ["SECRET_PROPERTIES", "spark_defaults_file", "split_secret_conf", "write_secret_properties"]
+
+
+def split_secret_conf(conf: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """``(public, secret)``: the settings that may go on the command line, and those that may not."""
+    public = {key: value for key, value in conf.items() if not is_secret_key(key)}
+    return public, {key: value for key, value in conf.items() if is_secret_key(key)}
+
+
+def spark_defaults_file(environment: Mapping[str, str] | None = None) -> Path | None:
+    """The ``spark-defaults.conf`` spark-submit reads when given no ``--properties-file``, if it exists.
+
+    Spark's own lookup: ``$SPARK_CONF_DIR``, else ``$SPARK_HOME/conf``; spark-submit from a pip
+    installed PySpark sets ``SPARK_HOME`` to the pyspark package.
+    """
+    env = os.environ if environment is None else environment
+    conf_dir = env.get("SPARK_CONF_DIR")
+    if not conf_dir:
+        home = env.get("SPARK_HOME")
+        if not home:
+            import importlib.util
+
+            found = importlib.util.find_spec("pyspark")
+            home = str(Path(found.origin).parent) if found and found.origin else None
+        conf_dir = f"{home}/conf" if home else None
+    candidate = Path(conf_dir) / "spark-defaults.conf" if conf_dir else None
+    return candidate if candidate is not None and candidate.is_file() else None
+
+
+def _escape(text: str, *, key: bool) -> str:
+    """``java.util.Properties`` escaping: backslashes, line breaks, and separators in a key."""
+    text = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    if key:
+        for char in "=: #!":
+            text = text.replace(char, "\\" + char)
+    elif text.startswith(" "):
+        text = "\\" + text
+    return text
+
+
+def write_secret_properties(secret: Mapping[str, str], work_dir: Path, defaults: Path | None) -> Path:
+    """Write ``defaults`` (as read) then ``secret`` to an owner-only properties file in ``work_dir``."""
+    path = Path(work_dir) / SECRET_PROPERTIES
+    # Created owner-only before the first secret byte is written.
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+        if defaults is not None:
+            out.write(f"# from {defaults}\n{defaults.read_text(encoding='utf-8')}\n")
+        out.write("# the spec's secret spark_conf settings\n")
+        for key, value in sorted(secret.items()):
+            out.write(f"{_escape(key, key=True)}={_escape(str(value), key=False)}\n")
+    return path
