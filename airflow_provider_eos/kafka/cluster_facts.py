@@ -24,6 +24,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
+from airflow_provider_eos.core.acls import PermissionFacts, is_secured, principal_of, required_acls
 from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.errors import EosError, RetryExhaustedError
 from airflow_provider_eos.core.markers import CommittedOffsets
@@ -37,6 +38,7 @@ from airflow_provider_eos.core.preflight import (
 from airflow_provider_eos.core.spec import PipelineSpec, load_specs
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.core.transactions import Transaction
+from airflow_provider_eos.kafka.acl_probes import read_permissions
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
 from airflow_provider_eos.kafka.retriable import COORDINATOR_LOADING
 from airflow_provider_eos.kafka.settings import admin_config, sink_producer_config, with_client_logger
@@ -229,6 +231,18 @@ class _Gatherer:
             self.missing("transactions", exc)
             return None
 
+    def permissions(self) -> PermissionFacts | None:
+        """What the spec's principal may do of the job's ACL set (EOS5xx); no principal: nothing to read."""
+        principal, note = principal_of(self.spec.kafka)
+        if principal is None:
+            return PermissionFacts(principal=None, note=note, secured=is_secured(self.spec.kafka))
+        try:
+            return read_permissions(admin_config(self.spec), principal, required_acls(self.spec, principal, "job"),
+                                    timeout_s=self.timeout_s)
+        except (KafkaException, EosError, TimeoutError) as exc:
+            self.missing("permissions", exc)
+            return None
+
     def producer_config(self) -> dict[str, Any] | None:
         try:
             return sink_producer_config(self.spec)
@@ -282,6 +296,7 @@ def gather_facts(
     # The checkpoint's partitions too: a partition the group committed but the topic lost still tells whose it is.
     group_offsets = gatherer.group_offsets(input_partitions | checkpoint_partitions)
     transactions = gatherer.transactions()
+    permissions = gatherer.permissions()
     observed_at = dt.datetime.now(dt.UTC)
 
     others: tuple[PipelineSpec, ...] | None = None
@@ -309,6 +324,7 @@ def gather_facts(
         master=master or spec.spark_conf.get("spark.master"),
         producer_config=gatherer.producer_config(),
         longest_expected_pause_ms=longest_expected_pause_ms,
+        permissions=permissions,
         unavailable=dict(gatherer.unavailable),
     )
 

@@ -20,6 +20,9 @@ Every rule has a stable code, a severity and a fix. Codes group by area, one mod
 ``EOS4xx`` (:mod:`.naming_ownership`)
     naming and ownership: the sink group has no live members, no lingering transactions under
     the prefix, nothing shared with another pipeline spec.
+``EOS5xx`` (:mod:`.security`)
+    security and ACLs: the job's principal holds every ACL of the job's set (``eos acls``),
+    found by describing its ACLs or by harmless probes.
 
 The rule model (:mod:`.model`: rule, severity, status, finding, registration), the facts the
 rules read (:mod:`.facts`), the catalog and :func:`evaluate` (:mod:`.catalog`) and the report

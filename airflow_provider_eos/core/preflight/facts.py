@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from airflow_provider_eos.core.acls import PermissionFacts
 from airflow_provider_eos.core.errors import EosError
 from airflow_provider_eos.core.markers import CommittedOffsets
 from airflow_provider_eos.core.spec import PipelineSpec
@@ -122,6 +123,7 @@ class PreflightFacts:
     :param longest_expected_pause_ms: the longest the pipeline may be stopped and still resume.
     :param transform_traits: what the spec's transform declares about itself (the
         ``stateful_transform`` marker), read from its source without Spark.
+    :param permissions: what the job principal may do (EOS5xx), learned from its ACLs or by probes.
     :param unavailable: why a fact is ``None`` (fact name -> reason), shown in "not checked".
     """
 
@@ -140,4 +142,5 @@ class PreflightFacts:
     producer_config: Mapping[str, Any] | None = None
     longest_expected_pause_ms: int = DEFAULT_LONGEST_EXPECTED_PAUSE_MS
     transform_traits: TransformTraits | None = None
+    permissions: PermissionFacts | None = None
     unavailable: Mapping[str, str] = field(default_factory=dict)

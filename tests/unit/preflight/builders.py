@@ -10,6 +10,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from airflow_provider_eos.core.acls import CheckMethod, PermissionFacts, required_acls
 from airflow_provider_eos.core.markers import BatchMarker, CommittedOffset
 from airflow_provider_eos.core.preflight import (
     RULES,
@@ -28,6 +29,7 @@ from airflow_provider_eos.kafka.settings import sink_producer_config
 QUERY = "0b5c3e1a-8d2f-4e6a-9c1b-7f3e5a2d4c60"
 OTHER_QUERY = "9f9f9f9f-0000-4e6a-9c1b-7f3e5a2d4c60"
 DAY_MS = 86_400_000
+JOB_PRINCIPAL = "User:orders-job"
 CODES = [r.code for r in RULES]
 
 Mutation = Callable[[PreflightFacts], PreflightFacts]
@@ -98,6 +100,8 @@ def good_facts() -> PreflightFacts:
         checkpoint=CheckpointFacts("s3a://bucket/checkpoints/orders", True, QUERY, 3, 3),
         master="spark://master:7077",
         producer_config=sink_producer_config(spec),
+        permissions=PermissionFacts(principal=JOB_PRINCIPAL, method=CheckMethod.DESCRIBE_ACLS,
+                                    bindings=tuple(required_acls(spec, JOB_PRINCIPAL, "job"))),
     )
 
 

@@ -11,13 +11,15 @@ from airflow_provider_eos.core.preflight import RULES, PreflightFacts, Severity,
 from tests.unit.preflight import (
     test_cluster_topics,
     test_naming_ownership,
+    test_security,
     test_spark_checkpoint,
     test_timeouts,
     test_writers,
 )
 from tests.unit.preflight.builders import CODES, good_facts, good_spec, topic
 
-FAMILIES = (test_timeouts, test_cluster_topics, test_spark_checkpoint, test_writers, test_naming_ownership)
+FAMILIES = (test_timeouts, test_cluster_topics, test_spark_checkpoint, test_writers, test_naming_ownership,
+            test_security)
 # Rules that read only the spec: they can always be checked. EOS314 and EOS316 read only the spec
 # when it says `writers: auto` (the job decides at start), as good_spec does.
 SPEC_ONLY = {
@@ -41,7 +43,7 @@ def test_the_catalog_has_stable_unique_codes_by_area() -> None:
     assert len(RULES) >= 20
     assert len(set(CODES)) == len(CODES) and sorted(CODES) == CODES
     areas = {code[:4] for code in CODES}
-    assert areas == {"EOS1", "EOS2", "EOS3", "EOS4"}
+    assert areas == {"EOS1", "EOS2", "EOS3", "EOS4", "EOS5"}
     for r in RULES:
         assert r.title and r.fix and isinstance(r.severity, Severity)
     # Pinned so a renumbering (which breaks alerting on codes) is a deliberate change.
@@ -64,6 +66,7 @@ NOT_CHECKED: list[tuple[str, dict[str, Any]]] = [
     ("checkpoint", {"EOS308", "EOS310"}),
     ("master", {"EOS305"}),
     ("producer_config", {"EOS105", "EOS106"}),
+    ("permissions", {"EOS501", "EOS502"}),
 ]
 
 
@@ -80,7 +83,7 @@ def test_nothing_known_but_the_spec_checks_only_the_spec_rules() -> None:
     report = evaluate(PreflightFacts(spec=good_spec(trigger="available_now", batch_budget_ms=None)))
     assert {f.code for f in report.findings if f.status is not Status.NOT_CHECKED} == SPEC_ONLY
     assert report.ok  # nothing known to be wrong; the table says what was not checked
-    assert f"{len(RULES)} not checked" not in report.summary() and "29 not checked" in report.summary()
+    assert f"{len(RULES)} not checked" not in report.summary() and "31 not checked" in report.summary()
 
 
 def test_not_checked_names_the_reason_the_gatherer_recorded() -> None:

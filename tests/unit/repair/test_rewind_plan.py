@@ -171,7 +171,8 @@ def test_plan_json_reads_back_into_an_equal_plan(stateful: str) -> None:
     plan = plan_rewind(CheckpointReader(stateful), 3)
     data = json.loads(json.dumps(plan.model_dump(mode="json")))
     assert data == plan.to_dict()
-    assert set(data) == {"repair", "root", "to_batch", "is_noop", "stateful", "before", "after", "moves", "warnings", "location"}
+    assert set(data) == {"repair", "root", "location", "to_batch", "is_noop", "stateful", "before", "after", "moves",
+                         "warnings"}
     assert data["repair"] == "rewind" and data["is_noop"] is False
     assert data["moves"][0] == {"path": plan.moves[0].path, "kind": "state", "number": plan.moves[0].number}
     read = RewindPlan.model_validate(data)

@@ -1,0 +1,53 @@
+"""``eos acls``: print (and, as an administrator, apply) the least-privilege ACLs of a role on a pipeline.
+
+Calls :func:`airflow_provider_eos.usecases.acls.acls`. ``--apply`` authenticates with the
+librdkafka settings in ``--admin-config`` (a JSON file such as the secured devstack's
+``client.config``), never with the spec's. Exit codes: ``0`` printed or applied, ``2`` an error
+(bad spec, principal, role or admin config, a refused apply; the message says what to do).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from airflow_provider_eos.cli.output import add_pipeline_command, emit
+
+__all__ = ["register"]
+
+
+def _acls(args: argparse.Namespace) -> int:
+    from airflow_provider_eos.core.spec import PipelineSpec
+    from airflow_provider_eos.usecases.acls import acls
+
+    result = acls(PipelineSpec.load(args.spec), args.principal, args.role, admin_config=args.admin_config,
+                  apply=args.apply, hanging_abort=args.hanging_abort)
+    return emit(args, result)
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    """Add ``acls`` to the ``eos`` command line."""
+    parser = add_pipeline_command(
+        commands,
+        "acls",
+        _acls,
+        summary="print or apply the minimal Kafka ACLs of a role (job, recovery, health) on a pipeline",
+        description="Print the least-privilege ACL set of a role on the pipeline: resource type, pattern, name, "
+        "operation and why each is needed. With --apply, create the missing ones through the admin API, "
+        "authenticated by --admin-config (not the spec's settings); applying twice changes nothing. "
+        "Exit 0: printed or applied; 2: error.",
+    )
+    parser.add_argument("--principal", required=True, help="the principal to grant, e.g. User:orders-job")
+    parser.add_argument("--role", required=True, help="job, recovery or health")
+    parser.add_argument("--apply", action="store_true", help="create the ACLs (needs --admin-config)")
+    parser.add_argument(
+        "--hanging-abort", action="store_true",
+        help="recovery only: also grant what aborting a hanging transaction needs (ALTER on the cluster, which "
+        "also allows creating ACLs: an administrator's right); without it hanging transactions are reported",
+    )
+    parser.add_argument(
+        "--admin-config",
+        default=None,
+        metavar="FILE",
+        help="JSON file of librdkafka settings of a principal allowed to create ACLs (ALTER on the cluster), "
+        "e.g. the client.config the secured devstack prints",
+    )

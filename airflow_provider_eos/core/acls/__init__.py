@@ -1,0 +1,64 @@
+"""Least privilege (DESIGN.md section 9): the ACLs each role needs on a pipeline, and whether a principal has them.
+
+- :mod:`.model`: one ACL (:class:`Acl`, Kafka's resource types, patterns and operations), the roles;
+- :mod:`.roles`: :func:`required_acls`, the minimal set of each role, every ACL with its reason;
+- :mod:`.permissions`: matching a principal's bindings or probe results against a set (pre-flight EOS5xx);
+- :mod:`.report`: the set as ``eos acls`` prints it, and what an apply changed.
+
+Pure: the ACLs are read, probed and applied by :mod:`airflow_provider_eos.kafka.acls_admin`.
+"""
+
+from __future__ import annotations
+
+from airflow_provider_eos.core.acls.model import (
+    ANY_HOST,
+    CLUSTER_RESOURCE_NAME,
+    ROLES,
+    Acl,
+    AclError,
+    Operation,
+    PatternType,
+    Permission,
+    ResourceType,
+    Role,
+    check_principal,
+    check_role,
+)
+from airflow_provider_eos.core.acls.permissions import (
+    CheckMethod,
+    PermissionFacts,
+    PermissionVerdict,
+    ProbeResult,
+    covers,
+    evaluate_permissions,
+    is_secured,
+    principal_of,
+)
+from airflow_provider_eos.core.acls.report import AclSetReport
+from airflow_provider_eos.core.acls.roles import required_acls, transactional_id_pattern
+
+__all__ = [
+    "ANY_HOST",
+    "CLUSTER_RESOURCE_NAME",
+    "ROLES",
+    "Acl",
+    "AclError",
+    "AclSetReport",
+    "CheckMethod",
+    "Operation",
+    "PatternType",
+    "Permission",
+    "PermissionFacts",
+    "PermissionVerdict",
+    "ProbeResult",
+    "ResourceType",
+    "Role",
+    "check_principal",
+    "check_role",
+    "covers",
+    "evaluate_permissions",
+    "is_secured",
+    "principal_of",
+    "required_acls",
+    "transactional_id_pattern",
+]
