@@ -12,12 +12,9 @@ a trigger parameter, so whoever triggers a run cannot pick another role's creden
 from __future__ import annotations
 
 import os
-from typing import Literal
 
-from airflow_provider_eos.core.errors import SpecError
+from airflow_provider_eos.core.acls import Role, check_role
 
-Role = Literal["job", "recovery", "health"]
-ROLES: tuple[Role, ...] = ("job", "recovery", "health")
 SHARED_CONN_ENV = "EOS_KAFKA_CONN_ID"
 
 
@@ -29,8 +26,7 @@ def role_conn_env(role: Role) -> str:
 def kafka_conn_id(role: Role) -> str | None:
     """The ``kafka`` connection id for ``role``'s tasks, or ``None`` for the spec's own settings.
 
-    :raises SpecError: for a role that is not job, recovery or health.
+    :raises AclError: for a role that is not job, recovery or health.
     """
-    if role not in ROLES:
-        raise SpecError(f"unknown role {role!r}", fix=f"use one of {', '.join(ROLES)}")
+    check_role(role)
     return os.environ.get(role_conn_env(role)) or os.environ.get(SHARED_CONN_ENV) or None

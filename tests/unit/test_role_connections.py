@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_eos.core.errors import SpecError
+from airflow_provider_eos.core.acls import AclError
 from airflow_provider_eos.role_connections import kafka_conn_id, role_conn_env
 
 
@@ -25,6 +25,6 @@ def test_no_connection_configured_means_the_spec_s_own_settings(monkeypatch: pyt
 
 
 def test_an_unknown_role_is_refused_naming_the_roles() -> None:
-    with pytest.raises(SpecError, match="unknown role 'admin'") as raised:
+    with pytest.raises(AclError, match="role 'admin' is unknown") as raised:
         kafka_conn_id("admin")  # type: ignore[arg-type]
     assert "job, recovery, health" in raised.value.fix
