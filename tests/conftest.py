@@ -44,6 +44,27 @@ def bootstrap(kafka_broker) -> str:
 
 
 @pytest.fixture(scope="session")
+def secured_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+    """A real broker with SASL/SCRAM over TLS and the StandardAuthorizer (`eos devstack up --security sasl_ssl`).
+
+    Always stopped, and by a reaper if pytest dies. Its admin super user's settings: ``secured_admin_settings``.
+    """
+    from airflow_provider_eos.devstack.broker import LocalKafka
+
+    kafka = LocalKafka(tmp_path_factory.mktemp("secured-kafka"), security="sasl_ssl")
+    try:
+        yield kafka.up(stop_with_pid=os.getpid())
+    finally:
+        kafka.down()
+
+
+@pytest.fixture(scope="session")
+def secured_admin_settings(secured_kafka) -> dict:
+    """The admin super user's librdkafka settings (the secured broker's ``client.config``). Holds its password."""
+    return secured_kafka.client_settings()
+
+
+@pytest.fixture(scope="session")
 def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
     """A Spark standalone master and two workers on different loopback host names, always stopped."""
     from tests.support.spark_standalone import StandaloneCluster

@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from airflow_provider_eos.cli.output import ExitCode, add_spec_argument
+
+if TYPE_CHECKING:
+    from airflow_provider_eos.devstack.broker import BrokerInfo
 
 __all__ = ["register"]
 
@@ -30,14 +34,14 @@ def _devstack_up(args: argparse.Namespace) -> int:
         check_worker_settings(args.spark_workers, 1, args.spark_worker_memory)  # before the broker starts
     from airflow_provider_eos.devstack.yarn import YarnMiniCluster
 
-    kafka = LocalKafka(args.state_dir)
+    kafka = LocalKafka(args.state_dir, security=args.security)
     spark, yarn = SparkCluster(kafka.state_dir), YarnMiniCluster(kafka.state_dir)
     if kafka.status() is None:
         # Starting the broker wipes its folder: a cluster recorded there would be orphaned.
         spark.down()
         yarn.down()
     info = kafka.up(transaction_max_timeout_ms=args.transaction_max_timeout_ms)
-    print(f"Kafka {info.bootstrap_servers} pid={info.pid} logs={info.log_file}")
+    print(f"Kafka {info.bootstrap_servers} pid={info.pid} security={info.security} logs={info.log_file}")
     if args.spark_workers:
         cluster = spark.up(workers=args.spark_workers, worker_memory=args.spark_worker_memory)
         print(f"Spark {cluster.master_url} ui={cluster.webui_url} workers={cluster.workers} "
@@ -48,8 +52,15 @@ def _devstack_up(args: argparse.Namespace) -> int:
         print(f"YARN {hadoop.resourcemanager_url} hdfs={hadoop.namenode_url} webhdfs={hadoop.webhdfs_url} "
               f"logs={hadoop.log_file}")
         print(f"HADOOP_CONF_DIR={hadoop.hadoop_conf_dir}")
-    print(f"bootstrap.servers={info.bootstrap_servers}")
+    _print_client_lines(info)
     return ExitCode.OK
+
+
+def _print_client_lines(info: BrokerInfo) -> None:
+    """The last lines of ``up`` and ``status``: the admin's settings file (secured only), then bootstrap.servers."""
+    if info.client_config is not None:
+        print(f"client.config={info.client_config}")  # the path only: the file holds the admin's password
+    print(f"bootstrap.servers={info.bootstrap_servers}")
 
 
 def _devstack_down(args: argparse.Namespace) -> int:
@@ -80,7 +91,7 @@ def _devstack_status(args: argparse.Namespace) -> int:
     if info is None:
         print(f"not running (state dir {kafka.state_dir})")
     else:
-        print(f"running pid={info.pid} logs={info.log_file} "
+        print(f"running pid={info.pid} security={info.security} logs={info.log_file} "
               f"transaction.max.timeout.ms={info.transaction_max_timeout_ms}")
     if spark is not None:
         cluster = spark.info
@@ -95,7 +106,7 @@ def _devstack_status(args: argparse.Namespace) -> int:
         print(f"HADOOP_CONF_DIR={hadoop.hadoop_conf_dir}")
     if info is None:
         return ExitCode.FINDING
-    print(f"bootstrap.servers={info.bootstrap_servers}")
+    _print_client_lines(info)
     healthy = (spark is None or spark.healthy) and (yarn is None or yarn.healthy)
     return ExitCode.OK if healthy else ExitCode.FINDING
 
@@ -154,6 +165,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     """Add ``devstack``, ``jars``, ``run`` and ``demo`` to the ``eos`` command line."""
     # The one spelling of the sink modes; core.spec imports pydantic, not Airflow, Spark or Kafka.
     from airflow_provider_eos.core.spec import Mode
+    from airflow_provider_eos.devstack.security import SECURITY_MODES
     from airflow_provider_eos.spark.noop_sink import BENCH_NOOP_MODE
 
     devstack = commands.add_parser(
@@ -173,6 +185,12 @@ def register(commands: argparse._SubParsersAction) -> None:
             sub.add_argument(
                 "--transaction-max-timeout-ms", type=int, default=900_000,
                 help="broker transaction.max.timeout.ms (default 900000, Kafka's default)",
+            )
+            sub.add_argument(
+                "--security", choices=SECURITY_MODES, default="plaintext",
+                help="plaintext (default, no authentication), or SASL/SCRAM-SHA-512 users and ACL authorization "
+                "(sasl_ssl: over TLS with a generated CA); prints client.config=<admin settings file> "
+                "before the last line",
             )
             sub.add_argument(
                 "--spark-workers", type=int, default=0, metavar="N",

@@ -1,7 +1,8 @@
 """A real single-node Apache Kafka broker (KRaft, combined broker+controller) on 127.0.0.1.
 
 Used by ``eos devstack``, by the test fixtures and by the demo: one code path, so the tests
-exercise exactly what users start. Configured for transactions on one node.
+exercise exactly what users start. Configured for transactions on one node. PLAINTEXT by
+default; SASL/SCRAM with ACLs (and TLS) on request, see :mod:`airflow_provider_eos.devstack.security`.
 """
 
 from __future__ import annotations
@@ -17,12 +18,21 @@ import socket
 import subprocess
 import sys
 import uuid
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from airflow_provider_eos.core.errors import DevstackError
 from airflow_provider_eos.core.retry import RetryPolicy
 from airflow_provider_eos.devstack.jars import eos_home, kafka_classpath, require_java
+from airflow_provider_eos.devstack.security import (
+    BrokerSecrets,
+    Security,
+    check_security,
+    read_client_config,
+    write_private,
+)
 
 log = logging.getLogger(__name__)
 
@@ -84,10 +94,20 @@ class BrokerInfo:
     controller_port: int
     state_dir: str
     transaction_max_timeout_ms: int
+    #: ``plaintext``, ``sasl_plaintext`` or ``sasl_ssl`` (:data:`~airflow_provider_eos.devstack.security.Security`).
+    security: str = "plaintext"
+    #: The admin's librdkafka settings (JSON, mode 0600) of a secured broker; None for plaintext.
+    client_config: str | None = None
 
     @property
     def bootstrap_servers(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    def client_settings(self) -> dict[str, Any]:
+        """librdkafka settings that reach this broker: the admin's ``client.config`` when secured. Holds secrets."""
+        if self.client_config is None:
+            return {"bootstrap.servers": self.bootstrap_servers}
+        return read_client_config(self.client_config)
 
     @property
     def log_file(self) -> Path:
@@ -108,7 +128,8 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _server_properties(state_dir: Path, port: int, controller_port: int, txn_max_timeout_ms: int) -> str:
+def _server_properties(state_dir: Path, port: int, controller_port: int, txn_max_timeout_ms: int,
+                       security: Mapping[str, str] | None = None) -> str:
     settings = {
         "process.roles": "broker,controller",
         "node.id": "1",
@@ -136,6 +157,7 @@ def _server_properties(state_dir: Path, port: int, controller_port: int, txn_max
         "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
         "log.segment.bytes": str(64 * 1024 * 1024),
     }
+    settings.update(security or {})
     return "".join(f"{k}={v}\n" for k, v in settings.items())
 
 
@@ -144,11 +166,16 @@ class LocalKafka:
 
     :param state_dir: folder for config, data and logs; one broker per folder.
     :param heap: JVM heap (modest: the broker shares the machine with Spark and Airflow).
+    :param security: ``plaintext`` (no authentication), or ``sasl_plaintext`` / ``sasl_ssl``:
+        SCRAM-SHA-512 users and the StandardAuthorizer, over TLS for ``sasl_ssl``
+        (:mod:`airflow_provider_eos.devstack.security`); the admin's settings go to ``client.config``.
     """
 
-    def __init__(self, state_dir: Path | str | None = None, *, heap: str = "512m") -> None:
+    def __init__(self, state_dir: Path | str | None = None, *, heap: str = "512m",
+                 security: Security | str = "plaintext") -> None:
         self.state_dir = Path(state_dir) if state_dir else default_state_dir()
         self.heap = heap
+        self.security = check_security(security)
 
     @property
     def _state_file(self) -> Path:
@@ -196,6 +223,12 @@ class LocalKafka:
                     f"not {transaction_max_timeout_ms}.",
                     fix="run `eos devstack down` first, then `eos devstack up` with the new value.",
                 )
+            if running.security != self.security:
+                raise DevstackError(
+                    f"A devstack broker already runs at {running.bootstrap_servers} with security "
+                    f"{running.security}, not {self.security}.",
+                    fix=f"run `eos devstack down` first, then `eos devstack up --security {self.security}`.",
+                )
             return running
         if self._state_file.exists():
             log.warning("Removing stale devstack state in %s (its broker is not running).", self.state_dir)
@@ -204,21 +237,34 @@ class LocalKafka:
         java = require_java()
         classpath = kafka_classpath()
         (self.state_dir / "logs").mkdir(parents=True)
+        if self.security != "plaintext":
+            # The metadata log holds the SCRAM verifiers, enough to log in as a user: owner only.
+            self.state_dir.chmod(0o700)
         port, controller_port = free_port(), free_port()
         while controller_port == port:
             controller_port = free_port()
         config = self.state_dir / "server.properties"
-        config.write_text(_server_properties(self.state_dir, port, controller_port, transaction_max_timeout_ms))
+        secured = BrokerSecrets(self.state_dir, self.security) if self.security != "plaintext" else None
+        if secured is None:
+            config.write_text(_server_properties(self.state_dir, port, controller_port, transaction_max_timeout_ms))
+        else:  # it holds the broker's password
+            write_private(config, _server_properties(self.state_dir, port, controller_port, transaction_max_timeout_ms,
+                                                     secured.server_properties(port, controller_port)))
         jvm = [
             java, f"-Xmx{self.heap}", f"-Xms{self.heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
             f"-Dkafka.logs.dir={self.state_dir / 'logs'}", f"-Dlog4j2.configurationFile={_LOG4J}",
             "-cp", classpath,
         ]
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        fmt = subprocess.run(
-            [*jvm, "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}", "-c", str(config)],
-            capture_output=True, text=True, check=False,
-        )
+        fmt_command = ["kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}", "-c", str(config)]
+        if secured is None:
+            fmt = subprocess.run([*jvm, *fmt_command], capture_output=True, text=True, check=False)
+        else:
+            argfile = secured.format_argfile(fmt_command)  # the SCRAM passwords, off the command line
+            try:
+                fmt = subprocess.run([*jvm, f"@{argfile}"], capture_output=True, text=True, check=False)
+            finally:
+                argfile.unlink()
         if fmt.returncode != 0:
             raise DevstackError(
                 f"Formatting KRaft storage in {self.state_dir} failed: {fmt.stderr or fmt.stdout}",
@@ -229,7 +275,9 @@ class LocalKafka:
                 [*jvm, "kafka.Kafka", str(config)], stdout=out, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, start_new_session=True,
             )
-        info = BrokerInfo(process.pid, port, controller_port, str(self.state_dir), transaction_max_timeout_ms)
+        client_config = None if secured is None else str(secured.write_client_config(f"127.0.0.1:{port}"))
+        info = BrokerInfo(process.pid, port, controller_port, str(self.state_dir), transaction_max_timeout_ms,
+                          self.security, client_config)
         self._state_file.write_text(json.dumps(asdict(info)))
         if stop_with_pid is not None:
             self._start_reaper(stop_with_pid, process.pid)
@@ -258,7 +306,7 @@ class LocalKafka:
                 return False  # no client before the port listens: librdkafka would log every refusal
             producer = Producer(with_client_logger(
                 "probe-producer",
-                {"bootstrap.servers": info.bootstrap_servers, "transactional.id": "eos-devstack-probe",
+                {**info.client_settings(), "transactional.id": "eos-devstack-probe",
                  # The probe's own timeout must fit under a deliberately low broker maximum.
                  "transaction.timeout.ms": min(60_000, info.transaction_max_timeout_ms)},
             ))
@@ -311,7 +359,7 @@ class LocalKafka:
 
         # describe_consumer_groups, not list_consumer_group_offsets: confluent-kafka 2.16.1 crashes
         # (SIGSEGV in librdkafka) when an offset fetch meets a coordinator that is still loading.
-        admin = AdminClient(with_client_logger("probe-admin", {"bootstrap.servers": info.bootstrap_servers}))
+        admin = AdminClient(with_client_logger("probe-admin", info.client_settings()))
         try:
             admin.describe_consumer_groups(["eos-devstack-probe"])["eos-devstack-probe"].result(10)
         except KafkaException:

@@ -32,11 +32,13 @@ class AtLeastOnceKafkaSink:
         self.faults = faults or FaultInjector()
         self.stats: dict[int, BatchStats] = {}
         self.in_batch = False
+        from airflow_provider_eos.kafka.settings import spark_sink_options
+
+        # Translated here, not per batch: a setting the Java producer cannot take fails before the query starts.
+        self._options = spark_sink_options(spec)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         from pyspark.sql import functions as F
-
-        from airflow_provider_eos.kafka.settings import spark_sink_options
 
         self.in_batch = True
         try:
@@ -49,7 +51,7 @@ class AtLeastOnceKafkaSink:
                 topic = F.lit(self.spec.output_topic)
             columns = [topic.alias("topic"), "key", "value"] + (["headers"] if "headers" in batch.columns else [])
             faults.hit(FaultPoint.BEFORE_PRODUCE)
-            batch.select(*columns).write.format("kafka").options(**spark_sink_options(self.spec)).save()
+            batch.select(*columns).write.format("kafka").options(**self._options).save()
             faults.hit(FaultPoint.AFTER_PRODUCE)
             self._record(BatchStats(batch_id, "produce_at_least_once", produce_ms=clock.lap()))
         finally:
