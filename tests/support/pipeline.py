@@ -210,7 +210,7 @@ def assert_exactly_once(harness: PipelineHarness, valid_ids: list[str], malforme
     last = checkpoint.latest_committed_batch()
     assert last is not None
     expected = checkpoint.planned_offsets(last)
-    admin = AdminClient({"bootstrap.servers": harness.bootstrap})
+    admin = AdminClient(client_settings(harness.bootstrap))
     committed = read_committed_offsets(admin, harness.spec.group_id, expected)
     for tp, offset in expected.items():
         found = committed[tp]

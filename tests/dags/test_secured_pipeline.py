@@ -1,0 +1,143 @@
+"""eos_pipeline on the secured devstack (SASL/SCRAM over TLS, the StandardAuthorizer), three principals.
+
+The job, recovery and health principals each hold only their own role's ACLs (``eos acls``) and
+reach Kafka through their own Airflow ``kafka`` connection, stored in the metadata DB. On both
+writers: a crash mid-batch, the recovery branch aborting the dead job's transactions as the
+recovery principal, a resume that is exactly once, the health check as the health principal.
+While it runs, every password is looked for where it must never be (issue 12, "Secrets").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from cryptography.fernet import Fernet
+
+from airflow_provider_eos.devstack.security import add_scram_user
+from tests.support.dag_runner import run_dag, store_connections
+from tests.support.kafka import end_offsets
+from tests.support.pipeline import PipelineHarness, assert_exactly_once, json_events, output_ids
+from tests.support.secret_leaks import ProcessSampler, assert_absent, leaks_in_files
+
+pytestmark = [pytest.mark.airflow, pytest.mark.integration, pytest.mark.spark]
+
+ROLES = ("job", "recovery", "health")
+CONNECTION_SETTINGS = ("bootstrap.servers", "security.protocol", "sasl.mechanism", "ssl.ca.location")
+
+
+def _principal_settings(admin: dict, user: str, password: str) -> dict:
+    """A principal's librdkafka settings: the admin's connection settings with its own SCRAM login."""
+    return {**{k: admin[k] for k in CONNECTION_SETTINGS if k in admin}, "sasl.username": user,
+            "sasl.password": password}
+
+
+def _grant(spec_file: Path, principal: str, role: str, admin_config: Path) -> str:
+    eos = Path(sys.executable).with_name("eos")
+    done = subprocess.run([str(eos), "acls", "--spec", str(spec_file), "--principal", principal, "--role", role,
+                           "--apply", "--admin-config", str(admin_config)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("writers", ["driver", "executors"])
+def test_three_principals_crash_recover_resume_and_no_password_leaks(
+    airflow_home, secured_kafka, secured_admin_settings, tmp_path, writers
+):
+    admin = dict(secured_admin_settings)
+    users = {role: f"eos-{role}-{uuid.uuid4().hex[:6]}" for role in ROLES}
+    passwords = {role: add_scram_user(admin, user) for role, user in users.items()}
+    secrets = [*passwords.values(), admin["sasl.password"]]
+
+    (tmp_path / "pipeline").mkdir()
+    spark_local = tmp_path / "spark-local"
+    event_log = tmp_path / "spark-events"
+    spark_local.mkdir()
+    event_log.mkdir()
+    # The spec carries no credentials: each task's connection does.
+    harness = PipelineHarness(admin, tmp_path / "pipeline", writers=writers, max_offsets_per_trigger=250,
+                              spec_kafka={"bootstrap.servers": admin["bootstrap.servers"]})
+    # A secret Spark setting too (as an S3 checkpoint's key would be): it must stay off the command line.
+    spark_secret = f"s3-{uuid.uuid4().hex}"
+    secrets.append(spark_secret)
+    harness.with_overrides(spark_conf={**harness.spec.spark_conf, "spark.eventLog.enabled": "true",
+                                       "spark.eventLog.dir": event_log.as_uri(), "spark.local.dir": str(spark_local),
+                                       "spark.hadoop.fs.s3a.secret.key": spark_secret})
+    records, valid_ids, malformed = json_events(1200, malformed_every=47)
+    harness.produce_input(records)
+
+    admin_config = Path(secured_kafka.client_config)
+    granted = "".join(_grant(harness.spec_file, f"User:{users[role]}", role, admin_config) for role in ROLES)
+    connections = {f"kafka_{role}": {"conn_type": "kafka", "extra": _principal_settings(admin, users[role],
+                                                                                         passwords[role])}
+                   for role in ROLES}
+    env = {
+        "EOS_SPECS_DIR": str(harness.spec_file.parent),
+        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
+        # Connection extras are stored encrypted, as a deployment keeps them.
+        "AIRFLOW__CORE__FERNET_KEY": Fernet.generate_key().decode(),
+        **{f"EOS_KAFKA_CONN_ID_{role.upper()}": f"kafka_{role}" for role in ROLES},
+        **store_connections(connections, tmp_path / "connections.json"),
+    }
+    conf = {"pipeline": harness.spec.name}
+
+    with ProcessSampler(secrets) as sampler:
+        crashed = run_dag("eos_pipeline", conf, tmp_path / "run1.json", env={
+            **env, "EOS_FAULT_INJECTION": "after_produce@2", "EOS_FAULT_INJECTION_ACK": "kill-this-driver"})
+        resumed = run_dag("eos_pipeline", conf, tmp_path / "run2.json", env=env)
+    health = run_dag("eos_health_check", {}, tmp_path / "health.json", env=env)
+    verified = run_dag("eos_manual_recovery", {"pipeline": harness.spec.name, "action": "verify"},
+                       tmp_path / "verify.json", env=env)
+
+    # The crash, recovered as the recovery principal.
+    assert crashed.state == "failed", crashed.states
+    assert crashed.states["preflight"] == "success", crashed.task_log("preflight")[-4000:]
+    assert crashed.states["submit"] == "failed", crashed.states
+    assert crashed.states["recover_abort"] == "success" and crashed.states["recover_verify"] == "success"
+    aborted = [row["transactional_id"] for row in crashed.xcoms["recover_abort"]["rows"]]
+    if writers == "driver":
+        assert aborted == [harness.spec.transactional_id(0)], aborted
+    else:
+        partition_ids = {harness.spec.partition_transactional_id(harness.input_topic, p)
+                         for p in range(harness.partitions)}
+        assert aborted and set(aborted) <= partition_ids, aborted
+    lso = end_offsets(admin, harness.output_topic, harness.partitions, committed=True)
+    assert lso == end_offsets(admin, harness.output_topic, harness.partitions, committed=False)
+
+    # The resume, exactly once; health and the manual verify as their own principals.
+    assert resumed.state == "success", resumed.states
+    assert resumed.xcoms["preflight"]["ok"] is True
+    assert_exactly_once(harness, valid_ids, malformed)
+    assert max(output_ids(harness.output_values("read_uncommitted")).values()) == 2, "the crash really hit"
+    assert health.state == "success", health.log[-6000:]
+    (report,) = health.xcoms.values()
+    assert report["status"] in {"HEALTHY", "DEGRADED"}, report
+    assert verified.state == "success" and verified.xcoms["verify"]["overall"] == "IN_SYNC", verified.states
+
+    # No password anywhere it must not be.
+    # spark-submit's shell script execs the JVM at once: what runs is the driver JVM, the Python
+    # driver and the Python workers (the executors are threads of the driver JVM on local[2]).
+    assert sampler.samples > 20 and {"driver jvm", "python driver", "python worker"} <= sampler.processes_seen, \
+        (sampler.samples, sampler.processes_seen)
+    assert sampler.leaks == [], sampler.leaks
+    runs = {"run1": crashed, "run2": resumed, "health": health, "verify": verified}
+    events = "".join(path.read_text(errors="replace") for path in event_log.rglob("*") if path.is_file())
+    assert events, "the Spark event log is empty"
+    task_logs = "".join(path.read_text(errors="replace") for path in (airflow_home / "logs").rglob("*")
+                        if path.is_file()) if (airflow_home / "logs").exists() else ""
+    for secret in secrets:
+        assert_absent(secret, acls_output=granted, spark_event_log=events, airflow_log_files=task_logs,
+                      **{f"{name} task logs": run.log for name, run in runs.items()},
+                      **{f"{name} xcom": "".join(run.stored_xcoms) for name, run in runs.items()},
+                      **{f"{name} rendered fields": "".join(run.rendered_fields) for name, run in runs.items()})
+        problems = leaks_in_files(secret, [tmp_path, airflow_home, Path(secured_kafka.state_dir)],
+                                  allowed=[tmp_path / "connections.json", harness.spec_file,
+                                           Path(secured_kafka.state_dir)])
+        assert problems == [], problems
+    assert not os.environ.get("EOS_TEST_CONNECTIONS_FILE")
