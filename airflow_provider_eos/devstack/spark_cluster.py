@@ -23,8 +23,9 @@ from typing import Literal
 
 from airflow_provider_eos.core.errors import SparkClusterError
 from airflow_provider_eos.core.retry import RetryPolicy
-from airflow_provider_eos.devstack.broker import _pid_alive, default_state_dir, free_port
-from airflow_provider_eos.devstack.process_groups import runs, start_reaper, stop_groups
+from airflow_provider_eos.devstack.broker import _pid_alive, free_port
+from airflow_provider_eos.devstack.process_groups import runs, stop_groups
+from airflow_provider_eos.devstack.recorded import RecordedDaemons
 from airflow_provider_eos.devstack.spark_cluster_state import (
     MASTER_CLASS,
     STATE_FILE,
@@ -52,36 +53,29 @@ WORKERS_REGISTER = RetryPolicy(
 )
 
 
-class SparkCluster:
+class SparkCluster(RecordedDaemons[SparkClusterInfo]):
     """Start, stop and describe the Spark standalone cluster recorded in ``state_dir``.
 
     :param state_dir: the devstack folder (shared with the broker); one cluster per folder.
     :param daemon_memory: heap of the master and worker JVMs themselves (executors get the worker memory).
     """
 
+    state_name = STATE_FILE
+    what = "Spark cluster"
+    work_name = "spark"
+    info_type = SparkClusterInfo
+    error_type = SparkClusterError
+
     def __init__(self, state_dir: Path | str | None = None, *, daemon_memory: str = "256m") -> None:
-        self.state_dir = Path(state_dir) if state_dir else default_state_dir()
+        super().__init__(state_dir)
         self.daemon_memory = daemon_memory
 
     @property
-    def state_file(self) -> Path:
-        return self.state_dir / STATE_FILE
-
-    @property
     def _spark_dir(self) -> Path:
-        return self.state_dir / "spark"
+        return self.work_dir
 
-    def recorded(self) -> SparkClusterInfo | None:
-        """The cluster the state file records (running or not), or None."""
-        if not self.state_file.exists():
-            return None
-        try:
-            return SparkClusterInfo.model_validate_json(self.state_file.read_text())
-        except ValueError as exc:
-            raise SparkClusterError(
-                f"{self.state_file} is not a Spark cluster state file ({exc}).",
-                fix=f"stop any Spark daemons it names by hand, remove {self.state_file} and start again.",
-            ) from exc
+    def leaders(self, info: SparkClusterInfo) -> dict[int, str]:
+        return {d.pid: d.main_class for d in info.daemons}
 
     def status(self, *, http_timeout_s: float = 2) -> SparkClusterStatus | None:
         """The recorded cluster and how much of it runs, or None if none is recorded."""
@@ -246,13 +240,6 @@ class SparkCluster:
             )
         return SparkDaemon(role=role, pid=process.pid, host=host, log_file=str(log_file))
 
-    def _record(self, info: SparkClusterInfo) -> SparkClusterInfo:
-        # Written as each daemon starts, and atomically: a `down` in another process must find every pid.
-        partial = self.state_file.with_suffix(".tmp")
-        partial.write_text(info.model_dump_json(indent=2))
-        os.replace(partial, self.state_file)
-        return info
-
     @staticmethod
     def _master_view(info: SparkClusterInfo, http_timeout_s: float) -> MasterView | None:
         """The master's ``/json/``; None while it does not answer or when the port serves another master."""
@@ -306,46 +293,8 @@ class SparkCluster:
             fix=f"read {culprit.log_file} (all logs: {info.log_dir}).",
         )
 
-    def _start_reaper(self, owner_pid: int) -> None:
-        start_reaper("airflow_provider_eos.devstack.spark_cluster", owner_pid, self.state_dir)
-
-    def down(self, *, timeout_s: float = 20, keep_logs: bool = False) -> bool:
-        """Stop every recorded daemon's process group (SIGTERM, SIGKILL after ``timeout_s``); remove the files.
-
-        :param keep_logs: remove only the state file, keep ``spark/`` (after a failed start).
-        :returns: whether any daemon was running.
-        :raises SparkClusterError: if a process survives SIGKILL (the files are kept then).
-        """
-        try:
-            info = self.recorded()
-        except SparkClusterError:
-            info = None  # unreadable: it names nothing to stop; it is removed below
-        was_running, survivors = stop_groups({d.pid: d.main_class for d in info.daemons} if info else {}, timeout_s)
-        if survivors:
-            raise SparkClusterError(
-                f"Spark processes {survivors} survived SIGKILL.",
-                fix=f"inspect them (`ps -o pid,stat,cmd -p {','.join(map(str, survivors))}`; state D is stuck in "
-                "the kernel), then run `eos devstack down` again.",
-            )
-        if not keep_logs:
-            shutil.rmtree(self._spark_dir, ignore_errors=True)
-        self.state_file.unlink(missing_ok=True)
-        return was_running
-
-
-def reap(owner_pid: int, state_dir: str) -> None:
-    """Stop the cluster recorded in ``state_dir`` once ``owner_pid`` dies (the body of the reaper process)."""
-    cluster = SparkCluster(state_dir)
-    info = cluster.recorded()
-    if info is None:
-        return
-    watched = set(info.pids())
-    while _pid_alive(owner_pid) and any(_pid_alive(pid) for pid in watched):
-        time.sleep(2)
-    # Only the cluster this reaper watched: by now the folder may hold another one, or none.
-    current = cluster.recorded() if cluster.state_file.exists() else None
-    if not _pid_alive(owner_pid) and current is not None and set(current.pids()) == watched:
-        cluster.down()
+#: The body of the reaper process (:func:`~airflow_provider_eos.devstack.process_groups.start_reaper`).
+reap = SparkCluster.reap
 
 
 def _tail(text: str, lines: int = 20) -> str:

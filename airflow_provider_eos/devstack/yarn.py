@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import shutil
 import subprocess
@@ -28,9 +27,10 @@ from pathlib import Path
 
 from airflow_provider_eos.core.errors import PrerequisiteError, YarnClusterError
 from airflow_provider_eos.core.retry import RetryPolicy
-from airflow_provider_eos.devstack.broker import _pid_alive, default_state_dir
+from airflow_provider_eos.devstack.broker import _pid_alive
 from airflow_provider_eos.devstack.jars import _resolve, eos_home, pyspark_jars_dir, require_java
-from airflow_provider_eos.devstack.process_groups import runs, start_reaper, stop_groups
+from airflow_provider_eos.devstack.process_groups import runs
+from airflow_provider_eos.devstack.recorded import RecordedDaemons
 from airflow_provider_eos.devstack.yarn_state import (
     CLUSTER_CLASS,
     STATE_FILE,
@@ -76,36 +76,30 @@ def hadoop_minicluster_jars_dir(version: str | None = None) -> Path:
     )
 
 
-class YarnMiniCluster:
+class YarnMiniCluster(RecordedDaemons[YarnClusterInfo]):
     """Start, stop and describe the Hadoop MiniCluster recorded in ``state_dir``.
 
     :param state_dir: the devstack folder (shared with the broker and the Spark cluster); one per folder.
     :param heap: ``-Xmx`` of the one JVM that runs every Hadoop daemon (containers are separate JVMs).
     """
 
+    state_name = STATE_FILE
+    what = "Hadoop MiniCluster"
+    work_name = "yarn"
+    info_type = YarnClusterInfo
+    error_type = YarnClusterError
+
     def __init__(self, state_dir: Path | str | None = None, *, heap: str = "1g") -> None:
-        self.state_dir = Path(state_dir) if state_dir else default_state_dir()
+        super().__init__(state_dir)
         self.heap = heap
 
     @property
-    def state_file(self) -> Path:
-        return self.state_dir / STATE_FILE
-
-    @property
     def _yarn_dir(self) -> Path:
-        return self.state_dir / "yarn"
+        return self.work_dir
 
-    def recorded(self) -> YarnClusterInfo | None:
-        """The cluster the state file records (running or not), or None."""
-        if not self.state_file.exists():
-            return None
-        try:
-            return YarnClusterInfo.model_validate_json(self.state_file.read_text())
-        except ValueError as exc:
-            raise YarnClusterError(
-                f"{self.state_file} is not a YARN cluster state file ({exc}).",
-                fix=f"stop any {CLUSTER_CLASS} JVM it names by hand, remove {self.state_file} and start again.",
-            ) from exc
+    def leaders(self, info: YarnClusterInfo) -> dict[int, str]:
+        # Its descendants too (stop_groups): the YARN containers are children of the NodeManagers.
+        return {info.pid: CLUSTER_CLASS} if info.pid else {}
 
     def status(self, *, http_timeout_s: float = 2) -> YarnClusterStatus | None:
         """The recorded cluster, whether its JVM runs and how many NodeManagers the ResourceManager lists RUNNING."""
@@ -208,13 +202,6 @@ class YarnMiniCluster:
             )
         return process.pid
 
-    def _record(self, info: YarnClusterInfo) -> YarnClusterInfo:
-        # Atomic, and before any wait: a `down` in another process must find the pid.
-        partial = self.state_file.with_suffix(".tmp")
-        partial.write_text(info.model_dump_json(indent=2))
-        os.replace(partial, self.state_file)
-        return info
-
     def _wait_ready(self, info: YarnClusterInfo, timeout_s: float) -> bool:
         """True once ready; False when a port was taken (retry); an error for anything else."""
 
@@ -242,44 +229,8 @@ class YarnMiniCluster:
             fix=f"read {info.log_file}.",
         )
 
-    def _start_reaper(self, owner_pid: int) -> None:
-        start_reaper("airflow_provider_eos.devstack.yarn", owner_pid, self.state_dir)
-
-    def down(self, *, timeout_s: float = 20) -> bool:
-        """Stop the recorded JVM's process group and its descendants (the YARN containers); remove its files.
-
-        :returns: whether the cluster was running.
-        :raises YarnClusterError: if a process survives SIGKILL (the files are kept then).
-        """
-        try:
-            info = self.recorded()
-        except YarnClusterError:
-            info = None  # unreadable: it names nothing to stop; it is removed below
-        leaders = {info.pid: CLUSTER_CLASS} if info and info.pid else {}
-        was_running, survivors = stop_groups(leaders, timeout_s)
-        if survivors:
-            raise YarnClusterError(
-                f"Hadoop MiniCluster processes {survivors} survived SIGKILL.",
-                fix=f"inspect them (`ps -o pid,stat,cmd -p {','.join(map(str, survivors))}`), then run "
-                "`eos devstack down` again.",
-            )
-        shutil.rmtree(self._yarn_dir, ignore_errors=True)
-        self.state_file.unlink(missing_ok=True)
-        return was_running
-
-
-def reap(owner_pid: int, state_dir: str) -> None:
-    """Stop the cluster recorded in ``state_dir`` once ``owner_pid`` dies (the body of the reaper process)."""
-    cluster = YarnMiniCluster(state_dir)
-    info = cluster.recorded()
-    if info is None:
-        return
-    while _pid_alive(owner_pid) and _pid_alive(info.pid):
-        time.sleep(2)
-    # Only the cluster this reaper watched: by now the folder may hold another one, or none.
-    current = cluster.recorded() if cluster.state_file.exists() else None
-    if not _pid_alive(owner_pid) and current is not None and current.pid == info.pid:
-        cluster.down()
+#: The body of the reaper process (:func:`~airflow_provider_eos.devstack.process_groups.start_reaper`).
+reap = YarnMiniCluster.reap
 
 
 def _get_json(url: str, timeout_s: float) -> dict | None:
