@@ -76,6 +76,14 @@ class KafkaConfigError(EosError):
     """
 
 
+class KafkaLoginError(EosError):
+    """The cluster refused the client's login: SASL authentication or the TLS handshake failed; names who and where.
+
+    Raised by :mod:`airflow_provider_eos.kafka.login` within a second or so, where the clients
+    would otherwise retry silently until a request times out.
+    """
+
+
 class RetryExhaustedError(EosError):
     """A retry policy gave up (:mod:`airflow_provider_eos.core.retry`); the last error is the cause.
 

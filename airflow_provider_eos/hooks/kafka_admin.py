@@ -184,11 +184,9 @@ class EosKafkaHook(KafkaBaseHook):
 
     def get_admin_client(self) -> AdminClient:
         """Return a confluent-kafka ``AdminClient`` on this connection's config."""
-        from confluent_kafka.admin import AdminClient
+        from airflow_provider_eos.kafka.login import connected_admin
 
-        from airflow_provider_eos.kafka.settings import with_client_logger
-
-        return AdminClient(with_client_logger("admin", self.get_config()))
+        return connected_admin("admin", self.get_config())
 
     def get_kafka_python_config(self) -> dict[str, Any]:
         """Return the connection's config as kafka-python ``KafkaAdminClient`` arguments, SASL and SSL included.

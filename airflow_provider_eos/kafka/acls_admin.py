@@ -28,7 +28,7 @@ from confluent_kafka.admin import ResourceType as KafkaResourceType
 
 from airflow_provider_eos.core.acls import Acl, AclError, Operation, PatternType, Permission, ResourceType
 from airflow_provider_eos.core.retry import RetryPolicy
-from airflow_provider_eos.kafka.settings import with_client_logger
+from airflow_provider_eos.kafka.login import connected_admin
 
 __all__ = [
     "ACLS_VISIBLE",
@@ -87,7 +87,7 @@ def load_admin_settings(path: str | Path) -> dict[str, Any]:
 
 def acl_admin(settings: Mapping[str, Any]) -> AdminClient:
     """A confluent-kafka admin client on ``settings`` (librdkafka keys)."""
-    return AdminClient(with_client_logger("acl-admin", dict(settings)))
+    return connected_admin("acl-admin", dict(settings))
 
 
 def to_binding(acl: Acl) -> AclBinding:

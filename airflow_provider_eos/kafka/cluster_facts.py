@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+from confluent_kafka.admin import ConfigResource, ResourceType
 
 from airflow_provider_eos.core.acls import PermissionFacts, is_secured, principal_of, required_acls
 from airflow_provider_eos.core.checkpoint import CheckpointReader
@@ -40,8 +40,9 @@ from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.core.transactions import Transaction
 from airflow_provider_eos.kafka.acl_probes import read_permissions
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
+from airflow_provider_eos.kafka.login import connected_admin
 from airflow_provider_eos.kafka.retriable import COORDINATOR_LOADING
-from airflow_provider_eos.kafka.settings import admin_config, sink_producer_config, with_client_logger
+from airflow_provider_eos.kafka.settings import admin_config, sink_producer_config
 from airflow_provider_eos.kafka.transactions_admin import admin_client, scan_prefix
 
 __all__ = ["gather_facts", "load_other_specs"]
@@ -74,7 +75,7 @@ class _Gatherer:
     def __init__(self, spec: PipelineSpec, timeout_s: float) -> None:
         self.spec = spec
         self.timeout_s = timeout_s
-        self.admin = AdminClient(with_client_logger("admin", admin_config(spec)))
+        self.admin = connected_admin("admin", admin_config(spec))
         self.unavailable: dict[str, str] = {}
 
     def missing(self, fact: str, exc: BaseException) -> None:

@@ -40,7 +40,8 @@ from airflow_provider_eos.core.transactions import Transaction, to_epoch_ms
 from airflow_provider_eos.core.verification import verify_checkpoint, writers_in_use
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
 from airflow_provider_eos.kafka.log_offsets import list_log_offsets
-from airflow_provider_eos.kafka.settings import admin_config, with_client_logger
+from airflow_provider_eos.kafka.login import connected_admin
+from airflow_provider_eos.kafka.settings import admin_config
 
 if TYPE_CHECKING:
     from airflow_provider_eos.core.markers import CommittedOffsets
@@ -158,7 +159,7 @@ def probe(
     :raises CheckpointError: if a checkpoint file is malformed.
     """
     taken_at = to_epoch_ms(pendulum.now("UTC"))
-    admin = AdminClient(with_client_logger("probe-admin", {**admin_config(spec), "log_level": 3}))
+    admin = connected_admin("probe-admin", {**admin_config(spec), "log_level": 3})
     inputs, outputs, missing = _topic_partitions(admin, spec, timeout_s)
     notes = [f"topic {topic!r} does not exist" for topic in missing]
     reader = CheckpointReader(spec.checkpoint_location, storage_options)

@@ -19,6 +19,7 @@ from airflow_provider_eos.core import transactions as txn
 from airflow_provider_eos.core.errors import EosError, KafkaConfigError
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.core.transactional_ids import owned_transactional_id
+from airflow_provider_eos.kafka.login import check_login
 from airflow_provider_eos.kafka.settings.kafka_python import kafka_python_config
 from airflow_provider_eos.kafka.settings.kafka_python import protect_secrets as _protect_secrets
 
@@ -67,6 +68,8 @@ def admin_client(config: Mapping[str, Any] | PipelineSpec, *, timeout_ms: int = 
 
     librdkafka = config.kafka if hasattr(config, "kafka") else config
     settings = kafka_python_config(librdkafka)
+    # kafka-python reports a refused login only as "unable to bootstrap": ask librdkafka first.
+    check_login(librdkafka, timeout_s=timeout_ms / 1000)
     _protect_secrets(settings)
     try:
         admin = KafkaAdminClient(**settings, bootstrap_timeout_ms=timeout_ms)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from confluent_kafka import Consumer
-from confluent_kafka.admin import AdminClient
 
 from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.checkpoint.webhdfs import WEBHDFS_CONF_KEYS, is_hdfs_location
 from airflow_provider_eos.core.spec import PipelineSpec
+from airflow_provider_eos.kafka.login import connected_admin
 from airflow_provider_eos.kafka.settings import admin_config, group_metadata_consumer_config, with_client_logger
 from airflow_provider_eos.spark.transactional_producer import TransactionalProducer
 
@@ -46,7 +46,7 @@ class SinkClients:
     def __init__(self, spec: PipelineSpec, checkpoint: CheckpointReader | None = None) -> None:
         self.spec = spec
         self.checkpoint = checkpoint or CheckpointReader(spec.checkpoint_location)
-        self.admin = AdminClient(with_client_logger("admin", admin_config(spec)))
+        self.admin = connected_admin("admin", admin_config(spec))
         self.driver_producer = TransactionalProducer(spec, spec.transactional_id(0))
         self._group_handle = Consumer(
             with_client_logger("group-metadata-consumer", group_metadata_consumer_config(spec))

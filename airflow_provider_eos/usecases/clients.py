@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.errors import CheckpointError
 from airflow_provider_eos.kafka.group_offsets import sink_group_offsets
-from airflow_provider_eos.kafka.settings import admin_config, with_client_logger
+from airflow_provider_eos.kafka.settings import admin_config
 
 if TYPE_CHECKING:
     from confluent_kafka.admin import AdminClient
@@ -58,9 +58,10 @@ class PipelineClients:
     @cached_property
     def admin(self) -> AdminClient:
         """A confluent-kafka admin client on the spec's connection settings (made on first use)."""
-        from confluent_kafka.admin import AdminClient
+        from airflow_provider_eos.kafka.login import connected_admin
 
-        return AdminClient(with_client_logger("admin", admin_config(self.spec)))
+        # A refused login fails here, naming the user, instead of timing out in the first request.
+        return connected_admin("admin", admin_config(self.spec))
 
     @cached_property
     def checkpoint(self) -> CheckpointReader:
