@@ -168,7 +168,7 @@ def test_killing_the_task_kills_the_yarn_application_then_recovery_runs_on_the_h
     planned = rewind(clients, to_batch=last - 1, execute=False)  # lists the logs over WebHDFS
     assert "would move" in planned.summary and f"offsets/{last}" in planned.render(), planned.render()
     # The plan names the checkpoint as Spark knows it, not as the webhdfs path it is read through.
-    assert f"Rewind checkpoint {harness.spec.checkpoint_location.rstrip('/')} to batch" in planned.render()
+    assert f"into {harness.spec.checkpoint_location.rstrip('/')}.eos-backup-" in planned.render(), planned.render()
     produced = output_ids(harness.output_values())
     assert produced and max(produced.values()) == 1, "the killed run's committed output has duplicates"
 
