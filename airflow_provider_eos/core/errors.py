@@ -84,6 +84,38 @@ class KafkaLoginError(EosError):
     """
 
 
+class AclMissingError(EosError):
+    """The broker refused a request for want of an ACL; names the request, the ACL it needs and who grants it.
+
+    Built by :func:`airflow_provider_eos.core.acls.denials.acl_missing` (one mapping of a refusal
+    to its ACL) wherever a client is refused: the Spark source, the sink, recovery's and health's
+    admin clients.
+
+    :param request: the Kafka request refused (``Fetch``, ``TxnOffsetCommit``...).
+    :param resource_type: ``TOPIC``, ``GROUP``, ``TRANSACTIONAL_ID`` or ``CLUSTER``.
+    :param resource_names: the resources the request named.
+    :param operation: the ACL operation Kafka checks for that request on that resource type.
+    :param principal: ``User:NAME`` refused, when the client's settings name it.
+    :param role: the role whose task was refused, once known (the fix then grants its whole set).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        fix: str | None = None,
+        request: str = "",
+        resource_type: str = "",
+        resource_names: tuple[str, ...] = (),
+        operation: str = "",
+        principal: str | None = None,
+        role: str | None = None,
+    ) -> None:
+        super().__init__(message, fix=fix)
+        self.request, self.resource_type, self.resource_names = request, resource_type, resource_names
+        self.operation, self.principal, self.role = operation, principal, role
+
+
 class RetryExhaustedError(EosError):
     """A retry policy gave up (:mod:`airflow_provider_eos.core.retry`); the last error is the cause.
 
@@ -123,7 +155,7 @@ class TransactionTimedOutError(SinkError):
     """The batch outlived ``transaction.timeout.ms`` or a delivery timed out; the broker aborted it."""
 
 
-class SinkAuthorizationError(SinkError):
+class SinkAuthorizationError(SinkError, AclMissingError):
     """The broker refused the sink's principal an operation; the message names the missing ACL."""
 
 

@@ -13,9 +13,13 @@ the transaction had been open that long (``outlived_timeout``); if it had, it is
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
+from airflow_provider_eos.core.acls.denials import AUTHORIZATION_CODES, acl_missing, for_role
+from airflow_provider_eos.core.acls.model import ResourceType
+from airflow_provider_eos.core.acls.roles import required_acls
 from airflow_provider_eos.core.errors import (
     ProducerFencedError,
     SinkAuthorizationError,
@@ -29,7 +33,14 @@ from airflow_provider_eos.core.errors import (
 if TYPE_CHECKING:
     from airflow_provider_eos.core.spec import PipelineSpec
 
-__all__ = ["KafkaFailure", "classify_sink_failure", "must_recreate_producer", "sink_failure_error"]
+__all__ = [
+    "KafkaFailure",
+    "SinkStage",
+    "classify_sink_failure",
+    "must_recreate_producer",
+    "sink_failure_error",
+    "sink_refusal",
+]
 
 # librdkafka's local codes start with "_"; the others are the broker's protocol errors.
 FENCED_CODES = frozenset({"_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"})
@@ -37,8 +48,6 @@ FENCED_CODES = frozenset({"_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"
 # the producer tried to add to it or end it.
 TIMED_OUT_CODES = frozenset({"_TIMED_OUT", "_MSG_TIMED_OUT", "_TIMED_OUT_QUEUE", "REQUEST_TIMED_OUT",
                              "INVALID_TXN_STATE"})
-AUTHORIZATION_CODES = frozenset({"TOPIC_AUTHORIZATION_FAILED", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
-                                 "GROUP_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED"})
 UNKNOWN_PRODUCER_CODES = frozenset({"UNKNOWN_PRODUCER_ID", "INVALID_PRODUCER_ID_MAPPING"})
 # KIP-890's code for "abort and retry"; older brokers say it with the txn_requires_abort flag.
 ABORTABLE_CODES = frozenset({"TRANSACTION_ABORTABLE"})
@@ -98,20 +107,62 @@ def must_recreate_producer(failure: KafkaFailure) -> bool:
     return failure.fatal or not failure.txn_requires_abort or classify_sink_failure(failure) in recreated
 
 
-def _acl(code: str, spec: PipelineSpec) -> str:
-    topics = ", ".join(repr(t) for t in (spec.output_topic, spec.dlq_topic) if t)
-    return {
-        "TOPIC_AUTHORIZATION_FAILED": f"WRITE on topic {topics}",
-        "TRANSACTIONAL_ID_AUTHORIZATION_FAILED":
-            f"WRITE and DESCRIBE on the transactional ids prefixed {spec.transactional_id_prefix!r} (a PREFIXED ACL)",
-        "GROUP_AUTHORIZATION_FAILED":
-            f"READ on group {spec.group_id!r} (each batch commits its offsets to it inside the transaction)",
-        "CLUSTER_AUTHORIZATION_FAILED": "IDEMPOTENT_WRITE on the cluster",
-    }[code]
+#: Where in the sink's transaction a request was refused: the producer's init, produce, or the offsets' commit.
+SinkStage = Literal["init", "produce", "offsets"]
 
 
-def sink_failure_error(failure: KafkaFailure, *, batch_id: int, spec: PipelineSpec) -> SinkError:
-    """The typed error for a batch that failed with ``failure``, saying which it was and what to do."""
+def _refused_request(resource_type: ResourceType, stage: SinkStage, spec: PipelineSpec, transactional_id: str | None,
+                     unauthorized_topics: Iterable[str]) -> tuple[str, list[str]]:
+    """The request the sink sent and the resources it named, for a refusal of ``resource_type`` at ``stage``."""
+    if resource_type is ResourceType.TRANSACTIONAL_ID:
+        request = {"init": "InitProducerId", "produce": "AddPartitionsToTxn", "offsets": "AddOffsetsToTxn"}[stage]
+        return request, [transactional_id or f"{spec.transactional_id_prefix}-*"]
+    if resource_type is ResourceType.GROUP:
+        return "TxnOffsetCommit", [spec.group_id]
+    if resource_type is ResourceType.CLUSTER:
+        return "InitProducerId", []
+    # A topic: the input topics when the offsets were refused (TxnOffsetCommit checks READ on them), else the
+    # topics produced to; narrowed to those the principal may not even see, when the sink could tell.
+    if stage == "offsets":
+        request, candidates = "TxnOffsetCommit", list(spec.input_topics)
+    else:
+        request, candidates = "Produce", [t for t in (spec.output_topic, spec.dlq_topic) if t]
+    narrowed = [t for t in candidates if t in set(unauthorized_topics)]
+    return request, narrowed or candidates
+
+
+def sink_refusal(failure: KafkaFailure, *, batch_id: int | None, spec: PipelineSpec, stage: SinkStage,
+                 transactional_id: str | None = None,
+                 unauthorized_topics: Iterable[str] = ()) -> SinkAuthorizationError:
+    """The error of the sink's request refused for want of an ACL, naming it and the job role's grant.
+
+    :param failure: the refusal (an authorization code).
+    :param batch_id: the batch whose transaction was refused (``None``: before any batch).
+    :param stage: where in the transaction it was refused.
+    :param transactional_id: the producer's id.
+    :param unauthorized_topics: topics the principal may not describe, if the sink asked.
+    """
+    request, names = _refused_request(AUTHORIZATION_CODES[failure.code], stage, spec, transactional_id,
+                                      unauthorized_topics)
+    refused = acl_missing(request, AUTHORIZATION_CODES[failure.code], names, settings=spec.kafka,
+                          detail=failure.detail or failure.code)
+    denial = for_role(refused, "job", pipeline=spec.name,
+                      role_acls=required_acls(spec, refused.principal or "User:NAME", "job"))
+    head = "the sink could not start its producer" if batch_id is None else f"batch {batch_id} was not written"
+    tail = "" if batch_id is None else f" The transaction was aborted; {_REPLAYED}"
+    return SinkAuthorizationError(
+        f"{head}: {denial.message}.{tail}", fix=denial.fix, request=denial.request,
+        resource_type=denial.resource_type, resource_names=denial.resource_names, operation=denial.operation,
+        principal=denial.principal, role=denial.role,
+    )
+
+
+def sink_failure_error(failure: KafkaFailure, *, batch_id: int, spec: PipelineSpec, stage: SinkStage = "produce",
+                       transactional_id: str | None = None, unauthorized_topics: Iterable[str] = ()) -> SinkError:
+    """The typed error for a batch that failed with ``failure``, saying which it was and what to do.
+
+    ``stage``, ``transactional_id`` and ``unauthorized_topics`` name the ACL of a refusal (:func:`sink_refusal`).
+    """
     kind = classify_sink_failure(failure)
     cause = f"{failure.code}: {failure.detail}" if failure.detail else failure.code
     head = f"batch {batch_id} was not written"
@@ -134,12 +185,8 @@ def sink_failure_error(failure: KafkaFailure, *, batch_id: int, spec: PipelineSp
             "transaction.max.timeout.ms; check the brokers' health if deliveries time out",
         )
     if kind is SinkAuthorizationError:
-        acl = _acl(failure.code, spec)
-        return SinkAuthorizationError(
-            f"{head}: the broker refused the sink's principal ({cause}); the missing ACL is {acl}. "
-            f"The transaction was aborted; {_REPLAYED}",
-            fix=f"grant the principal of the spec's kafka settings {acl}; `eos acls` prints every ACL the job needs",
-        )
+        return sink_refusal(failure, batch_id=batch_id, spec=spec, stage=stage, transactional_id=transactional_id,
+                            unauthorized_topics=unauthorized_topics)
     if kind is UnknownProducerIdError:
         return UnknownProducerIdError(
             f"{head}: the broker no longer knows this producer's id ({cause}): its state expired "

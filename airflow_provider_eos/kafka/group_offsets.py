@@ -10,9 +10,11 @@ from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
+from airflow_provider_eos.core.acls import ResourceType
 from airflow_provider_eos.core.errors import EosError, RetryExhaustedError
 from airflow_provider_eos.core.markers import CommittedOffset, CommittedOffsets
 from airflow_provider_eos.core.topic_partition import TopicPartition
+from airflow_provider_eos.kafka.denials import raise_if_refused, raise_if_topics_refused
 from airflow_provider_eos.kafka.retriable import COORDINATOR_LOADING, STABLE_OFFSETS, raise_if_coordinator_not_ready
 
 if TYPE_CHECKING:
@@ -48,9 +50,11 @@ def read_committed_offsets(
         raise_if_coordinator_not_ready(what, (tp.error for tp in result.topic_partitions), unstable_too=True)
         return result
 
+    names = {ResourceType.GROUP: [group_id], ResourceType.TOPIC: sorted({t for t, _ in wanted})}
     try:
         result = STABLE_OFFSETS.bounded(timeout_s=max(timeout_s, stable_timeout_s)).call(fetch, what=what)
     except (KafkaException, RetryExhaustedError) as exc:
+        raise_if_refused(exc, "OffsetFetch", names)
         raise GroupOffsetsError(
             f"could not read committed offsets of group {group_id!r}: {exc}",
             fix="check that the broker is reachable with the spec's kafka settings and that the principal may "
@@ -59,6 +63,7 @@ def read_committed_offsets(
     found: CommittedOffsets = dict.fromkeys(wanted)
     for tp in result.topic_partitions:
         if tp.error is not None:
+            raise_if_refused(tp.error, "OffsetFetch", {**names, ResourceType.TOPIC: [tp.topic]})
             raise GroupOffsetsError(f"group {group_id!r} partition {tp.topic}-{tp.partition}: {tp.error}")
         if tp.offset >= 0:
             found[TopicPartition(tp.topic, tp.partition)] = CommittedOffset(tp.offset, tp.metadata or "")
@@ -73,11 +78,14 @@ def write_committed_offsets(
         group_id, [KafkaTopicPartition(t, p, off, meta) for (t, p), (off, meta) in sorted(offsets.items())]
     )
     what = f"write offsets of group {group_id!r}"
+    names = {ResourceType.GROUP: [group_id], ResourceType.TOPIC: sorted({t for t, _ in offsets})}
 
     def alter() -> None:
         result = admin.alter_consumer_group_offsets([request])[group_id].result(timeout_s)
         errors = [(tp, tp.error) for tp in result.topic_partitions if tp.error is not None]
         raise_if_coordinator_not_ready(what, (err for _, err in errors))
+        for tp, err in errors:
+            raise_if_refused(err, "OffsetCommit", {**names, ResourceType.TOPIC: [tp.topic]})
         if errors:
             detail = ", ".join(f"{tp.topic}-{tp.partition}: {err}" for tp, err in errors)
             raise GroupOffsetsError(
@@ -88,6 +96,7 @@ def write_committed_offsets(
     try:
         COORDINATOR_LOADING.bounded(timeout_s=timeout_s).call(alter, what=what)
     except (KafkaException, RetryExhaustedError) as exc:
+        raise_if_refused(exc, "OffsetCommit", names)
         raise GroupOffsetsError(
             f"could not write offsets of group {group_id!r}: {exc}",
             fix="the group must have no active members (stop the job first)",
@@ -110,6 +119,10 @@ def verification_partitions(admin: AdminClient, spec: PipelineSpec, reader: Chec
         ) from exc
     for topic in spec.input_topics:
         found = metadata.topics.get(topic)
+        if found is not None and found.error is not None:
+            raise_if_refused(found.error, "Metadata", {ResourceType.TOPIC: [topic]}, settings=spec.kafka)
+        if found is None:
+            raise_if_topics_refused(admin, [topic], timeout_s=timeout_s, settings=spec.kafka)
         if found is None or found.error is not None:
             log.warning("input topic %r is not in the cluster's metadata; comparing the checkpoint's partitions", topic)
             continue

@@ -27,6 +27,7 @@ import pendulum
 from confluent_kafka import IsolationLevel, KafkaException
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from airflow_provider_eos.core.acls import ResourceType
 from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.errors import EosError
 from airflow_provider_eos.core.health import (
@@ -38,6 +39,7 @@ from airflow_provider_eos.core.health import (
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.core.transactions import Transaction, to_epoch_ms
 from airflow_provider_eos.core.verification import verify_checkpoint, writers_in_use
+from airflow_provider_eos.kafka.denials import raise_if_refused, raise_if_topics_refused
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
 from airflow_provider_eos.kafka.log_offsets import list_log_offsets
 from airflow_provider_eos.kafka.login import connected_admin
@@ -79,6 +81,9 @@ def _topic_partitions(
 
     def partitions(topic: str) -> list[TopicPartition]:
         found = metadata.topics.get(topic)
+        if found is not None and found.error is not None:
+            # An unauthorized topic is no missing topic: say which ACL would show it.
+            raise_if_refused(found.error, "Metadata", {ResourceType.TOPIC: [topic]}, settings=spec.kafka)
         if found is None or found.error is not None:
             missing.append(topic)
             return []
@@ -88,6 +93,7 @@ def _topic_partitions(
     outputs = [(tp, "output") for tp in partitions(spec.output_topic)]
     if spec.dlq_topic:
         outputs += [(tp, "dlq") for tp in partitions(spec.dlq_topic)]
+    raise_if_topics_refused(admin, missing, timeout_s=timeout_s, settings=spec.kafka)
     return inputs, outputs, missing
 
 
@@ -102,6 +108,8 @@ def _list_offsets(
     try:
         return list_log_offsets(admin, partitions, offset_spec=offset_spec, isolation=isolation, timeout_s=timeout_s)
     except KafkaException as exc:
+        raise_if_refused(exc, "ListOffsets", {ResourceType.TOPIC: sorted({tp.topic for tp in partitions})},
+                         settings=spec.kafka)
         raise _kafka_error(f"ListOffsets ({isolation.name.lower()})", spec, exc) from exc
 
 

@@ -16,9 +16,12 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_eos.core import transactions as txn
+from airflow_provider_eos.core.acls import ResourceType
+from airflow_provider_eos.core.acls.denials import acl_missing
 from airflow_provider_eos.core.errors import EosError, KafkaConfigError
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.core.transactional_ids import owned_transactional_id
+from airflow_provider_eos.kafka.denials import raise_if_refused
 from airflow_provider_eos.kafka.login import check_login
 from airflow_provider_eos.kafka.settings.kafka_python import kafka_python_config
 from airflow_provider_eos.kafka.settings.kafka_python import protect_secrets as _protect_secrets
@@ -49,6 +52,7 @@ __all__ = [
 
 #: Kafka's default ``transaction.max.timeout.ms``, used when the brokers do not report theirs.
 DEFAULT_MAX_TRANSACTION_TIMEOUT_MS = 900_000
+_TOPIC_AUTHORIZATION_FAILED = 29  # Kafka's protocol error code
 
 
 class TransactionsAdminError(EosError):
@@ -84,12 +88,25 @@ def admin_client(config: Mapping[str, Any] | PipelineSpec, *, timeout_ms: int = 
         admin.close()
 
 
-def _call(what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+def _principal(admin: KafkaAdminClient) -> str | None:
+    """``User:NAME`` of a SASL/PLAIN or SCRAM admin client (kafka-python's own setting names)."""
+    mechanism = str(admin.config.get("sasl_mechanism") or "").upper()
+    username = admin.config.get("sasl_plain_username")
+    return f"User:{username}" if username and (mechanism == "PLAIN" or mechanism.startswith("SCRAM")) else None
+
+
+def _call(what: str, fn: Any, *args: Any, refused: Mapping[ResourceType, Iterable[str]] | None = None,
+          **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``, its Kafka errors typed: an authorization refusal of the resources in
+    ``refused`` (the request's, by type) as :class:`~airflow_provider_eos.core.errors.AclMissingError`."""
     from kafka.errors import KafkaError
 
     try:
         return fn(*args, **kwargs)
     except KafkaError as exc:
+        admin = getattr(fn, "__self__", None)
+        raise_if_refused(exc, what.split("(")[0], refused or {},
+                         principal=_principal(admin) if admin is not None else None)
         raise TransactionsAdminError(
             f"{what} failed: {exc!r}",
             fix="check that the broker is reachable and that the principal may Describe (and, to "
@@ -140,7 +157,8 @@ def describe_transactions(admin: KafkaAdminClient, txn_ids: Iterable[str]) -> di
     if not wanted:
         return {}
     try:
-        found = _call("DescribeTransactions", admin.describe_transactions, wanted)
+        found = _call("DescribeTransactions", admin.describe_transactions, wanted,
+                      refused={ResourceType.TRANSACTIONAL_ID: wanted})
         return {txn_id: _transaction(txn_id, found[txn_id]) if txn_id in found else None for txn_id in wanted}
     except TransactionsAdminError as exc:
         if not isinstance(exc.__cause__, TransactionalIdNotFoundError):
@@ -153,6 +171,8 @@ def describe_transactions(admin: KafkaAdminClient, txn_ids: Iterable[str]) -> di
             result[txn_id] = None
             continue
         except Exception as exc:
+            raise_if_refused(exc, "DescribeTransactions", {ResourceType.TRANSACTIONAL_ID: [txn_id]},
+                             principal=_principal(admin))
             raise TransactionsAdminError(
                 f"DescribeTransactions of {txn_id!r} failed: {exc!r}",
                 fix="check that the broker is reachable and the principal may Describe the id",
@@ -170,6 +190,9 @@ def scan_prefix(admin: KafkaAdminClient, prefix: str) -> list[txn.Transaction]:
     """
     from airflow_provider_eos.core.transactional_ids import belongs_to_prefix
 
+    # ListTransactions silently leaves out the ids the principal may not DESCRIBE: without that right
+    # an open transaction would read as none. Describing one id of the prefix is refused instead.
+    describe_transactions(admin, [f"{prefix}-0"])
     listed = list_transactions(admin)
     ours = [item.transactional_id for item in listed if belongs_to_prefix(prefix, item.transactional_id)]
     return [t for t in describe_transactions(admin, ours).values() if t is not None]
@@ -180,10 +203,14 @@ def topic_partitions(admin: KafkaAdminClient, topics: Iterable[str]) -> tuple[li
     names = sorted(set(topics))
     if not names:
         return [], []
-    described = _call("Metadata", admin.describe_topics, names)
+    described = _call("Metadata", admin.describe_topics, names, refused={ResourceType.TOPIC: names})
     partitions: list[TopicPartition] = []
     missing: list[str] = []
     for topic in described:
+        if topic.get("error_code", 0) == _TOPIC_AUTHORIZATION_FAILED:
+            # Kafka answers an unauthorized topic as if it did not exist: name the ACL, not a missing topic.
+            raise acl_missing("Metadata", ResourceType.TOPIC, [topic["name"]], principal=_principal(admin),
+                              detail="TOPIC_AUTHORIZATION_FAILED")
         if topic.get("error_code", 0) != 0 or not topic.get("partitions"):
             missing.append(topic["name"])
             continue
@@ -201,8 +228,11 @@ def partition_offsets(admin: KafkaAdminClient, partitions: Iterable[TopicPartiti
     if not wanted:
         return []
     specs = {KafkaTopicPartition(tp.topic, tp.partition): OffsetSpec.LATEST for tp in wanted}
-    lso = _call("ListOffsets(read_committed)", admin.list_partition_offsets, specs, IsolationLevel.READ_COMMITTED)
-    hwm = _call("ListOffsets(read_uncommitted)", admin.list_partition_offsets, specs, IsolationLevel.READ_UNCOMMITTED)
+    topics = {ResourceType.TOPIC: sorted({tp.topic for tp in wanted})}
+    lso = _call("ListOffsets(read_committed)", admin.list_partition_offsets, specs, IsolationLevel.READ_COMMITTED,
+                refused=topics)
+    hwm = _call("ListOffsets(read_uncommitted)", admin.list_partition_offsets, specs, IsolationLevel.READ_UNCOMMITTED,
+                refused=topics)
     return [
         txn.PartitionOffsets(tp, lso[KafkaTopicPartition(*tp)].offset, hwm[KafkaTopicPartition(*tp)].offset)
         for tp in wanted
@@ -218,7 +248,8 @@ def describe_producers(
     wanted = sorted(set(partitions))
     if not wanted:
         return {}
-    found = _call("DescribeProducers", admin.describe_producers, [KafkaTopicPartition(*tp) for tp in wanted])
+    found = _call("DescribeProducers", admin.describe_producers, [KafkaTopicPartition(*tp) for tp in wanted],
+                  refused={ResourceType.TOPIC: sorted({tp.topic for tp in wanted})})
     return {
         TopicPartition(tp.topic, tp.partition): [
             txn.ProducerState(
@@ -250,10 +281,17 @@ def broker_max_transaction_timeout_ms(admin: KafkaAdminClient) -> int:
     ]
     if not resources:
         return DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
-    described = _call("DescribeConfigs", admin.describe_configs, resources, config_filter="all")
+    described = _call("DescribeConfigs", admin.describe_configs, resources, config_filter="all",
+                      refused={ResourceType.CLUSTER: []})
+    brokers = described.get("broker", {})
+    if not any(brokers.values()):
+        # Every broker has the setting; kafka-python drops DescribeConfigs' per-resource error code, so an
+        # empty answer is the refusal (CLUSTER_AUTHORIZATION_FAILED), never a reason to assume Kafka's default.
+        raise acl_missing("DescribeConfigs", ResourceType.CLUSTER, [], principal=_principal(admin),
+                          detail="the brokers described no configuration")
     values = [
         int(entry["value"])
-        for configs in described.get("broker", {}).values()
+        for configs in brokers.values()
         for key, entry in configs.items()
         if key == "transaction.max.timeout.ms" and entry.get("value") is not None
     ]
@@ -318,6 +356,7 @@ def fence(spec: PipelineSpec, transactional_id: str, *, timeout_s: float = 60) -
     try:
         producer.init_transactions(timeout_s)
     except KafkaException as exc:
+        raise_if_refused(exc, "InitProducerId", {ResourceType.TRANSACTIONAL_ID: [expected]}, settings=spec.kafka)
         raise TransactionsAdminError(
             f"fencing transactional id {expected!r} (init_transactions) failed: {exc}",
             fix="retry; if it keeps failing, check the broker and that the principal may Write the transactional id",
@@ -354,5 +393,7 @@ def abort_hanging(admin: KafkaAdminClient, row: txn.AbortRow) -> bool:
         match.producer_epoch,
         max(match.coordinator_epoch, 0),
     )
-    _call(f"AbortTransaction on {tp} (producer {match.producer_id})", admin.abort_transaction, spec)
+    # The admin AbortTransaction is WriteTxnMarkers on the leader, authorized by ALTER on the cluster.
+    _call(f"WriteTxnMarkers(AbortTransaction on {tp}, producer {match.producer_id})", admin.abort_transaction, spec,
+          refused={ResourceType.CLUSTER: []})
     return True

@@ -173,14 +173,13 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
 
     def _check(self) -> HealthReport:
         """Take a sample, add it to the window and evaluate it (blocking)."""
-        from airflow_provider_eos.kafka.health_probe import probe
-        from airflow_provider_eos.usecases.health import evaluate
+        from airflow_provider_eos.usecases.health import evaluate, sample
 
         if self._window is None:
             self._window = LagWindow(max_samples=self.max_samples)
         try:
             spec, options = self._load()
-            self._window.add(probe(spec, storage_options=options))
+            self._window.add(sample(spec, storage_options=options))
             report = evaluate(spec, self._window, thresholds=self.thresholds)
         except EosError as err:
             raise _task_failure(err) from err

@@ -13,7 +13,8 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from airflow_provider_eos.core.errors import EosError, SpecError
+from airflow_provider_eos.core.acls import ResourceType
+from airflow_provider_eos.core.errors import AclMissingError, EosError, SpecError
 from airflow_provider_eos.core.spec import Mode, PipelineSpec
 from airflow_provider_eos.kafka.settings import spark_source_options
 from airflow_provider_eos.spark.faults import FaultInjector
@@ -183,6 +184,24 @@ class BatchProgressLogger:
         log.info("EOS-PROGRESS %s", json.dumps(line, sort_keys=True))
 
 
+def source_refusal(spec: PipelineSpec, failure: str) -> AclMissingError | None:
+    """The missing ACL behind a query failure the Java client raised (Spark's source, or its Kafka writer)."""
+    from airflow_provider_eos.core.acls import required_acls
+    from airflow_provider_eos.core.acls.denials import for_role, java_denial
+    from airflow_provider_eos.kafka.denials import refusal
+
+    found = java_denial(failure)
+    if found is None:
+        return None
+    written = {spec.output_topic, spec.dlq_topic}
+    request = "Produce" if set(found[1]) & written else "Fetch"
+    refused = refusal(failure, request, {ResourceType.TOPIC: spec.input_topics}, settings=spec.kafka)
+    if refused is None:
+        return None
+    return for_role(refused, "job", pipeline=spec.name,
+                    role_acls=required_acls(spec, refused.principal or "User:NAME", "job"))
+
+
 def run_pipeline(spark: SparkSession, spec: PipelineSpec, mode: Mode | str = Mode.EXACTLY_ONCE) -> int:
     """Run until the query ends (available-now) or SIGTERM; returns a process exit code.
 
@@ -223,7 +242,8 @@ def run_pipeline(spark: SparkSession, spec: PipelineSpec, mode: Mode | str = Mod
                      refused)
             return 0
         if exception is not None:
-            log.error("EOS-QUERY failed: %s", exception)
+            refused = source_refusal(spec, str(exception))
+            log.error("EOS-QUERY failed: %s", refused if refused is not None else exception)
             return 1
         return 0
     finally:

@@ -14,13 +14,21 @@ import logging
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from functools import partial
 
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
+from airflow_provider_eos.core.acls.denials import AUTHORIZATION_CODES
 from airflow_provider_eos.core.errors import RetryExhaustedError
-from airflow_provider_eos.core.sink_failures import KafkaFailure, must_recreate_producer, sink_failure_error
+from airflow_provider_eos.core.sink_failures import (
+    KafkaFailure,
+    SinkStage,
+    must_recreate_producer,
+    sink_failure_error,
+    sink_refusal,
+)
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.kafka.retriable import TRANSACTION_COMMIT
@@ -30,6 +38,8 @@ from airflow_provider_eos.spark.record_producer import kafka_failure
 __all__ = ["TransactionalProducer"]
 
 log = logging.getLogger("airflow_provider_eos.sink")
+# librdkafka's code when a commit finds records that failed delivery (each record's report has the reason).
+_FAILED_DELIVERY = "_INCONSISTENT"
 
 
 class TransactionalProducer:
@@ -48,6 +58,8 @@ class TransactionalProducer:
         self.fresh = False
         #: The batch of the last transaction this producer committed (``None``: none yet).
         self.last_committed_batch: int | None = None
+        #: Where the open transaction is (names the request of a refusal).
+        self._stage: SinkStage = "produce"
 
     @property
     def timeout_s(self) -> float:
@@ -58,7 +70,14 @@ class TransactionalProducer:
         if self._producer is None:
             config = sink_producer_config(self.spec, transactional_id=self.transactional_id)
             producer = Producer(with_client_logger(self.client, config))
-            producer.init_transactions(max(30.0, self.timeout_s))
+            try:
+                producer.init_transactions(max(30.0, self.timeout_s))
+            except KafkaException as exc:
+                failure = kafka_failure(exc, outlived_timeout=False)
+                if failure.code in AUTHORIZATION_CODES:
+                    raise sink_refusal(failure, batch_id=None, spec=self.spec, stage="init",
+                                       transactional_id=self.transactional_id) from exc
+                raise
             self._producer, self.fresh = producer, True
         return self._producer
 
@@ -75,27 +94,57 @@ class TransactionalProducer:
         """
         producer = self.producer()
         opened = time.monotonic()
+        self._stage = "produce"
         try:
             producer.begin_transaction()
             yield producer
         except (KafkaException, RetryExhaustedError) as exc:
             outlived = (time.monotonic() - opened) * 1000 >= self.spec.transaction_timeout_ms
             failure = kafka_failure(exc, outlived_timeout=outlived)
+            refused_topics: list[str] = []
+            if failure.code in ("TOPIC_AUTHORIZATION_FAILED", _FAILED_DELIVERY):
+                refused_topics = self._unauthorized_topics(producer)
+            if failure.code == _FAILED_DELIVERY and set(refused_topics) & self._sink_topics():
+                # The commit only says "failed delivery"; the records' own reports said which topic refused them.
+                failure = replace(failure, code="TOPIC_AUTHORIZATION_FAILED")
             self._abandon(producer, failure)
-            raise sink_failure_error(failure, batch_id=batch_id, spec=self.spec) from exc
+            raise sink_failure_error(failure, batch_id=batch_id, spec=self.spec, stage=self._stage,
+                                     transactional_id=self.transactional_id,
+                                     unauthorized_topics=refused_topics) from exc
         except BaseException:
             # Whatever else went wrong left a transaction open: the next producer's init aborts it.
             self.drop()
             raise
 
-    @staticmethod
-    def send_offsets(producer: Producer, offsets: Mapping[TopicPartition, tuple[int, str]],
+    def send_offsets(self, producer: Producer, offsets: Mapping[TopicPartition, tuple[int, str]],
                      group_metadata: object) -> None:
         """Add the sink group's ``offsets`` (each with its batch marker) to the open transaction."""
+        self._stage = "offsets"
         producer.send_offsets_to_transaction(
             [KafkaTopicPartition(tp.topic, tp.partition, offset, marker) for tp, (offset, marker) in offsets.items()],
             group_metadata, 30,
         )
+        self._stage = "produce"
+
+    def _sink_topics(self) -> set[str]:
+        return {self.spec.output_topic, *([self.spec.dlq_topic] if self.spec.dlq_topic else [])}
+
+    def _unauthorized_topics(self, producer: Producer) -> list[str]:
+        """The pipeline's topics this principal may not even describe (the refused ones), best effort.
+
+        Asked one topic at a time: the cluster-wide metadata leaves refused topics out instead of
+        flagging them. Every one of them was written or committed to already, so naming it creates nothing.
+        """
+        spec = self.spec
+        refused = []
+        for topic in [*spec.input_topics, spec.output_topic, *([spec.dlq_topic] if spec.dlq_topic else [])]:
+            try:
+                found = producer.list_topics(topic, timeout=5).topics.get(topic)
+            except KafkaException:
+                continue
+            if found is not None and found.error is not None and found.error.name() == "TOPIC_AUTHORIZATION_FAILED":
+                refused.append(topic)
+        return refused
 
     def commit(self, producer: Producer, batch_id: int) -> None:
         """Wait for every record and commit the open transaction."""

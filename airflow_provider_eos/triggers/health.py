@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import pendulum
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_provider_eos.core.errors import EosError
+from airflow_provider_eos.core.errors import AclMissingError, EosError
 from airflow_provider_eos.core.health import (
     DEFAULT_MAX_SAMPLES,
     DRIVER_TASK_FAILED_STATES,
@@ -182,10 +182,9 @@ class StreamingQueryHealthTrigger(BaseTrigger):
 
     def _sample(self) -> HealthSample:
         """Take one sample (blocking)."""
-        from airflow_provider_eos.kafka.health_probe import probe
+        from airflow_provider_eos.usecases.health import sample
 
-        spec = self._load()
-        return probe(spec, storage_options=self._storage_options)
+        return sample(self._load(), storage_options=self._storage_options)
 
     def _evaluate(self, window: LagWindow) -> HealthReport:
         from airflow_provider_eos.usecases.health import evaluate
@@ -231,6 +230,11 @@ class StreamingQueryHealthTrigger(BaseTrigger):
                 sample = await asyncio.to_thread(self._sample)
                 window.add(sample)
                 report = await asyncio.to_thread(self._evaluate, window)
+            except AclMissingError as err:
+                # No retry grants an ACL: say which one now, not after max_probe_failures samples.
+                yield TriggerEvent(event_payload(WatchOutcome.ERROR, mode, f"a health sample was refused: {err}",
+                                                 report))
+                return
             except EosError as err:
                 failures += 1
                 last_error = err.message

@@ -30,6 +30,7 @@ from airflow_provider_eos.kafka.transactions_admin import (
 )
 from airflow_provider_eos.usecases.clients import PipelineClients
 from airflow_provider_eos.usecases.result import Outcome, UseCaseResult
+from airflow_provider_eos.usecases.roles import runs_as
 
 if TYPE_CHECKING:
     from kafka.admin import KafkaAdminClient
@@ -50,6 +51,7 @@ class AbortOutcome(UseCaseResult[txn.AbortReport]):
     """What was open under the prefix, what was done, and what is still open; a finding if anything is."""
 
 
+@runs_as("recovery")
 def abort(
     clients: PipelineClients, *, force: bool = False, execute: bool = True, driver_gone: str | None = None
 ) -> AbortOutcome:

@@ -9,6 +9,7 @@ from airflow_provider_eos.core.verification import VerificationReport, verify_ch
 from airflow_provider_eos.kafka.group_offsets import write_committed_offsets
 from airflow_provider_eos.usecases.clients import PipelineClients
 from airflow_provider_eos.usecases.result import Outcome, UseCaseResult
+from airflow_provider_eos.usecases.roles import runs_as
 
 __all__ = ["AlignOutcome", "align"]
 
@@ -54,6 +55,7 @@ class AlignOutcome(UseCaseResult[AlignPlan]):
         )
 
 
+@runs_as("recovery")
 def align(clients: PipelineClients, *, execute: bool = False, force: bool = False) -> AlignOutcome:
     """Plan the alignment and, only with ``execute``, commit it; then verify what Kafka holds.
 

@@ -11,6 +11,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_eos.core.errors import AclMissingError
 from airflow_provider_eos.core.health import (
     DEFAULT_MAX_SAMPLES,
     HealthReport,
@@ -21,8 +22,10 @@ from airflow_provider_eos.core.health import (
 from airflow_provider_eos.core.health import evaluate as evaluate_window
 from airflow_provider_eos.kafka.health_probe import HealthProbeError, probe
 from airflow_provider_eos.usecases.result import Outcome, UseCaseResult
+from airflow_provider_eos.usecases.roles import role_refusal, runs_as
 
 if TYPE_CHECKING:
+    from airflow_provider_eos.core.health import HealthSample
     from airflow_provider_eos.core.spec import PipelineSpec
     from airflow_provider_eos.usecases.clients import PipelineClients
 
@@ -39,6 +42,17 @@ _ADVICE = {
 
 class HealthOutcome(UseCaseResult[HealthReport]):
     """The health report; a finding when UNHEALTHY (or, strictly, anything but HEALTHY)."""
+
+
+def sample(spec: PipelineSpec, storage_options: Mapping[str, Any] | None = None) -> HealthSample:
+    """One health sample as the health role takes it (the sensor's and the trigger's): a refusal names its grant.
+
+    :raises AclMissingError: the health principal lacks an ACL of its set.
+    """
+    try:
+        return probe(spec, storage_options=storage_options)
+    except AclMissingError as refused:
+        raise role_refusal(refused, "health", spec) from refused.__cause__
 
 
 def evaluate(
@@ -73,6 +87,7 @@ def _next_step(report: HealthReport) -> str:
     return " Then ".join(s[0].upper() + s[1:].rstrip(".") + "." for s in steps)
 
 
+@runs_as("health")
 def health(
     clients: PipelineClients,
     *,

@@ -21,6 +21,7 @@ from airflow_provider_eos.core.transform_traits import TransformTraits, traits_f
 from airflow_provider_eos.kafka.cluster_facts import gather_facts
 from airflow_provider_eos.usecases.clients import PipelineClients
 from airflow_provider_eos.usecases.result import Outcome, UseCaseResult
+from airflow_provider_eos.usecases.roles import runs_as
 
 if TYPE_CHECKING:
     from airflow_provider_eos.core.spec import PipelineSpec
@@ -34,6 +35,7 @@ class PreflightOutcome(UseCaseResult[PreflightReport]):
     """The pre-flight report; a finding when a rule of severity ERROR failed (warnings do not fail)."""
 
 
+@runs_as("job")
 def preflight(
     clients: PipelineClients,
     *,

@@ -8,6 +8,7 @@ from airflow_provider_eos.core.repair import rewind as rewind_checkpoint
 from airflow_provider_eos.core.verification import verify_checkpoint
 from airflow_provider_eos.usecases.clients import PipelineClients
 from airflow_provider_eos.usecases.result import Outcome, UseCaseResult
+from airflow_provider_eos.usecases.roles import runs_as
 
 __all__ = ["RewindOutcome", "rewind"]
 
@@ -16,6 +17,7 @@ class RewindOutcome(UseCaseResult[RewindResult]):
     """The rewind plan (dry run) or what was moved; always :attr:`Outcome.OK` once it ran."""
 
 
+@runs_as("recovery")
 def rewind(clients: PipelineClients, *, to_batch: int | None = None, execute: bool = False) -> RewindOutcome:
     """Plan the rewind to ``to_batch`` and, only with ``execute``, move the files (stop the job first).
 

@@ -7,6 +7,7 @@ from typing import Any
 from airflow_provider_eos.core.verification import VerificationReport, verify_checkpoint
 from airflow_provider_eos.usecases.clients import PipelineClients
 from airflow_provider_eos.usecases.result import Outcome, UseCaseResult
+from airflow_provider_eos.usecases.roles import runs_as
 
 __all__ = ["VerifyResult", "verify"]
 
@@ -28,6 +29,7 @@ class VerifyResult(UseCaseResult[VerificationReport]):
         return self.report.render(max_rows=max_rows)
 
 
+@runs_as("recovery")
 def verify(clients: PipelineClients) -> VerifyResult:
     """Verify the sink group against the checkpoint.
 

@@ -203,6 +203,19 @@ def test_failing_samples_end_with_an_error_event_after_max_failures(spec_path: s
     assert payload["report"] is None
 
 
+def test_a_refused_sample_ends_with_an_error_event_at_once_naming_the_acl(spec_path: str, fake_probe) -> None:
+    from airflow_provider_eos.core.acls import ResourceType
+    from airflow_provider_eos.core.acls.denials import acl_missing
+
+    def refused() -> HealthSample:
+        raise acl_missing("OffsetFetch", ResourceType.GROUP, ["orders-sink"], principal="User:health")
+
+    fake = fake_probe([refused])
+    payload = first_event(trigger(spec_path, watch="watch", max_probe_failures=3))
+    assert payload["outcome"] == "error" and fake.calls == 1
+    assert "refused" in payload["message"] and "DESCRIBE on GROUP 'orders-sink'" in payload["message"]
+
+
 def test_a_failed_sample_between_good_ones_is_tolerated(spec_path: str, fake_probe) -> None:
     def broken() -> HealthSample:
         raise EosError("transient")
@@ -231,8 +244,8 @@ def test_the_window_is_carried_in_the_trigger_between_polls(spec_path: str, fake
 def test_sensor_checks_once_then_defers_with_its_sample_in_the_trigger(spec_path: str, monkeypatch) -> None:
     from airflow.sdk.exceptions import TaskDeferred
 
-    from airflow_provider_eos.kafka import health_probe
     from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
+    from airflow_provider_eos.usecases import health as health_usecase
 
     calls: list[str] = []
 
@@ -240,7 +253,7 @@ def test_sensor_checks_once_then_defers_with_its_sample_in_the_trigger(spec_path
         calls.append(spec.name)
         return make_sample(committed=5, lso=10, marker=1, commit_ms=now_ms() - 60_000)
 
-    monkeypatch.setattr(health_probe, "probe", fake)
+    monkeypatch.setattr(health_usecase, "probe", fake)
     sensor = StreamingQueryHealthSensor(
         task_id="health", spec_path=spec_path, poke_interval=7, timeout=600, thresholds={"stop_after_ms": 9000}
     )
@@ -258,11 +271,11 @@ def test_sensor_checks_once_then_defers_with_its_sample_in_the_trigger(spec_path
 def test_sensor_finishes_without_deferring_when_the_first_check_settles_it(spec_path: str, monkeypatch) -> None:
     from airflow.sdk.exceptions import AirflowFailException
 
-    from airflow_provider_eos.kafka import health_probe
     from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
+    from airflow_provider_eos.usecases import health as health_usecase
 
     monkeypatch.setattr(
-        health_probe, "probe", lambda spec, **kw: make_sample(committed=5, lso=10, marker=1, commit_ms=now_ms(),
+        health_usecase, "probe", lambda spec, **kw: make_sample(committed=5, lso=10, marker=1, commit_ms=now_ms(),
                                                              verdict="KAFKA_BEHIND")
     )
     sensor = StreamingQueryHealthSensor(task_id="watch", spec_path=spec_path, watch="watch", do_xcom_push=False)
@@ -293,15 +306,15 @@ def test_sensor_execute_complete_translates_each_outcome(spec_path: str) -> None
 
 
 def test_sensor_poke_keeps_the_window_between_pokes(spec_path: str, monkeypatch) -> None:
-    from airflow_provider_eos.kafka import health_probe
     from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
+    from airflow_provider_eos.usecases import health as health_usecase
 
     started = now_ms()
     script = iter([
         make_sample(committed=5, lso=10, marker=1, commit_ms=started - 1),
         make_sample(committed=10, lso=10, marker=2, commit_ms=now_ms() + 5),
     ])
-    monkeypatch.setattr(health_probe, "probe", lambda spec, **kw: next(script))
+    monkeypatch.setattr(health_usecase, "probe", lambda spec, **kw: next(script))
     sensor = StreamingQueryHealthSensor(task_id="health", spec_path=spec_path, deferrable=False, poke_interval=0)
     assert sensor.poke({}) is False
     done = sensor.poke({})

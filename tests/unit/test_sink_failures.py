@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from airflow_provider_eos.core.errors import (
+    AclMissingError,
     EosError,
     ProducerFencedError,
     SinkAuthorizationError,
@@ -88,18 +89,26 @@ def test_timeout_names_the_timeout_and_the_knobs() -> None:
 
 
 @pytest.mark.parametrize(
-    ("code", "acl"),
+    ("code", "stage", "unauthorized", "needed"),
     [
-        ("TOPIC_AUTHORIZATION_FAILED", "WRITE on topic 'orders-out', 'orders-dlq'"),
-        ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "WRITE and DESCRIBE on the transactional ids prefixed 'orders-txn'"),
-        ("GROUP_AUTHORIZATION_FAILED", "READ on group 'orders-sink'"),
-        ("CLUSTER_AUTHORIZATION_FAILED", "IDEMPOTENT_WRITE on the cluster"),
+        ("TOPIC_AUTHORIZATION_FAILED", "produce", (),
+         "Produce: it needs WRITE on TOPIC 'orders-out', TOPIC 'orders-dlq'"),
+        ("TOPIC_AUTHORIZATION_FAILED", "produce", ("orders-dlq",), "Produce: it needs WRITE on TOPIC 'orders-dlq'"),
+        ("TOPIC_AUTHORIZATION_FAILED", "offsets", (), "TxnOffsetCommit: it needs READ on TOPIC 'orders'"),
+        ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "init", (), "InitProducerId: it needs WRITE on TRANSACTIONAL_ID "
+         "'orders-txn-0'"),
+        ("GROUP_AUTHORIZATION_FAILED", "offsets", (), "TxnOffsetCommit: it needs READ on GROUP 'orders-sink'"),
+        ("CLUSTER_AUTHORIZATION_FAILED", "init", (), "InitProducerId: it needs IDEMPOTENT_WRITE on CLUSTER"),
     ],
 )
-def test_authorization_names_the_missing_acl_and_points_to_eos_acls(code: str, acl: str) -> None:
-    error = sink_failure_error(KafkaFailure(code, txn_requires_abort=True), batch_id=1, spec=SPEC)
-    assert f"the missing ACL is {acl}" in error.message
-    assert acl in error.fix and "`eos acls`" in error.fix
+def test_authorization_names_the_missing_acl_and_the_job_roles_grant(
+        code: str, stage: str, unauthorized: tuple[str, ...], needed: str) -> None:
+    error = sink_failure_error(KafkaFailure(code, txn_requires_abort=True), batch_id=1, spec=SPEC, stage=stage,
+                               transactional_id="orders-txn-0", unauthorized_topics=unauthorized)
+    assert isinstance(error, AclMissingError) and error.role == "job"
+    assert error.message.startswith("batch 1 was not written: Kafka refused the client's principal ")
+    assert needed in error.message, error.message
+    assert "--role job --apply" in str(error.fix) and "'orders'" in str(error.fix)
 
 
 def test_unknown_producer_id_aborted_and_other_say_what_happens_next() -> None:

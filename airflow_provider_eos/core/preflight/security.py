@@ -17,15 +17,11 @@ from airflow_provider_eos.core.acls import (
     evaluate_permissions,
     required_acls,
 )
+from airflow_provider_eos.core.acls.denials import apply_command
 from airflow_provider_eos.core.preflight.facts import PreflightFacts
 from airflow_provider_eos.core.preflight.model import Outcome, Severity, failed, not_checked, passed, rule, unknown
 
-__all__ = ["apply_command"]
-
-
-def apply_command(principal: str) -> str:
-    """The command that grants the job's set to ``principal``."""
-    return f"eos acls --spec FILE --principal {principal} --role job --apply --admin-config ADMIN_CONFIG.json"
+__all__: list[str] = []
 
 
 def _checked(facts: PreflightFacts) -> tuple[PermissionFacts, str, PermissionVerdict] | Outcome:
@@ -49,7 +45,7 @@ def _row(acl: Acl, evidence: str) -> str:
     "EOS501",
     Severity.ERROR,
     "the job's principal holds every ACL the job needs",
-    "grant the job's ACL set as an administrator: " + apply_command("User:NAME"),
+    "grant the job's ACL set as an administrator: " + apply_command("User:NAME", "job"),
 )
 def _job_acls(facts: PreflightFacts) -> Outcome:
     checked = _checked(facts)
@@ -63,8 +59,8 @@ def _job_acls(facts: PreflightFacts) -> Outcome:
         missing = "; ".join(_row(acl, evidence) for acl, evidence in verdict.missing)
         return failed(
             f"{principal} lacks {len(verdict.missing)} ACL(s) the job needs (found {method}): {missing}",
-            fix=f"grant them as an administrator: {apply_command(principal)} (prints the set and why each ACL is "
-            "needed; without --apply it only prints)",
+            fix=f"grant them as an administrator: {apply_command(principal, 'job')} (prints the set and why each ACL "
+            "is needed; without --apply it only prints)",
         )
     unverified = f"; {len(verdict.unverified)} could not be verified (EOS502)" if verdict.unverified else ""
     return passed(f"{principal} holds the {verdict.granted} ACL(s) the job needs (checked {method}){unverified}")
