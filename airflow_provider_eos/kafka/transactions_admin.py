@@ -12,15 +12,15 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
+import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_eos.core import transactions as txn
 from airflow_provider_eos.core.acls import ResourceType
 from airflow_provider_eos.core.acls.denials import acl_missing
-from airflow_provider_eos.core.errors import EosError, KafkaConfigError
+from airflow_provider_eos.core.errors import AclMissingError, EosError, KafkaConfigError
 from airflow_provider_eos.core.topic_partition import TopicPartition
-from airflow_provider_eos.core.transactional_ids import owned_transactional_id
 from airflow_provider_eos.kafka.denials import raise_if_refused
 from airflow_provider_eos.kafka.login import check_login
 from airflow_provider_eos.kafka.settings.kafka_python import kafka_python_config
@@ -36,14 +36,14 @@ log = logging.getLogger(__name__)
 __all__ = [
     "KafkaConfigError",
     "TransactionsAdminError",
-    "abort_hanging",
+    "admin_call",
     "admin_client",
     "broker_max_transaction_timeout_ms",
     "describe_producers",
     "describe_transactions",
-    "fence",
     "kafka_python_config",
     "list_transactions",
+    "may_describe_every_id",
     "partition_offsets",
     "scan_hanging",
     "scan_prefix",
@@ -95,7 +95,7 @@ def _principal(admin: KafkaAdminClient) -> str | None:
     return f"User:{username}" if username and (mechanism == "PLAIN" or mechanism.startswith("SCRAM")) else None
 
 
-def _call(what: str, fn: Any, *args: Any, refused: Mapping[ResourceType, Iterable[str]] | None = None,
+def admin_call(what: str, fn: Any, *args: Any, refused: Mapping[ResourceType, Iterable[str]] | None = None,
           **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)``, its Kafka errors typed: an authorization refusal of the resources in
     ``refused`` (the request's, by type) as :class:`~airflow_provider_eos.core.errors.AclMissingError`."""
@@ -124,7 +124,7 @@ def list_transactions(
     ids = sorted(set(producer_ids)) if producer_ids is not None else None
     if ids is not None and not ids:
         return []
-    by_broker = _call("ListTransactions", admin.list_transactions, producer_id_filters=ids)
+    by_broker = admin_call("ListTransactions", admin.list_transactions, producer_id_filters=ids)
     return [
         txn.TransactionListing(item.transactional_id, item.producer_id, txn.TxnState.parse(item.state))
         for listings in by_broker.values()
@@ -157,7 +157,7 @@ def describe_transactions(admin: KafkaAdminClient, txn_ids: Iterable[str]) -> di
     if not wanted:
         return {}
     try:
-        found = _call("DescribeTransactions", admin.describe_transactions, wanted,
+        found = admin_call("DescribeTransactions", admin.describe_transactions, wanted,
                       refused={ResourceType.TRANSACTIONAL_ID: wanted})
         return {txn_id: _transaction(txn_id, found[txn_id]) if txn_id in found else None for txn_id in wanted}
     except TransactionsAdminError as exc:
@@ -198,12 +198,26 @@ def scan_prefix(admin: KafkaAdminClient, prefix: str) -> list[txn.Transaction]:
     return [t for t in describe_transactions(admin, ours).values() if t is not None]
 
 
+def may_describe_every_id(admin: KafkaAdminClient) -> bool:
+    """Whether the principal may DESCRIBE transactional ids outside any pipeline's prefix (``*``).
+
+    ListTransactions leaves out the ids a principal may not describe, so without this right a
+    hanging transaction of another application looks unattributed. Describing an id nobody uses
+    answers it: "not found" when allowed, a refusal when not.
+    """
+    try:
+        describe_transactions(admin, [f"eos-visibility-probe-{uuid.uuid4().hex}"])
+    except AclMissingError:
+        return False
+    return True
+
+
 def topic_partitions(admin: KafkaAdminClient, topics: Iterable[str]) -> tuple[list[TopicPartition], list[str]]:
     """The partitions of ``topics``; returns ``(partitions, topics that do not exist)``."""
     names = sorted(set(topics))
     if not names:
         return [], []
-    described = _call("Metadata", admin.describe_topics, names, refused={ResourceType.TOPIC: names})
+    described = admin_call("Metadata", admin.describe_topics, names, refused={ResourceType.TOPIC: names})
     partitions: list[TopicPartition] = []
     missing: list[str] = []
     for topic in described:
@@ -229,10 +243,10 @@ def partition_offsets(admin: KafkaAdminClient, partitions: Iterable[TopicPartiti
         return []
     specs = {KafkaTopicPartition(tp.topic, tp.partition): OffsetSpec.LATEST for tp in wanted}
     topics = {ResourceType.TOPIC: sorted({tp.topic for tp in wanted})}
-    lso = _call("ListOffsets(read_committed)", admin.list_partition_offsets, specs, IsolationLevel.READ_COMMITTED,
-                refused=topics)
-    hwm = _call("ListOffsets(read_uncommitted)", admin.list_partition_offsets, specs, IsolationLevel.READ_UNCOMMITTED,
-                refused=topics)
+    lso = admin_call("ListOffsets(read_committed)", admin.list_partition_offsets, specs,
+                     IsolationLevel.READ_COMMITTED, refused=topics)
+    hwm = admin_call("ListOffsets(read_uncommitted)", admin.list_partition_offsets, specs,
+                     IsolationLevel.READ_UNCOMMITTED, refused=topics)
     return [
         txn.PartitionOffsets(tp, lso[KafkaTopicPartition(*tp)].offset, hwm[KafkaTopicPartition(*tp)].offset)
         for tp in wanted
@@ -248,7 +262,7 @@ def describe_producers(
     wanted = sorted(set(partitions))
     if not wanted:
         return {}
-    found = _call("DescribeProducers", admin.describe_producers, [KafkaTopicPartition(*tp) for tp in wanted],
+    found = admin_call("DescribeProducers", admin.describe_producers, [KafkaTopicPartition(*tp) for tp in wanted],
                   refused={ResourceType.TOPIC: sorted({tp.topic for tp in wanted})})
     return {
         TopicPartition(tp.topic, tp.partition): [
@@ -274,14 +288,14 @@ def broker_max_transaction_timeout_ms(admin: KafkaAdminClient) -> int:
     """
     from kafka.admin import ConfigResource, ConfigResourceType
 
-    cluster = _call("DescribeCluster", admin.describe_cluster)
+    cluster = admin_call("DescribeCluster", admin.describe_cluster)
     resources = [
         ConfigResource(ConfigResourceType.BROKER, str(b["broker_id"]), {"transaction.max.timeout.ms": None})
         for b in cluster["brokers"]
     ]
     if not resources:
         return DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
-    described = _call("DescribeConfigs", admin.describe_configs, resources, config_filter="all",
+    described = admin_call("DescribeConfigs", admin.describe_configs, resources, config_filter="all",
                       refused={ResourceType.CLUSTER: []})
     brokers = described.get("broker", {})
     if not any(brokers.values()):
@@ -326,74 +340,3 @@ def scan_hanging(
         producers, listings, descriptions, now=now, max_transaction_timeout_ms=max_transaction_timeout_ms
     )
     return hanging, offsets
-
-
-# -- acting ------------------------------------------------------------------------------------
-
-
-def fence(spec: PipelineSpec, transactional_id: str, *, timeout_s: float = 60) -> None:
-    """Abort ``transactional_id``'s open transaction by fencing it.
-
-    ``init_transactions`` with the same id makes the coordinator abort the open transaction
-    (writing abort markers, so the LSO moves on) and bump the epoch, so the old producer, if
-    it still runs, fails on its next call.
-
-    :raises TransactionalIdError: if the id is outside the spec's prefix (never fenced).
-    :raises TransactionsAdminError: if the fence fails.
-    """
-    from confluent_kafka import KafkaException, Producer
-
-    from airflow_provider_eos.kafka.settings import common_config, with_client_logger
-
-    # Builds the id back through the scheme's owner, so only ids of this pipeline get here.
-    expected = owned_transactional_id(spec.transactional_id_prefix, transactional_id)
-    producer = Producer(with_client_logger("fence-producer", {
-        **common_config(spec),
-        "transactional.id": expected,
-        "transaction.timeout.ms": spec.transaction_timeout_ms,
-        "log_level": 4,
-    }))
-    try:
-        producer.init_transactions(timeout_s)
-    except KafkaException as exc:
-        raise_if_refused(exc, "InitProducerId", {ResourceType.TRANSACTIONAL_ID: [expected]}, settings=spec.kafka)
-        raise TransactionsAdminError(
-            f"fencing transactional id {expected!r} (init_transactions) failed: {exc}",
-            fix="retry; if it keeps failing, check the broker and that the principal may Write the transactional id",
-        ) from exc
-    finally:
-        producer.close()
-
-
-def abort_hanging(admin: KafkaAdminClient, row: txn.AbortRow) -> bool:
-    """Abort one hanging transaction with the admin AbortTransaction (WriteTxnMarkers abort).
-
-    The producer is looked up again first, as Kafka's ``abort --start-offset`` does, so a
-    transaction that was resolved since the scan is not aborted blindly.
-
-    :returns: ``True`` if an abort was sent, ``False`` if the transaction is no longer open.
-    :raises TransactionsAdminError: if the abort fails.
-    """
-    from kafka.admin import AbortTransactionSpec
-    from kafka.structs import TopicPartition as KafkaTopicPartition
-
-    (tp,) = row.partitions
-    current = describe_producers(admin, [tp]).get(tp, [])
-    match = next(
-        (p for p in current if p.producer_id == row.producer_id and p.current_txn_start_offset == row.start_offset),
-        None,
-    )
-    if match is None:
-        return False
-    # Kafka's tool sends coordinator epoch 0 when DescribeProducers reports none (-1): any
-    # marker epoch is >= 0, so the leader accepts it.
-    spec = AbortTransactionSpec(
-        KafkaTopicPartition(tp.topic, tp.partition),
-        match.producer_id,
-        match.producer_epoch,
-        max(match.coordinator_epoch, 0),
-    )
-    # The admin AbortTransaction is WriteTxnMarkers on the leader, authorized by ALTER on the cluster.
-    _call(f"WriteTxnMarkers(AbortTransaction on {tp}, producer {match.producer_id})", admin.abort_transaction, spec,
-          refused={ResourceType.CLUSTER: []})
-    return True

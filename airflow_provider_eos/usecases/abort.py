@@ -18,12 +18,12 @@ from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.errors import EosError
 from airflow_provider_eos.core.retry import RetryPolicy
 from airflow_provider_eos.core.topic_partition import TopicPartition
+from airflow_provider_eos.kafka.transaction_actions import abort_hanging, fence
 from airflow_provider_eos.kafka.transactions_admin import (
-    abort_hanging,
     admin_client,
     broker_max_transaction_timeout_ms,
     describe_producers,
-    fence,
+    may_describe_every_id,
     scan_hanging,
     scan_prefix,
     topic_partitions,
@@ -193,8 +193,11 @@ def abort_open_transactions(
             "force": force,
             "driver_gone": driver_gone,
         }
+        # Only asked when it matters: whether an unattributed hanging transaction may be someone else's.
+        visible = all(h.owner(prefix) != "unattributed" for h in hanging) or may_describe_every_id(admin)
         planned = txn.plan_abort(
-            prefix, transactions, hanging, now=scanned_at, transaction_timeout_ms=spec.transaction_timeout_ms
+            prefix, transactions, hanging, now=scanned_at, transaction_timeout_ms=spec.transaction_timeout_ms,
+            every_id_visible=visible,
         )
         # Refuse only when there is something to do: a scan that finds nothing harms no one.
         if execute and any(row.action.acts for row in planned):
@@ -244,7 +247,8 @@ def abort_open_transactions(
             moment = current_time()
             transactions2, hanging2, offsets = _scan(admin, spec, partitions, moment, min_age)
             left = txn.plan_abort(
-                prefix, transactions2, hanging2, now=moment, transaction_timeout_ms=spec.transaction_timeout_ms
+                prefix, transactions2, hanging2, now=moment, transaction_timeout_ms=spec.transaction_timeout_ms,
+                every_id_visible=visible,
             )
             return left, offsets
 

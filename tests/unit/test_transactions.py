@@ -13,7 +13,7 @@ import pytest
 def test_fence_refuses_an_id_outside_the_prefix_before_touching_kafka() -> None:
     from airflow_provider_eos.core.spec import PipelineSpec
     from airflow_provider_eos.core.transactional_ids import TransactionalIdError
-    from airflow_provider_eos.kafka.transactions_admin import fence
+    from airflow_provider_eos.kafka.transaction_actions import fence
 
     spec = PipelineSpec(
         name="p",

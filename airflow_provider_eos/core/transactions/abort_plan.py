@@ -33,6 +33,7 @@ class Action(enum.StrEnum):
     ABORT_MARKER = "abort with AbortTransaction"
     LEAVE_COMPLETING = "leave: the coordinator is completing it"
     LEAVE_FOREIGN = "leave: its transactional id is outside the prefix"
+    LEAVE_UNATTRIBUTABLE = "leave: whose it is cannot be told"
 
     @property
     def acts(self) -> bool:
@@ -132,8 +133,19 @@ def _completing_rows(prefix: str, transactions: list[Transaction], now: dt.datet
     ]
 
 
-def _hanging_row(prefix: str, h: HangingTransaction) -> AbortRow:
-    foreign = h.owner(prefix) == "foreign"
+#: Why an unattributed hanging transaction is left when the principal cannot see every transactional id.
+UNATTRIBUTABLE = (
+    "no transactional id this principal may DESCRIBE owns it, and ListTransactions hides the ids it may not: it "
+    "may be another application's; grant DESCRIBE on TRANSACTIONAL_ID '*' (eos acls --role recovery "
+    "--hanging-abort) or have an administrator abort it (kafka-transactions.sh abort)"
+)
+
+
+def _hanging_row(prefix: str, h: HangingTransaction, *, every_id_visible: bool) -> AbortRow:
+    owner = h.owner(prefix)
+    foreign = owner == "foreign"
+    unattributable = owner == "unattributed" and not every_id_visible
+    action = Action.LEAVE_FOREIGN if foreign else Action.LEAVE_UNATTRIBUTABLE if unattributable else Action.ABORT_MARKER
     return AbortRow(
         kind="hanging",
         transactional_id=h.transactional_id,
@@ -142,9 +154,10 @@ def _hanging_row(prefix: str, h: HangingTransaction) -> AbortRow:
         producer_epoch=h.producer.producer_epoch,
         age_ms=h.age_ms,
         partitions=(h.tp,),
-        action=Action.LEAVE_FOREIGN if foreign else Action.ABORT_MARKER,
+        action=action,
         detail=f"{h.reason.value}; starts at offset {h.producer.current_txn_start_offset}"
-        + ("; abort it with kafka-transactions.sh abort once its owner confirms" if foreign else ""),
+        + ("; abort it with kafka-transactions.sh abort once its owner confirms" if foreign else "")
+        + (f"; {UNATTRIBUTABLE}" if unattributable else ""),
         start_offset=h.producer.current_txn_start_offset,
         coordinator_epoch=h.producer.coordinator_epoch,
     )
@@ -157,13 +170,16 @@ def plan_abort(
     *,
     now: dt.datetime,
     transaction_timeout_ms: int,
+    every_id_visible: bool = True,
 ) -> tuple[AbortRow, ...]:
     """Decide what to do with every open transaction the scan found; changes nothing.
 
     Ongoing transactions under the prefix are fenced; completing ones are left to their
     coordinator; transactions outside the prefix never appear. Hanging transactions are
     aborted with AbortTransaction unless the coordinator attributes them to an id outside
-    the prefix, in which case they are reported and left.
+    the prefix, in which case they are reported and left. Without ``every_id_visible`` (the
+    principal may not DESCRIBE every transactional id) an unattributed one may be another
+    application's whose id is hidden from the principal: it is reported and left too.
 
     :return: lingering rows (oldest first), then completing rows, then hanging rows by partition.
     """
@@ -171,5 +187,6 @@ def plan_abort(
     return (
         *_lingering_rows(prefix, described, now, transaction_timeout_ms),
         *_completing_rows(prefix, described, now),
-        *(_hanging_row(prefix, h) for h in sorted(hanging, key=lambda h: (h.tp, h.producer.producer_id))),
+        *(_hanging_row(prefix, h, every_id_visible=every_id_visible)
+          for h in sorted(hanging, key=lambda h: (h.tp, h.producer.producer_id))),
     )

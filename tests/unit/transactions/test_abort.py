@@ -54,6 +54,16 @@ def test_plan_fences_lingering_leaves_completing_and_never_shows_foreign_ids() -
     assert "kafka-transactions.sh abort" in rows[3].detail
 
 
+def test_an_unattributed_hanging_transaction_is_left_when_not_every_id_is_visible() -> None:
+    rows = plan_abort("pfx", [], _hanging_rows(), now=NOW, transaction_timeout_ms=60_000, every_id_visible=False)
+    actions = [(row.transactional_id, row.action) for row in rows]
+    # ListTransactions hides the ids a principal may not describe: "no id" may be another application's.
+    assert actions == [(None, Action.LEAVE_UNATTRIBUTABLE), ("app-3", Action.LEAVE_FOREIGN),
+                       ("pfx-1", Action.ABORT_MARKER)]
+    assert not Action.LEAVE_UNATTRIBUTABLE.acts
+    assert "DESCRIBE on TRANSACTIONAL_ID '*'" in str(rows[0].detail)
+
+
 def test_report_render_and_dict() -> None:
     rows = plan_abort("pfx", [txn("pfx-0", age_ms=30_000)], _hanging_rows(), now=NOW, transaction_timeout_ms=60_000)
     done = tuple(r.with_outcome(Outcome.ABORTED if r.action.acts else Outcome.LEFT) for r in rows)
