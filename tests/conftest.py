@@ -39,6 +39,19 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
 
 
 @pytest.fixture(scope="session")
+def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+    """Three KRaft broker+controller nodes (`eos devstack up --brokers 3`), always stopped; faults through
+    ``LocalKafka(info.state_dir).fault(action, node_id)``."""
+    from airflow_provider_eos.devstack.broker import LocalKafka
+
+    kafka = LocalKafka(tmp_path_factory.mktemp("kafka-cluster"), heap="384m")
+    try:
+        yield kafka.up(stop_with_pid=os.getpid(), brokers=3)
+    finally:
+        kafka.down()
+
+
+@pytest.fixture(scope="session")
 def bootstrap(kafka_broker) -> str:
     return kafka_broker.bootstrap_servers
 

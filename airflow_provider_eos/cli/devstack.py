@@ -40,8 +40,10 @@ def _devstack_up(args: argparse.Namespace) -> int:
         # Starting the broker wipes its folder: a cluster recorded there would be orphaned.
         spark.down()
         yarn.down()
-    info = kafka.up(transaction_max_timeout_ms=args.transaction_max_timeout_ms)
+    info = kafka.up(transaction_max_timeout_ms=args.transaction_max_timeout_ms, brokers=args.brokers)
     print(f"Kafka {info.bootstrap_servers} pid={info.pid} security={info.security} logs={info.log_file}")
+    if len(info.nodes) > 1:
+        _print_nodes(info)
     if args.spark_workers:
         cluster = spark.up(workers=args.spark_workers, worker_memory=args.spark_worker_memory)
         print(f"Spark {cluster.master_url} ui={cluster.webui_url} workers={cluster.workers} "
@@ -53,6 +55,22 @@ def _devstack_up(args: argparse.Namespace) -> int:
               f"logs={hadoop.log_file}")
         print(f"HADOOP_CONF_DIR={hadoop.hadoop_conf_dir}")
     _print_client_lines(info)
+    return ExitCode.OK
+
+
+def _print_nodes(info: BrokerInfo) -> None:
+    from airflow_provider_eos.devstack.broker_nodes import pid_alive
+
+    for node in info.nodes:
+        state = "running" if pid_alive(node.pid) else "not running"
+        print(f"broker {node.node_id} {state} 127.0.0.1:{node.port} pid={node.pid} logs={node.layout.log_file}")
+
+
+def _devstack_broker(args: argparse.Namespace) -> int:
+    from airflow_provider_eos.devstack.broker import LocalKafka
+
+    node = LocalKafka(args.state_dir).fault(args.action, args.node_id, timeout_s=args.timeout)
+    print(f"broker {node.node_id} {args.action}: pid={node.pid} 127.0.0.1:{node.port}")
     return ExitCode.OK
 
 
@@ -93,6 +111,8 @@ def _devstack_status(args: argparse.Namespace) -> int:
     else:
         print(f"running pid={info.pid} security={info.security} logs={info.log_file} "
               f"transaction.max.timeout.ms={info.transaction_max_timeout_ms}")
+        if len(info.nodes) > 1:
+            _print_nodes(info)
     if spark is not None:
         cluster = spark.info
         health = "running" if spark.healthy else "degraded" if spark.master_running else "master not running"
@@ -169,7 +189,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     from airflow_provider_eos.spark.noop_sink import BENCH_NOOP_MODE
 
     devstack = commands.add_parser(
-        "devstack", help="a local single-node Kafka (KRaft) and, if asked, a Spark standalone cluster for development"
+        "devstack", help="a local Kafka (KRaft, one node or --brokers 3) and, if asked, a Spark standalone cluster "
+        "or YARN, for development"
     )
     devstack_commands = devstack.add_subparsers(dest="devstack_command", required=True)
     for name, handler, help_text in (
@@ -182,6 +203,11 @@ def register(commands: argparse._SubParsersAction) -> None:
                          help="folder of the broker and the cluster (default $EOS_HOME/devstack)")
         sub.set_defaults(handler=handler)
         if name == "up":
+            sub.add_argument(
+                "--brokers", type=int, default=1, metavar="N",
+                help="1 (default) or 3: a KRaft cluster of N broker+controller nodes, replication factor 3 and "
+                "min.insync.replicas 2; bootstrap.servers lists them all",
+            )
             sub.add_argument(
                 "--transaction-max-timeout-ms", type=int, default=900_000,
                 help="broker transaction.max.timeout.ms (default 900000, Kafka's default)",
@@ -203,6 +229,17 @@ def register(commands: argparse._SubParsersAction) -> None:
                 help="also start Hadoop's MiniCluster (HDFS + YARN, jars from Maven Central) and print "
                 "HADOOP_CONF_DIR=... before the last line (for spark-submit --master yarn)",
             )
+
+    from airflow_provider_eos.devstack.broker import NODE_FAULTS
+
+    broker = devstack_commands.add_parser(
+        "broker", help="fault one broker of a --brokers 3 devstack by node id: kill (SIGKILL), pause (SIGSTOP), "
+        "resume (SIGCONT), stop (SIGTERM) or restart (returns once it is back in the cluster's metadata)")
+    broker.add_argument("action", choices=NODE_FAULTS)
+    broker.add_argument("node_id", type=int, metavar="ID", help="the broker's node id (see `eos devstack status`)")
+    broker.add_argument("--state-dir", default=None, help="the devstack's folder, as given to `up`")
+    broker.add_argument("--timeout", type=float, default=120, help="seconds a restart may take to rejoin")
+    broker.set_defaults(handler=_devstack_broker)
 
     jars = commands.add_parser("jars", help="resolve (if needed) and print the jars directories")
     jars.set_defaults(handler=_jars)

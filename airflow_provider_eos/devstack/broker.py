@@ -1,8 +1,10 @@
-"""A real single-node Apache Kafka broker (KRaft, combined broker+controller) on 127.0.0.1.
+"""Real Apache Kafka brokers (KRaft) on 127.0.0.1: one node, or a three-node cluster whose nodes can be faulted.
 
-Used by ``eos devstack``, by the test fixtures and by the demo: one code path, so the tests
-exercise exactly what users start. Configured for transactions on one node. PLAINTEXT by
+Used by ``eos devstack``, by the test fixtures, the demo, the bench and the soak: one code path,
+so the tests exercise exactly what users start. Configured for transactions. PLAINTEXT by
 default; SASL/SCRAM with ACLs (and TLS) on request, see :mod:`airflow_provider_eos.devstack.security`.
+With ``brokers=3`` every node is broker and controller (:mod:`.broker_config`), and one node at
+a time can be killed, paused, resumed, stopped and restarted by its node id (:meth:`LocalKafka.fault`).
 """
 
 from __future__ import annotations
@@ -11,20 +13,26 @@ import base64
 import contextlib
 import json
 import logging
-import os
 import shutil
 import signal
-import socket
 import subprocess
-import sys
 import uuid
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from airflow_provider_eos.core.errors import DevstackError
 from airflow_provider_eos.core.retry import RetryPolicy
+from airflow_provider_eos.devstack.broker_config import NodeLayout, free_port, server_properties
+from airflow_provider_eos.devstack.broker_nodes import (
+    jvm_command,
+    pid_alive,
+    send,
+    start_node,
+    start_reaper,
+    terminate,
+)
+from airflow_provider_eos.devstack.broker_ready import listening, log_tail, registered, wait_transactional
 from airflow_provider_eos.devstack.jars import eos_home, kafka_classpath, require_java
 from airflow_provider_eos.devstack.security import (
     BrokerSecrets,
@@ -36,49 +44,19 @@ from airflow_provider_eos.devstack.security import (
 
 log = logging.getLogger(__name__)
 
+__all__ = ["BrokerInfo", "LocalKafka", "NodeFault", "NodeInfo", "default_state_dir", "free_port"]
+
 DEFAULT_TRANSACTION_MAX_TIMEOUT_MS = 900_000
 _STATE_FILE = "devstack.json"
-_LOG4J = Path(__file__).with_name("log4j2.xml")
+#: What ``eos devstack broker ACTION ID`` does to one node.
+NodeFault = Literal["kill", "pause", "resume", "stop", "restart"]
+NODE_FAULTS: tuple[NodeFault, ...] = ("kill", "pause", "resume", "stop", "restart")
 
-# The waits of :meth:`LocalKafka.up` and :meth:`LocalKafka.down`, each bounded by the caller's timeout.
-BROKER_ACCEPTS_TRANSACTIONS = RetryPolicy(
-    waiting_for="the broker to accept transactions", timeout_s=120, first_delay_s=0.2, max_delay_s=0.5
-)
-BROKER_EXITS = RetryPolicy(waiting_for="the broker to exit", timeout_s=30, first_delay_s=0.2, max_delay_s=0.2)
+NODE_REJOINS = RetryPolicy(waiting_for="the broker to rejoin the cluster", timeout_s=120, first_delay_s=0.5,
+                           max_delay_s=1.0)
 
-
-_REAPER = """
-import os, shutil, signal, sys, time
-owner, broker, state_dir = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-def alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-while alive(owner) and alive(broker):
-    time.sleep(2)
-if alive(broker):
-    try:
-        os.killpg(broker, signal.SIGTERM)
-        for _ in range(100):
-            if not alive(broker):
-                break
-            time.sleep(0.2)
-        os.killpg(broker, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    shutil.rmtree(state_dir, ignore_errors=True)
-"""
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+# Kept for the modules and tests that import them from here.
+_pid_alive = pid_alive
 
 
 def default_state_dir() -> Path:
@@ -86,8 +64,23 @@ def default_state_dir() -> Path:
 
 
 @dataclass(frozen=True)
+class NodeInfo:
+    """One running node of the devstack cluster."""
+
+    node_id: int
+    pid: int
+    port: int
+    controller_port: int
+    folder: str
+
+    @property
+    def layout(self) -> NodeLayout:
+        return NodeLayout(self.node_id, self.port, self.controller_port, self.folder)
+
+
+@dataclass(frozen=True)
 class BrokerInfo:
-    """Where a running devstack broker is and how to reach it."""
+    """Where a running devstack broker (or cluster: ``nodes``) is and how to reach it; ``pid`` is node 1's."""
 
     pid: int
     port: int
@@ -98,10 +91,22 @@ class BrokerInfo:
     security: str = "plaintext"
     #: The admin's librdkafka settings (JSON, mode 0600) of a secured broker; None for plaintext.
     client_config: str | None = None
+    #: Every node, node 1 first (one for a single broker).
+    nodes: tuple[NodeInfo, ...] = ()
+
+    @classmethod
+    def from_json(cls, text: str) -> BrokerInfo:
+        data = json.loads(text)
+        nodes = tuple(NodeInfo(**n) for n in data.pop("nodes", None) or ())
+        return cls(**data, nodes=nodes)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
 
     @property
     def bootstrap_servers(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        ports = [n.port for n in self.nodes] or [self.port]
+        return ",".join(f"127.0.0.1:{p}" for p in ports)
 
     def client_settings(self) -> dict[str, Any]:
         """librdkafka settings that reach this broker: the admin's ``client.config`` when secured. Holds secrets."""
@@ -111,61 +116,31 @@ class BrokerInfo:
 
     @property
     def log_file(self) -> Path:
-        return Path(self.state_dir) / "logs" / "server.log"
+        """Node 1's log."""
+        return self.nodes[0].layout.log_file if self.nodes else Path(self.state_dir) / "logs" / "server.log"
 
+    def node(self, node_id: int) -> NodeInfo:
+        """The node with ``node_id``.
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie child still answers kill(0); its /proc stat says 'Z'.
-    with contextlib.suppress(OSError):
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0] != "Z"
-    return True
+        :raises DevstackError: naming the node ids there are.
+        """
+        for candidate in self.nodes:
+            if candidate.node_id == node_id:
+                return candidate
+        raise DevstackError(f"the devstack has no broker with node id {node_id}; its nodes are "
+                            f"{[n.node_id for n in self.nodes]}",
+                            fix="pass one of those ids (see `eos devstack status`)")
 
-
-def _server_properties(state_dir: Path, port: int, controller_port: int, txn_max_timeout_ms: int,
-                       security: Mapping[str, str] | None = None) -> str:
-    settings = {
-        "process.roles": "broker,controller",
-        "node.id": "1",
-        "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
-        "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
-        "controller.listener.names": "CONTROLLER",
-        "inter.broker.listener.name": "PLAINTEXT",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-        "log.dirs": str(state_dir / "data"),
-        "num.partitions": "1",
-        "auto.create.topics.enable": "false",
-        # One node: every internal topic must fit on it.
-        "offsets.topic.replication.factor": "1",
-        "offsets.topic.num.partitions": "10",
-        "transaction.state.log.replication.factor": "1",
-        "transaction.state.log.min.isr": "1",
-        "transaction.state.log.num.partitions": "10",
-        "share.coordinator.state.topic.replication.factor": "1",
-        "share.coordinator.state.topic.min.isr": "1",
-        "group.initial.rebalance.delay.ms": "0",
-        "transaction.max.timeout.ms": str(txn_max_timeout_ms),
-        # Timed-out transactions are aborted within a second instead of ten, so tests of
-        # transaction timeouts and lingering transactions run fast.
-        "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
-        "log.segment.bytes": str(64 * 1024 * 1024),
-    }
-    settings.update(security or {})
-    return "".join(f"{k}={v}\n" for k, v in settings.items())
+    def alive(self) -> bool:
+        """Whether any node still runs (a cluster with one node killed is still up)."""
+        return any(pid_alive(n.pid) for n in self.nodes) if self.nodes else pid_alive(self.pid)
 
 
 class LocalKafka:
-    """Start, stop and describe one local broker whose files live in ``state_dir``.
+    """Start, stop, describe and fault the local broker(s) whose files live in ``state_dir``.
 
-    :param state_dir: folder for config, data and logs; one broker per folder.
-    :param heap: JVM heap (modest: the broker shares the machine with Spark and Airflow).
+    :param state_dir: folder for config, data and logs; one devstack per folder.
+    :param heap: JVM heap of each node (modest: the brokers share the machine with Spark and Airflow).
     :param security: ``plaintext`` (no authentication), or ``sasl_plaintext`` / ``sasl_ssl``:
         SCRAM-SHA-512 users and the StandardAuthorizer, over TLS for ``sasl_ssl``
         (:mod:`airflow_provider_eos.devstack.security`); the admin's settings go to ``client.config``.
@@ -181,18 +156,21 @@ class LocalKafka:
     def _state_file(self) -> Path:
         return self.state_dir / _STATE_FILE
 
-    def status(self) -> BrokerInfo | None:
-        """The running broker, or None. Stale state (process gone) reads as None."""
+    def _recorded(self) -> BrokerInfo | None:
         if not self._state_file.exists():
             return None
         try:
-            info = BrokerInfo(**json.loads(self._state_file.read_text()))
+            return BrokerInfo.from_json(self._state_file.read_text())
         except (ValueError, TypeError) as exc:
             raise DevstackError(
                 f"{self._state_file} is not a devstack state file ({exc}).",
                 fix=f"run `eos devstack down` (or remove {self.state_dir}) and start again.",
             ) from exc
-        return info if _pid_alive(info.pid) else None
+
+    def status(self) -> BrokerInfo | None:
+        """The running broker (cluster), or None. Stale state (every node gone) reads as None."""
+        info = self._recorded()
+        return info if info is not None and info.alive() else None
 
     def up(
         self,
@@ -200,206 +178,186 @@ class LocalKafka:
         transaction_max_timeout_ms: int = DEFAULT_TRANSACTION_MAX_TIMEOUT_MS,
         timeout_s: float = 120,
         stop_with_pid: int | None = None,
+        brokers: int = 1,
     ) -> BrokerInfo:
-        """Format KRaft storage, start the broker, and wait until transactions work.
+        """Format KRaft storage, start the node(s), and wait until transactions work on every one.
 
-        Idempotent: a broker already running from this folder with the same settings is returned.
+        Idempotent: a devstack already running from this folder with the same settings is returned.
 
-        :param stop_with_pid: stop the broker (and remove its data) when this process dies, even
+        :param stop_with_pid: stop the brokers (and remove their data) when this process dies, even
             if it dies without running its cleanup (SIGKILL, a CI timeout). Tests and the demo pass
-            their own pid; ``eos devstack up`` leaves the broker running on purpose.
+            their own pid; ``eos devstack up`` leaves the brokers running on purpose.
+        :param brokers: 1, or 3 or more (a quorum of two survives no failure).
         """
         if transaction_max_timeout_ms <= 0:
             raise DevstackError(
                 f"--transaction-max-timeout-ms must be positive, got {transaction_max_timeout_ms}.",
                 fix="pass a value in milliseconds, e.g. 900000 (Kafka's default).",
             )
+        if brokers < 1 or brokers == 2:
+            raise DevstackError(f"--brokers must be 1 or at least 3, got {brokers}.",
+                                fix="pass 1 (a single node) or 3 (a cluster that survives one broker fault)")
         running = self.status()
         if running is not None:
-            if running.transaction_max_timeout_ms != transaction_max_timeout_ms:
-                raise DevstackError(
-                    f"A devstack broker already runs at {running.bootstrap_servers} with "
-                    f"transaction.max.timeout.ms={running.transaction_max_timeout_ms}, "
-                    f"not {transaction_max_timeout_ms}.",
-                    fix="run `eos devstack down` first, then `eos devstack up` with the new value.",
-                )
-            if running.security != self.security:
-                raise DevstackError(
-                    f"A devstack broker already runs at {running.bootstrap_servers} with security "
-                    f"{running.security}, not {self.security}.",
-                    fix=f"run `eos devstack down` first, then `eos devstack up --security {self.security}`.",
-                )
+            self._security_matches(running)
+            self._check_same(running, transaction_max_timeout_ms, brokers)
             return running
         if self._state_file.exists():
             log.warning("Removing stale devstack state in %s (its broker is not running).", self.state_dir)
         if self.state_dir.exists():
             shutil.rmtree(self.state_dir)
-        java = require_java()
-        classpath = kafka_classpath()
-        (self.state_dir / "logs").mkdir(parents=True)
+        java, classpath = require_java(), kafka_classpath()
+        self.state_dir.mkdir(parents=True)
         if self.security != "plaintext":
             # The metadata log holds the SCRAM verifiers, enough to log in as a user: owner only.
             self.state_dir.chmod(0o700)
-        port, controller_port = free_port(), free_port()
-        while controller_port == port:
-            controller_port = free_port()
-        config = self.state_dir / "server.properties"
+        layouts = self._layouts(brokers)
         secured = BrokerSecrets(self.state_dir, self.security) if self.security != "plaintext" else None
-        if secured is None:
-            config.write_text(_server_properties(self.state_dir, port, controller_port, transaction_max_timeout_ms))
-        else:  # it holds the broker's password
-            write_private(config, _server_properties(self.state_dir, port, controller_port, transaction_max_timeout_ms,
-                                                     secured.server_properties(port, controller_port)))
-        jvm = [
-            java, f"-Xmx{self.heap}", f"-Xms{self.heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
-            f"-Dkafka.logs.dir={self.state_dir / 'logs'}", f"-Dlog4j2.configurationFile={_LOG4J}",
-            "-cp", classpath,
-        ]
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        fmt_command = ["kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}", "-c", str(config)]
+        for node in layouts:
+            self._format(java, classpath, node, layouts, cluster_id, transaction_max_timeout_ms, secured)
+        processes = [start_node(jvm_command(java, self.heap, classpath, node.log_dir), node) for node in layouts]
+        nodes = tuple(NodeInfo(n.node_id, p.pid, n.port, n.controller_port, n.folder)
+                      for n, p in zip(layouts, processes, strict=True))
+        client_config = None if secured is None else str(secured.write_client_config(
+            ",".join(f"127.0.0.1:{n.port}" for n in nodes)))
+        info = BrokerInfo(nodes[0].pid, nodes[0].port, nodes[0].controller_port, str(self.state_dir),
+                          transaction_max_timeout_ms, self.security, client_config, nodes)
+        self._state_file.write_text(info.to_json())
+        if stop_with_pid is not None:
+            start_reaper(stop_with_pid, self._state_file, self.state_dir)
+        try:
+            wait_transactional(info, processes, timeout_s)
+        except BaseException:
+            self.down()
+            raise
+        return info
+
+    @staticmethod
+    def _check_same(running: BrokerInfo, transaction_max_timeout_ms: int, brokers: int) -> None:
+        def refuse(what: str, flag: str) -> DevstackError:
+            return DevstackError(f"A devstack already runs at {running.bootstrap_servers} with {what}.",
+                                 fix=f"run `eos devstack down` first, then `eos devstack up {flag}`.")
+
+        if running.transaction_max_timeout_ms != transaction_max_timeout_ms:
+            raise refuse(f"transaction.max.timeout.ms={running.transaction_max_timeout_ms}, not "
+                         f"{transaction_max_timeout_ms}", f"--transaction-max-timeout-ms {transaction_max_timeout_ms}")
+        if len(running.nodes or (running,)) != brokers:
+            raise refuse(f"{len(running.nodes)} broker(s), not {brokers}", f"--brokers {brokers}")
+
+    def _security_matches(self, running: BrokerInfo) -> None:
+        if running.security != self.security:
+            raise DevstackError(
+                f"A devstack broker already runs at {running.bootstrap_servers} with security "
+                f"{running.security}, not {self.security}.",
+                fix=f"run `eos devstack down` first, then `eos devstack up --security {self.security}`.",
+            )
+
+    def _layouts(self, brokers: int) -> list[NodeLayout]:
+        taken: set[int] = set()
+
+        def port() -> int:
+            found = free_port()
+            while found in taken:
+                found = free_port()
+            taken.add(found)
+            return found
+
+        # One node keeps the folder layout it always had; a cluster gives each node its own folder.
+        return [NodeLayout(i, port(), port(), str(self.state_dir if brokers == 1 else self.state_dir / f"node-{i}"))
+                for i in range(1, brokers + 1)]
+
+    def _format(self, java: str, classpath: str, node: NodeLayout, layouts: list[NodeLayout], cluster_id: str,
+                transaction_max_timeout_ms: int, secured: BrokerSecrets | None) -> None:
+        node.log_dir.mkdir(parents=True, exist_ok=True)
         if secured is None:
-            fmt = subprocess.run([*jvm, *fmt_command], capture_output=True, text=True, check=False)
+            node.config_file.write_text(server_properties(node, layouts, transaction_max_timeout_ms))
+        else:  # it holds the broker's password
+            write_private(node.config_file, server_properties(node, layouts, transaction_max_timeout_ms,
+                                                              secured.server_properties(node.port,
+                                                                                        node.controller_port)))
+        jvm = jvm_command(java, self.heap, classpath, node.log_dir)
+        command = ["kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}", "-c", str(node.config_file)]
+        if secured is None:
+            fmt = subprocess.run([*jvm, *command], capture_output=True, text=True, check=False)
         else:
-            argfile = secured.format_argfile(fmt_command)  # the SCRAM passwords, off the command line
+            argfile = secured.format_argfile(command)  # the SCRAM passwords, off the command line
             try:
                 fmt = subprocess.run([*jvm, f"@{argfile}"], capture_output=True, text=True, check=False)
             finally:
                 argfile.unlink()
         if fmt.returncode != 0:
             raise DevstackError(
-                f"Formatting KRaft storage in {self.state_dir} failed: {fmt.stderr or fmt.stdout}",
+                f"Formatting KRaft storage in {node.folder} failed: {fmt.stderr or fmt.stdout}",
                 fix=f"remove {self.state_dir} and retry; check that Java 17+ runs.",
             )
-        with (self.state_dir / "logs" / "kafka.out").open("w") as out:
-            process = subprocess.Popen(
-                [*jvm, "kafka.Kafka", str(config)], stdout=out, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, start_new_session=True,
-            )
-        client_config = None if secured is None else str(secured.write_client_config(f"127.0.0.1:{port}"))
-        info = BrokerInfo(process.pid, port, controller_port, str(self.state_dir), transaction_max_timeout_ms,
-                          self.security, client_config)
-        self._state_file.write_text(json.dumps(asdict(info)))
-        if stop_with_pid is not None:
-            self._start_reaper(stop_with_pid, process.pid)
-        try:
-            self._wait_transactional(info, process, timeout_s)
-        except BaseException:
-            self.down()
-            raise
-        return info
 
-    def _wait_transactional(self, info: BrokerInfo, process: subprocess.Popen, timeout_s: float) -> None:
-        from confluent_kafka import KafkaException, Producer
+    # -- faults of one node ------------------------------------------------------------------
 
-        from airflow_provider_eos.kafka.settings import with_client_logger
+    def fault(self, action: NodeFault, node_id: int, *, timeout_s: float = 120) -> NodeInfo:
+        """Kill (SIGKILL), pause (SIGSTOP), resume (SIGCONT), stop (SIGTERM) or restart one node.
 
-        errors: list[KafkaException] = []
+        ``restart`` stops the node if it runs (gracefully), starts it again on its own data and
+        returns once it is back in the cluster's metadata.
 
-        def accepts_transactions() -> bool:
-            if process.poll() is not None:
-                raise DevstackError(
-                    f"The Kafka broker exited with code {process.returncode} while starting.\n"
-                    f"{self._log_tail(info)}",
-                    fix=f"read {info.log_file}; a port taken between selection and bind is fixed by retrying.",
-                )
-            if not self._listening(info.port):
-                return False  # no client before the port listens: librdkafka would log every refusal
-            producer = Producer(with_client_logger(
-                "probe-producer",
-                {**info.client_settings(), "transactional.id": "eos-devstack-probe",
-                 # The probe's own timeout must fit under a deliberately low broker maximum.
-                 "transaction.timeout.ms": min(60_000, info.transaction_max_timeout_ms)},
-            ))
-            try:
-                producer.init_transactions(10)
-                producer.begin_transaction()
-                producer.abort_transaction(10)
-                return self._group_coordinator_ready(info)
-            except KafkaException as exc:
-                errors.append(exc)
-                return False
-            finally:
-                producer.flush(0)
-
-        started = BROKER_ACCEPTS_TRANSACTIONS.bounded(timeout_s=timeout_s).poll(
-            accepts_transactions, until=bool, what=f"start of the broker at {info.bootstrap_servers}"
-        )
-        if not started.settled:
-            raise DevstackError(
-                f"The broker at {info.bootstrap_servers} did not accept transactions within {timeout_s:.0f}s "
-                f"(last error: {errors[-1] if errors else None}).\n{self._log_tail(info)}",
-                fix=f"read {info.log_file}.",
-            )
-
-    def _start_reaper(self, owner_pid: int, broker_pid: int) -> None:
-        # A detached watcher, not a thread: it must outlive an owner that is SIGKILLed.
-        subprocess.Popen(
-            [sys.executable, "-c", _REAPER, str(owner_pid), str(broker_pid), str(self.state_dir)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        )
-
-    @staticmethod
-    def _listening(port: int) -> bool:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            sock.settimeout(0.5)
-            return sock.connect_ex(("127.0.0.1", port)) == 0
-
-    @staticmethod
-    def _group_coordinator_ready(info: BrokerInfo) -> bool:
-        """True once a group offset fetch answers without a coordinator error.
-
-        The first FindCoordinator creates ``__consumer_offsets``; until its partitions are loaded,
-        offset commits fail per partition with NOT_COORDINATOR. Tests and the demo commit group
-        offsets right after start, so the broker is not "up" before this works.
+        :returns: the node as recorded afterwards (``restart``: its new pid).
+        :raises DevstackError: no devstack runs here, no such node, or the restart did not rejoin.
         """
-        from confluent_kafka import KafkaException
-        from confluent_kafka.admin import AdminClient
+        if action not in NODE_FAULTS:
+            raise DevstackError(f"unknown broker action {action!r}", fix=f"use one of {', '.join(NODE_FAULTS)}")
+        info = self._recorded()
+        if info is None or not info.nodes:
+            raise DevstackError(f"no devstack runs from {self.state_dir}",
+                                fix="start one: eos devstack up --brokers 3 --state-dir DIR")
+        node = info.node(node_id)
+        if action == "kill":
+            terminate(node.pid, 0.1, sig=signal.SIGKILL)
+        elif action == "pause":
+            send(node.pid, signal.SIGSTOP)
+        elif action == "resume":
+            send(node.pid, signal.SIGCONT)
+        elif action == "stop":
+            terminate(node.pid, 30)
+        else:
+            return self._restart(info, node, timeout_s)
+        return node
 
-        from airflow_provider_eos.kafka.settings import with_client_logger
+    def _restart(self, info: BrokerInfo, node: NodeInfo, timeout_s: float) -> NodeInfo:
+        if pid_alive(node.pid):
+            terminate(node.pid, 30)
+        process = start_node(jvm_command(require_java(), self.heap, kafka_classpath(), node.layout.log_dir),
+                             node.layout)
+        restarted = replace(node, pid=process.pid)
+        nodes = tuple(restarted if n.node_id == node.node_id else n for n in info.nodes)
+        updated = replace(info, nodes=nodes, pid=nodes[0].pid)
+        self._state_file.write_text(updated.to_json())
 
-        # describe_consumer_groups, not list_consumer_group_offsets: confluent-kafka 2.16.1 crashes
-        # (SIGSEGV in librdkafka) when an offset fetch meets a coordinator that is still loading.
-        admin = AdminClient(with_client_logger("probe-admin", info.client_settings()))
-        try:
-            admin.describe_consumer_groups(["eos-devstack-probe"])["eos-devstack-probe"].result(10)
-        except KafkaException:
-            return False
-        return True
+        def rejoined() -> bool:
+            if process.poll() is not None:
+                raise DevstackError(f"broker {node.node_id} exited with code {process.returncode} on restart.\n"
+                                    f"{log_tail(node.layout)}", fix=f"read {node.layout.log_file}")
+            return listening(node.port) and registered(updated, {node.node_id})
 
-    @staticmethod
-    def _log_tail(info: BrokerInfo, lines: int = 20) -> str:
-        for candidate in (info.log_file, Path(info.state_dir) / "logs" / "kafka.out"):
-            if candidate.exists() and candidate.stat().st_size:
-                return "\n".join(candidate.read_text(errors="replace").splitlines()[-lines:])
-        return "(no broker log)"
+        back = NODE_REJOINS.bounded(timeout_s=timeout_s).poll(rejoined, until=bool,
+                                                              what=f"restart of broker {node.node_id}")
+        if not back.settled:
+            raise DevstackError(f"broker {node.node_id} did not rejoin the cluster within {timeout_s:.0f}s",
+                                fix=f"read {node.layout.log_file}")
+        return restarted
+
+    # -- stop everything ---------------------------------------------------------------------
 
     def down(self, *, timeout_s: float = 30) -> bool:
-        """Stop the broker (SIGTERM, then SIGKILL) and remove its data. True if one was running."""
+        """Stop every node (SIGTERM, then SIGKILL) and remove the data. True if one was running."""
         was_running = False
-        if self._state_file.exists():
-            with contextlib.suppress(ValueError, TypeError):
-                pid = json.loads(self._state_file.read_text())["pid"]
-                if _pid_alive(pid):
+        info = None
+        with contextlib.suppress(DevstackError):
+            info = self._recorded()
+        if info is not None:
+            for pid in [n.pid for n in info.nodes] or [info.pid]:
+                if pid_alive(pid):
                     was_running = True
-                    self._terminate(pid, timeout_s)
+                    terminate(pid, timeout_s)
         if self.state_dir.exists():
             shutil.rmtree(self.state_dir, ignore_errors=True)
         return was_running
-
-    @staticmethod
-    def _terminate(pid: int, timeout_s: float) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGTERM)
-
-        def exited() -> bool:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, os.WNOHANG)  # our own child stays a zombie until it is reaped
-            return not _pid_alive(pid)
-
-        stopped = BROKER_EXITS.bounded(timeout_s=timeout_s).poll(exited, until=bool, what=f"stop of broker pid {pid}")
-        if stopped.settled:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)

@@ -86,22 +86,25 @@ class _Gatherer:
     def cluster(self) -> list[int]:
         """Live broker ids; the one read whose failure ends the pre-flight."""
         try:
-            description = self.admin.describe_cluster(request_timeout=self.timeout_s).result(self.timeout_s + 5)
+            # Metadata, not DescribeCluster: any live broker answers it, while DescribeCluster goes to the
+            # broker the metadata names as controller, which in KRaft may be one that just died.
+            brokers = self.admin.list_topics(timeout=self.timeout_s).brokers
         except (KafkaException, TimeoutError) as exc:
             raise PreflightError(
                 f"could not describe the Kafka cluster at {self.spec.kafka.get('bootstrap.servers')!r}: "
                 f"{_reason(exc)}; nothing can be checked",
                 fix="check that the brokers are up and reachable with the pipeline's kafka settings (or connection)",
             ) from exc
-        return sorted(node.id for node in description.nodes)
+        return sorted(brokers)
 
     def broker_configs(self, brokers: Iterable[int]) -> dict[int, dict[str, str | None]] | None:
-        resources = [ConfigResource(ResourceType.BROKER, str(broker)) for broker in brokers]
         try:
-            futures = self.admin.describe_configs(resources, request_timeout=self.timeout_s)
+            # One call per broker: librdkafka refuses two BROKER resources in one DescribeConfigs (_CONFLICT).
+            futures = {broker: future for broker in brokers for future in self.admin.describe_configs(
+                [ConfigResource(ResourceType.BROKER, str(broker))], request_timeout=self.timeout_s).values()}
             return {
-                int(resource.name): {name: entry.value for name, entry in future.result(self.timeout_s + 5).items()}
-                for resource, future in futures.items()
+                broker: {name: entry.value for name, entry in future.result(self.timeout_s + 5).items()}
+                for broker, future in futures.items()
             }
         except (KafkaException, TimeoutError) as exc:
             self.missing("broker_configs", exc)

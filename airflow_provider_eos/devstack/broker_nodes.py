@@ -1,0 +1,130 @@
+"""The devstack brokers' JVM processes: start one node, signal it, wait for it to go, and the reaper.
+
+Each node runs in its own session (its pid is its process group), so a signal reaches the JVM
+and nothing else. The reaper is a detached watcher that reads the state file on every round:
+a node restarted under a new pid is still stopped when the owner dies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from airflow_provider_eos.core.retry import RetryPolicy
+from airflow_provider_eos.devstack.broker_config import NodeLayout
+
+__all__ = ["BROKER_EXITS", "jvm_command", "pid_alive", "send", "start_node", "start_reaper", "terminate"]
+
+BROKER_EXITS = RetryPolicy(waiting_for="the broker to exit", timeout_s=30, first_delay_s=0.2, max_delay_s=0.2)
+LOG4J = Path(__file__).with_name("log4j2.xml")
+
+_REAPER = """
+import json, os, shutil, signal, sys, time
+owner, state_file, state_dir = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+def pids():
+    try:
+        state = json.load(open(state_file))
+    except (OSError, ValueError):
+        return None
+    return [n["pid"] for n in state.get("nodes") or []] or [state["pid"]]
+while alive(owner) and pids() is not None:
+    time.sleep(2)
+found = pids()
+if found is not None:
+    for pid in found:
+        try:
+            os.killpg(pid, signal.SIGCONT)
+            os.killpg(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    for _ in range(100):
+        if not any(alive(p) for p in found):
+            break
+        time.sleep(0.2)
+    for pid in found:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    shutil.rmtree(state_dir, ignore_errors=True)
+"""
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie child still answers kill(0); its /proc stat says 'Z'.
+    with contextlib.suppress(OSError):
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    return True
+
+
+def jvm_command(java: str, heap: str, classpath: str, log_dir: Path) -> list[str]:
+    """The JVM options every node (and the storage formatter) runs with."""
+    return [
+        java, f"-Xmx{heap}", f"-Xms{heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
+        f"-Dkafka.logs.dir={log_dir}", f"-Dlog4j2.configurationFile={LOG4J}", "-cp", classpath,
+    ]
+
+
+def start_node(jvm: list[str], node: NodeLayout) -> subprocess.Popen:
+    """Start ``node``'s broker in its own session, its output appended to ``logs/kafka.out``."""
+    node.log_dir.mkdir(parents=True, exist_ok=True)
+    with (node.log_dir / "kafka.out").open("a") as out:
+        return subprocess.Popen([*jvm, "kafka.Kafka", str(node.config_file)], stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+def send(pid: int, sig: signal.Signals) -> None:
+    """Signal the node's process group (nothing if it is gone)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, sig)
+
+
+def _exited(pid: int) -> bool:
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # our own child stays a zombie until it is reaped
+    return not pid_alive(pid)
+
+
+def terminate(pid: int, timeout_s: float, *, sig: signal.Signals = signal.SIGTERM) -> None:
+    """Stop the node: ``sig`` (a paused node is continued first), then SIGKILL after ``timeout_s``."""
+    send(pid, signal.SIGCONT)
+    send(pid, sig)
+    stopped = BROKER_EXITS.bounded(timeout_s=timeout_s).poll(lambda: _exited(pid), until=bool,
+                                                             what=f"stop of broker pid {pid}")
+    if stopped.settled:
+        return
+    send(pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+
+
+def start_reaper(owner_pid: int, state_file: Path, state_dir: Path) -> None:
+    """Stop every node recorded in ``state_file`` (and remove ``state_dir``) when ``owner_pid`` dies.
+
+    A detached watcher, not a thread: it must outlive an owner that is SIGKILLed. It ends by
+    itself once the state file is gone (``down`` ran).
+    """
+    subprocess.Popen(
+        [sys.executable, "-c", _REAPER, str(owner_pid), str(state_file), str(state_dir)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )

@@ -1,0 +1,166 @@
+"""`eos devstack up --brokers 3`: a real three-node KRaft cluster, its replication, and one fault vocabulary.
+
+Every node is broker and controller; internal and new topics get replication factor 3 and
+min.insync.replicas 2, unclean leader election is off. One node at a time is killed, paused,
+resumed, stopped and restarted by id (through the CLI and the library the soak uses), a
+transaction commits while a node is down, and pre-flight's replication rules see the live
+brokers the cluster really has.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicCollection
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+
+from airflow_provider_eos.core.preflight import Status, evaluate
+from airflow_provider_eos.core.spec import PipelineSpec
+from airflow_provider_eos.devstack.broker import BrokerInfo, LocalKafka
+from airflow_provider_eos.devstack.broker_nodes import pid_alive
+from airflow_provider_eos.kafka.cluster_facts import gather_facts
+
+pytestmark = pytest.mark.integration
+
+EOS = Path(sys.executable).with_name("eos")
+
+
+def _admin(cluster: BrokerInfo) -> AdminClient:
+    return AdminClient(cluster.client_settings())
+
+
+def _live_nodes(cluster: BrokerInfo) -> set[int]:
+    """The brokers in the cluster's metadata (registered and not fenced), from any live broker."""
+    admin = _admin(cluster)
+    return set(admin.list_topics(timeout=10).brokers)
+
+
+def _state(pid: int, letter: str, timeout_s: float = 5) -> bool:
+    """Whether the process reaches state ``letter`` (``T`` stopped) within ``timeout_s`` (signals are async)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if f"State:\t{letter}" in Path(f"/proc/{pid}/status").read_text():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _wait_live(cluster: BrokerInfo, expected: set[int], timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while _live_nodes(cluster) != expected:
+        assert time.monotonic() < deadline, f"live brokers {_live_nodes(cluster)}, expected {expected}"
+        time.sleep(0.5)
+
+
+def _partitions(admin: AdminClient, topic: str, timeout_s: float = 30) -> list:
+    """The topic's partitions once every broker's metadata has it (a new topic takes a moment to propagate)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return admin.describe_topics(TopicCollection([topic]))[topic].result(10).partitions
+        except KafkaException:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+def _eos(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(EOS), "devstack", *args], capture_output=True, text=True, timeout=180, check=False)
+
+
+def test_three_nodes_replicate_everything_by_three_with_min_isr_two(kafka_cluster: BrokerInfo) -> None:
+    assert len(kafka_cluster.bootstrap_servers.split(",")) == 3 and _live_nodes(kafka_cluster) == {1, 2, 3}
+    admin = _admin(kafka_cluster)
+    topic = f"rf-{uuid.uuid4().hex[:8]}"
+    admin.create_topics([NewTopic(topic, 3)])[topic].result(30)  # the cluster's defaults
+    for name in (topic, "__transaction_state", "__consumer_offsets"):
+        partitions = _partitions(admin, name)
+        assert partitions and all(len(p.replicas) == 3 for p in partitions), name
+    configs = admin.describe_configs([ConfigResource("TOPIC", topic)])
+    (entries,) = [f.result(30) for f in configs.values()]
+    assert entries["min.insync.replicas"].value == "2"
+    assert entries["unclean.leader.election.enable"].value == "false"
+
+
+def test_fault_vocabulary_through_the_cli(kafka_cluster: BrokerInfo) -> None:
+    state = ["--state-dir", kafka_cluster.state_dir]
+    node = kafka_cluster.node(2)
+    killed = _eos("broker", "kill", "2", *state)
+    assert killed.returncode == 0 and "broker 2 kill" in killed.stdout, killed.stderr
+    assert not pid_alive(node.pid)
+    _wait_live(kafka_cluster, {1, 3})
+    status = _eos("status", *state)
+    assert "broker 2 not running" in status.stdout and status.stdout.splitlines()[-1].startswith("bootstrap.servers=")
+    restarted = _eos("broker", "restart", "2", *state)
+    assert restarted.returncode == 0, restarted.stdout + restarted.stderr
+    assert 2 in _live_nodes(kafka_cluster), "restart returns once the broker is in the cluster's metadata"
+    paused = LocalKafka(kafka_cluster.state_dir).fault("pause", 3)
+    assert _state(paused.pid, "T"), "SIGSTOP did not stop the broker"
+    LocalKafka(kafka_cluster.state_dir).fault("resume", 3)
+    assert not _state(paused.pid, "T", timeout_s=0.5) and pid_alive(paused.pid)
+    unknown = _eos("broker", "kill", "7", *state)
+    assert unknown.returncode == 2 and "no broker with node id 7" in unknown.stderr and "[1, 2, 3]" in unknown.stderr
+    _wait_live(kafka_cluster, {1, 2, 3})
+
+
+def test_a_transaction_commits_while_one_broker_is_down(kafka_cluster: BrokerInfo) -> None:
+    settings: dict[str, Any] = kafka_cluster.client_settings()
+    topic = f"tx-{uuid.uuid4().hex[:8]}"
+    admin = _admin(kafka_cluster)
+    admin.create_topics([NewTopic(topic, 3)])[topic].result(30)
+    kafka = LocalKafka(kafka_cluster.state_dir)
+    kafka.fault("kill", 1)
+    try:
+        _wait_live(kafka_cluster, {2, 3})
+        producer = Producer({**settings, "transactional.id": f"{topic}-p"})
+        producer.init_transactions(60)
+        producer.begin_transaction()
+        for i in range(30):
+            producer.produce(topic, f"r{i}".encode(), partition=i % 3)
+        producer.commit_transaction(60)
+        consumer = Consumer({**settings, "group.id": f"{topic}-g", "auto.offset.reset": "earliest",
+                             "isolation.level": "read_committed"})
+        consumer.subscribe([topic])
+        seen: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while len(seen) < 30 and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                seen.append(message.value())
+        consumer.close()
+        assert sorted(seen) == sorted(f"r{i}".encode() for i in range(30))
+    finally:
+        kafka.fault("restart", 1)
+    assert _live_nodes(kafka_cluster) == {1, 2, 3}
+
+
+def test_preflight_sees_the_live_brokers(kafka_cluster: BrokerInfo, tmp_path: Path) -> None:
+    admin = _admin(kafka_cluster)
+    topics = [f"pf-{uuid.uuid4().hex[:6]}-{kind}" for kind in ("in", "out", "lone")]
+    for name, replicas in zip(topics, (3, 3, 1), strict=True):
+        admin.create_topics([NewTopic(name, 2, replicas)])[name].result(30)
+    spec = PipelineSpec.from_dict({
+        "name": "pf", "kafka": kafka_cluster.client_settings(), "input_topics": [topics[0]],
+        "output_topic": topics[1], "group_id": f"{topics[0]}-g", "transactional_id_prefix": f"{topics[0]}-t",
+        "checkpoint_location": str(tmp_path / "cp"),
+    })
+    healthy = evaluate(gather_facts(spec, timeout_s=20))
+    for rule in ("EOS201", "EOS202", "EOS203", "EOS204", "EOS207", "EOS208", "EOS209", "EOS211"):
+        assert healthy.finding(rule).status is Status.PASS, healthy.finding(rule)
+    lone = evaluate(gather_facts(spec.with_overrides(output_topic=topics[2]), timeout_s=20)).finding("EOS209")
+    assert lone.status is not Status.PASS and "1" in lone.message, lone
+
+    kafka = LocalKafka(kafka_cluster.state_dir)
+    kafka.fault("kill", 3)
+    try:
+        _wait_live(kafka_cluster, {1, 2})
+        degraded = evaluate(gather_facts(spec, timeout_s=20)).finding("EOS201")
+        assert degraded.status is Status.FAIL and "2" in degraded.message, degraded
+    finally:
+        kafka.fault("restart", 3)
