@@ -16,6 +16,7 @@ import psutil
 import pytest
 
 from tests.integration.test_executor_writers import group_markers, task_lines
+from tests.support.kafka import end_offsets
 from tests.support.pipeline import (
     PipelineHarness,
     assert_exactly_once,
@@ -142,7 +143,9 @@ def _run_kill_schedule(harness: PipelineHarness, schedule: list[tuple[str, float
     for target, delay in schedule:
         if process is None or process.poll() is not None:
             process, log_path = harness.start(mode=mode)
-            wait_for(lambda p=log_path: "EOS-BATCH" in p.read_text(errors="replace"), 180, 0.2)
+            # Until a batch ran, or the run ended (an available-now run with nothing left ends at once).
+            wait_for(lambda p=log_path, q=process: "EOS-BATCH" in p.read_text(errors="replace")
+                     or q.poll() is not None, 180, 0.2)
         time.sleep(delay)
         if process.poll() is not None:
             continue
@@ -157,6 +160,29 @@ def _run_kill_schedule(harness: PipelineHarness, schedule: list[tuple[str, float
     if process is not None and process.poll() is None:
         kill_group(process)
     return landed
+
+
+def _kill_while_output_grows(harness: PipelineHarness, mode: str, timeout_s: float = 240) -> bool:
+    """Start the job and SIGKILL it as soon as the output topic grows past where it stood when a
+    batch had just completed: that batch is written in part or whole and not yet in the commit log."""
+    process, log_path = harness.start(mode=mode)
+    try:
+        if not wait_for(lambda: "EOS-BATCH" in log_path.read_text(errors="replace") or process.poll() is not None,
+                        180, 0.2) or process.poll() is not None:
+            return False
+        before = sum(end_offsets(harness.bootstrap, harness.output_topic, harness.partitions, committed=False).values())
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and process.poll() is None:
+            now = sum(end_offsets(harness.bootstrap, harness.output_topic, harness.partitions,
+                                  committed=False).values())
+            if now > before:
+                kill_group(process)
+                return True
+            time.sleep(0.05)
+        return False
+    finally:
+        if process.poll() is None:
+            kill_group(process)
 
 
 def _schedule(seed: int, kills: int) -> list[tuple[str, float]]:
@@ -177,7 +203,7 @@ def test_random_kills_of_python_workers_and_drivers_over_200k_records(bootstrap,
 
 
 def test_at_least_once_control_duplicates_under_the_same_schedule(bootstrap, tmp_path):
-    """Spark's own writer under the same seeded schedule: its driver kills leave duplicates.
+    """Spark's own writer under the same seeded schedule (and one kill aimed at a writing batch): duplicates.
 
     (json_enrich runs without Python UDFs, so Spark's writer has no Python workers to kill: the
     worker kills of the schedule find none, and only the driver kills land.)
@@ -187,6 +213,9 @@ def test_at_least_once_control_duplicates_under_the_same_schedule(bootstrap, tmp
     records, valid_ids, _ = json_events(200_000)
     harness.produce_input(records, chunk=2000)
 
+    # Under load a scheduled kill lands between Spark's write and its commit-log write only by luck;
+    # one kill first, aimed at a batch whose output is growing, makes the control's point every time.
+    assert _kill_while_output_grows(harness, "at-least-once"), "the aimed kill found no batch writing"
     landed = _run_kill_schedule(harness, _schedule(20261123, 16), "at-least-once")
     final = harness.run(mode="at-least-once")
     assert final.returncode == 0, final.log[-3000:]
