@@ -6,6 +6,11 @@ repair align`` call (:mod:`airflow_provider_eos.usecases`), logs its text and re
 :mod:`airflow_provider_eos.operators.use_case` describes: a finding (a verdict that needs a
 repair, transactions left open, a group that still disagrees after align) fails the task
 without retrying, after pushing the data.
+
+Each shows its result as a card in the task's ``result`` field ("Rendered Templates" tab, see
+:mod:`airflow_provider_eos.operators.use_case`): the verdict table, what a dry run would change,
+why an abort was refused. :class:`RefuseRecoveryRequestOperator` is where ``eos_manual_recovery``
+goes with a request it refuses: it states the reason and succeeds, because nothing ran.
 """
 
 from __future__ import annotations
@@ -13,16 +18,39 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_eos.operators.use_case import EosUseCaseOperator, as_batch, as_bool, task_failures
+from airflow.sdk import BaseOperator
+
+from airflow_provider_eos.core.presentation import (
+    DEFAULT_MAX_ROWS,
+    abort_card,
+    align_card,
+    refusal_card,
+    rewind_card,
+    verification_card,
+)
+from airflow_provider_eos.core.recovery_request import decide
+from airflow_provider_eos.operators.use_case import (
+    EosUseCaseOperator,
+    ResultFieldMixin,
+    as_batch,
+    as_bool,
+    card_budget,
+    heading_of,
+)
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
+    from airflow_provider_eos.usecases.abort import AbortOutcome
+    from airflow_provider_eos.usecases.align import AlignOutcome
+    from airflow_provider_eos.usecases.result import UseCaseResult
+    from airflow_provider_eos.usecases.rewind import RewindOutcome
     from airflow_provider_eos.usecases.verify import VerifyResult
 
 __all__ = [
     "AbortOpenTransactionsOperator",
     "AlignGroupOffsetsOperator",
+    "RefuseRecoveryRequestOperator",
     "RewindCheckpointOperator",
     "VerifyCommittedOffsetsOperator",
 ]
@@ -62,6 +90,7 @@ class AbortOpenTransactionsOperator(EosUseCaseOperator):
         self.force = force
         self.dry_run = dry_run
         self.driver_gone_task_id = driver_gone_task_id
+        self._dry_run = False
 
     def execute(self, context: Context) -> dict[str, Any]:
         """Scan, abort unless dry-running, rescan; return the report."""
@@ -69,10 +98,16 @@ class AbortOpenTransactionsOperator(EosUseCaseOperator):
 
         force = as_bool(self.force, "force")
         dry_run = as_bool(self.dry_run, "dry_run")
-        evidence = self._driver_gone_evidence(context)
-        with task_failures():
+        self._dry_run = dry_run
+        with self.use_case_failures("abort"):
+            evidence = self._driver_gone_evidence(context)
             result = abort(self.pipeline_clients(), force=force, execute=not dry_run, driver_gone=evidence)
         return self.present(context, result)
+
+    def card(self, result: UseCaseResult[Any], *, max_rows: int | None) -> str:
+        """The open transactions and what was (or would be) done with each."""
+        outcome: AbortOutcome = result  # type: ignore[assignment]
+        return abort_card(heading_of(outcome, dry_run=self._dry_run), outcome.report, max_chars=card_budget())
 
     def _driver_gone_evidence(self, context: Context) -> str | None:
         if self.driver_gone_task_id is None:
@@ -114,9 +149,19 @@ class VerifyCommittedOffsetsOperator(EosUseCaseOperator):
         """Verify; return the report, or push it and fail."""
         from airflow_provider_eos.usecases.verify import verify
 
-        with task_failures():
+        with self.use_case_failures("verify"):
             result = verify(self.pipeline_clients())
         return self.present(context, result, max_rows=self.max_table_rows, hint=_airflow_hint(result))
+
+    def card(self, result: UseCaseResult[Any], *, max_rows: int | None) -> str:
+        """The verdict table (partition, checkpoint offset, group offset, marker, verdict), worst first."""
+        verified: VerifyResult = result  # type: ignore[assignment]
+        return verification_card(heading_of(verified), verified.report, max_rows=_card_rows(max_rows),
+                                 max_chars=card_budget())
+
+
+def _card_rows(max_rows: int | None) -> int:
+    return DEFAULT_MAX_ROWS if max_rows is None else min(max_rows, DEFAULT_MAX_ROWS)
 
 
 def _airflow_hint(result: VerifyResult) -> str:
@@ -153,6 +198,7 @@ class RewindCheckpointOperator(EosUseCaseOperator):
         super().__init__(**kwargs)
         self.to_batch = to_batch
         self.dry_run = dry_run
+        self._dry_run = True
 
     def execute(self, context: Context) -> dict[str, Any]:
         """Plan (and unless dry-running, execute) the rewind; return the result."""
@@ -160,9 +206,16 @@ class RewindCheckpointOperator(EosUseCaseOperator):
 
         dry_run = as_bool(self.dry_run, "dry_run")
         to_batch = as_batch(self.to_batch, "to_batch")
-        with task_failures():
+        self._dry_run = dry_run
+        with self.use_case_failures("rewind"):
             result = rewind(self.pipeline_clients(), to_batch=to_batch, execute=not dry_run)
         return self.present(context, result)
+
+    def card(self, result: UseCaseResult[Any], *, max_rows: int | None) -> str:
+        """The checkpoint's batches before and after, and the files that move."""
+        outcome: RewindOutcome = result  # type: ignore[assignment]
+        return rewind_card(heading_of(outcome, dry_run=self._dry_run and not outcome.report.is_noop),
+                           outcome.report, max_chars=card_budget())
 
 
 class AlignGroupOffsetsOperator(EosUseCaseOperator):
@@ -196,6 +249,44 @@ class AlignGroupOffsetsOperator(EosUseCaseOperator):
 
         dry_run = as_bool(self.dry_run, "dry_run")
         force = as_bool(self.force, "force")
-        with task_failures():
+        with self.use_case_failures("align"):
             result = align(self.pipeline_clients(), execute=not dry_run, force=force)
         return self.present(context, result, max_rows=self.max_table_rows)
+
+    def card(self, result: UseCaseResult[Any], *, max_rows: int | None) -> str:
+        """The group's offsets and markers before and after, then the verdict read back."""
+        outcome: AlignOutcome = result  # type: ignore[assignment]
+        heading = heading_of(outcome, dry_run=not outcome.executed and not outcome.report.is_noop)
+        return align_card(heading, outcome.report, outcome.after, executed=outcome.executed,
+                          max_rows=_card_rows(max_rows), max_chars=card_budget())
+
+
+class RefuseRecoveryRequestOperator(ResultFieldMixin, BaseOperator):
+    """Where a refused on-call request ends: one log line with the reason, the reason as the result, success.
+
+    It reads the run's params as the ``eos_manual_recovery`` form names them (``pipeline``,
+    ``action``, ``dry_run``, ``target_batch``, ``force``, ``confirmation``) and the same rules
+    as the form's branch (:func:`~airflow_provider_eos.core.recovery_request.decide`). A refusal
+    is the form working, not an incident: nothing ran and nothing changed, so the task succeeds
+    (no failure alert, not among failed task logs) while every action task is skipped. The
+    reason is the one line of its log, its ``result`` field and its XCom ``return_value``.
+
+    :param pipelines: the pipelines that have a spec (the form's choices).
+    """
+
+    template_fields: Sequence[str] = ("result",)
+    ui_color = "#f8d7da"
+
+    def __init__(self, *, pipelines: Sequence[str], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.pipelines = list(pipelines)
+        self.result = ""
+
+    def execute(self, context: Context) -> str:
+        """Log the reason in one line and return it."""
+        decision = decide(context["params"], self.pipelines)
+        reason = decision.reason or "the branch chose this task, yet the request passes the form's rules now"
+        self.log.warning("Refused, nothing was changed: %s", reason)
+        self.result = refusal_card(str(decision.action or "request"), str(decision.pipeline or "?"), reason,
+                                   phrase=decision.phrase)
+        return reason

@@ -11,10 +11,21 @@ and returns the same data (XCom). The outcome decides the task's state:
 - an error (``EosError``) that a retry cannot change (an invalid spec, a malformed or missing
   checkpoint, a refused repair) fails with ``AirflowFailException``; the rest (Kafka
   unreachable, the job still looks alive) with ``AirflowException``, retried as configured.
+
+What a person reads: a compact Markdown card of the result (:mod:`airflow_provider_eos.core.presentation`:
+the verdict table worst rows first, the dry-run plan, why a request was refused; bounded in
+size) becomes the task's ``result`` template field, re-sent after execution
+(``overwrite_rtif_after_execution``), so Airflow's UI shows it in the task's "Rendered Templates"
+tab in every outcome, success, finding or error; it also opens the task log. Airflow 3.3 offers
+a task no way to write a run or task-instance note, and its XCom tab shows a string on one
+wrapped line, so the rendered field is where a readable table reaches the UI. The XCom
+``return_value`` keeps the full data; kafka-python's connection chatter (its ``kafka`` loggers)
+is kept at WARNING while a use case runs.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -29,8 +40,10 @@ from airflow_provider_eos.core.errors import (
     MarkerError,
     RepairError,
     SpecError,
+    UnsafeToActError,
 )
 from airflow_provider_eos.core.flags import parse_flag
+from airflow_provider_eos.core.presentation import DEFAULT_MAX_CHARS, ResultHeading, error_card, text_card
 from airflow_provider_eos.core.transactional_ids import TransactionalIdError
 from airflow_provider_eos.hooks.checkpoint_storage import CheckpointStorageHook
 from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
@@ -41,7 +54,19 @@ if TYPE_CHECKING:
 
     from airflow_provider_eos.usecases.result import UseCaseResult
 
-__all__ = ["EosUseCaseOperator", "as_batch", "as_bool", "task_failures"]
+__all__ = [
+    "EosUseCaseOperator",
+    "ResultFieldMixin",
+    "as_batch",
+    "as_bool",
+    "card_budget",
+    "heading_of",
+    "quiet_kafka_client_logs",
+    "task_failures",
+]
+
+#: kafka-python's loggers (``kafka.conn``, ``kafka.client`` ...): INFO is a line per connection step.
+KAFKA_PYTHON_LOGGER = "kafka"
 
 # Errors about durable state or the task's own arguments: retrying cannot change the outcome.
 _NOT_RETRYABLE: tuple[type[EosError], ...] = (
@@ -63,6 +88,63 @@ def task_failures() -> Iterator[None]:
         raise AirflowFailException(str(err)) from err
     except EosError as err:
         raise AirflowException(str(err)) from err
+
+
+@contextmanager
+def quiet_kafka_client_logs(level: int = logging.WARNING) -> Iterator[None]:
+    """Keep kafka-python's INFO connection chatter out of the task log while the block runs.
+
+    Its warnings and errors still show; the level is restored afterwards.
+    """
+    logger = logging.getLogger(KAFKA_PYTHON_LOGGER)
+    saved = logger.level
+    if logger.getEffectiveLevel() < level:
+        logger.setLevel(level)
+    try:
+        yield
+    finally:
+        logger.setLevel(saved)
+
+
+def card_budget() -> int:
+    """How long a result card may be: under ``[core] max_templated_field_length``, so Airflow never cuts it."""
+    from airflow.sdk.configuration import conf
+
+    try:
+        limit = conf.getint("core", "max_templated_field_length")
+    except Exception:  # an unreadable setting keeps the default budget
+        return DEFAULT_MAX_CHARS
+    return max(500, min(DEFAULT_MAX_CHARS, limit - 100))
+
+
+def heading_of(result: UseCaseResult[Any], *, dry_run: bool = False) -> ResultHeading:
+    """The card's heading of a use case's result."""
+    return ResultHeading(
+        use_case=result.use_case,
+        pipeline=result.pipeline,
+        outcome=result.outcome.value,
+        summary=result.summary,
+        next_step=result.next_step,
+        notes=result.notes,
+        dry_run=dry_run,
+    )
+
+
+class ResultFieldMixin:
+    """A ``result`` template field the task fills during execution; Airflow stores it once more afterwards.
+
+    Put ``"result"`` first in the operator's ``template_fields``; the "Rendered Templates" tab then
+    shows the card at the top, in every outcome (Airflow's ``finalize`` re-sends the rendered
+    fields after success, failure and skip alike).
+    """
+
+    overwrite_rtif_after_execution: bool = True
+    result: str
+
+    def show_result(self, card: str) -> None:
+        """Make ``card`` the task's ``result`` and open the log with it."""
+        self.result = card
+        self.log.info("Result (also in this task's Rendered Templates tab, field 'result'):\n%s", card)  # type: ignore[attr-defined]
 
 
 def as_bool(value: bool | str, field: str) -> bool:
@@ -90,7 +172,7 @@ def as_batch(value: int | str | None, field: str) -> int | None:
         ) from None
 
 
-class EosUseCaseOperator(BaseOperator):
+class EosUseCaseOperator(ResultFieldMixin, BaseOperator):
     """Shared arguments: which pipeline, and where its credentials come from.
 
     :param spec_path: the pipeline spec file (YAML or JSON). (templated)
@@ -99,9 +181,11 @@ class EosUseCaseOperator(BaseOperator):
     :param checkpoint_conn_id: an Airflow connection with the checkpoint storage credentials
         (see :class:`~airflow_provider_eos.hooks.checkpoint_storage.CheckpointStorageHook`);
         ``None`` uses the worker's ambient credentials. (templated)
+
+    After execution the ``result`` field holds the result's card (see the module docstring).
     """
 
-    template_fields: Sequence[str] = ("spec_path", "kafka_conn_id", "checkpoint_conn_id")
+    template_fields: Sequence[str] = ("result", "spec_path", "kafka_conn_id", "checkpoint_conn_id")
 
     def __init__(
         self,
@@ -115,6 +199,8 @@ class EosUseCaseOperator(BaseOperator):
         self.spec_path = spec_path
         self.kafka_conn_id = kafka_conn_id
         self.checkpoint_conn_id = checkpoint_conn_id
+        self.result = ""
+        self._pipeline_name: str | None = None
 
     def pipeline_clients(self) -> PipelineClients:
         """The spec (with the connection's Kafka settings, secrets masked) and the checkpoint storage options.
@@ -123,6 +209,7 @@ class EosUseCaseOperator(BaseOperator):
         """
         # A rendered empty template means "not given", like None.
         spec = load_pipeline_spec(self.spec_path, self.kafka_conn_id or None)
+        self._pipeline_name = spec.name
         source = f"connection {self.kafka_conn_id!r}" if self.kafka_conn_id else "the spec"
         self.log.info(
             "Pipeline %r from %s; Kafka %s from %s", spec.name, self.spec_path, spec.kafka["bootstrap.servers"], source
@@ -130,21 +217,51 @@ class EosUseCaseOperator(BaseOperator):
         storage = CheckpointStorageHook(self.checkpoint_conn_id or None).get_storage_options(spec.checkpoint_location)
         return PipelineClients(spec, storage)
 
+    @contextmanager
+    def use_case_failures(self, use_case: str) -> Iterator[None]:
+        """:func:`task_failures`, with kafka-python kept quiet and the error's card as the ``result``.
+
+        The card says why: e.g. an abort refused because the job looks alive names the signs
+        and the fix.
+        """
+        try:
+            with quiet_kafka_client_logs(), task_failures():
+                yield
+        except Exception as failure:
+            cause = failure.__cause__ if isinstance(failure.__cause__, EosError) else failure
+            refused = isinstance(cause, UnsafeToActError | RepairError)
+            summary = (
+                f"{use_case} refused to act: why and the fix below" if refused
+                else f"{use_case} did not run to the end: the error and its fix below"
+            )
+            heading = ResultHeading(use_case, self._pipeline_name or str(self.spec_path),
+                                    "refused" if refused else "error", summary)
+            self.show_result(error_card(heading, cause))
+            raise
+
+    def card(self, result: UseCaseResult[Any], *, max_rows: int | None) -> str:
+        """The result's card; the recovery operators draw their own table, the rest show the report's text."""
+        return text_card(heading_of(result), result.render(max_rows=max_rows), max_chars=card_budget())
+
     def present(
         self, context: Context, result: UseCaseResult[Any], *, max_rows: int | None = None, hint: str = ""
     ) -> dict[str, Any]:
-        """Log the result's text; return its data, or push the data and fail on a finding.
+        """Show the card, log the result's text; return its data, or push the data and fail on a finding.
 
         :param max_rows: partitions shown in the log's tables (the XCom holds all).
         :param hint: the next step's Airflow spelling, appended to the failure message.
         """
+        self.show_result(self.card(result, max_rows=max_rows))
         text = result.render(max_rows=max_rows)
         data = result.data()
         if result.ok:
-            self.log.info("%s", text)
+            self.log.info("Full report:\n%s", text)
             return data
-        self.log.error("%s", text)
+        self.log.error("Full report:\n%s", text)
         if self.do_xcom_push:
             # The task is about to fail, so the return value would never reach XCom.
             context["ti"].xcom_push(key=BaseXCom.XCOM_RETURN_KEY, value=data)
-        raise AirflowFailException(f"pipeline {result.pipeline!r}: {result.summary}.\n{text}{hint}")
+        # The table is logged above and shown as the result: the failure names the finding and the step.
+        raise AirflowFailException(
+            f"pipeline {result.pipeline!r}: {result.summary}. Next step: {result.next_step}{hint}"
+        )

@@ -40,7 +40,7 @@ class UseCaseResult(BaseModel, Generic[ReportT]):
     :param pipeline: the pipeline's name.
     :param outcome: :attr:`Outcome.OK` or :attr:`Outcome.FINDING`.
     :param summary: one line saying what was found or done, naming the values.
-    :param next_step: what a person should do now (``None: ...`` when nothing).
+    :param next_step: what a person should do now (``Nothing to do: ...`` when nothing).
     :param report: the core's report object (its ``to_dict()`` is the machine-readable body).
     :param notes: things the use case noticed on the way, shown above the report.
     """

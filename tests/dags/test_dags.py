@@ -117,8 +117,10 @@ def test_health_check_and_manual_recovery(airflow_home, bootstrap, tmp_path):
     last = harness.checkpoint().latest_committed_batch()
     unconfirmed = run_dag("eos_manual_recovery", {"pipeline": name, "action": "rewind", "dry_run": False,
                                                   "target_batch": last - 1}, tmp_path / "r1.json", env=env)
-    assert unconfirmed.state == "failed" and unconfirmed.states["validate_request"] == "failed"
-    assert f"rewind {name}" in unconfirmed.task_log("validate_request")
+    # Refused, not failed: the refused task states why, every action is skipped, nothing is an incident.
+    assert unconfirmed.state == "success" and unconfirmed.states["refused"] == "success", unconfirmed.states
+    assert unconfirmed.states["rewind"] == "skipped"
+    assert f"rewind {name}" in unconfirmed.task_log("refused") and f"rewind {name}" in unconfirmed.xcoms["refused"]
     assert harness.checkpoint().latest_committed_batch() == last
 
     dry = run_dag("eos_manual_recovery", {"pipeline": name, "action": "rewind", "target_batch": last - 1},
@@ -138,11 +140,12 @@ def test_manual_recovery_form_validation(airflow_home, monkeypatch):
         "eos_manual_recovery", Path(__file__).resolve().parents[2] / "dags" / "eos_manual_recovery.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    from airflow.sdk.exceptions import AirflowFailException
-
     ok = {"pipeline": "orders_enrich", "action": "rewind", "dry_run": True, "target_batch": 3}
     assert module.validate_request(ok) == "rewind"
     assert module.validate_request({**ok, "dry_run": False, "confirmation": "rewind orders_enrich"}) == "rewind"
+    # An invalid request goes to the refused task, which states the reason (decide() gives it).
+    from airflow_provider_eos.core.recovery_request import decide
+
     for bad, message in (
         ({**ok, "dry_run": False}, "confirmation must read exactly 'rewind orders_enrich'"),
         ({**ok, "dry_run": False, "confirmation": "rewind other"}, "got 'rewind other'"),
@@ -151,5 +154,5 @@ def test_manual_recovery_form_validation(airflow_home, monkeypatch):
         ({**ok, "target_batch": -5}, "target_batch is -5"),
         ({**ok, "action": "align", "target_batch": 2}, "only applies to rewind"),
     ):
-        with pytest.raises(AirflowFailException, match=message.replace("(", r"\(")):
-            module.validate_request(bad)
+        assert module.validate_request(bad) == "refused"
+        assert message in str(decide(bad, module.SPECS).reason)

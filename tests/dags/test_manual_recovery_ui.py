@@ -1,0 +1,193 @@
+"""The on-call's form and results, through the repo's ``eos_manual_recovery`` DAG in ``dag.test()``.
+
+Against the real broker and a checkpoint in Spark's format (:mod:`tests.support.checkpointed_pipeline`),
+with the run's params as the form sends them: verify runs with nothing typed in Confirmation; a
+state-changing request with dry run off and a wrong confirmation goes to ``refused`` (the run
+succeeds, every action is skipped, nothing changes, the reason is the refused task's log line,
+``result`` and XCom); the right confirmation runs it. The result a person reads is the task's
+``result`` rendered field (Rendered Templates tab): its text is asserted here.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from airflow_provider_eos.core.markers import BatchMarker
+from tests.support.checkpointed_pipeline import LAST_COMMITTED, PARTITIONS, CheckpointedPipeline, checkpointed_pipeline
+from tests.support.dag_runner import DagRunResult, run_dag
+
+pytestmark = [pytest.mark.airflow, pytest.mark.integration]
+
+ACTIONS = ("verify", "abort", "rewind", "align")
+
+
+@pytest.fixture
+def pipeline(tmp_path: Path, bootstrap: str, topic_factory) -> CheckpointedPipeline:
+    return checkpointed_pipeline(bootstrap, topic_factory, tmp_path, stem="ui")
+
+
+def recover(pipeline: CheckpointedPipeline, tmp_path: Path, name: str, **conf: object) -> DagRunResult:
+    """Trigger eos_manual_recovery for the pipeline with ``conf`` as the form sends it."""
+    env = {"EOS_SPECS_DIR": str(pipeline.spec_path.parent)}
+    return run_dag("eos_manual_recovery", {"pipeline": pipeline.spec.name, **conf}, tmp_path / f"{name}.json",
+                   env=env, timeout_s=600)
+
+
+def result_of(run: DagRunResult, task_id: str, outcome: str) -> str:
+    """The ``result`` field a task rendered: the card headed ``## <task> <pipeline>: <OUTCOME>``."""
+    cards = [fields.get("result", "") for fields in map(json.loads, run.rendered_fields)]
+    found = [card for card in cards if card.startswith(f"## {task_id} ") and f": {outcome}" in card.splitlines()[0]]
+    assert len(found) == 1, f"no {task_id} {outcome} card among {cards}"
+    return found[0]
+
+
+def table_rows(card: str) -> list[list[str]]:
+    """The cells of the card's first Markdown table, header and rule left out."""
+    lines = card.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("| "))
+    table = []
+    for line in lines[first:]:
+        if not line.startswith("| "):
+            break
+        table.append(line)
+    return [[cell.strip() for cell in line.strip("|").split(" | ")] for line in table[2:]]
+
+
+def test_verify_runs_without_a_confirmation_and_shows_the_verdict_table(
+    pipeline: CheckpointedPipeline, airflow_home: Path, tmp_path: Path
+) -> None:
+    pipeline.commit_group(LAST_COMMITTED)
+
+    # The form sends null for an empty Confirmation; the REST API may leave it out: both run.
+    run = recover(pipeline, tmp_path, "verify", action="verify", dry_run=True, confirmation=None)
+
+    assert run.state == "success", run.log[-6000:]
+    assert run.states == {"validate_request": "success", "verify": "success", "refused": "skipped",
+                          "abort": "skipped", "rewind": "skipped", "align": "skipped"}
+    card = result_of(run, "verify", "OK")
+    rows = table_rows(card)
+    ends = pipeline.end_offsets(LAST_COMMITTED)
+    assert rows == [[str(tp), str(offset), str(offset), str(LAST_COMMITTED), "IN_SYNC"] for tp, offset in
+                    sorted(ends.items())]
+    assert "| partition " in card and "| verdict" in card
+    assert "Next step: Nothing to do: the sink group and the checkpoint agree" in card
+    assert "Next step: None" not in card and "Next step: None" not in run.task_log("verify")
+    assert max(len(line) for line in card.splitlines() if line.startswith("|")) < 100, "the table must fit a page"
+    # The log opens with the card; kafka-python's INFO connection chatter stays out of it.
+    verify_log = run.task_log("verify")
+    assert "Result (also in this task's Rendered Templates tab" in verify_log
+    assert run.xcoms["verify"]["overall"] == "IN_SYNC"
+
+    # An abort's dry run reads the transactions with kafka-python, whose INFO lines stay out of the log.
+    scanned = recover(pipeline, tmp_path, "abort", action="abort")
+    assert scanned.states["abort"] == "success", scanned.log[-6000:]
+    abort_card = result_of(scanned, "abort", "OK")
+    assert "(dry run: nothing changed)" in abort_card and f"`{pipeline.prefix}`: 0 transaction(s)" in abort_card
+    abort_log = scanned.task_log("abort")
+    assert "Result (also in this task's Rendered Templates tab" in abort_log
+    assert "[kafka." not in abort_log, abort_log[-6000:]
+
+
+def test_wrong_confirmation_is_refused_before_anything_changes_and_the_right_one_runs(
+    pipeline: CheckpointedPipeline, airflow_home: Path, tmp_path: Path
+) -> None:
+    name = pipeline.spec.name
+    assert set(pipeline.group().values()) == {None}  # NO_MARKER: align would commit offsets/3
+
+    refused = recover(pipeline, tmp_path, "refused", action="align", dry_run=False, confirmation=f"align {name}x")
+
+    # Refused before any action ran: nothing changed, no task failed, the run is no incident.
+    assert set(pipeline.group().values()) == {None}
+    assert refused.state == "success", refused.log[-6000:]
+    assert refused.states == {"validate_request": "success", "refused": "success", "verify": "skipped",
+                              "abort": "skipped", "rewind": "skipped", "align": "skipped"}
+    reason = refused.xcoms["refused"]
+    assert f"must read exactly 'align {name}'" in reason and f"got 'align {name}x'" in reason
+    card = result_of(refused, "align", "REFUSED")
+    assert f"- Reason: {reason}" in card and f"type exactly `align {name}`" in card and "nothing was changed" in card
+    refused_log = refused.task_log("refused")
+    assert f"Refused, nothing was changed: {reason}" in refused_log
+    assert "Traceback" not in refused.log and "AirflowFailException" not in refused.log
+
+    # A dry run needs no confirmation and shows what the align would change.
+    planned = recover(pipeline, tmp_path, "plan", action="align", dry_run=True, confirmation=f"align {name}x")
+    assert planned.states["align"] == "success" and planned.states["refused"] == "skipped", planned.log[-6000:]
+    assert set(pipeline.group().values()) == {None}
+    plan = result_of(planned, "align", "OK")
+    assert "(dry run: nothing changed)" in plan and f"{PARTITIONS} of {PARTITIONS} partition(s) would change" in plan
+    assert [row[-1] for row in table_rows(plan)] == ["yes"] * PARTITIONS
+    assert "Verification of the group as it is (read back from Kafka): NO_MARKER" in plan
+
+    done = recover(pipeline, tmp_path, "align", action="align", dry_run=False, confirmation=f" align {name} ")
+
+    assert done.state == "success", done.log[-6000:]
+    assert done.states["align"] == "success" and done.states["refused"] == "skipped"
+    marker = BatchMarker(pipeline.query_id, LAST_COMMITTED).encode()
+    assert pipeline.group() == {tp: (o, marker) for tp, o in pipeline.end_offsets(LAST_COMMITTED).items()}
+    card = result_of(done, "align", "OK")
+    assert "(dry run" not in card and "committed" in card
+    assert "Verification afterwards (read back from Kafka): IN_SYNC" in card
+    assert all(row[2] == "-" and row[4] == f"batch {LAST_COMMITTED}" for row in table_rows(card)), card
+
+
+def test_health_check_shows_the_report_as_a_card_without_kafka_client_chatter(
+    pipeline: CheckpointedPipeline, airflow_home: Path, tmp_path: Path
+) -> None:
+    pipeline.produce_input_of(LAST_COMMITTED)
+    pipeline.commit_group(LAST_COMMITTED)
+
+    run = run_dag("eos_health_check", {}, tmp_path / "health.json",
+                  env={"EOS_SPECS_DIR": str(pipeline.spec_path.parent)}, timeout_s=600)
+
+    (state,) = run.states.values()
+    assert state in {"success", "failed"}, run.log[-6000:]
+    report = run.xcoms["health_report[0]"]
+    outcome = "OK" if report["is_healthy"] else "FINDING"
+    assert state == ("success" if outcome == "OK" else "failed")
+    cards = [fields.get("result", "") for fields in map(json.loads, run.rendered_fields)]
+    (card,) = [c for c in cards if c.startswith(f"## health {pipeline.spec.name}: {outcome}")]
+    assert f"{report['status']} at " in card and "verification: IN_SYNC" in card
+    # The lag table: every input partition, its committed offset and marker.
+    assert sorted((row[0], row[2], row[3]) for row in table_rows(card)) == sorted(
+        (str(tp), str(offset), str(LAST_COMMITTED)) for tp, offset in pipeline.end_offsets(LAST_COMMITTED).items())
+    # The mapped task's label in the grid names the pipeline and its status.
+    with closing(sqlite3.connect(airflow_home / "airflow.db")) as db:
+        (label,) = db.execute("SELECT rendered_map_index FROM task_instance WHERE dag_id = 'eos_health_check' "
+                              "AND run_id = ? AND task_id = 'health_report'", (run.run_id,)).fetchone()
+    assert label == f"{pipeline.spec.name}: {report['status']}"
+    log = run.task_log("health_report")
+    assert "Result (also in this task's Rendered Templates tab" in log
+    assert "[kafka." not in log and "Returned value was" not in log, log[-6000:]
+
+
+def test_a_refused_abort_says_why_and_a_forced_one_shows_what_it_aborted(
+    pipeline: CheckpointedPipeline, airflow_home: Path, tmp_path: Path
+) -> None:
+    txn_id = f"{pipeline.prefix}-0"
+    zombie = Producer({"bootstrap.servers": pipeline.bootstrap, "transactional.id": txn_id})
+    zombie.init_transactions(30)
+    zombie.begin_transaction()
+    zombie.produce(pipeline.output_topic, key=b"k", value=b"never committed")
+    assert zombie.flush(30) == 0
+    confirmed = {"action": "abort", "dry_run": False, "confirmation": f"abort {pipeline.spec.name}"}
+
+    # The transaction is young and the checkpoint committed recently: the job looks alive.
+    refused = recover(pipeline, tmp_path, "alive", **confirmed)
+
+    assert refused.states["abort"] == "failed" and refused.states["refused"] == "skipped", refused.log[-6000:]
+    card = result_of(refused, "abort", "REFUSED")
+    assert "Error (UnsafeToActError): refusing to abort transactions" in card and "\nFix: " in card, card
+
+    forced = recover(pipeline, tmp_path, "forced", **confirmed, force=True)
+
+    assert forced.state == "success", forced.log[-6000:]
+    card = result_of(forced, "abort", "OK")
+    (row,) = table_rows(card)
+    assert row[0] == txn_id and row[-1] == "aborted", card
+    assert "Signs that the job is alive (forced):" in card
