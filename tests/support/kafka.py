@@ -31,7 +31,8 @@ def client_settings(cluster: Cluster) -> dict[str, Any]:
 
 def create_topic(bootstrap: Cluster, name: str, partitions: int = 1, config: dict | None = None) -> str:
     admin = AdminClient(client_settings(bootstrap))
-    futures = admin.create_topics([NewTopic(name, partitions, 1, config=config or {})])
+    # The cluster's default replication: 1 on one node, 3 on `--brokers 3`.
+    futures = admin.create_topics([NewTopic(name, partitions, -1, config=config or {})])
     futures[name].result(30)
     # Metadata propagates asynchronously even on one node; wait until the leader is known.
     deadline = time.monotonic() + 30
