@@ -16,9 +16,23 @@ PYTEST_ARGS ?=
 # chunk, all of tests/chaos, to one worker and leaves the other idle for half an hour).
 PYTEST_WORKERS ?= 2
 
-.PHONY: install demo test lint bench constraints clean
+# Debian packages for the browser (UI) tests: Playwright drives the system's Chromium (its own browser
+# download cannot work here). Skipped when chromium is installed; without root, passwordless sudo or
+# apt-get it only warns, and the browser tests skip (under CI they fail).
+SYSTEM_PACKAGES := chromium fonts-liberation
+CHROMIUM ?= chromium
+APT_INSTALL := apt-get -qq update && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(SYSTEM_PACKAGES)
 
-install: $(STAMP)
+.PHONY: install system demo test lint bench constraints clean
+
+install: system $(STAMP)
+
+system:
+	@if command -v $(CHROMIUM) >/dev/null 2>&1; then :; \
+	elif ! command -v apt-get >/dev/null 2>&1; then echo "make system: no apt-get; install Chromium yourself (or set EOS_CHROMIUM)" >&2; \
+	elif [ "$$(id -u)" = 0 ]; then echo "make system: apt-get install $(SYSTEM_PACKAGES)"; $(APT_INSTALL); \
+	elif sudo -n true 2>/dev/null; then echo "make system: sudo apt-get install $(SYSTEM_PACKAGES)"; sudo sh -c '$(APT_INSTALL)'; \
+	else echo "make system: not root: skipping apt-get install $(SYSTEM_PACKAGES); the browser tests will skip" >&2; fi
 
 $(STAMP): setup.cfg pyproject.toml $(CONSTRAINTS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

@@ -47,11 +47,12 @@ def confirmation_help(pipelines: Collection[str], *, max_pipelines: int = 20) ->
     names = sorted(pipelines)
     lines = [
         "Only with dry run **off** for abort, rewind or align (verify and dry runs need nothing). "
-        "Type exactly `<action> <pipeline>`:",
+        "Type exactly *action pipeline*:",
         "",
     ]
     lines.extend(
-        f"- {name}: " + " · ".join(f"`{confirmation_phrase(action, name)}`" for action in STATE_CHANGING)
+        # Bold, not inline code: the form draws code chips taller than its help line, over the text.
+        f"- {name}: " + " · ".join(f"**{confirmation_phrase(action, name)}**" for action in STATE_CHANGING)
         for name in names[:max_pipelines]
     )
     if len(names) > max_pipelines:
@@ -130,7 +131,6 @@ def decide(params: Mapping[str, Any], pipelines: Collection[str]) -> RequestDeci
         typed = (params.get("confirmation") or "").strip()
         if typed != expected:
             return refuse(
-                f"dry_run is off, so the confirmation must read exactly {expected!r}; got {typed!r}. "
-                "Type it, or tick dry_run to see what would change first."
+                f"dry_run is off, so the confirmation must read exactly {expected!r}; got {typed!r}"
             )
     return RequestDecision(pipeline=pipeline, action=action, dry_run=dry_run)

@@ -83,8 +83,8 @@ def test_an_invalid_request_is_refused_with_what_to_change(change: dict[str, Any
 
 def test_the_help_lists_every_pipelines_phrases_and_stays_bounded() -> None:
     text = confirmation_help(PIPELINES)
-    assert "- orders_enrich: `abort orders_enrich` · `rewind orders_enrich` · `align orders_enrich`" in text
-    assert "- payments: `abort payments`" in text
+    assert "- orders_enrich: **abort orders_enrich** · **rewind orders_enrich** · **align orders_enrich**" in text
+    assert "- payments: **abort payments**" in text
     many = confirmation_help([f"p{i:03d}" for i in range(50)], max_pipelines=20)
     assert many.count("\n- p") == 20 and "and 30 more pipeline(s)" in many
     assert "(no pipeline spec found)" in confirmation_help([])
@@ -122,7 +122,7 @@ def test_the_confirmation_help_shows_each_pipelines_exact_phrase(recovery_dag) -
     param = recovery_dag.dag.params.get_param("confirmation")
     assert param.description is None  # else the form shows it instead of the Markdown
     for action in STATE_CHANGING:
-        assert f"`{action} orders_enrich`" in param.schema["description_md"]
+        assert f"**{action} orders_enrich**" in param.schema["description_md"]
 
 
 @pytest.mark.airflow
