@@ -22,7 +22,7 @@ from airflow_provider_eos.core.health import HealthStatus, LagStatus, LagWindow
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.kafka import health_probe
-from airflow_provider_eos.kafka import transactions_admin as ta
+from airflow_provider_eos.kafka.transaction_actions import fence
 from airflow_provider_eos.usecases import health as health_usecase
 from tests.integration.test_transactions_recovery import open_transaction_and_sigkill
 from tests.support.checkpointed_pipeline import LAST_COMMITTED, CheckpointedPipeline, checkpointed_pipeline
@@ -151,7 +151,7 @@ def test_open_transaction_under_the_prefix_older_than_the_timeout_is_lingering(m
         assert report.status is HealthStatus.UNHEALTHY
         assert "Open transactions under the prefix" in report.render()
     finally:
-        ta.fence(pipeline.spec, txn_id)
+        fence(pipeline.spec, txn_id)
 
 
 def test_output_partition_with_an_open_transaction_shows_a_gap_that_hangs_when_it_does_not_move(
@@ -174,7 +174,7 @@ def test_output_partition_with_an_open_transaction_shows_a_gap_that_hangs_when_i
         (found,) = [f for f in report.findings if f.signal == "hanging"]
         assert found.subject == f"{pipeline.output_topic}-0 (output)" and report.status is HealthStatus.UNHEALTHY
     finally:
-        ta.fence(pipeline.spec, txn_id)
+        fence(pipeline.spec, txn_id)
 
     # Once aborted (the coordinator writes the abort markers asynchronously), the gap closes.
     deadline = time.monotonic() + 30
