@@ -32,6 +32,10 @@ class YarnClusterError(DevstackError):
     """The devstack's Hadoop MiniCluster (HDFS + YARN) could not be started or stopped; names the log file to read."""
 
 
+class AirflowDeploymentError(DevstackError):
+    """The devstack's Airflow deployment could not be started or stopped; names the log file to read."""
+
+
 class SpecError(EosError):
     """The pipeline spec is invalid; the message names the field."""
 

@@ -44,7 +44,7 @@ from airflow_provider_eos.devstack.security import (
 
 log = logging.getLogger(__name__)
 
-__all__ = ["BrokerInfo", "LocalKafka", "NodeFault", "NodeInfo", "default_state_dir", "free_port"]
+__all__ = ["BrokerInfo", "LocalKafka", "NodeFault", "NodeInfo", "default_state_dir"]
 
 DEFAULT_TRANSACTION_MAX_TIMEOUT_MS = 900_000
 _STATE_FILE = "devstack.json"
@@ -54,9 +54,6 @@ NODE_FAULTS: tuple[NodeFault, ...] = ("kill", "pause", "resume", "stop", "restar
 
 NODE_REJOINS = RetryPolicy(waiting_for="the broker to rejoin the cluster", timeout_s=120, first_delay_s=0.5,
                            max_delay_s=1.0)
-
-# Kept for the modules and tests that import them from here.
-_pid_alive = pid_alive
 
 
 def default_state_dir() -> Path:

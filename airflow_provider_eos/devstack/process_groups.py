@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from airflow_provider_eos.core.retry import RetryPolicy
-from airflow_provider_eos.devstack.broker import _pid_alive
+from airflow_provider_eos.devstack.broker_nodes import pid_alive
 
 __all__ = ["GROUPS_EXIT", "group_members", "process_state", "runs", "start_reaper", "stop_groups"]
 
@@ -33,7 +33,7 @@ def process_state(stat: str) -> tuple[str, int]:
 def group_members(pgid: int) -> list[int]:
     """Live (not zombie) processes in process group ``pgid``; without /proc, the leader if it lives."""
     if not (_PROC / "self" / "stat").exists():
-        return [pgid] if _pid_alive(pgid) else []
+        return [pgid] if pid_alive(pgid) else []
     members = []
     for entry in _PROC.iterdir():
         if entry.name.isdigit():
@@ -49,7 +49,7 @@ def runs(pid: int, marker: str) -> bool:
     try:
         return marker.encode() in (_PROC / str(pid) / "cmdline").read_bytes()
     except OSError:
-        return _pid_alive(pid)
+        return pid_alive(pid)
 
 
 def _ours(pgid: int, marker: str) -> bool:

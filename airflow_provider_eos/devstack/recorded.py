@@ -19,7 +19,8 @@ from typing import ClassVar, Generic, TypeVar
 from pydantic import BaseModel
 
 from airflow_provider_eos.core.errors import DevstackError
-from airflow_provider_eos.devstack.broker import _pid_alive, default_state_dir
+from airflow_provider_eos.devstack.broker import default_state_dir
+from airflow_provider_eos.devstack.broker_nodes import pid_alive
 from airflow_provider_eos.devstack.process_groups import start_reaper, stop_groups
 
 __all__ = ["RecordedDaemons"]
@@ -116,8 +117,8 @@ class RecordedDaemons(Generic[InfoT]):
         if info is None:
             return
         watched = set(part.leaders(info))
-        while _pid_alive(owner_pid) and any(_pid_alive(pid) for pid in watched):
+        while pid_alive(owner_pid) and any(pid_alive(pid) for pid in watched):
             time.sleep(2)
         current = part.recorded() if part.state_file.exists() else None
-        if not _pid_alive(owner_pid) and current is not None and set(part.leaders(current)) == watched:
+        if not pid_alive(owner_pid) and current is not None and set(part.leaders(current)) == watched:
             part.down()

@@ -23,7 +23,8 @@ from typing import Literal
 
 from airflow_provider_eos.core.errors import SparkClusterError
 from airflow_provider_eos.core.retry import RetryPolicy
-from airflow_provider_eos.devstack.broker import _pid_alive, free_port
+from airflow_provider_eos.devstack.broker_config import free_port
+from airflow_provider_eos.devstack.broker_nodes import pid_alive
 from airflow_provider_eos.devstack.process_groups import runs, stop_groups
 from airflow_provider_eos.devstack.recorded import RecordedDaemons
 from airflow_provider_eos.devstack.spark_cluster_state import (
@@ -82,7 +83,7 @@ class SparkCluster(RecordedDaemons[SparkClusterInfo]):
         info = self.recorded()
         if info is None:
             return None
-        running = {d.pid for d in info.daemons if _pid_alive(d.pid) and runs(d.pid, d.main_class)}
+        running = {d.pid for d in info.daemons if pid_alive(d.pid) and runs(d.pid, d.main_class)}
         master_running = any(pid in running for pid in info.pids("master"))
         view = self._master_view(info, http_timeout_s) if master_running else None
         return SparkClusterStatus(
@@ -169,7 +170,7 @@ class SparkCluster(RecordedDaemons[SparkClusterInfo]):
         from airflow_provider_eos.devstack.jars import pyspark_jars_dir
 
         info, old = self._worker(index)
-        if _pid_alive(old.pid) and runs(old.pid, old.main_class):
+        if pid_alive(old.pid) and runs(old.pid, old.main_class):
             raise SparkClusterError(f"Spark worker {index} (pid {old.pid}) still runs.",
                                     fix="kill it first (SparkCluster.kill_worker) or leave it running.")
         view = self._master_view(info, http_timeout_s=2)
@@ -184,11 +185,11 @@ class SparkCluster(RecordedDaemons[SparkClusterInfo]):
         def registered_or_exited() -> bool:
             current = self._master_view(info, http_timeout_s=2)
             fresh = current is not None and any(w.id not in known and w.state == "ALIVE" for w in current.workers)
-            return fresh or not _pid_alive(worker.pid)
+            return fresh or not pid_alive(worker.pid)
 
         waited = WORKERS_REGISTER.bounded(timeout_s=timeout_s).poll(
             registered_or_exited, until=bool, what=f"registration of the restarted worker {index}")
-        if not waited.settled or not _pid_alive(worker.pid):
+        if not waited.settled or not pid_alive(worker.pid):
             raise SparkClusterError(f"Spark worker {index} did not register again at {info.master_url}.",
                                     fix=f"read {worker.log_file}.")
         return info
@@ -254,12 +255,12 @@ class SparkCluster(RecordedDaemons[SparkClusterInfo]):
         """True once the master answers; False if it exited on a taken port; an error otherwise."""
 
         def answers_or_exited() -> bool:
-            return not _pid_alive(master.pid) or self._master_view(info, http_timeout_s=2) is not None
+            return not pid_alive(master.pid) or self._master_view(info, http_timeout_s=2) is not None
 
         waited = MASTER_ANSWERS.bounded(timeout_s=timeout_s).poll(
             answers_or_exited, until=bool, what=f"start of the Spark master {info.master_url}"
         )
-        exited = not _pid_alive(master.pid)
+        exited = not pid_alive(master.pid)
         if waited.settled and not exited:
             return True
         log_text = Path(master.log_file).read_text(errors="replace")
@@ -274,7 +275,7 @@ class SparkCluster(RecordedDaemons[SparkClusterInfo]):
 
     def _wait_for_workers(self, info: SparkClusterInfo, timeout_s: float) -> None:
         def registered_or_exited() -> bool:
-            if any(not _pid_alive(daemon.pid) for daemon in info.daemons):
+            if any(not pid_alive(daemon.pid) for daemon in info.daemons):
                 return True  # a dead daemon will not register: stop waiting
             view = self._master_view(info, http_timeout_s=2)
             return view is not None and view.alive_workers >= info.workers
@@ -282,7 +283,7 @@ class SparkCluster(RecordedDaemons[SparkClusterInfo]):
         waited = WORKERS_REGISTER.bounded(timeout_s=timeout_s).poll(
             registered_or_exited, until=bool, what=f"registration of {info.workers} workers at {info.master_url}"
         )
-        exited = [daemon for daemon in info.daemons if not _pid_alive(daemon.pid)]
+        exited = [daemon for daemon in info.daemons if not pid_alive(daemon.pid)]
         if waited.settled and not exited:
             return
         culprit = exited[0] if exited else info.daemons[0]

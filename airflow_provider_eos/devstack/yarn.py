@@ -27,7 +27,7 @@ from pathlib import Path
 
 from airflow_provider_eos.core.errors import PrerequisiteError, YarnClusterError
 from airflow_provider_eos.core.retry import RetryPolicy
-from airflow_provider_eos.devstack.broker import _pid_alive
+from airflow_provider_eos.devstack.broker_nodes import pid_alive
 from airflow_provider_eos.devstack.jars import _resolve, eos_home, pyspark_jars_dir, require_java
 from airflow_provider_eos.devstack.process_groups import runs
 from airflow_provider_eos.devstack.recorded import RecordedDaemons
@@ -106,7 +106,7 @@ class YarnMiniCluster(RecordedDaemons[YarnClusterInfo]):
         info = self.recorded()
         if info is None:
             return None
-        running = _pid_alive(info.pid) and runs(info.pid, CLUSTER_CLASS)
+        running = pid_alive(info.pid) and runs(info.pid, CLUSTER_CLASS)
         nodes = _running_nodes(info, http_timeout_s) if running else 0
         return YarnClusterStatus(info=info, running=running, nodes_running=nodes)
 
@@ -209,7 +209,7 @@ class YarnMiniCluster(RecordedDaemons[YarnClusterInfo]):
             return bool(_BIND_FAILURE.search(info.log_file.read_text(errors="replace")))
 
         def ready_or_failed() -> bool:
-            if not _pid_alive(info.pid):
+            if not pid_alive(info.pid):
                 return True
             if (info.yarn_dir / "details.json").exists():  # written once HDFS and YARN both started
                 return _running_nodes(info, 2) >= 1 and _webhdfs_answers(info)
@@ -218,7 +218,7 @@ class YarnMiniCluster(RecordedDaemons[YarnClusterInfo]):
         waited = CLUSTER_READY.bounded(timeout_s=timeout_s).poll(
             ready_or_failed, until=bool, what=f"start of the Hadoop MiniCluster in {info.yarn_dir}"
         )
-        alive = _pid_alive(info.pid)
+        alive = pid_alive(info.pid)
         if waited.settled and alive and (info.yarn_dir / "details.json").exists():
             return True
         if bind_failed():

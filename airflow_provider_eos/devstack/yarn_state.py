@@ -12,7 +12,7 @@ from xml.sax.saxutils import escape
 
 from pydantic import BaseModel, ConfigDict
 
-from airflow_provider_eos.devstack.broker import free_port
+from airflow_provider_eos.devstack.broker_config import free_port
 
 __all__ = ["CLUSTER_CLASS", "STATE_FILE", "YarnClusterInfo", "YarnClusterStatus", "YarnPorts", "write_client_conf"]
 

@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from airflow_provider_eos.devstack.broker import LocalKafka, _pid_alive
+from airflow_provider_eos.devstack.broker import LocalKafka
+from airflow_provider_eos.devstack.broker_nodes import pid_alive
 
 pytestmark = pytest.mark.integration
 
@@ -53,10 +54,10 @@ def test_broker_is_stopped_when_its_owner_dies_without_cleanup(tmp_path):
     )
     broker_pid = int(owner.stdout.strip().splitlines()[-1])
     deadline = time.monotonic() + 60
-    while (_pid_alive(broker_pid) or (tmp_path / "owned").exists()) and time.monotonic() < deadline:
+    while (pid_alive(broker_pid) or (tmp_path / "owned").exists()) and time.monotonic() < deadline:
         time.sleep(0.5)
     try:
-        assert not _pid_alive(broker_pid), "the reaper did not stop the orphaned broker"
+        assert not pid_alive(broker_pid), "the reaper did not stop the orphaned broker"
         assert not (tmp_path / "owned").exists()
     finally:
         LocalKafka(tmp_path / "owned").down()

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from airflow_provider_eos.core.errors import SparkClusterError
-from airflow_provider_eos.devstack.broker import LocalKafka, _pid_alive
+from airflow_provider_eos.devstack.broker import LocalKafka
+from airflow_provider_eos.devstack.broker_nodes import pid_alive
 from airflow_provider_eos.devstack.process_groups import group_members
 from airflow_provider_eos.devstack.spark_cluster import SparkCluster, SparkClusterInfo
 
@@ -41,7 +42,7 @@ def master_json(info: SparkClusterInfo) -> dict:
 
 def assert_nothing_runs(info: SparkClusterInfo) -> None:
     for pid in info.pids():
-        assert not _pid_alive(pid), f"Spark daemon pid {pid} still runs"
+        assert not pid_alive(pid), f"Spark daemon pid {pid} still runs"
         assert not group_members(pid), f"processes {group_members(pid)} of daemon {pid}'s group still run"
 
 

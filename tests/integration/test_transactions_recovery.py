@@ -396,7 +396,7 @@ def test_broker_max_transaction_timeout_is_read_live(bootstrap: str, kafka_broke
 
 
 def test_unreachable_broker_is_a_typed_error(tmp_path: Path) -> None:
-    from airflow_provider_eos.devstack.broker import free_port
+    from airflow_provider_eos.devstack.broker_config import free_port
 
     with pytest.raises(ta.TransactionsAdminError) as raised, ta.admin_client(
         {"bootstrap.servers": f"127.0.0.1:{free_port()}"}, timeout_ms=2_000

@@ -20,7 +20,7 @@ import fsspec
 import pytest
 
 from airflow_provider_eos.core.retry import RetryPolicy
-from airflow_provider_eos.devstack.broker import _pid_alive
+from airflow_provider_eos.devstack.broker_nodes import pid_alive
 from airflow_provider_eos.devstack.process_groups import group_members
 from airflow_provider_eos.devstack.yarn import STATE_FILE, YarnClusterInfo, YarnMiniCluster
 from tests.support.yarn_cluster import (
@@ -154,7 +154,7 @@ def test_eos_devstack_up_yarn_status_and_down_from_other_processes(tmp_path: Pat
 
         down = run("down")
         assert down.returncode == 0 and "yarn cluster stopped" in down.stdout, down.stdout + down.stderr
-        assert not _pid_alive(info.pid) and group_members(info.pid) == []
+        assert not pid_alive(info.pid) and group_members(info.pid) == []
         assert not (tmp_path / STATE_FILE).exists() and not info.yarn_dir.exists()
         assert run("status").returncode == 1  # nothing runs: a finding
     finally:

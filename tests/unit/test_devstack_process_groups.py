@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from airflow_provider_eos.devstack.broker import _pid_alive
+from airflow_provider_eos.devstack.broker_nodes import pid_alive
 from airflow_provider_eos.devstack.process_groups import group_members, runs, stop_groups
 from airflow_provider_eos.devstack.spark_cluster import SparkCluster, reap
 from airflow_provider_eos.devstack.spark_cluster_state import MASTER_CLASS, STATE_FILE, WORKER_CLASS, SparkClusterInfo
@@ -53,7 +53,7 @@ def test_a_group_is_stopped_with_the_processes_it_started(started):
     members = group_members(pid)
     assert runs(pid, WORKER_CLASS) and not runs(pid, MASTER_CLASS)
     assert stop_groups({pid: WORKER_CLASS}, timeout_s=10) == (True, [])
-    assert not any(_pid_alive(member) for member in members)
+    assert not any(pid_alive(member) for member in members)
 
 
 def test_a_group_that_ignores_sigterm_is_killed_after_the_grace(started):
@@ -84,7 +84,7 @@ def test_the_reaper_stops_the_cluster_of_a_dead_owner_and_removes_its_files(tmp_
     })
     (tmp_path / STATE_FILE).write_text(info.model_dump_json())
     reap(int(owner.stdout), str(tmp_path))
-    assert not any(_pid_alive(member) for member in members)
+    assert not any(pid_alive(member) for member in members)
     assert not (tmp_path / STATE_FILE).exists() and not (tmp_path / "spark").exists()
     assert SparkCluster(tmp_path).status() is None
 
@@ -100,4 +100,4 @@ def test_descendants_in_sessions_of_their_own_are_stopped_too(started, crash):
     detached = [c.pid for c in psutil.Process(pid).children(recursive=True) if c.pid not in group_members(pid)]
     assert len(detached) == 1, "the stand-in daemon did not start its detached child"
     assert stop_groups({pid: WORKER_CLASS}, timeout_s=10, crash=crash) == (True, [])
-    assert not _pid_alive(detached[0]) or psutil.Process(detached[0]).status() == psutil.STATUS_ZOMBIE
+    assert not pid_alive(detached[0]) or psutil.Process(detached[0]).status() == psutil.STATUS_ZOMBIE

@@ -16,8 +16,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from airflow_provider_eos.core.acls.model import CLUSTER_RESOURCE_NAME, Acl, Operation, PatternType, ResourceType, Role
-from airflow_provider_eos.core.acls.permissions import principal_of
+from airflow_provider_eos.core.acls.model import CLUSTER_RESOURCE_NAME, Acl, Operation, ResourceType, Role
+from airflow_provider_eos.core.acls.permissions import name_matches, principal_of
 from airflow_provider_eos.core.errors import AclMissingError
 
 __all__ = [
@@ -155,7 +155,7 @@ def for_role(error: AclMissingError, role: Role | str, *, pipeline: str | None =
         return error
     principal = error.principal or (principal_of(settings)[0] if settings is not None else None)
     covering = [a for a in role_acls if a.resource_type.value == error.resource_type
-                and any(_acl_names(a, n) for n in error.resource_names)]
+                and any(name_matches(a, n) for n in error.resource_names)]
     resources = ", ".join(f"{error.resource_type} {n!r}" for n in error.resource_names)
     if covering:
         resources = ", ".join(dict.fromkeys(
@@ -176,9 +176,3 @@ def for_role(error: AclMissingError, role: Role | str, *, pipeline: str | None =
         role=str(role),
     )
 
-
-def _acl_names(acl: Acl, name: str) -> bool:
-    """Whether ``acl``'s resource pattern covers the resource ``name``."""
-    if acl.pattern is PatternType.PREFIXED:
-        return name.startswith(acl.name)
-    return acl.name in (name, "*")

@@ -134,7 +134,7 @@ def principal_of(kafka: Mapping[str, Any]) -> tuple[str | None, str]:
     return f"User:{username}", f"{protocol} {mechanism} user {username!r}"
 
 
-def _name_matches(binding: Acl, name: str, pattern: PatternType) -> bool:
+def name_matches(binding: Acl, name: str, pattern: PatternType = PatternType.LITERAL) -> bool:
     """Whether ``binding``'s resource pattern covers every name ``(name, pattern)`` stands for."""
     if binding.pattern is PatternType.LITERAL:
         return binding.name == "*" or (pattern is PatternType.LITERAL and binding.name == name)
@@ -169,7 +169,7 @@ def covers(bindings: Iterable[Acl], required: Acl) -> bool:
             continue
         operation_ok = binding.operation in (required.operation, Operation.ALL) or (
             binding.operation in _IMPLIED_BY.get(required.operation, frozenset()))
-        if operation_ok and _applies(binding, required) and _name_matches(binding, required.name, required.pattern):
+        if operation_ok and _applies(binding, required) and name_matches(binding, required.name, required.pattern):
             allowed = True
     return allowed
 
