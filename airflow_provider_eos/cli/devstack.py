@@ -82,12 +82,15 @@ def _print_client_lines(info: BrokerInfo) -> None:
 
 
 def _devstack_down(args: argparse.Namespace) -> int:
+    from airflow_provider_eos.devstack.airflow_deployment import LocalAirflow
     from airflow_provider_eos.devstack.broker import LocalKafka
     from airflow_provider_eos.devstack.spark_cluster import SparkCluster
     from airflow_provider_eos.devstack.yarn import YarnMiniCluster
 
     kafka = LocalKafka(args.state_dir)
     # The clusters first: the broker's down removes the whole folder, the clusters' state files with it.
+    if LocalAirflow(kafka.state_dir).down():
+        print("airflow stopped")
     if SparkCluster(kafka.state_dir).down():
         print("spark cluster stopped")
     if YarnMiniCluster(kafka.state_dir).down():

@@ -15,7 +15,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from airflow_provider_eos.cli import acls, devstack, health, package, preflight, recovery
+from airflow_provider_eos.cli import acls, airflow, devstack, health, package, preflight, recovery
 from airflow_provider_eos.cli.output import emit_error
 from airflow_provider_eos.core.errors import EosError
 
@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
         "command: 0 ok, 1 a finding that needs action, 2 an error (the message says why and what to do).",
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    for group in (devstack, package, recovery, preflight, health, acls):
+    for group in (devstack, airflow, package, recovery, preflight, health, acls):
         group.register(commands)
     return parser
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from airflow_provider_eos.core.retry import RetryPolicy
 from airflow_provider_eos.devstack.broker_nodes import pid_alive
 
-__all__ = ["GROUPS_EXIT", "group_members", "process_state", "runs", "start_reaper", "stop_groups"]
+__all__ = ["GROUPS_EXIT", "Marker", "group_members", "process_state", "runs", "start_reaper", "stop_groups"]
 
 GROUPS_EXIT = RetryPolicy(waiting_for="the process groups to exit", timeout_s=20, first_delay_s=0.1, max_delay_s=0.3)
 _PROC = Path("/proc")
@@ -44,22 +44,29 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
-def runs(pid: int, marker: str) -> bool:
-    """Whether live ``pid``'s command line holds ``marker`` (e.g. a JVM main class); without /proc, whether it lives."""
+#: What a daemon's command line holds: one string, or alternatives (a process that retitles itself).
+Marker = str | tuple[str, ...]
+
+
+def runs(pid: int, marker: Marker) -> bool:
+    """Whether live ``pid``'s command line holds ``marker`` (e.g. a JVM main class; a tuple: any of them);
+    without /proc, whether it lives."""
+    markers = (marker,) if isinstance(marker, str) else marker
     try:
-        return marker.encode() in (_PROC / str(pid) / "cmdline").read_bytes()
+        cmdline = (_PROC / str(pid) / "cmdline").read_bytes()
+        return any(m.encode() in cmdline for m in markers)
     except OSError:
         return pid_alive(pid)
 
 
-def _ours(pgid: int, marker: str) -> bool:
+def _ours(pgid: int, marker: Marker) -> bool:
     members = group_members(pgid)
     # A live leader running another program means the pid was reused: not ours. A dead leader's
     # group can only hold its own orphans (Linux reuses no pid as long as its group has members).
     return bool(members) and (pgid not in members or runs(pgid, marker))
 
 
-def stop_groups(leaders: dict[int, str], timeout_s: float, *, crash: bool = False) -> tuple[bool, list[int]]:
+def stop_groups(leaders: dict[int, Marker], timeout_s: float, *, crash: bool = False) -> tuple[bool, list[int]]:
     """SIGTERM the groups of ``leaders`` (pid -> command-line marker), SIGKILL what is left after ``timeout_s``.
 
     Descendants that left the group are stopped too: PySpark's daemon puts itself and its Python

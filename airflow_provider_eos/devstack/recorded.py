@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from airflow_provider_eos.core.errors import DevstackError
 from airflow_provider_eos.devstack.broker import default_state_dir
 from airflow_provider_eos.devstack.broker_nodes import pid_alive
-from airflow_provider_eos.devstack.process_groups import start_reaper, stop_groups
+from airflow_provider_eos.devstack.process_groups import Marker, start_reaper, stop_groups
 
 __all__ = ["RecordedDaemons"]
 
@@ -54,7 +54,7 @@ class RecordedDaemons(Generic[InfoT]):
     def work_dir(self) -> Path:
         return self.state_dir / self.work_name
 
-    def leaders(self, info: InfoT) -> dict[int, str]:
+    def leaders(self, info: InfoT) -> dict[int, Marker]:
         """The process groups to stop: leader pid -> the main class its command line holds."""
         raise NotImplementedError
 

@@ -1,0 +1,83 @@
+"""``eos airflow up|down|status``: the devstack's Airflow deployment, to use the DAGs through the UI.
+
+``up`` starts an api-server, a scheduler (LocalExecutor), a dag-processor and a triggerer on
+127.0.0.1 (:mod:`airflow_provider_eos.devstack.airflow_deployment`), with this project's DAGs, a
+pipelines folder, and the ``kafka_default`` / ``spark_default`` connections for the devstack in
+the same ``--state-dir`` (its broker and, when one runs, its Spark standalone master). It prints
+the UI's address and the admin login last.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from airflow_provider_eos.cli.output import ExitCode
+
+__all__ = ["register"]
+
+
+def _up(args: argparse.Namespace) -> int:
+    from airflow_provider_eos.devstack.airflow_deployment import LocalAirflow
+    from airflow_provider_eos.devstack.broker import LocalKafka
+    from airflow_provider_eos.devstack.spark_cluster import SparkCluster
+
+    airflow = LocalAirflow(args.state_dir)
+    broker = LocalKafka(airflow.state_dir).status()
+    cluster = SparkCluster(airflow.state_dir).status()
+    master = args.spark_master or (cluster.info.master_url if cluster and cluster.healthy else "local[2]")
+    info = airflow.up(specs_dir=args.specs_dir, dags_folder=args.dags_folder,
+                      bootstrap_servers=broker.bootstrap_servers if broker else None, spark_master=master)
+    print(f"Airflow {info.url} home={info.airflow_home} pids={','.join(str(d.pid) for d in info.daemons)}")
+    print(f"pipelines={info.specs_dir} (put spec files here; the DAGs list them within seconds)")
+    print(f"connections: spark_default={master}"
+          + (f" kafka_default={broker.bootstrap_servers}" if broker else " (no devstack broker: no kafka_default)"))
+    print(f"login: user={info.user} password={info.password()}  ({info.password_file})")
+    print(f"ui={info.url}")
+    return ExitCode.OK
+
+
+def _down(args: argparse.Namespace) -> int:
+    from airflow_provider_eos.devstack.airflow_deployment import LocalAirflow
+
+    print("airflow stopped and removed" if LocalAirflow(args.state_dir).down() else "no Airflow deployment was running")
+    return ExitCode.OK
+
+
+def _status(args: argparse.Namespace) -> int:
+    from airflow_provider_eos.devstack.airflow_deployment import LocalAirflow
+
+    airflow = LocalAirflow(args.state_dir)
+    info = airflow.running()
+    if info is None:
+        recorded = airflow.recorded()
+        print("no Airflow deployment runs" + (f" (recorded in {airflow.state_file}, not all of it runs: "
+                                              "`eos airflow up` starts it anew)" if recorded else ""))
+        return ExitCode.FINDING
+    print(f"Airflow {info.url} runs: {', '.join(f'{d.component}={d.pid}' for d in info.daemons)}")
+    print(f"ui={info.url}")
+    return ExitCode.OK
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    """Add ``airflow up|down|status`` to the ``eos`` command line."""
+    from airflow_provider_eos.devstack.airflow_deployment import REPO_DAGS
+
+    parser = commands.add_parser(
+        "airflow", help="a local Airflow deployment (api-server, scheduler, dag-processor, triggerer) with the DAGs"
+    )
+    subcommands = parser.add_subparsers(dest="airflow_command", required=True)
+    for name, handler, help_text in (
+        ("up", _up, "start it (idempotent); print the UI's address and the admin login"),
+        ("down", _down, "stop it and remove its metadata DB and logs"),
+        ("status", _status, "say whether it runs and where (exit 1: it does not)"),
+    ):
+        sub = subcommands.add_parser(name, help=help_text)
+        sub.add_argument("--state-dir", default=None,
+                         help="the devstack folder (default $EOS_HOME/devstack); Airflow lives in <state-dir>/airflow")
+        sub.set_defaults(handler=handler)
+        if name == "up":
+            sub.add_argument("--specs-dir", default=None,
+                             help="the pipelines folder the DAGs read ($EOS_SPECS_DIR; default <state-dir>/pipelines)")
+            sub.add_argument("--dags-folder", default=str(REPO_DAGS), help=f"the DAG files (default {REPO_DAGS})")
+            sub.add_argument("--spark-master", default=None,
+                             help="spark_default's master (default: the devstack's standalone master, else local[2])")

@@ -1,0 +1,141 @@
+"""What the devstack's Airflow deployment is: its state file, its settings, its connections.
+
+Pure models and functions, no processes: :mod:`airflow_provider_eos.devstack.airflow_deployment`
+starts the daemons and records an :class:`AirflowDeploymentInfo` in ``airflow-deployment.json``.
+
+The deployment is a small production Airflow on one machine, as DESIGN.md section 7 asks: an
+api-server, a scheduler with the LocalExecutor, a dag-processor and a triggerer, each its own
+process (``airflow standalone`` runs the same four, but as threads of one command that a test
+cannot stop one part of). The metadata DB is SQLite: Airflow 3 runs the LocalExecutor on it
+(``airflow standalone`` does), and the deployment tests measure that it holds parallel tasks and
+a deferred sensor (see the README's Airflow section).
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = [
+    "ADMIN_USER",
+    "COMPONENTS",
+    "STATE_FILE",
+    "AirflowDaemon",
+    "AirflowDeploymentInfo",
+    "Component",
+    "airflow_environment",
+    "devstack_connections",
+    "new_secret",
+]
+
+STATE_FILE = "airflow-deployment.json"
+ADMIN_USER = "admin"
+Component = Literal["api-server", "scheduler", "dag-processor", "triggerer"]
+#: In start order: the api-server first, it serves the execution API the others' tasks call.
+COMPONENTS: tuple[Component, ...] = ("api-server", "scheduler", "dag-processor", "triggerer")
+
+
+class AirflowDaemon(BaseModel):
+    """One component's process; its pid is also its process group (it leads its own session)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    component: Component
+    pid: int
+    log_file: str
+
+    @property
+    def marker(self) -> tuple[str, ...]:
+        """What its command line holds: ``airflow`` then the component (NUL-separated, as /proc has it),
+        or the title the api-server gives itself once it serves (``airflow api_server -- host:...``)."""
+        return f"airflow\0{self.component}", f"airflow {self.component.replace('-', '_')} -- "
+
+
+class AirflowDeploymentInfo(BaseModel):
+    """What ``airflow-deployment.json`` records (written as each daemon starts)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    port: int
+    airflow_home: str
+    dags_folder: str
+    specs_dir: str
+    password_file: str
+    daemons: list[AirflowDaemon]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def user(self) -> str:
+        return ADMIN_USER
+
+    def password(self) -> str:
+        """The admin's password, read from the owner-only passwords file (never recorded in the state)."""
+        import json
+
+        return json.loads(Path(self.password_file).read_text())[ADMIN_USER]
+
+    def daemon(self, component: Component) -> AirflowDaemon | None:
+        return next((d for d in self.daemons if d.component == component), None)
+
+
+def new_secret() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def airflow_environment(info: AirflowDeploymentInfo, *, jwt_secret: str, fernet_key: str,
+                        parallelism: int = 8) -> dict[str, str]:
+    """The ``AIRFLOW__*`` settings every component (and every task it runs) gets.
+
+    Everything is pinned here rather than in an ``airflow.cfg``, so a user's own
+    ``~/airflow/airflow.cfg`` or environment cannot leak into the deployment.
+    """
+    home = Path(info.airflow_home)
+    return {
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__DAGS_FOLDER": info.dags_folder,
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
+        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+        "AIRFLOW__CORE__PARALLELISM": str(parallelism),
+        "AIRFLOW__CORE__FERNET_KEY": fernet_key,
+        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{info.url}/execution/",
+        "AIRFLOW__CORE__AUTH_MANAGER":
+            "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN_USER}:admin",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": info.password_file,
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
+        "AIRFLOW__API__HOST": "127.0.0.1",
+        "AIRFLOW__API__PORT": str(info.port),
+        "AIRFLOW__API__BASE_URL": info.url,
+        "AIRFLOW__API__WORKERS": "1",
+        "AIRFLOW__API_AUTH__JWT_SECRET": jwt_secret,
+        # A new spec file shows up in the trigger form within seconds, not the default 30.
+        "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "5",
+        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "10",
+        "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "False",
+        "AIRFLOW__TRIGGERER__CAPACITY": "50",
+        "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(home / "logs"),
+        "AIRFLOW__WEBSERVER__EXPOSE_CONFIG": "False",
+        "EOS_SPECS_DIR": info.specs_dir,
+    }
+
+
+def devstack_connections(bootstrap_servers: str | None, spark_master: str) -> dict[str, dict]:
+    """The ``kafka`` and ``spark`` connections for the devstack, as ``airflow connections import`` reads them.
+
+    ``kafka_default`` reaches the devstack broker (the DAGs use it for a role only when
+    ``$EOS_KAFKA_CONN_ID`` names it; by default each spec's own settings apply); ``spark_default``
+    is the master the pipeline DAG submits to.
+    """
+    connections: dict[str, dict] = {"spark_default": {"conn_type": "spark", "host": spark_master}}
+    if bootstrap_servers:
+        connections["kafka_default"] = {"conn_type": "kafka",
+                                        "extra": {"bootstrap.servers": bootstrap_servers}}
+    return connections

@@ -1,0 +1,148 @@
+"""Airflow 3's public REST API (``/api/v2``) as the deployment tests use it: trigger, wait, read.
+
+Everything goes through the api-server as a person's script would: a token from ``/auth/token``
+(the simple auth manager's admin), then JSON over HTTP. Nothing here imports task code.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+TERMINAL_RUN = frozenset({"success", "failed"})
+TERMINAL_TASK = frozenset({"success", "failed", "skipped", "upstream_failed", "removed"})
+
+
+class AirflowApi:
+    """A logged-in client of one deployment; ``with AirflowApi(url, user, password) as api: ...``."""
+
+    def __init__(self, url: str, user: str, password: str, timeout_s: float = 30) -> None:
+        self.url = url.rstrip("/")
+        self._client = httpx.Client(base_url=self.url, timeout=timeout_s)
+        token = self._client.post("/auth/token", json={"username": user, "password": password})
+        token.raise_for_status()
+        self._client.headers["Authorization"] = f"Bearer {token.json()['access_token']}"
+
+    def __enter__(self) -> AirflowApi:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._client.close()
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        answer = self._client.request(method, f"/api/v2{path}", **kwargs)
+        if answer.is_error:
+            raise AssertionError(f"{method} {path} -> {answer.status_code}: {answer.text[:2000]}")
+        return answer.json() if answer.content else None
+
+    def get(self, path: str, **params: Any) -> Any:
+        return self.request("GET", path, params=params or None)
+
+    # -- DAGs ------------------------------------------------------------------------------
+
+    def dag_details(self, dag_id: str) -> dict[str, Any]:
+        return self.get(f"/dags/{dag_id}/details")
+
+    def reparse(self, dag_id: str) -> None:
+        """Ask the dag-processor to parse the DAG's file now (e.g. after a spec file was added)."""
+        self.request("PUT", f"/parseDagFile/{self.dag_details(dag_id)['file_token']}")
+
+    def wait_for_param_choice(self, dag_id: str, param: str, value: str, timeout_s: float = 120) -> None:
+        """Wait until the DAG's form offers ``value`` for ``param`` (a new pipeline's spec was parsed)."""
+        deadline = time.monotonic() + timeout_s
+        self.reparse(dag_id)
+        while time.monotonic() < deadline:
+            schema = (self.dag_details(dag_id).get("params") or {}).get(param) or {}
+            if value in ((schema.get("schema") or {}).get("enum") or []):
+                return
+            time.sleep(1)
+        raise AssertionError(f"{dag_id}'s param {param} never offered {value!r}: {schema}")
+
+    # -- runs ------------------------------------------------------------------------------
+
+    def trigger(self, dag_id: str, conf: dict[str, Any], run_id: str | None = None) -> str:
+        run_id = run_id or f"test__{uuid.uuid4().hex[:12]}"
+        self.request("POST", f"/dags/{dag_id}/dagRuns",
+                     json={"dag_run_id": run_id, "conf": conf, "logical_date": None})
+        return run_id
+
+    def run(self, dag_id: str, run_id: str) -> dict[str, Any]:
+        return self.get(f"/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}")
+
+    def wait_for_run(self, dag_id: str, run_id: str, timeout_s: float = 600,
+                     states: Iterable[str] = TERMINAL_RUN) -> str:
+        wanted = set(states)
+        deadline = time.monotonic() + timeout_s
+        state = None
+        while time.monotonic() < deadline:
+            state = self.run(dag_id, run_id)["state"]
+            if state in wanted:
+                return state
+            time.sleep(2)
+        raise AssertionError(f"{dag_id} run {run_id} still {state} after {timeout_s}s; tasks: "
+                             f"{self.task_states(dag_id, run_id)}")
+
+    def task_instances(self, dag_id: str, run_id: str) -> list[dict[str, Any]]:
+        return self.get(f"/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}/taskInstances",
+                        limit=100)["task_instances"]
+
+    def task_states(self, dag_id: str, run_id: str) -> dict[str, str | None]:
+        return {ti["task_id"]: ti["state"] for ti in self.task_instances(dag_id, run_id)}
+
+    def task_instance(self, dag_id: str, run_id: str, task_id: str) -> dict[str, Any]:
+        return self.get(f"/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}/taskInstances/{task_id}")
+
+    def wait_for_task(self, dag_id: str, run_id: str, task_id: str, states: Iterable[str],
+                      timeout_s: float = 300) -> str:
+        wanted = set(states)
+        deadline = time.monotonic() + timeout_s
+        state = None
+        while time.monotonic() < deadline:
+            state = self.task_instance(dag_id, run_id, task_id)["state"]
+            if state in wanted:
+                return state
+            if state in TERMINAL_TASK:
+                raise AssertionError(f"{task_id} ended {state}, waiting for {sorted(wanted)}; "
+                                     f"log:\n{self.task_log(dag_id, run_id, task_id)[-4000:]}")
+            time.sleep(1)
+        raise AssertionError(f"{task_id} still {state} after {timeout_s}s, waiting for {sorted(wanted)}")
+
+    def set_task_state(self, dag_id: str, run_id: str, task_id: str, state: str) -> None:
+        """What "Mark as failed/success" in the UI sends."""
+        self.request("PATCH", f"/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}/taskInstances/{task_id}",
+                     json={"new_state": state})
+
+    def clear_task(self, dag_id: str, run_id: str, task_id: str) -> None:
+        """What "Clear" on one task instance in the UI sends."""
+        self.request("POST", f"/dags/{dag_id}/clearTaskInstances",
+                     json={"dry_run": False, "dag_run_id": run_id, "task_ids": [task_id],
+                           "only_failed": False, "reset_dag_runs": True})
+
+    # -- results ---------------------------------------------------------------------------
+
+    def xcom(self, dag_id: str, run_id: str, task_id: str, key: str = "return_value") -> Any:
+        entry = self.get(f"/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}/taskInstances/{task_id}"
+                         f"/xcomEntries/{key}", deserialize=True, stringify=False)
+        return entry["value"]
+
+    def task_log(self, dag_id: str, run_id: str, task_id: str, try_number: int | None = None) -> str:
+        number = try_number or self.task_instance(dag_id, run_id, task_id)["try_number"] or 1
+        answer = self.get(f"/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}/taskInstances/{task_id}"
+                          f"/logs/{number}", full_content=True)
+        content = answer.get("content") if isinstance(answer, dict) else answer
+        if isinstance(content, list):
+            return "\n".join(part.get("event", "") if isinstance(part, dict) else str(part) for part in content)
+        return str(content)
+
+    def rendered_fields(self, dag_id: str, run_id: str, task_id: str) -> dict[str, Any]:
+        return self.task_instance(dag_id, run_id, task_id).get("rendered_fields") or {}
