@@ -19,6 +19,9 @@ from enum import StrEnum
 from airflow_provider_eos.core.model import FrozenModel
 
 DRIVER_TOKEN_ENV = "EOS_DRIVER_TOKEN"
+#: The pid of the process that submitted a client-mode driver (an Airflow task): the driver stops
+#: after its running batch once that process is gone, so a killed task leaves no driver streaming.
+DRIVER_OWNER_PID_ENV = "EOS_DRIVER_OWNER_PID"
 """The environment variable that tags every process of one submission."""
 
 ENTRY_SCRIPT = "eos_job.py"
@@ -73,8 +76,10 @@ class DriverProcess(FrozenModel):
 
     @property
     def is_python_driver(self) -> bool:
-        """The Python driver (it stops its query between batches on SIGTERM); the rest are JVMs and workers."""
-        return ENTRY_SCRIPT in self.command and "java" not in self.command.split(" ", 1)[0]
+        """The Python driver (it stops its query between batches on SIGTERM); the rest are JVMs, workers and
+        the launcher scripts (``bash .../spark-class ... eos_job.py`` while spark-submit starts)."""
+        program = self.command.split(" ", 1)[0].rsplit("/", 1)[-1]
+        return ENTRY_SCRIPT in self.command and program.startswith("python")
 
 
 class Liveness(StrEnum):

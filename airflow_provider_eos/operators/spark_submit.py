@@ -22,6 +22,7 @@ log, in XCom or in a rendered template field.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import os
 import shutil
 import tempfile
@@ -34,13 +35,19 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_provider_eos.core.driver import DRIVER_TOKEN_ENV, DRIVER_XCOM_KEY, DriverHandle, driver_token
+from airflow_provider_eos.core.driver import (
+    DRIVER_OWNER_PID_ENV,
+    DRIVER_TOKEN_ENV,
+    DRIVER_XCOM_KEY,
+    DriverHandle,
+    driver_token,
+)
 from airflow_provider_eos.core.errors import EosError
 from airflow_provider_eos.core.hadoop_conf import ambient_hadoop_conf
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.spec.submission import Connector, parse_connector
 from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
-from airflow_provider_eos.spark.driver_processes import this_host
+from airflow_provider_eos.spark.driver_processes import observe, request_stop, this_host, wait_until_gone
 from airflow_provider_eos.spark.submit_command import plan_submit, spark_submit_executable
 
 if TYPE_CHECKING:
@@ -71,8 +78,12 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
     An ``available_now`` spec runs until the available input is processed, then the task
     succeeds; a processing-time spec runs until stopped (the task is long-lived: supervise it
     in parallel with :class:`~airflow_provider_eos.sensors.health.StreamingQueryHealthSensor`).
-    Killing the task kills the driver, which is safe: the next run replays the open batch once.
-    Every process of the submission carries the run's driver token, recorded in the XCom
+    Killing the task (marked failed or cleared in the UI, a timeout) stops a driver in client mode
+    cleanly: SIGTERM to the Python driver, which ends its query after the running batch (the
+    task has only seconds before Airflow's SIGKILL, so it does not wait; the recovery branch
+    waits for the driver to be gone). A new attempt of the same run waits for the previous
+    attempt's driver to be gone before it submits: never two drivers of one run. Every process of
+    the submission carries the run's driver token, recorded in the XCom
     ``driver``, so the recovery branch can stop the driver and confirm it is gone.
 
     :param spec_path: the pipeline spec file. (templated)
@@ -85,6 +96,8 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
     :param connector: how Spark's Kafka connector reaches the cluster, replacing the spec's
         ``connector``: ``{"jars": [...]}`` (paths or URLs) or ``{"packages": [...], "repositories": [...]}``.
     :param conn_id: the Spark provider's ``spark`` connection (master URL, deploy mode).
+    :param previous_driver_wait_s: how long a new attempt waits for the previous attempt's driver to
+        finish its batch and exit.
     :param kwargs: anything else :class:`SparkSubmitOperator` accepts (``executor_memory``, ...).
     """
 
@@ -102,6 +115,7 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         python_environment: str | None = None,
         connector: Connector | Mapping[str, Any] | None = None,
         conn_id: str = "spark_default",
+        previous_driver_wait_s: float = 180,
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("name", "eos-pipeline")
@@ -114,6 +128,8 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         self.connector = parse_connector(connector, where=f"{type(self).__name__} argument connector")
         # The ResourceManager's address from HADOOP_CONF_DIR, when the connection gives none (see the module).
         self._resourcemanager_url: str | None = None
+        self.previous_driver_wait_s = previous_driver_wait_s
+        self._driver: DriverHandle | None = None
 
     def execute(self, context: Context) -> None:
         # mkdtemp: a folder only this user can enter (0700), so the spec copy below is private twice.
@@ -146,6 +162,7 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
             self._spark_binary = self._spark_binary or spark_submit_executable()
             self._track_through_resourcemanager()
             self._record_driver(context, spec.name)
+            self._wait_for_previous_driver()
             self.log.info("Submitting pipeline %s (%s) with %d connector jars%s", spec.name, mode, len(plan.jars),
                           f", packed environment {plan.archives[0]}" if plan.archives else "")
             super().execute(context)
@@ -189,10 +206,51 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         token = driver_token(pipeline, context["ti"].dag_id, context["run_id"])
         self.env_vars = {**(self.env_vars or {}), DRIVER_TOKEN_ENV: token}
         self._hook = self._get_hook()
+        if str(self._hook._connection["deploy_mode"] or "client") != "cluster":
+            self.env_vars[DRIVER_OWNER_PID_ENV] = str(os.getpid())
+            self._hook = self._get_hook()
+            self._in_own_session(self._hook)
         handle = DriverHandle(
             pipeline=pipeline, token=token, host=this_host(), master=str(self._hook._connection["master"]),
             deploy_mode=str(self._hook._connection["deploy_mode"] or "client"),
             submitted_at=dt.datetime.now(dt.UTC),
         )
+        self._driver = handle
         context["ti"].xcom_push(key=DRIVER_XCOM_KEY, value=handle.model_dump(mode="json"))
         self.log.info("Driver token %s on host %s (%s)", token, handle.host, handle.master)
+
+    def _wait_for_previous_driver(self) -> None:
+        """A retried or cleared task of the same run: wait until the earlier attempt's driver is gone."""
+        if self._driver is None or self._driver.deploy_mode == "cluster":
+            return
+        seen = observe(self._driver)
+        if not seen.processes:
+            return
+        self.log.info("The previous attempt's driver still runs (%s); waiting up to %.0fs for it to exit",
+                      seen.evidence, self.previous_driver_wait_s)
+        request_stop(self._driver)
+        seen = wait_until_gone(self._driver, self.previous_driver_wait_s)
+        if not seen.gone:
+            raise AirflowFailException(
+                f"refusing to start a second driver for this run: the previous attempt's is still there "
+                f"({seen.evidence}). Stop it (it ends after its running batch on SIGTERM), then clear this task."
+            )
+
+    @staticmethod
+    def _in_own_session(hook: SparkSubmitHook) -> None:
+        """Start spark-submit in a session of its own (client mode).
+
+        Airflow 3's supervisor signals a killed task's whole process group, SIGKILL 5 s after
+        SIGTERM: spark-submit's JVM would stop its SparkContext mid-batch. Out of the group, the
+        driver gets only :meth:`on_kill`'s SIGTERM and ends after its running batch; it also stops
+        by itself when this task's process is gone (``EOS_DRIVER_OWNER_PID``).
+        """
+        hook.submit = functools.partial(hook.submit, start_new_session=True)  # type: ignore[method-assign]
+
+    def on_kill(self) -> None:
+        """Stop a client-mode driver between batches (SIGTERM); other deploy modes: the provider's kill."""
+        if self._driver is None or self._driver.deploy_mode == "cluster":
+            super().on_kill()
+            return
+        seen = request_stop(self._driver)
+        self.log.info("Asked the driver to stop after its running batch (SIGTERM): %s", seen.evidence)

@@ -85,6 +85,20 @@ def _signal(processes: tuple[DriverProcess, ...], sig: signal.Signals) -> None:
             pass
 
 
+def request_stop(handle: DriverHandle) -> DriverObservation:
+    """SIGTERM the Python driver (it stops its query after the running batch) and return at once.
+
+    For callers that may not wait: an Airflow task being killed has seconds before its own SIGKILL.
+    Without a Python driver among the processes (it already exited), they all get SIGTERM.
+    Returns what was seen before the signal.
+    """
+    seen = observe(handle)
+    if seen.processes:
+        drivers = tuple(p for p in seen.processes if p.is_python_driver)
+        _signal(drivers or seen.processes, signal.SIGTERM)
+    return seen
+
+
 def stop_driver(handle: DriverHandle, *, grace_s: float, kill_wait_s: float = 30) -> DriverObservation:
     """Stop the driver deliberately and return once it is gone (or say why it is not).
 
@@ -93,11 +107,9 @@ def stop_driver(handle: DriverHandle, *, grace_s: float, kill_wait_s: float = 30
     stuck in a batch, the spark-submit JVM, workers) gets SIGKILL, which is safe for exactly-once:
     an open transaction is aborted by recovery and the batch replays once.
     """
-    seen = observe(handle)
+    seen = request_stop(handle)
     if not seen.processes:
         return seen
-    drivers = tuple(p for p in seen.processes if p.is_python_driver)
-    _signal(drivers or seen.processes, signal.SIGTERM)
     seen = wait_until_gone(handle, grace_s)
     if seen.processes:
         log.warning("the driver did not stop within %.0fs of SIGTERM; killing what is left", grace_s)

@@ -8,12 +8,14 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+import os
 import signal
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from airflow_provider_eos.core.acls import ResourceType
+from airflow_provider_eos.core.driver import DRIVER_OWNER_PID_ENV
 from airflow_provider_eos.core.errors import AclMissingError, EosError, SpecError
 from airflow_provider_eos.core.spec import Mode, PipelineSpec
 from airflow_provider_eos.kafka.settings import spark_source_options
@@ -202,6 +204,28 @@ def source_refusal(spec: PipelineSpec, failure: str) -> AclMissingError | None:
                     role_acls=required_acls(spec, refused.principal or "User:NAME", "job"))
 
 
+def _owner_watch() -> Callable[[], bool]:
+    """Whether the process named by ``$EOS_DRIVER_OWNER_PID`` (the submitting Airflow task) has exited.
+
+    Always ``False`` without the variable (``eos run``, cluster deploy mode).
+    """
+    value = os.environ.get(DRIVER_OWNER_PID_ENV, "")
+    if not value.isdigit():
+        return lambda: False
+    owner = int(value)
+
+    def gone() -> bool:
+        try:
+            os.kill(owner, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        return False
+
+    return gone
+
+
 def run_pipeline(spark: SparkSession, spec: PipelineSpec, mode: Mode | str = Mode.EXACTLY_ONCE) -> int:
     """Run until the query ends (available-now) or SIGTERM; returns a process exit code.
 
@@ -218,8 +242,12 @@ def run_pipeline(spark: SparkSession, spec: PipelineSpec, mode: Mode | str = Mod
             log.info("EOS-QUERY SIGTERM: stopping after the running batch")
             announced = True
 
+    owner_gone = _owner_watch()
     try:
         while query.isActive:
+            if not stop_requested.is_set() and owner_gone():
+                log.info("EOS-QUERY the process that submitted this driver is gone: stopping after the running batch")
+                stop_requested.set()
             announce_stop()
             try:
                 if query.awaitTermination(0.5):

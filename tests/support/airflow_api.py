@@ -141,8 +141,19 @@ class AirflowApi:
                           f"/logs/{number}", full_content=True)
         content = answer.get("content") if isinstance(answer, dict) else answer
         if isinstance(content, list):
-            return "\n".join(part.get("event", "") if isinstance(part, dict) else str(part) for part in content)
+            return "\n".join(_log_line(part) for part in content)
         return str(content)
 
     def rendered_fields(self, dag_id: str, run_id: str, task_id: str) -> dict[str, Any]:
         return self.task_instance(dag_id, run_id, task_id).get("rendered_fields") or {}
+
+
+def _log_line(part: Any) -> str:
+    """One structured log record as the UI shows it: the event, then an exception's type and message."""
+    if not isinstance(part, dict):
+        return str(part)
+    lines = [str(part.get("event", ""))]
+    for error in part.get("error_detail") or []:
+        if isinstance(error, dict):
+            lines.append(f"{error.get('exc_type', '')}: {error.get('exc_value', '')}")
+    return "\n".join(lines)

@@ -64,6 +64,9 @@ def test_only_the_python_driver_is_recognised_as_the_driver() -> None:
     jvm = "/usr/lib/jvm/java-17/bin/java -cp x org.apache.spark.deploy.SparkSubmit /p/eos_job.py --spec s"
     assert not DriverProcess(pid=2, command=jvm).is_python_driver
     assert not DriverProcess(pid=3, command="python -m pyspark.daemon").is_python_driver
+    # While spark-submit starts, its launcher scripts carry the application on their command line.
+    launcher = "bash /v/pyspark/bin/spark-class org.apache.spark.deploy.SparkSubmit /p/jobs/eos_job.py --spec s"
+    assert not DriverProcess(pid=4, command=launcher).is_python_driver
 
 
 def test_handle_round_trips_through_json_as_xcom_stores_it() -> None:

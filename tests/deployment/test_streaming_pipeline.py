@@ -1,0 +1,170 @@
+"""The pipeline DAG as deployed: a processing-time pipeline streams while it is watched from the triggerer.
+
+On the shared Airflow deployment, through its REST API only. One pipeline, three runs:
+
+1. ``submit_stream`` runs the driver while ``watch_stream`` waits ``deferred`` (its trigger runs in
+   the triggerer); the output is exact. The driver is SIGKILLed: the run fails with its reason,
+   and the recovery branch (only once the driver is positively gone) aborts and verifies.
+2. A new run resumes exactly once. ``submit_stream`` is cleared (what "Clear" in the UI sends): the
+   driver stops between batches on SIGTERM and the new attempt resumes exactly once, without two
+   drivers at a time. Then it is marked failed: the driver stops cleanly again, recovery runs.
+3. A new run resumes exactly once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from airflow_provider_eos.core.driver import DriverHandle
+from airflow_provider_eos.devstack.airflow_settings import AirflowDeploymentInfo
+from airflow_provider_eos.spark.driver_processes import observe
+from tests.deployment.conftest import deploy_spec
+from tests.support.airflow_api import AirflowApi
+from tests.support.pipeline import PipelineHarness, json_events, output_ids, wait_for
+
+pytestmark = [pytest.mark.airflow, pytest.mark.integration, pytest.mark.spark, pytest.mark.deployment,
+              pytest.mark.chaos]
+
+DAG = "eos_pipeline"
+RECOVERY = ("confirm_driver_gone", "recover_abort", "recover_verify")
+
+
+class Stream:
+    """The pipeline under test: its input so far and what the output must be."""
+
+    def __init__(self, harness: PipelineHarness, api: AirflowApi) -> None:
+        self.harness, self.api = harness, api
+        self.valid: list[str] = []
+        self.chunks = 0
+        self.runs: list[str] = []
+
+    def produce(self, count: int) -> None:
+        records, valid, _ = json_events(count, prefix=f"c{self.chunks}-")
+        self.chunks += 1
+        self.harness.produce_input(records, aborted_every=4, chunk=250)
+        self.valid += valid
+
+    def wait_exact(self, timeout_s: float = 240) -> None:
+        """Wait until every valid id is in the read_committed output, then check nothing is there twice."""
+        seen: Counter = Counter()
+
+        def complete() -> bool:
+            nonlocal seen
+            seen = output_ids(self.harness.output_values())
+            return set(self.valid) <= set(seen)
+
+        assert wait_for(complete, timeout_s, interval_s=2), f"{len(set(self.valid) - set(seen))} ids never arrived"
+        duplicates = {k: v for k, v in seen.items() if v > 1}
+        assert not duplicates and set(seen) == set(self.valid), (list(duplicates.items())[:5], len(seen))
+
+    def start_run(self) -> str:
+        run_id = self.api.trigger(DAG, {"pipeline": self.harness.spec.name})
+        self.runs.append(run_id)
+        self.wait_streaming(run_id)
+        return run_id
+
+    def wait_streaming(self, run_id: str, try_number: int = 1) -> None:
+        """``submit_stream`` running (its ``try_number``) while ``watch_stream`` is deferred, at the same moment."""
+        def both() -> bool:
+            tis = {ti["task_id"]: ti for ti in self.api.task_instances(DAG, run_id)}
+            submit, watch = tis.get("submit_stream") or {}, tis.get("watch_stream") or {}
+            if submit.get("state") in ("failed", "upstream_failed") or self.api.run(DAG, run_id)["state"] == "failed":
+                raise AssertionError(f"the run failed while starting: {self.api.task_states(DAG, run_id)}")
+            return (submit.get("state") == "running" and submit.get("try_number") == try_number
+                    and watch.get("state") == "deferred")
+
+        assert wait_for(both, 300, interval_s=1), self.api.task_states(DAG, run_id)
+
+    def driver(self, run_id: str) -> DriverHandle:
+        return DriverHandle.model_validate(self.api.xcom(DAG, run_id, "submit_stream", key="driver"))
+
+    def stop_everything(self) -> None:
+        """Cleanup: no run left running, no driver left alive, whatever the test did."""
+        for run_id in self.runs:
+            with contextlib.suppress(Exception):
+                if self.api.run(DAG, run_id)["state"] not in ("success", "failed"):
+                    self.api.request("PATCH", f"/dags/{DAG}/dagRuns/{run_id}", json={"state": "failed"})
+            with contextlib.suppress(Exception):
+                for process in observe(self.driver(run_id)).processes:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(process.pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def stream(tmp_path: Path, bootstrap: str, airflow_deployment: AirflowDeploymentInfo,
+           airflow_api: AirflowApi) -> Iterator[Stream]:
+    harness = PipelineHarness(bootstrap, tmp_path, partitions=2, max_offsets_per_trigger=400,
+                              trigger="2 seconds", writers="driver")
+    deployed = deploy_spec(airflow_deployment, harness.spec_file, airflow_api, harness.spec.name, dag_ids=(DAG,))
+    made = Stream(harness, airflow_api)
+    try:
+        yield made
+    finally:
+        made.stop_everything()
+        deployed.unlink(missing_ok=True)
+
+
+def _recovered(api: AirflowApi, run_id: str) -> dict[str, str | None]:
+    states = api.task_states(DAG, run_id)
+    assert all(states[task] == "success" for task in RECOVERY), states
+    assert api.xcom(DAG, run_id, "recover_verify")["overall"] in ("IN_SYNC", "KAFKA_AHEAD_SAFE")
+    return states
+
+
+def test_streaming_run_sigkill_clear_and_mark_failed_stay_exactly_once(stream: Stream, airflow_api: AirflowApi) -> None:
+    api = airflow_api
+    stream.produce(3000)
+
+    # 1. Streaming, watched from the triggerer; then the driver host crashes.
+    first = stream.start_run()
+    stream.wait_exact()
+    stream.produce(2000)
+    handle = stream.driver(first)
+    processes = observe(handle).processes
+    assert any(p.is_python_driver for p in processes), processes
+    for process in processes:
+        os.kill(process.pid, signal.SIGKILL)
+
+    assert api.wait_for_run(DAG, first, timeout_s=300) == "failed"
+    states = _recovered(api, first)
+    assert states["submit_stream"] == "failed" and states["pipeline_failed"] == "failed", states
+    assert "The pipeline failed" in api.task_log(DAG, first, "pipeline_failed")
+
+    # 2. A new run resumes exactly once; a cleared driver task stops its driver between batches.
+    second = stream.start_run()
+    stream.wait_exact()
+    stream.produce(2000)
+    handle = stream.driver(second)  # one token per run: both attempts' processes carry it
+    earlier = {p.pid for p in observe(handle).processes}
+    api.clear_task(DAG, second, "submit_stream")
+    stream.wait_streaming(second, try_number=2)
+    now = observe(handle).processes
+    assert not earlier & {p.pid for p in now}, "the first attempt's driver outlived the start of the second"
+    assert wait_for(lambda: any(p.is_python_driver for p in observe(handle).processes), 120)
+    drivers = [p for p in observe(handle).processes if p.is_python_driver]
+    assert len(drivers) == 1, f"two drivers of one run: {drivers}"
+    first_attempt = api.task_log(DAG, second, "submit_stream", try_number=1)
+    assert "EOS-QUERY SIGTERM" in first_attempt, first_attempt[-4000:]
+    stream.wait_exact()
+
+    # Marked failed in the UI: SIGTERM again, then the recovery branch; the run ends failed.
+    stream.produce(1500)
+    api.set_task_state(DAG, second, "submit_stream", "failed")
+    assert api.wait_for_run(DAG, second, timeout_s=300) == "failed"
+    _recovered(api, second)
+    assert "EOS-QUERY SIGTERM" in api.task_log(DAG, second, "submit_stream", try_number=2)
+
+    # 3. The next run resumes exactly once.
+    third = stream.start_run()
+    stream.wait_exact()
+    api.set_task_state(DAG, third, "submit_stream", "failed")
+    assert api.wait_for_run(DAG, third, timeout_s=300) == "failed"
+    _recovered(api, third)
+    stream.wait_exact(timeout_s=30)
