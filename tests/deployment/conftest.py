@@ -60,7 +60,20 @@ def airflow_deployment(tmp_path_factory: pytest.TempPathFactory, worker_id: str)
     finally:
         with _locked(lock):
             if _users(users, -1) <= 0:
+                locked = _sqlite_contention(Path(info.airflow_home))
                 airflow.down()
+                # The measure behind SQLite as the metadata DB (README, Airflow): it must hold.
+                assert not locked, f"SQLite could not keep up with the deployment's parallel tasks: {locked}"
+
+
+def _sqlite_contention(home: Path) -> list[str]:
+    """Lines of the components' and tasks' logs that say SQLite refused a write (``database is locked``)."""
+    found = []
+    for log in home.joinpath("logs").rglob("*"):
+        if log.is_file():
+            found += [f"{log.name}: {line.strip()[:300]}" for line in log.read_text(errors="replace").splitlines()
+                      if "database is locked" in line]
+    return found[:10]
 
 
 @pytest.fixture(scope="session")

@@ -113,3 +113,27 @@ def test_a_wrong_confirmation_is_refused_in_the_ui_and_the_right_one_runs(
     assert card.splitlines()[0] == f"## align {name}: OK", card
     assert "Verification afterwards (read back from Kafka): IN_SYNC" in card
     assert len([row for row in _lines(card) if row.startswith(f"| {pipeline.input_topic}-")]) == PARTITIONS
+
+
+def test_the_health_check_report_is_a_card_in_the_ui(browser: Browser, pipeline: CheckpointedPipeline,
+                                                     airflow_api: AirflowApi) -> None:
+    pipeline.produce_input_of(LAST_COMMITTED)
+    pipeline.commit_group(LAST_COMMITTED)
+    name = pipeline.spec.name
+
+    browser.open_trigger_form("eos_health_check")
+    run_id = browser.trigger()
+    browser.wait_for_run_state("eos_health_check", run_id, timeout_s=300)
+
+    # One mapped task per pipeline in the folder (other tests' too): ours is labelled with its name.
+    (mine,) = [ti for ti in airflow_api.task_instances("eos_health_check", run_id)
+               if (ti.get("rendered_map_index") or "").startswith(f"{name}: ")]
+    assert mine["state"] == "success", mine
+    browser.open_task("eos_health_check", run_id, "health_report", tab="Rendered Templates",
+                      map_index=mine["map_index"])
+    card = browser.rendered_field("result")
+    browser.screenshot("health-result.png")
+    assert card.splitlines()[0].startswith(f"## health {name}: OK"), card
+    assert "verification: IN_SYNC" in card
+    for tp, offset in pipeline.end_offsets(LAST_COMMITTED).items():
+        assert any(line.startswith(f"| {tp} | ") and f" {offset} " in line for line in _lines(card)), card

@@ -171,9 +171,12 @@ class Browser:
     def open_run(self, dag_id: str, run_id: str) -> None:
         self.goto(f"/dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}")
 
-    def open_task(self, dag_id: str, run_id: str, task_id: str, tab: str | None = None) -> None:
-        """Open a task instance's page; ``tab`` (e.g. ``"Rendered Templates"``, ``"Logs"``) is clicked by name."""
-        self.goto(f"/dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}/tasks/{quote(task_id, safe='')}")
+    def open_task(self, dag_id: str, run_id: str, task_id: str, tab: str | None = None,
+                  map_index: int | None = None) -> None:
+        """Open a task instance's page (a mapped one's by ``map_index``); ``tab`` (e.g. ``"Rendered Templates"``,
+        ``"Logs"``) is clicked by name."""
+        route = f"/dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}/tasks/{quote(task_id, safe='')}"
+        self.goto(route if map_index is None else f"{route}/mapped/{map_index}")
         self.page.get_by_test_id("header-card").wait_for()
         if tab:
             self.page.get_by_role("link", name=tab, exact=True).click()
