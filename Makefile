@@ -10,6 +10,7 @@ PYSPARK_PIN = $$(sed -n 's/^pyspark==//p' $(CONSTRAINTS))
 # pre-flight, health and recovery installs the package without extras.
 EXTRAS ?= spark,dev
 PYTEST_ARGS ?=
+SOAK_ARGS ?=
 # Two pytest workers (pytest-xdist), each with its own broker and Spark: much of the chaos suite
 # waits on timeouts, so two workers on two cores finish well before one. PYTEST_WORKERS=0 runs serially.
 # worksteal: an idle worker takes pending tests from a busy one (plain `load` hands the first
@@ -23,7 +24,7 @@ SYSTEM_PACKAGES := chromium fonts-liberation
 CHROMIUM ?= chromium
 APT_INSTALL := apt-get -qq update && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(SYSTEM_PACKAGES)
 
-.PHONY: install system demo test lint bench constraints clean
+.PHONY: install system demo test lint bench soak constraints clean
 
 install: system $(STAMP)
 
@@ -55,6 +56,11 @@ test: lint
 
 bench: install
 	$(PY) -m bench
+
+# The long fault-injection soak (hours): its own 3 brokers and Spark standalone cluster; results in
+# soak/results. A smoke run: make soak SOAK_ARGS="--records 30000 --faults 9 --seed 1".
+soak: install
+	$(PY) -m soak $(SOAK_ARGS)
 
 # After moving a range in setup.cfg and a green `make test`: record the versions that passed.
 constraints: install

@@ -99,6 +99,17 @@ def test_a_wrong_confirmation_is_refused_in_the_ui_and_the_right_one_runs(
     log = browser.page_text()
     assert "Refused, nothing was changed" in log and "Traceback" not in log
 
+    # A dry run needs no confirmation and shows the plan: what align would change, per partition.
+    browser.open_trigger_form(DAG)
+    browser.fill_recovery_form(pipeline=name, action="align", dry_run=True, confirmation=None)
+    run_id = browser.trigger()
+    assert browser.wait_for_run_state(DAG, run_id, timeout_s=300) == "success"
+    browser.open_task(DAG, run_id, "align", tab="Rendered Templates")
+    plan = browser.rendered_field("result")
+    browser.screenshot("align-plan.png")
+    assert "(dry run: nothing changed)" in plan and f"{PARTITIONS} of {PARTITIONS} partition(s) would change" in plan
+    assert set(pipeline.group().values()) == {None}
+
     browser.open_trigger_form(DAG)
     browser.fill_recovery_form(pipeline=name, action="align", dry_run=False, confirmation=f"align {name}")
     run_id = browser.trigger()

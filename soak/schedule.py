@@ -1,0 +1,152 @@
+"""The seeded fault schedule: which faults, in which order, under which writer, between which input slices.
+
+Everything here is a pure function of the arguments, so ``python -m soak --seed S`` with the same
+``--records/--faults/--writers`` replays the same schedule: the same kinds in the same order, the same
+input records (keys, sequence numbers, malformed ones) in the same slices, the same jitters and the
+same target picks. What a pick lands on (which broker coordinates a transaction right now) depends on
+the live cluster; the pick only makes the choice among the candidates reproducible.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import asdict, dataclass
+from typing import Any
+
+#: The fault kinds, in the order the report lists them.
+KINDS: tuple[str, ...] = (
+    "kill_driver",
+    "kill_python_worker",
+    "kill_executor",
+    "kill_transaction_coordinator",
+    "kill_group_coordinator",
+    "kill_output_leader",
+    "restart_broker",
+    "pause_broker",
+    "slow_transaction",
+)
+#: Each kind at least this often once the schedule is large enough to hold it for every kind.
+MIN_PER_KIND = 5
+WRITERS: tuple[str, ...] = ("driver", "executors")
+#: Seconds to wait after a slice is produced before looking for the fault's window (an open
+#: transaction): spreads the hits over different moments of a batch and different batches.
+MAX_JITTER_S = 4.0
+
+
+@dataclass(frozen=True)
+class FaultEvent:
+    """One scheduled fault.
+
+    :param index: position in the whole schedule (0-based, across phases).
+    :param phase: the writers of the phase it belongs to (``driver`` or ``executors``).
+    :param kind: one of :data:`KINDS`.
+    :param jitter_s: seconds between producing the slice before it and looking for its window.
+    :param pick: in [0, 1): chooses among candidate targets (brokers, partitions, processes).
+    """
+
+    index: int
+    phase: str
+    kind: str
+    jitter_s: float
+    pick: float
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One pipeline run through faults: its writers, its faults and its input in slices.
+
+    Slice ``k`` is produced right before ``events[k]`` (the job first starts after slice 0), and the
+    last slice after the last fault: the job has fresh work whenever a fault lands.
+    """
+
+    writers: str
+    events: tuple[FaultEvent, ...]
+    slices: tuple[int, ...]
+    record_seed: str
+
+    @property
+    def records(self) -> int:
+        return sum(self.slices)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    seed: int
+    records: int
+    faults: int
+    phases: tuple[Phase, ...]
+
+    def counts(self) -> dict[str, int]:
+        """Faults per kind, every kind listed (0 when absent)."""
+        found = Counter(e.kind for p in self.phases for e in p.events)
+        return {kind: found.get(kind, 0) for kind in KINDS}
+
+    def events(self) -> list[FaultEvent]:
+        return [e for p in self.phases for e in p.events]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"seed": self.seed, "records_per_phase": self.records, "faults": self.faults,
+                "counts": self.counts(),
+                "phases": [{"writers": p.writers, "record_seed": p.record_seed, "slices": list(p.slices),
+                            "events": [asdict(e) for e in p.events]} for p in self.phases]}
+
+
+def kind_multiset(total: int, rng: random.Random) -> list[str]:
+    """``total`` kinds: each at least :data:`MIN_PER_KIND` times when ``total`` allows it for all of them
+    (9 x 5 = 45), the rest drawn at random; below that as even as possible (``total=9``: each once)."""
+    if total < 1:
+        raise ValueError(f"need at least one fault, got {total}")
+    if total >= MIN_PER_KIND * len(KINDS):
+        kinds = [k for k in KINDS for _ in range(MIN_PER_KIND)]
+        kinds += rng.choices(KINDS, k=total - len(kinds))
+        return kinds
+    # Whole rounds of every kind, then a seeded choice of kinds for the remainder (no kind twice in it).
+    rounds, rest = divmod(total, len(KINDS))
+    return [k for k in KINDS for _ in range(rounds)] + rng.sample(KINDS, rest)
+
+
+def deal(kinds: list[str], phases: int) -> list[list[str]]:
+    """Split ``kinds`` over ``phases`` so each kind is shared as evenly as possible and phase sizes differ
+    by at most one: sort by kind, deal round robin (the caller shuffles each hand)."""
+    ordered = sorted(kinds, key=KINDS.index)
+    return [ordered[i::phases] for i in range(phases)]
+
+
+def split(total: int, parts: int) -> tuple[int, ...]:
+    """``total`` as ``parts`` near-equal positive sizes, larger ones first."""
+    if parts < 1 or total < parts:
+        raise ValueError(f"cannot split {total} records into {parts} non-empty slices")
+    base, extra = divmod(total, parts)
+    return tuple(base + (1 if i < extra else 0) for i in range(parts))
+
+
+def build(seed: int, *, records: int, faults: int, writers: tuple[str, ...] = WRITERS) -> Schedule:
+    """The schedule for ``seed``: ``faults`` in total dealt over one phase per writer; each phase gets
+    ``records`` input records in ``len(events) + 1`` slices."""
+    unknown = [w for w in writers if w not in WRITERS]
+    if not writers or unknown:
+        raise ValueError(f"writers must be a non-empty subset of {WRITERS}, got {list(writers)}")
+    if faults < len(writers):
+        raise ValueError(f"{faults} fault(s) cannot cover {len(writers)} phase(s): give each at least one")
+    rng = random.Random(seed)
+    hands = deal(kind_multiset(faults, rng), len(writers))
+    phases, index = [], 0
+    for phase_writers, hand in zip(writers, hands, strict=True):
+        rng.shuffle(hand)
+        events = []
+        for kind in hand:
+            events.append(FaultEvent(index=index, phase=phase_writers, kind=kind,
+                                     jitter_s=round(rng.uniform(0, MAX_JITTER_S), 2), pick=round(rng.random(), 6)))
+            index += 1
+        phases.append(Phase(writers=phase_writers, events=tuple(events), slices=split(records, len(events) + 1),
+                            record_seed=f"{seed}-{phase_writers}"))
+    return Schedule(seed=seed, records=records, faults=faults, phases=tuple(phases))
+
+
+def choose(candidates: list[Any], pick: float) -> Any:
+    """The candidate ``pick`` (in [0, 1)) lands on, after sorting, so the same live set gives the same choice."""
+    if not candidates:
+        raise ValueError("no candidates to choose from")
+    ordered = sorted(candidates)
+    return ordered[min(int(pick * len(ordered)), len(ordered) - 1)]
