@@ -61,6 +61,7 @@ class AirflowApi:
         """Wait until the DAG's form offers ``value`` for ``param`` (a new pipeline's spec was parsed)."""
         deadline = time.monotonic() + timeout_s
         self.reparse(dag_id)
+        schema: dict[str, Any] = {}
         while time.monotonic() < deadline:
             schema = (self.dag_details(dag_id).get("params") or {}).get(param) or {}
             if value in ((schema.get("schema") or {}).get("enum") or []):
