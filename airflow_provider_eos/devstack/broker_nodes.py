@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from airflow_provider_eos.core.errors import DevstackError
 from airflow_provider_eos.core.retry import RetryPolicy
 from airflow_provider_eos.devstack.broker_config import NodeLayout
 
@@ -106,7 +107,11 @@ def _exited(pid: int) -> bool:
 
 
 def terminate(pid: int, timeout_s: float, *, sig: signal.Signals = signal.SIGTERM) -> None:
-    """Stop the node: ``sig`` (a paused node is continued first), then SIGKILL after ``timeout_s``."""
+    """Stop the node: ``sig`` (a paused node is continued first), then SIGKILL after ``timeout_s``;
+    returns once the process is gone.
+
+    :raises DevstackError: the process outlived SIGKILL by :data:`BROKER_EXITS`' timeout.
+    """
     send(pid, signal.SIGCONT)
     send(pid, sig)
     stopped = BROKER_EXITS.bounded(timeout_s=timeout_s).poll(lambda: _exited(pid), until=bool,
@@ -114,8 +119,11 @@ def terminate(pid: int, timeout_s: float, *, sig: signal.Signals = signal.SIGTER
     if stopped.settled:
         return
     send(pid, signal.SIGKILL)
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, 0)
+    # SIGKILL cannot be refused, but a JVM takes a moment to exit on a busy machine: a caller that
+    # checks the node right after a kill must find it gone (in CI one was still there 0.1 s later).
+    if not BROKER_EXITS.poll(lambda: _exited(pid), until=bool, what=f"exit of broker pid {pid}").settled:
+        raise DevstackError(f"broker pid {pid} is still there {BROKER_EXITS.timeout_s:.0f}s after SIGKILL",
+                            fix=f"look at its state in /proc/{pid}/status (a process in D state waits on I/O)")
 
 
 def start_reaper(owner_pid: int, state_file: Path, state_dir: Path) -> None:

@@ -88,25 +88,43 @@ def test_three_nodes_replicate_everything_by_three_with_min_isr_two(kafka_cluste
     assert entries["unclean.leader.election.enable"].value == "false"
 
 
+def _restore_every_broker(cluster: BrokerInfo) -> None:
+    """Continue every paused broker and restart every dead one, so that a fault test that fails midway
+    leaves the session's cluster whole for the tests after it (a lost quorum fails them all)."""
+    kafka = LocalKafka(cluster.state_dir)
+    status = kafka.status()
+    for node in status.nodes if status is not None else cluster.nodes:
+        if pid_alive(node.pid):
+            kafka.fault("resume", node.node_id)
+        else:
+            kafka.fault("restart", node.node_id)
+    _wait_live(cluster, {n.node_id for n in cluster.nodes})
+
+
 def test_fault_vocabulary_through_the_cli(kafka_cluster: BrokerInfo) -> None:
     state = ["--state-dir", kafka_cluster.state_dir]
-    node = kafka_cluster.node(2)
-    killed = _eos("broker", "kill", "2", *state)
-    assert killed.returncode == 0 and "broker 2 kill" in killed.stdout, killed.stderr
-    assert not pid_alive(node.pid)
-    _wait_live(kafka_cluster, {1, 3})
-    status = _eos("status", *state)
-    assert "broker 2 not running" in status.stdout and status.stdout.splitlines()[-1].startswith("bootstrap.servers=")
-    restarted = _eos("broker", "restart", "2", *state)
-    assert restarted.returncode == 0, restarted.stdout + restarted.stderr
-    assert 2 in _live_nodes(kafka_cluster), "restart returns once the broker is in the cluster's metadata"
-    paused = LocalKafka(kafka_cluster.state_dir).fault("pause", 3)
-    assert _state(paused.pid, "T"), "SIGSTOP did not stop the broker"
-    LocalKafka(kafka_cluster.state_dir).fault("resume", 3)
-    assert not _state(paused.pid, "T", timeout_s=0.5) and pid_alive(paused.pid)
-    unknown = _eos("broker", "kill", "7", *state)
-    assert unknown.returncode == 2 and "no broker with node id 7" in unknown.stderr and "[1, 2, 3]" in unknown.stderr
-    _wait_live(kafka_cluster, {1, 2, 3})
+    try:
+        node = kafka_cluster.node(2)
+        killed = _eos("broker", "kill", "2", *state)
+        assert killed.returncode == 0 and "broker 2 kill" in killed.stdout, killed.stderr
+        assert not pid_alive(node.pid)
+        _wait_live(kafka_cluster, {1, 3})
+        status = _eos("status", *state)
+        assert "broker 2 not running" in status.stdout
+        assert status.stdout.splitlines()[-1].startswith("bootstrap.servers=")
+        restarted = _eos("broker", "restart", "2", *state)
+        assert restarted.returncode == 0, restarted.stdout + restarted.stderr
+        assert 2 in _live_nodes(kafka_cluster), "restart returns once the broker is in the cluster's metadata"
+        paused = LocalKafka(kafka_cluster.state_dir).fault("pause", 3)
+        assert _state(paused.pid, "T"), "SIGSTOP did not stop the broker"
+        LocalKafka(kafka_cluster.state_dir).fault("resume", 3)
+        assert not _state(paused.pid, "T", timeout_s=0.5) and pid_alive(paused.pid)
+        unknown = _eos("broker", "kill", "7", *state)
+        assert unknown.returncode == 2, unknown.stdout
+        assert "no broker with node id 7" in unknown.stderr and "[1, 2, 3]" in unknown.stderr
+        _wait_live(kafka_cluster, {1, 2, 3})
+    finally:
+        _restore_every_broker(kafka_cluster)
 
 
 def test_a_transaction_commits_while_one_broker_is_down(kafka_cluster: BrokerInfo) -> None:
