@@ -25,6 +25,7 @@ from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.devstack.broker import BrokerInfo, LocalKafka
 from airflow_provider_eos.devstack.broker_nodes import pid_alive
 from airflow_provider_eos.kafka.cluster_facts import gather_facts
+from tests.support.kafka import create_topic
 
 pytestmark = pytest.mark.integration
 
@@ -159,10 +160,9 @@ def test_a_transaction_commits_while_one_broker_is_down(kafka_cluster: BrokerInf
 
 
 def test_preflight_sees_the_live_brokers(kafka_cluster: BrokerInfo, tmp_path: Path) -> None:
-    admin = _admin(kafka_cluster)
     topics = [f"pf-{uuid.uuid4().hex[:6]}-{kind}" for kind in ("in", "out", "lone")]
     for name, replicas in zip(topics, (3, 3, 1), strict=True):
-        admin.create_topics([NewTopic(name, 2, replicas)])[name].result(30)
+        create_topic(kafka_cluster.client_settings(), name, 2, replicas=replicas)
     spec = PipelineSpec.from_dict({
         "name": "pf", "kafka": kafka_cluster.client_settings(), "input_topics": [topics[0]],
         "output_topic": topics[1], "group_id": f"{topics[0]}-g", "transactional_id_prefix": f"{topics[0]}-t",

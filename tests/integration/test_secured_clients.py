@@ -20,9 +20,11 @@ from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient
 
 from airflow_provider_eos.core.errors import KafkaConfigError, KafkaLoginError
+from airflow_provider_eos.core.markers import CommittedOffset
 from airflow_provider_eos.core.spec import Mode, PipelineSpec
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.kafka import transactions_admin
+from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
 from airflow_provider_eos.kafka.settings import (
     admin_config,
     group_metadata_consumer_config,
@@ -81,14 +83,10 @@ def test_sink_producer_and_admin_librdkafka(secured_spec, secured_admin_settings
         group.close()
     admin = AdminClient(admin_config(spec))
     assert {spec.input_topics[0], spec.output_topic} <= set(admin.list_topics(timeout=10).topics)
-    from confluent_kafka import ConsumerGroupTopicPartitions
-    from confluent_kafka import TopicPartition as KafkaTopicPartition
-
-    request = ConsumerGroupTopicPartitions(spec.group_id, [KafkaTopicPartition(spec.input_topics[0], 0)])
-    # require_stable: a transactional offset commit is pending until the coordinator writes its markers.
-    stable = admin.list_consumer_group_offsets([request], require_stable=True)[spec.group_id].result(30)
-    committed = stable.topic_partitions[0]
-    assert (committed.offset, committed.metadata) == (3, "batch-0")
+    # The product's reader: require_stable, and UNSTABLE_OFFSET_COMMIT waited out until the commit's
+    # marker is applied (a bare read right after the commit found no offset yet: -1001 in CI).
+    source = TopicPartition(spec.input_topics[0], 0)
+    assert read_committed_offsets(admin, spec.group_id, [source]) == {source: CommittedOffset(3, "batch-0")}
     assert [m.value() for m in consume_all(dict(secured_admin_settings), spec.output_topic)] == [b"v0", b"v1", b"v2"]
 
 

@@ -29,19 +29,32 @@ def client_settings(cluster: Cluster) -> dict[str, Any]:
     return {"bootstrap.servers": cluster} if isinstance(cluster, str) else dict(cluster)
 
 
-def create_topic(bootstrap: Cluster, name: str, partitions: int = 1, config: dict | None = None) -> str:
-    admin = AdminClient(client_settings(bootstrap))
-    # The cluster's default replication: 1 on one node, 3 on `--brokers 3`.
-    futures = admin.create_topics([NewTopic(name, partitions, -1, config=config or {})])
-    futures[name].result(30)
-    # Metadata propagates asynchronously even on one node; wait until the leader is known.
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        topic = admin.list_topics(name, timeout=10).topics.get(name)
-        if topic and topic.error is None and len(topic.partitions) == partitions:
-            return name
-        time.sleep(0.1)
-    raise TimeoutError(f"topic {name} not ready")
+def create_topic(bootstrap: Cluster, name: str, partitions: int = 1, config: dict | None = None, *,
+                 replicas: int = -1) -> str:
+    """Create ``name`` and return once every broker's metadata has its partitions with leaders.
+
+    :param replicas: the replication factor; -1 is the cluster's default (1 on one node, 3 on
+        ``--brokers 3``).
+    """
+    settings = client_settings(bootstrap)
+    creator = AdminClient(settings)  # held until the answer: a collected client fails its futures with _DESTROY
+    creator.create_topics([NewTopic(name, partitions, replicas, config=config or {})])[name].result(30)
+    # Metadata propagates asynchronously from the controller to each broker, and a client asks any
+    # broker it likes: ask each one itself (a fresh client asks its only bootstrap broker first).
+    for server in settings["bootstrap.servers"].split(","):
+        admin = AdminClient({**settings, "bootstrap.servers": server})
+        deadline = time.monotonic() + 30
+        while not _topic_ready(admin, name, partitions):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"topic {name} not in the metadata of broker {server} after 30 s")
+            time.sleep(0.1)
+    return name
+
+
+def _topic_ready(admin: AdminClient, name: str, partitions: int) -> bool:
+    topic = admin.list_topics(name, timeout=10).topics.get(name)
+    return (topic is not None and topic.error is None and len(topic.partitions) == partitions
+            and all(p.leader >= 0 for p in topic.partitions.values()))
 
 
 def wait_for_group_coordinator(bootstrap: Cluster, topic: str, timeout_s: float = 60) -> None:
