@@ -345,16 +345,25 @@ class LocalKafka:
     # -- stop everything ---------------------------------------------------------------------
 
     def down(self, *, timeout_s: float = 30) -> bool:
-        """Stop every node (SIGTERM, then SIGKILL) and remove the data. True if one was running."""
+        """Stop every node (SIGTERM, then SIGKILL) and remove the data. True if one was running.
+
+        :raises DevstackError: a node outlived SIGKILL (the others are stopped all the same).
+        """
         was_running = False
         info = None
         with contextlib.suppress(DevstackError):
             info = self._recorded()
+        survivors: list[DevstackError] = []
         if info is not None:
             for pid in [n.pid for n in info.nodes] or [info.pid]:
                 if pid_alive(pid):
                     was_running = True
-                    terminate(pid, timeout_s)
+                    try:
+                        terminate(pid, timeout_s)
+                    except DevstackError as exc:  # one stuck node must not leave the others running
+                        survivors.append(exc)
         if self.state_dir.exists():
             shutil.rmtree(self.state_dir, ignore_errors=True)
+        if survivors:
+            raise survivors[0]
         return was_running

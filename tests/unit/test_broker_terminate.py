@@ -16,6 +16,7 @@ import pytest
 from airflow_provider_eos.core.errors import DevstackError
 from airflow_provider_eos.core.retry import RetryPolicy
 from airflow_provider_eos.devstack import broker_nodes
+from airflow_provider_eos.devstack.broker import BrokerInfo, LocalKafka, NodeInfo
 from airflow_provider_eos.devstack.broker_nodes import pid_alive, terminate
 
 STUBBORN = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); "
@@ -51,3 +52,28 @@ def test_a_node_that_outlives_sigkill_is_an_error_naming_its_pid(node: subproces
     with pytest.raises(DevstackError, match=rf"broker pid {node.pid} is still there") as raised:
         terminate(node.pid, 0.2)
     assert f"/proc/{node.pid}/status" in raised.value.fix
+
+
+def test_down_stops_every_node_when_one_outlives_sigkill(tmp_path, monkeypatch) -> None:
+    nodes = [subprocess.Popen([sys.executable, "-c", STUBBORN], stdout=subprocess.PIPE, start_new_session=True)
+             for _ in range(3)]
+    try:
+        for process in nodes:
+            assert process.stdout is not None and process.stdout.readline() == b"up\n"
+        stuck = nodes[0].pid
+        info = BrokerInfo(pid=stuck, port=1, controller_port=2, state_dir=str(tmp_path), transaction_max_timeout_ms=1,
+                          nodes=tuple(NodeInfo(i + 1, p.pid, 10 + i, 20 + i, str(tmp_path / f"node-{i + 1}"))
+                                      for i, p in enumerate(nodes)))
+        (tmp_path / "devstack.json").write_text(info.to_json())
+        real_exited = broker_nodes._exited
+        monkeypatch.setattr(broker_nodes, "_exited", lambda pid: pid != stuck and real_exited(pid))
+        quick = RetryPolicy(waiting_for="the broker to exit", timeout_s=0.5, first_delay_s=0.1, max_delay_s=0.1)
+        monkeypatch.setattr(broker_nodes, "BROKER_EXITS", quick)
+        with pytest.raises(DevstackError, match=rf"broker pid {stuck} is still there"):
+            LocalKafka(tmp_path).down(timeout_s=0.2)
+        assert not any(pid_alive(p.pid) for p in nodes[1:]), "the nodes after the stuck one were left running"
+        assert not tmp_path.exists()
+    finally:
+        for process in nodes:
+            process.kill()
+            process.wait()
