@@ -195,12 +195,13 @@ def _written_batch_left_uncommitted(harness: PipelineHarness) -> bool:
     if planned is None or (committed is not None and planned <= committed):
         return False
     start, end = checkpoint.start_offsets(planned), checkpoint.planned_offsets(planned)
-    in_batch = set()
-    for message in consume_all(harness.bootstrap, harness.input_topic):
+
+    def in_batch(message) -> bool:
         tp = TopicPartition(message.topic(), message.partition())
-        if start.get(tp, 0) <= message.offset() < end.get(tp, 0):
-            in_batch.add(json.loads(message.value())["id"])
-    return not in_batch.isdisjoint(output_ids(harness.output_values()))
+        return start.get(tp, 0) <= message.offset() < end.get(tp, 0)
+
+    batch_ids = output_ids([m.value() for m in consume_all(harness.bootstrap, harness.input_topic) if in_batch(m)])
+    return not batch_ids.keys().isdisjoint(output_ids(harness.output_values()))
 
 
 def _schedule(seed: int, kills: int) -> list[tuple[str, float]]:

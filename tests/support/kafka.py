@@ -21,7 +21,13 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
+from airflow_provider_eos.core.retry import RetryPolicy
+
 Cluster = str | Mapping[str, Any]
+
+
+TOPIC_IN_METADATA = RetryPolicy(waiting_for="a new topic in a broker's metadata", timeout_s=30, first_delay_s=0.1,
+                                max_delay_s=0.2)
 
 
 def client_settings(cluster: Cluster) -> dict[str, Any]:
@@ -40,19 +46,18 @@ def create_topic(bootstrap: Cluster, name: str, partitions: int = 1, config: dic
     creator = AdminClient(settings)  # held until the answer: a collected client fails its futures with _DESTROY
     creator.create_topics([NewTopic(name, partitions, replicas, config=config or {})])[name].result(30)
     # Metadata propagates asynchronously from the controller to each broker, and a client asks any
-    # broker it likes: ask each one itself (a fresh client asks its only bootstrap broker first).
+    # broker it knows: ask each broker through a fresh client that knows only that one.
     for server in settings["bootstrap.servers"].split(","):
-        admin = AdminClient({**settings, "bootstrap.servers": server})
-        deadline = time.monotonic() + 30
-        while not _topic_ready(admin, name, partitions):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"topic {name} not in the metadata of broker {server} after 30 s")
-            time.sleep(0.1)
+        only = {**settings, "bootstrap.servers": server}
+        if not TOPIC_IN_METADATA.poll(lambda only=only: _topic_ready(only, name, partitions), until=bool,
+                                      what=f"topic {name} on broker {server}").settled:
+            raise TimeoutError(f"topic {name} not in the metadata of broker {server} after "
+                               f"{TOPIC_IN_METADATA.timeout_s:g} s")
     return name
 
 
-def _topic_ready(admin: AdminClient, name: str, partitions: int) -> bool:
-    topic = admin.list_topics(name, timeout=10).topics.get(name)
+def _topic_ready(settings: dict[str, Any], name: str, partitions: int) -> bool:
+    topic = AdminClient(settings).list_topics(name, timeout=10).topics.get(name)
     return (topic is not None and topic.error is None and len(topic.partitions) == partitions
             and all(p.leader >= 0 for p in topic.partitions.values()))
 
