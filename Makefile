@@ -11,11 +11,13 @@ PYSPARK_PIN = $$(sed -n 's/^pyspark==//p' $(CONSTRAINTS))
 EXTRAS ?= spark,dev
 PYTEST_ARGS ?=
 SOAK_ARGS ?=
-# Two pytest workers (pytest-xdist), each with its own broker and Spark: much of the chaos suite
-# waits on timeouts, so two workers on two cores finish well before one. PYTEST_WORKERS=0 runs serially.
-# worksteal: an idle worker takes pending tests from a busy one (plain `load` hands the first
-# chunk, all of tests/chaos, to one worker and leaves the other idle for half an hour).
+# Two pytest workers (pytest-xdist) sharing one broker, one secured broker, one YARN cluster and one
+# Airflow deployment (tests/support/shared_services.py); each has its own Spark. PYTEST_WORKERS=0 runs
+# serially. The tests arrive longest module first (tests/durations.json) and one at a time
+# (`load` with --maxschedchunk 1): a worker that is free takes the next, so the long ones start early
+# and both workers end together.
 PYTEST_WORKERS ?= 2
+PYTEST := $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist load --maxschedchunk 1
 
 # Debian packages for the browser (UI) tests: Playwright drives the system's Chromium (its own browser
 # download cannot work here). Skipped when chromium is installed; without root, passwordless sudo or
@@ -24,7 +26,7 @@ SYSTEM_PACKAGES := chromium fonts-liberation
 CHROMIUM ?= chromium
 APT_INSTALL := apt-get -qq update && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(SYSTEM_PACKAGES)
 
-.PHONY: install system demo test lint bench soak constraints clean
+.PHONY: install system demo test test-long durations lint bench soak constraints clean
 
 install: system $(STAMP)
 
@@ -52,14 +54,24 @@ lint: install
 	$(VENV)/bin/ruff check .
 
 test: lint
-	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal --durations=30 $(PYTEST_ARGS)
+	$(PYTEST) --durations=30 $(PYTEST_ARGS)
 
-bench: install
+# The long proofs kept out of `make test` (marker `long`: random kills over 50,000-200,000 records and
+# the at-least-once control under the same schedule); run before every bench and soak.
+test-long: install
+	$(PYTEST) -m long --durations=0 $(PYTEST_ARGS)
+
+# Record every test's duration (tests/durations.json: the order tests start in, and their timeouts).
+durations: install
+	mkdir -p .cache && $(PYTEST) --durations=0 $(PYTEST_ARGS) | tee .cache/durations.log
+	$(PY) -m tests.support.durations .cache/durations.log
+
+bench: test-long
 	$(PY) -m bench
 
 # The long fault-injection soak (hours): its own 3 brokers and Spark standalone cluster; results in
 # soak/results. A smoke run: make soak SOAK_ARGS="--records 30000 --faults 9 --seed 1".
-soak: install
+soak: test-long
 	$(PY) -m soak $(SOAK_ARGS)
 
 # After moving a range in setup.cfg and a green `make test`: record the versions that passed.

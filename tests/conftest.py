@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.shared_services import shared_service
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -26,29 +28,47 @@ def _interrupt_on_sigterm(*_: object) -> None:
 signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Longest modules first, and a timeout per test from its recorded duration (``tests.support.durations``)."""
+    from tests.support import durations
+
+    recorded = durations.load()
+    longest = durations.module_order([item.nodeid for item in items], recorded)
+    # A stable sort on the module's key keeps each module's tests together and in pytest's order.
+    items.sort(key=lambda item: -longest[item.nodeid.split("::", 1)[0]])
+    for item in items:
+        if item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(durations.timeout_for(recorded.get(item.nodeid))))
+
+
 @pytest.fixture(scope="session")
-def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
-    """A real single-node KRaft broker, started with the code of `eos devstack up`, always stopped."""
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Iterator:
+    """A real single-node KRaft broker, started with the code of `eos devstack up`, one per test run
+    (shared by the xdist workers), always stopped."""
     from airflow_provider_eos.devstack.broker import LocalKafka
 
-    kafka = LocalKafka(tmp_path_factory.mktemp("kafka-broker"))
-    try:
-        yield kafka.up(stop_with_pid=os.getpid())
-    finally:
-        kafka.down()
+    with shared_service(tmp_path_factory, worker_id, "kafka-broker",
+                        lambda folder, owner: LocalKafka(folder).up(stop_with_pid=owner),
+                        lambda folder: LocalKafka(folder).down()) as info:
+        yield info
 
 
 @pytest.fixture(scope="session")
 def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
     """Three KRaft broker+controller nodes (`eos devstack up --brokers 3`), always stopped; faults through
-    ``LocalKafka(info.state_dir).fault(action, node_id)``."""
+    ``LocalKafka(info.state_dir).fault(action, node_id)``.
+
+    One per xdist worker, unlike the single brokers: its tests kill and pause brokers, and two faults at
+    once would take the quorum (and min.insync.replicas) from both tests.
+    """
     from airflow_provider_eos.devstack.broker import LocalKafka
 
     kafka = LocalKafka(tmp_path_factory.mktemp("kafka-cluster"), heap="384m")
     try:
         yield kafka.up(stop_with_pid=os.getpid(), brokers=3)
     finally:
-        kafka.down()
+        # Its data is thrown away: no controlled shutdown of a quorum that loses its voters one by one.
+        kafka.down(timeout_s=5)
 
 
 @pytest.fixture(scope="session")
@@ -57,18 +77,18 @@ def bootstrap(kafka_broker) -> str:
 
 
 @pytest.fixture(scope="session")
-def secured_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
-    """A real broker with SASL/SCRAM over TLS and the StandardAuthorizer (`eos devstack up --security sasl_ssl`).
+def secured_kafka(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Iterator:
+    """A real broker with SASL/SCRAM over TLS and the StandardAuthorizer (`eos devstack up --security sasl_ssl`),
+    one per test run (shared by the xdist workers).
 
     Always stopped, and by a reaper if pytest dies. Its admin super user's settings: ``secured_admin_settings``.
     """
     from airflow_provider_eos.devstack.broker import LocalKafka
 
-    kafka = LocalKafka(tmp_path_factory.mktemp("secured-kafka"), security="sasl_ssl")
-    try:
-        yield kafka.up(stop_with_pid=os.getpid())
-    finally:
-        kafka.down()
+    with shared_service(tmp_path_factory, worker_id, "secured-kafka",
+                        lambda folder, owner: LocalKafka(folder, security="sasl_ssl").up(stop_with_pid=owner),
+                        lambda folder: LocalKafka(folder, security="sasl_ssl").down()) as info:
+        yield info
 
 
 @pytest.fixture(scope="session")
@@ -79,7 +99,11 @@ def secured_admin_settings(secured_kafka) -> dict:
 
 @pytest.fixture(scope="session")
 def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
-    """A Spark standalone master and two workers on different loopback host names, always stopped."""
+    """A Spark standalone master and two workers on different loopback host names, always stopped.
+
+    One per xdist worker, unlike the brokers: its tests kill workers, executors and Python workers of
+    the cluster on purpose, and must not hit another test's application.
+    """
     from tests.support.spark_standalone import StandaloneCluster
 
     cluster = StandaloneCluster(tmp_path_factory.mktemp("spark-standalone"))
@@ -90,20 +114,22 @@ def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
 
 
 @pytest.fixture(scope="session")
-def yarn_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
-    """HDFS and YARN from ``hadoop-minicluster`` (one per session), always stopped (and by a reaper if pytest dies)."""
+def yarn_cluster(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Iterator:
+    """HDFS and YARN from ``hadoop-minicluster``, one per test run (shared by the xdist workers), always
+    stopped (and by a reaper if pytest dies)."""
     import time
 
     from airflow_provider_eos.devstack.yarn import YarnMiniCluster
 
-    cluster = YarnMiniCluster(tmp_path_factory.mktemp("yarn"))
-    started = time.monotonic()
-    try:
-        info = cluster.up(stop_with_pid=os.getpid())
+    def start(folder: Path, owner: int):
+        started = time.monotonic()
+        info = YarnMiniCluster(folder).up(stop_with_pid=owner)
         print(f"\nYARN MiniCluster up in {time.monotonic() - started:.1f}s at {info.resourcemanager_url}")
+        return info
+
+    with shared_service(tmp_path_factory, worker_id, "yarn", start,
+                        lambda folder: YarnMiniCluster(folder).down()) as info:
         yield info
-    finally:
-        cluster.down()
 
 
 @pytest.fixture

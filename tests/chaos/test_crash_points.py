@@ -72,6 +72,7 @@ def test_batch_slower_than_transaction_timeout_is_aborted_and_replayed_once(boot
     assert sum(output_ids(harness.output_values("read_uncommitted")).values()) > len(valid_ids)
 
 
+@pytest.mark.long  # CI: the named crash points and the soak subset's driver kills
 def test_random_sigkills_while_processing_50k_records(bootstrap, tmp_path):
     """The driver writer's; the executor writers' are in test_executor_crash_points (200,000 records)."""
     harness = PipelineHarness(bootstrap, tmp_path, partitions=4, max_offsets_per_trigger=1000, writers="driver")

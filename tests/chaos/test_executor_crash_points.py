@@ -209,6 +209,7 @@ def _schedule(seed: int, kills: int) -> list[tuple[str, float]]:
     return [("driver" if i % 3 == 2 else "worker", rng.uniform(0.5, 4.0)) for i in range(kills)]
 
 
+@pytest.mark.long  # CI: the Python-worker kill points above and the soak subset's driver and worker kills
 def test_random_kills_of_python_workers_and_drivers_over_200k_records(bootstrap, tmp_path):
     harness = _harness(bootstrap, tmp_path, master=RETRYING_MASTER, partitions=4, max_offsets_per_trigger=4000)
     records, valid_ids, malformed = json_events(200_000, malformed_every=997)
@@ -221,6 +222,7 @@ def test_random_kills_of_python_workers_and_drivers_over_200k_records(bootstrap,
     assert_exactly_once(harness, valid_ids, malformed)
 
 
+@pytest.mark.long  # CI: test_crash_points' at-least-once control after a crash
 def test_at_least_once_control_duplicates_under_the_same_schedule(bootstrap, tmp_path):
     """Spark's own writer under the same seeded schedule (and one kill aimed at a writing batch): duplicates.
 

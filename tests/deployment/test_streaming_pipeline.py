@@ -120,12 +120,12 @@ def _recovered(api: AirflowApi, run_id: str) -> dict[str, str | None]:
 
 def test_streaming_run_sigkill_clear_and_mark_failed_stay_exactly_once(stream: Stream, airflow_api: AirflowApi) -> None:
     api = airflow_api
-    stream.produce(3000)
+    stream.produce(1200)
 
     # 1. Streaming, watched from the triggerer; then the driver host crashes.
     first = stream.start_run()
     stream.wait_exact()
-    stream.produce(2000)
+    stream.produce(800)
     handle = stream.driver(first)
     processes = observe(handle).processes
     assert any(p.is_python_driver for p in processes), processes
@@ -140,7 +140,7 @@ def test_streaming_run_sigkill_clear_and_mark_failed_stay_exactly_once(stream: S
     # 2. A new run resumes exactly once; a cleared driver task stops its driver between batches.
     second = stream.start_run()
     stream.wait_exact()
-    stream.produce(2000)
+    stream.produce(800)
     handle = stream.driver(second)  # one token per run: both attempts' processes carry it
     earlier = {p.pid for p in observe(handle).processes}
     api.clear_task(DAG, second, "submit_stream")
@@ -155,7 +155,7 @@ def test_streaming_run_sigkill_clear_and_mark_failed_stay_exactly_once(stream: S
     stream.wait_exact()
 
     # Marked failed in the UI: SIGTERM again, then the recovery branch; the run ends failed.
-    stream.produce(1500)
+    stream.produce(600)
     api.set_task_state(DAG, second, "submit_stream", "failed")
     assert api.wait_for_run(DAG, second, timeout_s=300) == "failed"
     _recovered(api, second)

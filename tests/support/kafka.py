@@ -106,10 +106,15 @@ def consume_all(
     topic: str,
     *,
     isolation: str = "read_committed",
-    idle_s: float = 2.0,
+    idle_s: float = 0.0,
     timeout_s: float = 60,
 ) -> list:
-    """Every record of ``topic`` from the beginning, as seen at ``isolation``."""
+    """Every record of ``topic`` from the beginning, as seen at ``isolation``.
+
+    Done once every partition has reported its end (librdkafka's partition EOF: the fetch position
+    reached the high watermark, or the LSO at ``read_committed``) with nothing after it: an event,
+    not a quiet period. ``idle_s`` waits that much longer for records that may still arrive.
+    """
     consumer = Consumer({
         **client_settings(bootstrap), "group.id": f"reader-{uuid.uuid4()}", "enable.auto.commit": False,
         "auto.offset.reset": "earliest", "isolation.level": isolation, "enable.partition.eof": True,
