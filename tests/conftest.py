@@ -29,13 +29,12 @@ signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Longest modules first, and a timeout per test from its recorded duration (``tests.support.durations``)."""
+    """Longest groups of tests first; a timeout per test from its recorded duration (``tests.support.durations``)."""
     from tests.support import durations
 
     recorded = durations.load()
-    longest = durations.module_order([item.nodeid for item in items], recorded)
-    # A stable sort on the module's key keeps each module's tests together and in pytest's order.
-    items.sort(key=lambda item: -longest[item.nodeid.split("::", 1)[0]])
+    keys = durations.start_order([item.nodeid for item in items], recorded)
+    items.sort(key=lambda item: keys[item.nodeid])
     for item in items:
         if item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(durations.timeout_for(recorded.get(item.nodeid))))
@@ -53,13 +52,14 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> It
         yield info
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
     """Three KRaft broker+controller nodes (`eos devstack up --brokers 3`), always stopped; faults through
     ``LocalKafka(info.state_dir).fault(action, node_id)``.
 
     One per xdist worker, unlike the single brokers: its tests kill and pause brokers, and two faults at
-    once would take the quorum (and min.insync.replicas) from both tests.
+    once would take the quorum (and min.insync.replicas) from both tests. Per module: two modules use
+    it, and three idle brokers kept to the end of the run cost more CPU than a second start.
     """
     from airflow_provider_eos.devstack.broker import LocalKafka
 

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from tests.chaos.test_recovery_verdicts import verify
 from tests.support.pipeline import (
     PipelineHarness,
     assert_exactly_once,
@@ -34,6 +35,12 @@ def test_crash_at_named_point_then_restart_is_exactly_once(bootstrap, tmp_path, 
     assert crashed.killed, f"expected a SIGKILL, got {crashed.returncode}\n{crashed.log[-2000:]}"
     assert f"EOS-FAULT fired: {point} batch {FAULT_BATCH}" in crashed.log
     assert FAULT_BATCH not in harness.checkpoint().commit_batches(), "Spark must not have committed the batch"
+    if point == "after_kafka_commit":
+        # What the on-call sees before the restart: Kafka one batch ahead of the checkpoint, safe.
+        ahead = verify(harness)
+        assert ahead.returncode == 0 and ahead.data["overall"] == "KAFKA_AHEAD_SAFE", ahead.stderr
+        assert {r["marker_batch"] for r in ahead.data["rows"]} == {FAULT_BATCH}, ahead.data["rows"]
+        assert ahead.data["last_committed"] == FAULT_BATCH - 1, ahead.data
 
     restarted = harness.run()
     assert restarted.returncode == 0, restarted.log[-3000:]
@@ -43,6 +50,8 @@ def test_crash_at_named_point_then_restart_is_exactly_once(bootstrap, tmp_path, 
     if point == "after_kafka_commit":
         # The batch was in Kafka already: the replay found marker N and produced nothing.
         assert actions[FAULT_BATCH] == "skip_replay", actions
+        in_sync = verify(harness)
+        assert in_sync.returncode == 0 and in_sync.data["overall"] == "IN_SYNC", in_sync.stderr
     else:
         assert actions[FAULT_BATCH] == "produce", actions
     if point == "after_produce":

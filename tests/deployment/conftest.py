@@ -1,4 +1,4 @@
-"""One Airflow deployment per test run (`eos airflow up`), shared by every pytest-xdist worker.
+"""One Airflow deployment for this package's tests (`eos airflow up`), shared by every pytest-xdist worker.
 
 Started by the first worker to need it and stopped by the last (``tests.support.shared_services``).
 Its specs folder is where tests put their pipelines' spec files; each spec names its own broker.
@@ -19,9 +19,10 @@ from tests.support.airflow_api import AirflowApi
 from tests.support.shared_services import shared_service
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def airflow_deployment(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Iterator[AirflowDeploymentInfo]:
-    """The running deployment (started by the first worker, stopped by the last)."""
+    """The running deployment (started by the first worker, stopped by the last one out of this package:
+    its scheduler, dag-processor, triggerer and api-server cost CPU as long as they run)."""
 
     def stop(folder: Path) -> None:
         airflow = LocalAirflow(folder)
@@ -46,7 +47,7 @@ def _sqlite_contention(home: Path) -> list[str]:
     return found[:10]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def airflow_api(airflow_deployment: AirflowDeploymentInfo) -> Iterator[AirflowApi]:
     with AirflowApi(airflow_deployment.url, airflow_deployment.user, airflow_deployment.password()) as api:
         yield api

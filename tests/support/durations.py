@@ -50,17 +50,29 @@ def timeout_for(recorded_s: float | None) -> int:
     return max(DEFAULT_TIMEOUT_S, math.ceil(recorded_s * SLOWER_MACHINE_FACTOR / 60) * 60)
 
 
-def module_order(nodeids: list[str], recorded: dict[str, float]) -> dict[str, float]:
-    """Each module's sort key: its longest recorded test, so that test starts as early as possible.
+#: Test packages whose modules share a package-scoped fixture (the Airflow deployment): their modules
+#: run as one group, so the fixture is set up once per worker and stopped once they are done.
+PACKAGE_GROUPS = ("tests/deployment/",)
 
-    Modules stay whole (their module-scoped fixtures are set up once per worker); they are ordered
-    by this key, longest first.
+
+def group_of(nodeid: str) -> str:
+    """The group a test runs with: its package if listed in :data:`PACKAGE_GROUPS`, else its module."""
+    module = nodeid.split("::", 1)[0]
+    return next((package for package in PACKAGE_GROUPS if module.startswith(package)), module)
+
+
+def start_order(nodeids: list[str], recorded: dict[str, float]) -> dict[str, tuple[float, float]]:
+    """Each test's sort key: its group's longest recorded test, then its module's (both descending), so
+    the longest tests start as early as possible.
+
+    Groups and modules stay whole (their package- and module-scoped fixtures are set up once per
+    worker); a stable sort on this key keeps pytest's order inside a module.
     """
     longest: dict[str, float] = {}
     for nodeid in nodeids:
-        module = nodeid.split("::", 1)[0]
-        longest[module] = max(longest.get(module, 0.0), recorded.get(nodeid, 0.0))
-    return longest
+        for unit in {group_of(nodeid), nodeid.split("::", 1)[0]}:
+            longest[unit] = max(longest.get(unit, 0.0), recorded.get(nodeid, 0.0))
+    return {nodeid: (-longest[group_of(nodeid)], -longest[nodeid.split("::", 1)[0]]) for nodeid in nodeids}
 
 
 def main(argv: list[str]) -> int:

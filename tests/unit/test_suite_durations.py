@@ -1,0 +1,66 @@
+"""The suite's own scheduling: recorded durations give the start order and each test's timeout."""
+
+from __future__ import annotations
+
+import json
+
+from tests.support import durations
+
+REPORT = """
+============================= slowest durations ==============================
+409.95s call     tests/chaos/test_soak_subset.py::test_phase[driver]
+26.81s setup    tests/chaos/test_soak_subset.py::test_phase[driver]
+50.11s setup    tests/deployment/test_recovery_ui.py::test_verify
+3.10s call     tests/deployment/test_airflow_cli.py::test_up_down
+0.01s call     tests/unit/test_spec.py::test_names
+
+(4591 durations < 0.005s hidden.  Use -vv to show these durations.)
+1684 passed, 3 warnings in 3100.98s (0:51:40)
+"""
+
+
+def test_a_report_adds_up_setup_call_and_teardown_per_test() -> None:
+    assert durations.from_pytest_report(REPORT) == {
+        "tests/chaos/test_soak_subset.py::test_phase[driver]": 436.76,
+        "tests/deployment/test_recovery_ui.py::test_verify": 50.11,
+        "tests/deployment/test_airflow_cli.py::test_up_down": 3.1,
+        "tests/unit/test_spec.py::test_names": 0.01,
+    }
+
+
+def test_timeouts_are_five_times_the_record_in_whole_minutes_never_below_the_default() -> None:
+    assert durations.timeout_for(None) == durations.DEFAULT_TIMEOUT_S
+    assert durations.timeout_for(0.01) == durations.DEFAULT_TIMEOUT_S
+    assert durations.timeout_for(100) == 540
+    assert durations.timeout_for(436.76) == 2220
+
+
+def test_longest_groups_start_first_and_the_deployment_package_stays_together() -> None:
+    recorded = durations.from_pytest_report(REPORT)
+    nodeids = [
+        "tests/deployment/test_airflow_cli.py::test_up_down",
+        "tests/unit/test_spec.py::test_names",
+        "tests/unit/test_spec.py::test_other",
+        "tests/deployment/test_recovery_ui.py::test_verify",
+        "tests/chaos/test_soak_subset.py::test_covers_every_kind",
+        "tests/chaos/test_soak_subset.py::test_phase[driver]",
+    ]
+    keys = durations.start_order(nodeids, recorded)
+    ordered = sorted(nodeids, key=keys.__getitem__)
+    assert ordered == [
+        # the module of the longest test, in pytest's order
+        "tests/chaos/test_soak_subset.py::test_covers_every_kind",
+        "tests/chaos/test_soak_subset.py::test_phase[driver]",
+        # the deployment's modules together, the longest module first
+        "tests/deployment/test_recovery_ui.py::test_verify",
+        "tests/deployment/test_airflow_cli.py::test_up_down",
+        "tests/unit/test_spec.py::test_names",
+        "tests/unit/test_spec.py::test_other",
+    ]
+
+
+def test_the_committed_record_names_tests_that_exist() -> None:
+    recorded = json.loads(durations.DURATIONS_FILE.read_text())
+    repo = durations.DURATIONS_FILE.parents[1]
+    missing = [nodeid for nodeid in recorded if not (repo / nodeid.split("::")[0]).exists()]
+    assert recorded and not missing, missing
