@@ -131,7 +131,9 @@ def test_tampered_offsets_are_diverged(bootstrap, tmp_path):
     assert {r["verdict"] for r in diverged.data["rows"]} == {"DIVERGED"}
 
 
-@pytest.mark.parametrize("writers", ["driver", "executors"])
+# CI: the driver writer's one id here; the partitions' ids are aborted in CI by the pipeline DAG's
+# recovery after a crash with executor writers (tests/dags).
+@pytest.mark.parametrize("writers", ["driver", pytest.param("executors", marks=pytest.mark.long)])
 def test_transaction_left_open_by_a_sigkilled_driver_is_listed_and_aborted(bootstrap, tmp_path, writers):
     harness = PipelineHarness(bootstrap, tmp_path, transaction_timeout_ms=600_000, writers=writers)
     records, valid_ids, malformed = json_events(900, malformed_every=29)

@@ -2,8 +2,8 @@
 
 The tasks spill the output as Arrow files under the checkpoint and the driver produces from them:
 the end-to-end job on ``writers: driver`` stays exact, the spill folder is gone after the batch,
-a killed task attempt's complete file is never read, and what a driver killed after its Kafka
-commit or after producing left in the spill is removed by the restart.
+and a killed task attempt's complete file is never read. (What a driver killed after producing or
+after its Kafka commit left in the spill is removed by the restart: test_crash_points, driver writer.)
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 
 from tests.integration import test_exactly_once_job as job_tests
 from tests.integration.test_executor_writers import writers_lines
-from tests.support.pipeline import JobResult, PipelineHarness, assert_exactly_once, json_events, output_ids
+from tests.support.pipeline import JobResult, PipelineHarness, assert_exactly_once, json_events
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -70,27 +70,3 @@ def test_a_killed_task_attempts_file_is_never_read(bootstrap, tmp_path):
     # The driver read the file of the attempt that succeeded, never attempt 0's.
     assert batch["extra"]["spill_retried"] == {"0": retries[-1]["attempt"]}, batch
     assert spill_files(harness.spec.checkpoint_location) == []
-
-
-@pytest.mark.parametrize("point", ["after_produce", "after_kafka_commit"])
-def test_the_spill_a_killed_driver_left_is_removed_by_the_replay(bootstrap, tmp_path, point):
-    harness = PipelineHarness(bootstrap, tmp_path, writers="driver")
-    records, valid_ids, malformed = json_events(1200, malformed_every=43)
-    harness.produce_input(records)
-
-    crashed = harness.run(fault=f"{point}@2")
-    assert crashed.killed, f"expected a SIGKILL, got {crashed.returncode}\n{crashed.log[-2000:]}"
-    assert f"EOS-FAULT fired: {point} batch 2" in crashed.log
-    left = spill_files(harness.spec.checkpoint_location)
-    assert left and all(p.parent.parent.name == "2" for p in left), left
-
-    restarted = harness.run()
-    assert restarted.returncode == 0, restarted.log[-3000:]
-    # Killed inside the transaction, the batch is written again; after its commit, the replay skips.
-    expected = "skip_replay" if point == "after_kafka_commit" else "produce"
-    assert {b["batch_id"]: b["action"] for b in restarted.batch_lines()}[2] == expected
-    assert spill_files(harness.spec.checkpoint_location) == []
-    assert_exactly_once(harness, valid_ids, malformed)
-    if point == "after_produce":
-        # The crashed attempt's records were aborted by the restart's init_transactions.
-        assert max(output_ids(harness.output_values("read_uncommitted")).values()) == 2
