@@ -155,11 +155,19 @@ class JobControl:
     # -- the end of a phase --------------------------------------------------------------------
 
     def drain(self, timeout_s: float, attempts: int = 3) -> dict[str, Any]:
-        """Stop the streaming job, recover, and run the pipeline available-now until everything produced
-        is through; retried (with recovery) if a run fails."""
+        """Let the streaming job catch up with its input, then stop it between batches (SIGTERM: it exits
+        0). A job that does not catch up in time, or does not exit 0, is stopped and the pipeline run
+        available-now until everything produced is through; retried (with recovery) if a run fails."""
+        if self.exactly_once and self.alive() and self.caught_up(timeout_s):
+            self.stop("caught up: stopped between batches")
+            code = self.runs[-1].get("returncode")
+            if code == 0:
+                self.recover()
+                return {"attempts": 0, "returncode": code, "streamed": True}
+            log(f"  the caught-up job exited {code} on SIGTERM: draining available-now")
         self.stop("stopped to drain")
         self.harness.with_overrides(trigger="available_now")
-        outcome: dict[str, Any] = {"attempts": 0, "returncode": None}
+        outcome: dict[str, Any] = {"attempts": 0, "returncode": None, "streamed": False}
         for attempt in range(1, attempts + 1):
             if self.exactly_once:
                 self.recover()
@@ -177,6 +185,28 @@ class JobControl:
         if self.exactly_once:
             self.recover()
         return outcome
+
+    def caught_up(self, timeout_s: float) -> bool:
+        """Wait until the sink group's committed offsets reach the input's last stable offsets (every
+        record produced so far is through a committed batch), while the job keeps running."""
+        from confluent_kafka.admin import AdminClient
+
+        from airflow_provider_eos.core.topic_partition import TopicPartition
+        from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
+        from tests.support.kafka import client_settings, end_offsets
+
+        harness = self.harness
+        admin = AdminClient(client_settings(harness.bootstrap))
+        partitions = [TopicPartition(harness.input_topic, p) for p in range(harness.partitions)]
+        deadline = time.monotonic() + timeout_s
+        while self.alive() and time.monotonic() < deadline:
+            with contextlib.suppress(Exception):  # a broker just restarted by a fault may refuse a moment
+                ends = end_offsets(harness.bootstrap, harness.input_topic, harness.partitions, committed=True)
+                committed = read_committed_offsets(admin, harness.spec.group_id, partitions)
+                if all(committed[tp] is not None and committed[tp].offset == ends[tp.partition] for tp in partitions):
+                    return True
+            time.sleep(1)
+        return False
 
     def lingering(self) -> dict[str, Any]:
         """Transactions left open under the prefix: ONGOING ones (DescribeTransactions) and what
