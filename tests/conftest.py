@@ -28,6 +28,14 @@ def _interrupt_on_sigterm(*_: object) -> None:
 signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Spark drivers started by anything in this session map the class archive, if one was written
+    (``tests.support.class_archive``)."""
+    from tests.support import class_archive
+
+    class_archive.use_in_this_process()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Longest groups of tests first; a timeout per test from its recorded duration (``tests.support.durations``)."""
     from tests.support import durations

@@ -1,0 +1,97 @@
+"""A class-data-sharing archive of the Spark driver JVM, for the suite's many short jobs.
+
+A test's job runs seconds; its driver JVM spends a third of its CPU loading and verifying Spark's
+classes (measured: 11.3 -> 7.2 s of CPU per run of the 1,500-record json_enrich job with the archive,
+wall 15.5 -> 12 s). HotSpot maps an archive of those classes instead (JDK 13+ dynamic archives:
+``-XX:ArchiveClassesAtExit`` writes one when a JVM exits, ``-XX:SharedArchiveFile`` maps it).
+
+The first job a test runs to completion without an archive writes one (one test worker at a time);
+every spark-submit started afterwards maps it through ``SPARK_SUBMIT_OPTS``, which the launcher
+adds to the client-mode driver's (the spark-submit JVM's) command line. An archive HotSpot cannot
+use (another JDK build, another class path) is ignored by the JVM (``-Xshare:auto``): the job runs
+as without it. Only the tests use it; the product's jobs start as users start them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import shutil
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+#: Where archives are kept between test runs (keyed by JDK and PySpark, see :func:`archive_path`).
+CACHE_DIR = Path(os.environ.get("EOS_TEST_CLASS_ARCHIVE_DIR",
+                                Path.home() / ".cache" / "airflow-provider-eos" / "class-archives"))
+#: HotSpot's own notes on the archive (e.g. "shared class paths mismatch") stay out of the job's log.
+_QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
+
+
+def archive_path() -> Path:
+    """The archive of this JDK and PySpark: the JVM rejects an archive of another build anyway."""
+    import pyspark
+
+    java_home = os.environ.get("JAVA_HOME")
+    java = Path(java_home) / "bin" / "java" if java_home else Path(shutil.which("java") or "java")
+    java = java.resolve()
+    stamp = f"{java}:{java.stat().st_mtime_ns if java.exists() else 0}:{pyspark.__version__}:{sys.version_info[:2]}"
+    return CACHE_DIR / f"spark-driver-{pyspark.__version__}-{hashlib.sha256(stamp.encode()).hexdigest()[:12]}.jsa"
+
+
+def submit_options() -> str:
+    """``SPARK_SUBMIT_OPTS`` that map the archive, or ``""`` while there is none."""
+    archive = archive_path()
+    return f"-XX:SharedArchiveFile={archive} {_QUIET}" if archive.exists() else ""
+
+
+def with_submit_options(env: dict[str, str], options: str) -> dict[str, str]:
+    """``env`` with ``options`` appended to its ``SPARK_SUBMIT_OPTS``."""
+    if not options or "SharedArchiveFile" in env.get("SPARK_SUBMIT_OPTS", ""):
+        return env
+    return {**env, "SPARK_SUBMIT_OPTS": f"{env.get('SPARK_SUBMIT_OPTS', '')} {options}".strip()}
+
+
+def use_in_this_process() -> None:
+    """Every spark-submit this process starts from now on (operators under ``dag.test``, deployments
+    started by the tests) maps the archive, if there is one."""
+    options = submit_options()
+    current = os.environ.get("SPARK_SUBMIT_OPTS", "")
+    if options and "SharedArchiveFile" not in current:
+        os.environ["SPARK_SUBMIT_OPTS"] = f"{current} {options}".strip()
+
+
+@contextlib.contextmanager
+def writing_archive() -> Iterator[dict[str, str] | None]:
+    """Around one job run to completion: the environment that makes its driver write the archive, or
+    ``None`` when there is one already or another worker is writing it. The archive appears (atomically)
+    only if the job exited 0 (``promote``)."""
+    archive = archive_path()
+    if archive.exists():
+        yield None
+        return
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    with (archive.parent / f"{archive.name}.lock").open("w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield None
+            return
+        partial = archive.with_name(f"{archive.name}.{uuid.uuid4().hex[:8]}.partial")
+        try:
+            yield {"SPARK_SUBMIT_OPTS": f"-XX:ArchiveClassesAtExit={partial} {_QUIET}"}
+        finally:
+            partial.unlink(missing_ok=True)
+
+
+def promote(env: dict[str, str] | None) -> None:
+    """The run under ``writing_archive`` exited 0: its archive becomes the one every later run maps."""
+    if not env:
+        return
+    partial = Path(env["SPARK_SUBMIT_OPTS"].split("=", 1)[1].split()[0])
+    if partial.exists() and partial.stat().st_size > 0:
+        os.replace(partial, archive_path())
+        use_in_this_process()
