@@ -19,26 +19,28 @@ import fcntl
 import hashlib
 import os
 import shutil
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+from airflow_provider_eos.devstack.jars import eos_home
+
 #: Where archives are kept between test runs (keyed by JDK and PySpark, see :func:`archive_path`).
-CACHE_DIR = Path(os.environ.get("EOS_TEST_CLASS_ARCHIVE_DIR",
-                                Path.home() / ".cache" / "airflow-provider-eos" / "class-archives"))
+CACHE_DIR = eos_home() / "class-archives"
 #: HotSpot's own notes on the archive (e.g. "shared class paths mismatch") stay out of the job's log.
 _QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 
 
 def archive_path() -> Path:
-    """The archive of this JDK and PySpark: the JVM rejects an archive of another build anyway."""
+    """The archive of this JDK and this PySpark installation: HotSpot maps an archive only for the class
+    path it was written with (Spark's jars folder, so the venv's path counts) and the JDK build."""
     import pyspark
 
     java_home = os.environ.get("JAVA_HOME")
     java = Path(java_home) / "bin" / "java" if java_home else Path(shutil.which("java") or "java")
     java = java.resolve()
-    stamp = f"{java}:{java.stat().st_mtime_ns if java.exists() else 0}:{pyspark.__version__}:{sys.version_info[:2]}"
+    spark_home = Path(pyspark.__file__).resolve().parent
+    stamp = f"{java}:{java.stat().st_mtime_ns if java.exists() else 0}:{spark_home}:{pyspark.__version__}"
     return CACHE_DIR / f"spark-driver-{pyspark.__version__}-{hashlib.sha256(stamp.encode()).hexdigest()[:12]}.jsa"
 
 
