@@ -29,10 +29,16 @@ signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """Spark drivers started by anything in this session map the class archive, if one was written
-    (``tests.support.class_archive``)."""
+    """Spark drivers started by anything in this session map the class archive (``tests.support.class_archive``).
+
+    A run with test workers (the full suite) writes it first if there is none, before the workers
+    start: the deployment and the longest tests start first, and would start without it.
+    """
     from tests.support import class_archive
 
+    config = session.config
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        class_archive.write_now()
     class_archive.use_in_this_process()
 
 

@@ -5,8 +5,10 @@ classes (measured: 11.3 -> 7.2 s of CPU per run of the 1,500-record json_enrich 
 wall 15.5 -> 12 s). HotSpot maps an archive of those classes instead (JDK 13+ dynamic archives:
 ``-XX:ArchiveClassesAtExit`` writes one when a JVM exits, ``-XX:SharedArchiveFile`` maps it).
 
-The first job a test runs to completion without an archive writes one (one test worker at a time);
-every spark-submit started afterwards maps it through ``SPARK_SUBMIT_OPTS``, which the launcher
+A full run (``make test``: test workers) writes it before the workers start, with a small
+application of its own (:mod:`tests.support.class_archive_job`, :func:`write_now`); otherwise the
+first job a test runs to completion without an archive writes one (one test worker at a time).
+Every spark-submit started afterwards maps it through ``SPARK_SUBMIT_OPTS``, which the launcher
 adds to the client-mode driver's (the spark-submit JVM's) command line. An archive HotSpot cannot
 use (another JDK build, another class path) is ignored by the JVM (``-Xshare:auto``): the job runs
 as without it. Only the tests use it; the product's jobs start as users start them.
@@ -87,6 +89,31 @@ def writing_archive() -> Iterator[dict[str, str] | None]:
             yield {"SPARK_SUBMIT_OPTS": f"-XX:ArchiveClassesAtExit={partial} {_QUIET}"}
         finally:
             partial.unlink(missing_ok=True)
+
+
+def write_now(timeout_s: float = 300) -> bool:
+    """Write the archive with :mod:`tests.support.class_archive_job` (local[2], the tests' Spark conf) unless
+    there is one or another process is writing it; True when there is one afterwards."""
+    import subprocess
+
+    from airflow_provider_eos.spark.submit_command import spark_submit_executable
+    from tests.support.pipeline import TEST_SPARK_CONF
+
+    with writing_archive() as env:
+        if env is None:
+            return archive_path().exists()
+        conf = [arg for key, value in {**TEST_SPARK_CONF, "spark.ui.enabled": "false"}.items()
+                for arg in ("--conf", f"{key}={value}")]
+        command = [spark_submit_executable(), "--master", "local[2]", *conf,
+                   str(Path(__file__).with_name("class_archive_job.py"))]
+        try:
+            done = subprocess.run(command, env={**os.environ, **env}, capture_output=True, timeout=timeout_s,
+                                  check=False)
+        except subprocess.TimeoutExpired:
+            return False
+        if done.returncode == 0:
+            promote(env)
+    return archive_path().exists()
 
 
 def promote(env: dict[str, str] | None) -> None:

@@ -14,3 +14,9 @@ def drop_every_other_partition(frame: DataFrame) -> DataFrame:
 def repartitioned(frame: DataFrame) -> DataFrame:
     """A shuffle: rows move between Spark partitions, so executor writers must refuse."""
     return frame.select("key", "value").repartition(3)
+
+
+def headers_kept_bad_to_dlq(frame: DataFrame) -> DataFrame:
+    """Records pass with their headers; values starting with ``bad`` become dead letters (their headers kept too)."""
+    reason = F.when(F.col("value").cast("string").startswith("bad"), F.lit("value starts with bad"))
+    return frame.select("key", "value", "headers", reason.alias("dlq_reason"), "topic", "partition", "offset")
