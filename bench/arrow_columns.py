@@ -3,7 +3,8 @@
 ``python -m bench.arrow_columns [--rows N] [--repeat R]`` builds, in a local[1] Spark, rows shaped
 like the Kafka source's after a transform (key, ~200-byte value, and a ``headers`` column in one of
 several shapes), selects them as the writers do (:func:`~airflow_provider_eos.spark.record_producer.output_frame`),
-and runs ``mapInArrow`` with a Python function that only counts rows: what is measured is Spark's
+and runs ``mapInArrow`` with a Python function that only counts rows (beside the same columns as the
+source gives them, in the same run): what is measured is Spark's
 Arrow conversion (JVM) and the Arrow stream to the Python worker, the part of the executor writers'
 and the driver writer's spill path that does not depend on Kafka. Prints µs per row of wall time
 and of CPU (the JVM and its Python workers), per shape and setting, interleaved ``--repeat`` times.
@@ -43,6 +44,13 @@ def source(spark: Any, rows: int, shape: str) -> Any:
     if shape == "headers 1% set, rest null":
         return frame.select("key", "value", F.when(F.col("id") % 100 == 0, header).otherwise(nothing).alias("headers"))
     return frame.select("key", "value", header.alias("headers"))
+
+
+def raw(frame: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    return frame.select(F.col("key").cast("binary"), F.col("value").cast("binary"),
+                        *(["headers"] if "headers" in frame.columns else []))
 
 
 def count_rows(batches: Iterator[Any]) -> Iterator[Any]:
@@ -90,6 +98,9 @@ def main() -> None:
              .config("spark.driver.memory", "1g").getOrCreate())
     jvm_pid = next(p.pid for p in psutil.Process().children() if "java" in p.name())
     settings = {"Spark default": None, "maxBytesPerBatch=Int.MaxValue": "2147483647"}
+    # The columns as the writers hand them over, beside the source's as they are (null headers for
+    # records without any: what the writers handed over before output_frame made them empty arrays).
+    selections: dict[str, Callable[[Any], Any]] = {"output_frame": output_frame, "as the source gives them": raw}
     results: dict[str, list[dict[str, float]]] = {}
     for _ in range(args.repeat + 1):  # the first round warms the JVM and the workers up, and is dropped
         for setting, value in settings.items():
@@ -98,8 +109,10 @@ def main() -> None:
             else:
                 spark.conf.set(MAX_BYTES, value)
             for shape in args.shapes:
-                result = measure(spark, jvm_pid, lambda shape=shape: output_frame(source(spark, args.rows, shape)))
-                results.setdefault(f"{shape} | {setting}", []).append(result)
+                for selection, select in selections.items():
+                    frame = select(source(spark, args.rows, shape))
+                    result = measure(spark, jvm_pid, lambda frame=frame: frame)
+                    results.setdefault(f"{shape} | {selection} | {setting}", []).append(result)
     table = {key: {"wall_us_per_row": round(statistics.median(r["wall_us"] for r in runs[1:]), 3),
                    "cpu_us_per_row": round(statistics.median(r["cpu_us"] for r in runs[1:]), 3)}
              for key, runs in results.items()}

@@ -67,3 +67,34 @@ def test_plain_rows_keep_their_order_and_survive_a_full_queue() -> None:
                      "dlq_reason": pa.array([None, None, None], pa.string())})
     assert produce_rows(producer, _spec(), rows) == (3, 0)
     assert producer.sent == [("out", b"k1", b"1", None), ("out", None, b"2", None), ("out", b"k3", None, None)]
+
+
+HEADERS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+
+
+class PlainOnlyProducer(RecordingProducer):
+    """Takes positional calls only: the fast path's (keyword calls fail)."""
+
+    def produce(self, topic, value=None, key=None, **keywords) -> None:
+        assert not keywords, keywords
+        super().produce(topic, value, key)
+
+
+def test_a_batch_whose_rows_carry_no_headers_takes_the_plain_loop() -> None:
+    # What output_frame hands over for records without headers: empty arrays, never nulls.
+    producer = PlainOnlyProducer()
+    rows = pa.RecordBatch.from_pydict({"key": [b"a", b"b"], "value": [b"1", b"2"],
+                                       "headers": pa.array([[], []], HEADERS_TYPE)})
+    assert produce_rows(producer, _spec(), rows) == (2, 0)
+    assert producer.sent == [("out", b"a", b"1", None), ("out", b"b", b"2", None)]
+
+
+def test_mixed_rows_keep_their_own_headers_null_values_included() -> None:
+    producer = RecordingProducer()
+    rows = pa.RecordBatch.from_pydict({
+        "key": [b"a", b"b", b"c", b"d"], "value": [b"1", b"2", b"3", b"4"],
+        "headers": pa.array([[], [{"key": "h", "value": None}, {"key": "t", "value": b"\x00\xff"}], None, []],
+                            HEADERS_TYPE)})
+    assert produce_rows(producer, _spec(), rows) == (4, 0)
+    assert producer.sent == [("out", b"a", b"1", None), ("out", b"b", b"2", [("h", None), ("t", b"\x00\xff")]),
+                             ("out", b"c", b"3", None), ("out", b"d", b"4", None)]
