@@ -41,6 +41,9 @@ class Config:
     repetitions: int = 3
     # Local cores of the throughput table's Spark jobs (eos run --master local[N]).
     throughput_cores: tuple[int, ...] = (1, 2)
+    # The throughput table again on an input where every k-th record carries a header (0: not run):
+    # users' records do, on some rows, and the writers must not slow down on the mix.
+    throughput_headers_every: int = 10
     control_records: int = 400_000
     control_batches: tuple[int, ...] = (10_000, 100_000)
     # The cost is a count (markers per batch), not a timing: one repetition of each layout and batch size.
@@ -153,6 +156,10 @@ def run_benches(selected: list[str], config: Config, work_dir: Path, results: di
                 return result
 
             guarded("throughput", do_throughput)
+            if config.throughput_headers_every:
+                guarded("throughput_mixed_headers", lambda: throughput.run(
+                    bootstrap, work_dir, records=config.records, batch=config.batch, repetitions=config.repetitions,
+                    cores=config.throughput_cores, headers_every=config.throughput_headers_every)[0])
         if "cluster" in selected:
             def do_cluster() -> dict[str, Any]:
                 nonlocal data

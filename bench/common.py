@@ -17,11 +17,9 @@ import signal
 import statistics
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +28,18 @@ from confluent_kafka import Consumer, IsolationLevel, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from airflow_provider_eos.core.spec import Mode, PipelineSpec
+from bench.process_tree import CpuSampler, MemorySampler
 
 EXACTLY_ONCE, AT_LEAST_ONCE = Mode.EXACTLY_ONCE, Mode.AT_LEAST_ONCE
 # Spark conf of every job the bench starts: modest heaps, the machine is shared.
 SPARK_CONF = {"spark.driver.memory": "1g", "spark.sql.shuffle.partitions": "2"}
+#: Producer settings of every mode that writes (the raw producer, Spark's Kafka writer, both exactly-once
+#: writers): in the spec's ``kafka`` settings, so each client gets them in its own dialect. The values are
+#: the exactly-once sink's own defaults (librdkafka's batch.size), which Spark's Java producer would not use.
+PRODUCER_SETTINGS = {"compression.type": "lz4", "linger.ms": 20, "batch.size": 1_000_000, "acks": "all",
+                     "enable.idempotence": True}
+#: The header a record of the mixed input carries (a trace id, as instrumented producers add).
+TRACE_HEADER = "trace-id"
 
 
 # -- measurement helpers ------------------------------------------------------------------------
@@ -120,15 +126,17 @@ def end_offsets(bootstrap: str, topic: str, partitions: int, *, committed: bool)
     return {tp.partition: future.result(30).offset for tp, future in result.items()}
 
 
-def produce(bootstrap: str, topic: str, records: Iterable[tuple[bytes, bytes]]) -> int:
-    """Produce input records (idempotent producer, not transactional); returns the count."""
+def produce(bootstrap: str, topic: str, records: Iterable[tuple[bytes, bytes]], *, headers_every: int = 0) -> int:
+    """Produce input records (idempotent producer, not transactional); returns the count. With
+    ``headers_every=k`` every k-th record carries a :data:`TRACE_HEADER` header (16 bytes)."""
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "enable.idempotence": True,
                          "queue.buffering.max.messages": 500_000})
     count = 0
     for key, value in records:
+        headers = [(TRACE_HEADER, b"%016x" % count)] if headers_every and count % headers_every == 0 else None
         while True:
             try:
-                producer.produce(topic, value=value, key=key)
+                producer.produce(topic, value=value, key=key, headers=headers)
                 break
             except BufferError:
                 producer.poll(0.05)
@@ -193,7 +201,8 @@ def write_spec(
     folder = work_dir / name
     folder.mkdir(parents=True, exist_ok=True)
     spec = PipelineSpec(
-        name=name.replace("-", "_"), kafka={"bootstrap.servers": bootstrap}, input_topics=input_topics,
+        name=name.replace("-", "_"), kafka={"bootstrap.servers": bootstrap, **PRODUCER_SETTINGS},
+        input_topics=input_topics,
         output_topic=output_topic, group_id=f"{name}-sink", transactional_id_prefix=f"{name}-txn",
         checkpoint_location=str(folder / "checkpoint"), trigger=trigger,
         max_offsets_per_trigger=max_offsets_per_trigger, transaction_timeout_ms=transaction_timeout_ms,
@@ -212,86 +221,6 @@ def _line_time(line: str) -> float | None:
         return dt.datetime.strptime(line[:23], _TIMESTAMP_FORMAT).timestamp()
     except ValueError:
         return None
-
-
-def _read_kb(pid: int, key: str) -> int | None:
-    with contextlib.suppress(OSError):
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
-    return None
-
-
-def _children(pid: int) -> list[int]:
-    found: list[int] = []
-    with contextlib.suppress(OSError):
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            with contextlib.suppress(OSError):
-                found.extend(int(c) for c in (task / "children").read_text().split())
-    return found
-
-
-def _cmdline(pid: int) -> list[str]:
-    with contextlib.suppress(OSError):
-        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
-    return []
-
-
-@dataclass
-class MemorySampler:
-    """Samples peak RSS (``VmHWM``) of the job's Python driver and of spark-submit's JVM.
-
-    The process tree is ``eos run`` (Python) -> spark-submit JVM -> Python driver
-    (``eos_job.py``); both are found by walking ``/proc/<pid>/task/*/children`` from the root.
-    ``VmHWM`` is the kernel's own high-water mark, so sampling every 0.2 s loses nothing but the
-    last 0.2 s of a process's life.
-    """
-
-    root_pid: int
-    interval_s: float = 0.2
-    peaks_kb: dict[str, int] = field(default_factory=dict)
-    pids: dict[str, int] = field(default_factory=dict)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, daemon=True, name="bench-memory")
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(5)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.sample()
-            self._stop.wait(self.interval_s)
-
-    def sample(self) -> None:
-        pending, seen = [self.root_pid], set()
-        while pending:
-            pid = pending.pop()
-            if pid in seen:
-                continue
-            seen.add(pid)
-            pending.extend(_children(pid))
-            command = _cmdline(pid)
-            if not command or not command[0]:
-                continue
-            if any(part.endswith("eos_job.py") for part in command) and "java" not in Path(command[0]).name:
-                role = "driver_python"
-            elif Path(command[0]).name == "java":
-                role = "jvm"
-            else:
-                continue
-            hwm = _read_kb(pid, "VmHWM")
-            if hwm is not None:
-                self.pids[role] = pid
-                self.peaks_kb[role] = max(self.peaks_kb.get(role, 0), hwm)
-
-    def peaks_mb(self) -> dict[str, float]:
-        return {role: round(kb / 1024, 1) for role, kb in sorted(self.peaks_kb.items())}
 
 
 _TRACKED: dict[int, subprocess.Popen] = {}
@@ -333,6 +262,8 @@ class Job:
             self.env.pop("EOS_FAULT_INJECTION_ACK", None)
         self.process: subprocess.Popen | None = None
         self.memory: MemorySampler | None = None
+        #: CPU of all the job's processes over time (every job: a loaded machine must not hide a cost).
+        self.cpu: CpuSampler | None = None
         self.started_at = 0.0
 
     def start(self, *, sample_memory: bool = False) -> Job:
@@ -343,10 +274,17 @@ class Job:
             # cwd: Spark writes spark-warehouse/derby files into the working directory.
             self.process = track(subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=self.env,
                                                   cwd=self.log_path.parent, start_new_session=True))
+        self.cpu = CpuSampler(self.process.pid)
+        self.cpu.start()
         if sample_memory:
             self.memory = MemorySampler(self.process.pid)
             self.memory.start()
         return self
+
+    def _stop_sampling(self) -> None:
+        for sampler in (self.memory, self.cpu):
+            if sampler is not None:
+                sampler.stop()
 
     def wait(self, timeout_s: float) -> int:
         assert self.process is not None
@@ -357,8 +295,7 @@ class Job:
             raise RuntimeError(
                 f"job did not finish within {timeout_s:.0f}s; log: {self.log_path}\n{self.tail()}") from None
         finally:
-            if self.memory is not None:
-                self.memory.stop()
+            self._stop_sampling()
 
     def stop(self, timeout_s: float = 90) -> int | None:
         """SIGTERM ``eos run`` (it forwards to the driver, which stops between batches), then SIGKILL."""
@@ -372,8 +309,7 @@ class Job:
             self.kill()
             return self.process.returncode
         finally:
-            if self.memory is not None:
-                self.memory.stop()
+            self._stop_sampling()
 
     def kill(self) -> None:
         """SIGKILL the job's whole process group (eos run, spark-submit's JVM, the Python driver)."""
@@ -383,8 +319,18 @@ class Job:
             os.killpg(self.process.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(30)
-        if self.memory is not None:
-            self.memory.stop()
+        self._stop_sampling()
+
+    def cpu_seconds(self, progress: list[tuple[float | None, dict]]) -> dict[str, float | None]:
+        """CPU seconds of all the job's processes: in all (start-up included), and in steady state (from
+        the end of batch 0 to the end of the last batch, by the progress lines' log times)."""
+        if self.cpu is None:
+            return {"cpu_s": None, "cpu_steady_s": None}
+        times = [t for t, _ in progress]
+        steady = None
+        if len(times) >= 2 and None not in times:
+            steady = round(self.cpu.between(times[0], times[-1]), 3)  # type: ignore[arg-type]
+        return {"cpu_s": round(self.cpu.total_s(), 3), "cpu_steady_s": steady}
 
     def text(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

@@ -47,6 +47,11 @@ def evaluate_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
                 if (paired["median"] >= TARGETS[key][1]) != (value >= TARGETS[key][1]):
                     note += ": the paired median disagrees, the result is within the noise of this machine"
             add(key, value, value >= TARGETS[key][1], f"{value:.2f}", note)
+    mixed = results.get("throughput_mixed_headers")
+    if is_writers_format(mixed):
+        every = mixed["input"].get("headers_every")
+        rows += [{**row, "key": f"{row['key']}:headers", "target": f"{row['target']} (a header on every {every}th)"}
+                 for row in ratio_targets(mixed)]
     lat_mode, lat = eos_latency(results)
     if lat and "latency_ms" in lat:
         limit = lat["trigger_ms"] + 1000
@@ -168,6 +173,11 @@ def markdown(results: dict[str, Any]) -> str:
         if eos_runs and eos_runs[0].get("sink_ms_total"):
             out.append(_eos_breakdown(eos_runs))
             out.append("")
+
+    mixed = results.get("throughput_mixed_headers")
+    if is_writers_format(mixed):
+        out += throughput_section(mixed, f"Throughput, input with a header on every "
+                                         f"{mixed['input'].get('headers_every')}th record")
 
     if (results.get("control") or {}).get("shapes"):
         out += control_section(results["control"])

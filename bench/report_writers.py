@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.ratios import RATIO_TARGETS, SPARK_LETTERS, master, mode_key
+from bench.ratios import CPU_TARGET, RATIO_TARGETS, SPARK_LETTERS, master, mode_key
 
 #: Latency modes of the exactly-once writers, newest first; ``exactly-once`` is the pre-writers driver sink.
 EOS_LATENCY_MODES = ("exactly-once executors", "exactly-once driver", "exactly-once")
@@ -38,27 +38,49 @@ def ratio_targets(tp: dict[str, Any]) -> list[dict[str, Any]]:
     from bench.ratios import target_verdict
 
     rows = []
+    bases = (("", "ratios", "paired_ratios"), (" in steady state (without batch 0)", "steady_ratios",
+                                               "steady_paired_ratios"))
     for cores in tp["cores"]:
         for name, target in RATIO_TARGETS.items():
             key = f"{name}@{cores}"
-            value = tp["ratios"].get(key)
-            passed, note = target_verdict(value, tp["paired_ratios"].get(key), target)
-            x, y = name.split("/")
-            rows.append({"key": key, "target": f"{x}/{y} on {master(cores)} >= {target}", "value": value,
-                         "measured": "-" if value is None else f"{value:.2f}", "pass": passed, "note": note})
+            for suffix, medians, paired in bases:
+                if medians not in tp:
+                    continue
+                value = tp[medians].get(key)
+                passed, note = target_verdict(value, (tp.get(paired) or {}).get(key), target)
+                rows.append({"key": key + (":steady" if suffix else ""),
+                             "target": f"{name} on {master(cores)}{suffix} >= {target}", "value": value,
+                             "measured": "-" if value is None else f"{value:.2f}", "pass": passed, "note": note})
+        rows.append(_cpu_target(tp, cores))
     return rows
 
 
-def throughput_section(tp: dict[str, Any]) -> list[str]:
+def _cpu_target(tp: dict[str, Any], cores: int) -> dict[str, Any]:
+    mine, base, limit = CPU_TARGET
+    figure = "cpu_us_per_record"
+    values = [((tp["modes"].get(mode_key(letter, cores)) or {}).get(figure) or {}).get("median")
+              for letter in (mine, base)]
+    ratio = None if None in values or not values[1] else values[0] / values[1]
+    return {"key": f"cpu:{mine}/{base}@{cores}", "target": f"CPU µs per record of {mine} <= {limit}x {base}'s on "
+            f"{master(cores)}", "value": ratio, "measured": "-" if ratio is None else f"{ratio:.2f}",
+            "pass": None if ratio is None else ratio <= limit,
+            "note": "not measured" if ratio is None else f"medians {values[0]:.1f} vs {values[1]:.1f} µs per record "
+            "(all the job's processes, start-up included)"}
+
+
+def throughput_section(tp: dict[str, Any], title: str = "Throughput") -> list[str]:
     inp, modes = tp["input"], tp["modes"]
     reps = tp.get("repetitions") or max((m["records_per_s"]["n"] for m in modes.values()), default=0)
-    out = ["## Throughput", "",
+    settings = tp.get("producer_settings")
+    out = [f"## {title}", "",
            f"Same input for every mode: {inp['records']:,} records, {inp['avg_record_bytes']:.0f} bytes on average "
            f"(key + value, {inp['bytes'] / 1e6:.0f} MB), {inp['topic_partitions']} partitions; batches / "
            f"transactions of max_offsets_per_trigger = {inp['max_offsets_per_trigger']:,} records; {reps} "
            f"repetition(s), each running {', '.join(tp['order'])} back to back. Spark jobs via `eos run --master "
            "local[N]`; (n) is `eos run --mode noop` (benchmark only: the same source and transform into Spark's "
-           f"`noop` writer, writing nothing). Timing: {tp['timing_basis']}.", "",
+           f"`noop` writer, writing nothing). Timing: {tp['timing_basis']}."
+           + (" Producer settings of every mode that writes (in the spec's kafka settings): "
+              + ", ".join(f"{k}={v}" for k, v in settings.items()) + "." if settings else ""), "",
            "| mode | records/s (min / median / max) | MB/s (median) | processing s (median) | records/s without "
            "batch 0 (median) | output markers per batch | load 1m |", "|---|---|---|---|---|---|---|"]
     for mode in modes.values():
@@ -92,6 +114,7 @@ def throughput_section(tp: dict[str, Any]) -> list[str]:
                  for k in keys]
         if any(cell != "-" for cell in cells):
             out.append(f"| {name} without batch 0 (no target; warm-up left out) | " + " | ".join(cells) + " |")
+    out += cpu_lines(tp)
     if tp.get("scaling"):
         low, high = min(tp["cores"]), max(tp["cores"])
         out += ["", f"Scaling from {master(low)} to {master(high)} (records/s on {high} cores over {low}): "
@@ -104,6 +127,27 @@ def throughput_section(tp: dict[str, Any]) -> list[str]:
                 + "; ".join(f"{f['mode']} rep {f['repetition']}: {f['error'].splitlines()[0][:160]}"
                             for f in tp["failures"]) + "."]
     out.append("")
+    return out
+
+
+def cpu_lines(tp: dict[str, Any]) -> list[str]:
+    """CPU µs per record of all the job's processes (medians), and each exactly-once writer's over (b)'s."""
+    modes = tp["modes"]
+    if not any((m.get("cpu_us_per_record") or {}).get("median") for m in modes.values()):
+        return []
+    out = ["", "CPU of all the job's processes (JVM, Python driver, Python workers) per input record, median µs: "
+           "in all (start-up included) / in steady state (after batch 0); ratio over (b) on the same master.", "",
+           "| mode | CPU µs/record (all / steady) | over (b) (all / steady) |", "|---|---|---|"]
+    for key, mode in modes.items():
+        cells = [(mode.get(f) or {}).get("median") for f in ("cpu_us_per_record", "cpu_steady_us_per_record")]
+        if cells[0] is None:
+            continue
+        baseline = modes.get("b@" + key.split("@")[1]) if "@" in key else None
+        over = ["-" if c is None or not baseline or not (baseline.get(f) or {}).get("median")
+                else f"{c / baseline[f]['median']:.2f}"
+                for c, f in zip(cells, ("cpu_us_per_record", "cpu_steady_us_per_record"), strict=True)]
+        out.append(f"| {mode['label']} | {' / '.join('-' if c is None else f'{c:.1f}' for c in cells)} | "
+                   f"{' / '.join(over)} |")
     return out
 
 

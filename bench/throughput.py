@@ -6,7 +6,7 @@ hits all of them alike), each into a fresh output topic with a fresh checkpoint,
 transactional id prefix; output topics are deleted after each run. Modes (:mod:`bench.ratios`):
 
 * (a) confluent-kafka's transactional producer with the sink's own producer config
-  (:func:`sink_producer_config`: lz4, linger 20 ms, acks=all, idempotent, murmur2_random),
+  (:func:`sink_producer_config`, given :data:`bench.common.PRODUCER_SETTINGS` like every mode),
   producing the same records from Python lists in transactions of ``max_offsets_per_trigger``
   records: begin, produce, flush, commit (no ``send_offsets_to_transaction``). Timed from the
   first ``begin_transaction`` to the last commit; ``init_transactions`` is excluded.
@@ -38,6 +38,7 @@ from bench.common import (
     AT_LEAST_ONCE,
     EXACTLY_ONCE,
     NOOP,
+    PRODUCER_SETTINGS,
     Job,
     bench_records,
     create_topics,
@@ -62,20 +63,28 @@ JOB_MODES = {"b": (AT_LEAST_ONCE, "auto"), "n": (NOOP, "auto"), "c_d": (EXACTLY_
              "c_e": (EXACTLY_ONCE, "executors")}
 
 
+#: CPU of all the job's processes per input record: in all (start-up included), and in steady state
+#: (after batch 0). The raw producer (a) has none: it runs in the bench's own process.
+CPU_FIGURES = ("cpu_us_per_record", "cpu_steady_us_per_record")
+
+
 @dataclass
 class ThroughputInput:
     topic: str
     records: list[tuple[bytes, bytes]]
     bytes: int
+    #: Every k-th record carries a header (0: none does).
+    headers_every: int = 0
 
 
-def prepare_input(bootstrap: str, count: int) -> ThroughputInput:
+def prepare_input(bootstrap: str, count: int, *, headers_every: int = 0) -> ThroughputInput:
     topic = create_topics(bootstrap, [unique("bench-tp-in")], PARTITIONS)[0]
     records = bench_records(count)
     started = time.perf_counter()
-    produce(bootstrap, topic, records)
-    log(f"throughput input: {count:,} records into {topic} in {time.perf_counter() - started:.1f}s")
-    return ThroughputInput(topic, records, record_bytes(records))
+    produce(bootstrap, topic, records, headers_every=headers_every)
+    log(f"throughput input: {count:,} records into {topic} in {time.perf_counter() - started:.1f}s"
+        + (f", a header on every {headers_every}th" if headers_every else ""))
+    return ThroughputInput(topic, records, record_bytes(records), headers_every)
 
 
 def raw_producer(bootstrap: str, work_dir: Path, data: ThroughputInput, batch: int, rep: int) -> dict[str, Any]:
@@ -174,6 +183,8 @@ def job_run(bootstrap: str, work_dir: Path, data: ThroughputInput, key: str, bat
     timing = processing_time(progress)
     later = [p for _, p in progress[1:]]
     later_s = sum(p.get("batch_ms") or 0 for p in later) / 1000
+    cpu = job.cpu_seconds(progress)
+    later_rows = sum(p.get("rows_in") or 0 for p in later)
     result: dict[str, Any] = {
         "seconds": timing["sum_trigger_s"], "first_to_last_s": timing["first_to_last_s"],
         "after_first_batch_records_per_s": round(sum(p.get("rows_in") or 0 for p in later) / later_s, 1)
@@ -182,6 +193,10 @@ def job_run(bootstrap: str, work_dir: Path, data: ThroughputInput, key: str, bat
         "batch_ms": summarize([p.get("batch_ms") or 0 for _, p in progress], 0),
         "peak_rss_mb": job.memory.peaks_mb() if job.memory else {}, "loadavg_before": load,
         "master": master, "writers": writers if mode == EXACTLY_ONCE else None,
+        **cpu,
+        "cpu_us_per_record": round(cpu["cpu_s"] / rows_in * 1e6, 2) if cpu["cpu_s"] and rows_in else None,
+        "cpu_steady_us_per_record": round(cpu["cpu_steady_s"] / later_rows * 1e6, 2)
+        if cpu["cpu_steady_s"] and later_rows else None,
     }
     if mode == NOOP:
         return result
@@ -199,8 +214,9 @@ def job_run(bootstrap: str, work_dir: Path, data: ThroughputInput, key: str, bat
 
 
 def run(bootstrap: str, work_dir: Path, *, records: int, batch: int, repetitions: int,
-        data: ThroughputInput | None = None, cores: tuple[int, ...] = CORES) -> tuple[dict[str, Any], ThroughputInput]:
-    data = data or prepare_input(bootstrap, records)
+        data: ThroughputInput | None = None, cores: tuple[int, ...] = CORES,
+        headers_every: int = 0) -> tuple[dict[str, Any], ThroughputInput]:
+    data = data or prepare_input(bootstrap, records, headers_every=headers_every)
     keys = ordered_keys(cores)
     runs: dict[str, list[dict[str, Any] | None]] = {key: [] for key in keys}
     failures: list[dict[str, Any]] = []
@@ -232,12 +248,16 @@ def run(bootstrap: str, work_dir: Path, *, records: int, batch: int, repetitions
                         STEADY_RATE: summarize([r[STEADY_RATE] for r in done if r.get(STEADY_RATE)], 1),
                         "mb_per_s": summarize([r["mb_per_s"] for r in done], 3),
                         "seconds": summarize([r["seconds"] for r in done], 3),
+                        **{figure: summarize([r[figure] for r in done if r.get(figure)], 2)
+                           for figure in CPU_FIGURES},
                         "runs": items}
     found = ratios(summary, runs, cores)
     steady = ratios(summary, runs, cores, STEADY_RATE)
     result = {
         "input": {"topic_partitions": PARTITIONS, "records": len(data.records), "bytes": data.bytes,
-                  "avg_record_bytes": round(data.bytes / len(data.records), 1), "max_offsets_per_trigger": batch},
+                  "avg_record_bytes": round(data.bytes / len(data.records), 1), "max_offsets_per_trigger": batch,
+                  "headers_every": data.headers_every},
+        "producer_settings": PRODUCER_SETTINGS,
         "timing_basis": "sum of Spark triggerExecution over all batches (EOS-PROGRESS batch_ms); "
                         "raw producer: first begin_transaction to last commit",
         "cores": list(cores), "repetitions": repetitions, "order": keys,

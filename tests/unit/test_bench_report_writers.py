@@ -108,3 +108,28 @@ def test_markdown_shows_modes_ratios_scaling_control_and_where_the_time_goes(tmp
             "without batch 0, c_e/b 0.90, c_e/c_d 1.12") in text
     chart(results, tmp_path / "chart.png")
     assert (tmp_path / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_targets_hold_in_steady_state_too_and_cpu_per_record_is_a_target() -> None:
+    results = _results()
+    tp = results["throughput"]
+    for key, cpu in {"b@1": 20.0, "c_e@1": 21.0, "b@2": 20.0, "c_e@2": 30.0}.items():
+        tp["modes"][key]["cpu_us_per_record"] = summarize([cpu], 2)
+    targets = {t["key"]: t for t in evaluate_targets(results)}
+    assert targets["c_e/b@1:steady"]["target"] == "c_e/b on local[1] in steady state (without batch 0) >= 1.0"
+    assert targets["c_d/b@2"]["pass"] is False and targets["c_d/b@2"]["value"] == 0.5  # 9,000 / 18,000 < 0.8
+    assert targets["cpu:c_e/b@1"]["pass"] is True and targets["cpu:c_e/b@1"]["measured"] == "1.05"
+    assert targets["cpu:c_e/b@2"]["pass"] is False and "30.0 vs 20.0" in targets["cpu:c_e/b@2"]["note"]
+    text = markdown({**results, "targets": list(targets.values()), "analysis": analyze(results)})
+    assert "| (c_e) exactly-once, executor writers, local[2] | 30.0 / - | 1.50 / - |" in text
+
+
+def test_the_mixed_headers_input_has_its_own_section_and_targets() -> None:
+    results = _results()
+    mixed = _throughput()
+    mixed["input"]["headers_every"] = 10
+    results["throughput_mixed_headers"] = mixed
+    targets = {t["key"]: t for t in evaluate_targets(results)}
+    assert targets["c_e/b@2:headers"]["target"] == "c_e/b on local[2] >= 1.0 (a header on every 10th)"
+    text = markdown({**results, "targets": list(targets.values()), "analysis": analyze(results)})
+    assert "## Throughput, input with a header on every 10th record" in text

@@ -1,0 +1,30 @@
+"""The bench's CPU of a job's process tree: children's CPU counted, kept after they exit, interpolated."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+from bench.process_tree import CpuSampler
+
+# A parent that spins, and starts a child that spins and exits before the parent does.
+SPIN = "import time\nend = time.process_time() + {seconds}\nwhile time.process_time() < end: pass\n"
+PARENT = (f"import subprocess, sys\nchild = subprocess.Popen([sys.executable, '-c', {SPIN.format(seconds=0.6)!r}])\n"
+          + SPIN.format(seconds=0.3) + "child.wait()\n" + "import time; time.sleep(0.5)\n")
+
+
+def test_the_tree_cpu_counts_a_child_that_exited_and_interpolates_between_samples() -> None:
+    process = subprocess.Popen([sys.executable, "-c", PARENT])
+    sampler = CpuSampler(process.pid, interval_s=0.05)
+    sampler.start()
+    started = time.time()
+    process.wait(30)
+    sampler.stop()
+    total = sampler.total_s()
+    # 0.3 s (parent) + 0.6 s (child) of spinning, plus two interpreters' start-up; minus at most the last
+    # 0.05 s of each process's life.
+    assert 0.8 <= total <= 3.0, total
+    assert sampler.between(started - 10, time.time() + 10) == total - sampler.samples[0][1]
+    middle = (sampler.samples[0][0] + sampler.samples[-1][0]) / 2
+    assert 0 <= sampler.at(middle) <= total and sampler.between(middle, middle) == 0
