@@ -104,13 +104,24 @@ def require_dlq_topic(spec: PipelineSpec, dead: int) -> None:
         )
 
 
+def _headers_by_row(rows: pa.Table | pa.RecordBatch) -> dict[int, list[tuple[str, bytes | None]]]:
+    """The headers of the rows that carry any, by row: only those rows are converted to Python."""
+    import pyarrow.compute as pc
+
+    column = rows.column(rows.schema.names.index("headers"))
+    carrying = pc.indices_nonzero(pc.fill_null(pc.greater(pc.list_value_length(column), 0), False))
+    return {i: [(h["key"], h["value"]) for h in row]
+            for i, row in zip(carrying.to_pylist(), pc.take(column, carrying).to_pylist(), strict=True)}
+
+
 def produce_rows(producer: Producer, spec: PipelineSpec, rows: pa.Table | pa.RecordBatch) -> tuple[int, int]:
     """Hand every row (output or dead letter) to the producer; returns the two counts.
 
     Does not wait for delivery: the caller flushes once, before it sends the offsets. The loop is
     the writers' per-record cost: rows without headers and dead letters (the common case) take a
-    loop of bare positional ``produce`` calls; the others build headers per row, and the source
-    columns are read only for dead letters. The delivery reports of what is produced so far are
+    loop of bare positional ``produce`` calls; otherwise only the rows that carry headers have them
+    converted (the others are still positional calls), and the source columns are read only for dead
+    letters. The delivery reports of what is produced so far are
     served at the end (the caller hands Arrow batches one by one), so the local queue keeps room.
     """
     names = rows.schema.names
@@ -121,13 +132,13 @@ def produce_rows(producer: Producer, spec: PipelineSpec, rows: pa.Table | pa.Rec
         _produce_plain(producer, spec, keys, values)
         producer.poll(0)
         return len(values), 0
-    headers = rows.column(names.index("headers")).to_pylist() if with_headers else None
+    headers = _headers_by_row(rows) if with_headers else {}
     reasons = rows.column(names.index(DLQ_REASON_COLUMN)).to_pylist() if DLQ_REASON_COLUMN in names else None
     origin: list[tuple[str, list]] | None = None
     output_topic, produce = spec.output_topic, producer.produce
     dead = 0
     for i, value in enumerate(values):
-        record_headers = [(h["key"], h["value"]) for h in headers[i]] if headers and headers[i] else None
+        record_headers = headers.get(i)
         topic = output_topic
         if reasons is not None and reasons[i] is not None:
             dead += 1
@@ -137,7 +148,10 @@ def produce_rows(producer: Producer, spec: PipelineSpec, rows: pa.Table | pa.Rec
             record_headers = [*(record_headers or []), ("eos.dlq.reason", str(reasons[i]).encode()),
                               *((f"eos.source.{c}", str(column[i]).encode()) for c, column in origin)]
         try:
-            produce(topic, value=value, key=keys[i], headers=record_headers)
+            if record_headers is None:
+                produce(topic, value, keys[i])
+            else:
+                produce(topic, value=value, key=keys[i], headers=record_headers)
         except BufferError:
             _produce_when_queue_has_room(producer, spec, topic, value, keys[i], record_headers)
     producer.poll(0)
