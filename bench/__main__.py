@@ -210,6 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS, help="results folder (default bench/results)")
     parser.add_argument("--records", type=int, metavar="N",
                         help="input records of the throughput table (default 1,000,000; recorded in the results)")
+    parser.add_argument("--batch", type=int, metavar="N",
+                        help="max_offsets_per_trigger of the throughput table (default 100,000)")
+    parser.add_argument("--repetitions", type=int, metavar="N", help="repetitions of the throughput table (default 3)")
     parser.add_argument("--keep-work", action="store_true", help="keep the temporary folder (job logs, checkpoints)")
     parser.add_argument("--render", type=Path, metavar="JSON",
                         help="only rewrite the markdown, chart (and LATEST.md) from a results JSON; runs nothing")
@@ -222,8 +225,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     selected = [b for b in BENCHES if not args.only or b in args.only]
     config = QUICK if args.quick else Config()
-    if args.records:
-        config = replace(config, records=args.records)
+    for name in ("records", "batch", "repetitions"):
+        if getattr(args, name):
+            config = replace(config, **{name: getattr(args, name)})
 
     # A SIGTERM to the bench must still stop the broker and the jobs (the finally blocks run).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -232,7 +236,9 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {"meta": {
         "date": today, "quick": args.quick, "selected": selected,
         "command": "python -m bench" + (" --quick" if args.quick else "")
-        + "".join(f" --only {name}" for name in args.only or []),
+        + "".join(f" --only {name}" for name in args.only or [])
+        + "".join(f" --{name} {getattr(args, name)}" for name in ("records", "batch", "repetitions")
+                  if getattr(args, name)),
         "started": started.strftime("%Y-%m-%d %H:%M:%S"), "machine": _machine(), "versions": _versions(),
         "git_commit": _git_commit(), "loadavg_start": os.getloadavg(), "config": asdict(config),
     }}

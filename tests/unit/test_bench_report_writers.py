@@ -77,7 +77,11 @@ def _results() -> dict:
     return {"meta": {"date": "2026-11-30", "quick": True, "command": "python -m bench --quick", "started": "s",
                      "finished": "f", "duration_min": 5.0, "machine": "2 cores", "versions": "v", "kafka": "4.1.1",
                      "load_summary": "1.00 to 1.00", "git_commit": "abc"},
-            "throughput": _throughput(), "control": _control(), "latency": {"exactly-once executors": latency}}
+            "throughput": _throughput(), "control": _control(),
+            "latency": {"exactly-once executors": latency,
+                        "at-least-once": {**latency, "mode": "at-least-once", "writers": None,
+                                          "latency_ms": {**latency["latency_ms"], "p99": 1600.0}}},
+            "cluster": {"scaling": {"b": {"of_medians": 1.5}, "c_e": {"of_medians": 1.6}}}}
 
 
 def test_targets_cover_both_ratios_on_both_masters_and_p99_of_the_executor_writers() -> None:
@@ -88,6 +92,8 @@ def test_targets_cover_both_ratios_on_both_masters_and_p99_of_the_executor_write
     assert targets["c_e/n@2"]["pass"] is False  # 17,000 / 30,000
     assert targets["c_e/n@1"]["value"] == round(10_500 / 16_000, 3)
     assert targets["p99"]["pass"] is True and "exactly-once executors" in targets["p99"]["note"]
+    assert targets["p99"]["measured"] == "1,800 ms (limit 1,850 ms)"  # at-least-once's 1,600 + 250
+    assert targets["scaling"]["pass"] is True and targets["scaling"]["measured"] == "1.60x (b 1.50x)"
 
 
 def test_markdown_shows_modes_ratios_scaling_control_and_where_the_time_goes(tmp_path: Path) -> None:
