@@ -186,9 +186,11 @@ class JobControl:
             self.recover()
         return outcome
 
-    def caught_up(self, timeout_s: float) -> bool:
+    def caught_up(self, timeout_s: float, stall_s: float = 90) -> bool:
         """Wait until the sink group's committed offsets reach the input's last stable offsets (every
-        record produced so far is through a committed batch), while the job keeps running."""
+        record produced so far is through a committed batch), while the job keeps running; False if
+        they do not move for ``stall_s`` (a batch stuck behind a fault: the drain then stops the job,
+        as it did before it let a job catch up; one such batch took 590 s in a CI run)."""
         from confluent_kafka.admin import AdminClient
 
         from airflow_provider_eos.core.topic_partition import TopicPartition
@@ -199,13 +201,17 @@ class JobControl:
         admin = AdminClient(client_settings(harness.bootstrap))
         partitions = [TopicPartition(harness.input_topic, p) for p in range(harness.partitions)]
         deadline = time.monotonic() + timeout_s
-        while self.alive() and time.monotonic() < deadline:
+        last, moved_at = None, time.monotonic()
+        while self.alive() and time.monotonic() < deadline and time.monotonic() - moved_at < stall_s:
             with contextlib.suppress(Exception):  # a broker just restarted by a fault may refuse a moment
                 ends = end_offsets(harness.bootstrap, harness.input_topic, harness.partitions, committed=True)
                 committed = read_committed_offsets(admin, harness.spec.group_id, partitions)
                 if all(committed[tp] is not None and committed[tp].offset == ends[tp.partition] for tp in partitions):
                     return True
+                if committed != last:
+                    last, moved_at = committed, time.monotonic()
             time.sleep(1)
+        log(f"  the job did not catch up (offsets still for {time.monotonic() - moved_at:.0f}s): stopping it")
         return False
 
     def lingering(self) -> dict[str, Any]:
