@@ -80,7 +80,9 @@ def throughput_section(tp: dict[str, Any], title: str = "Throughput") -> list[st
            "local[N]`; (n) is `eos run --mode noop` (benchmark only: the same source and transform into Spark's "
            f"`noop` writer, writing nothing). Timing: {tp['timing_basis']}."
            + (" Producer settings of every mode that writes (in the spec's kafka settings): "
-              + ", ".join(f"{k}={v}" for k, v in settings.items()) + "." if settings else ""), "",
+              + ", ".join(f"{k}={v}" for k, v in settings.items()) + "." if settings else "")
+           + (" Arrow: " + ", ".join(f"{k.rsplit('.', 1)[1]} {v}" for k, v in tp["arrow_settings"].items()) + "."
+              if tp.get("arrow_settings") else ""), "",
            "| mode | records/s (min / median / max) | MB/s (median) | processing s (median) | records/s without "
            "batch 0 (median) | output markers per batch | load 1m |", "|---|---|---|---|---|---|---|"]
     for mode in modes.values():

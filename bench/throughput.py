@@ -39,6 +39,7 @@ from bench.common import (
     EXACTLY_ONCE,
     NOOP,
     PRODUCER_SETTINGS,
+    SPARK_CONF,
     Job,
     bench_records,
     create_topics,
@@ -63,6 +64,7 @@ JOB_MODES = {"b": (AT_LEAST_ONCE, "auto"), "n": (NOOP, "auto"), "c_d": (EXACTLY_
              "c_e": (EXACTLY_ONCE, "executors")}
 
 
+ARROW_SETTINGS = ("spark.sql.execution.arrow.maxRecordsPerBatch", "spark.sql.execution.arrow.maxBytesPerBatch")
 #: CPU of all the job's processes per input record: in all (start-up included), and in steady state
 #: (after batch 0). The raw producer (a) has none: it runs in the bench's own process.
 CPU_FIGURES = ("cpu_us_per_record", "cpu_steady_us_per_record")
@@ -258,6 +260,8 @@ def run(bootstrap: str, work_dir: Path, *, records: int, batch: int, repetitions
                   "avg_record_bytes": round(data.bytes / len(data.records), 1), "max_offsets_per_trigger": batch,
                   "headers_every": data.headers_every},
         "producer_settings": PRODUCER_SETTINGS,
+        # What bounds the Arrow batches the writers hand to mapInArrow (docs/design-notes.md, note 27).
+        "arrow_settings": {key: SPARK_CONF.get(key, "Spark's default") for key in ARROW_SETTINGS},
         "timing_basis": "sum of Spark triggerExecution over all batches (EOS-PROGRESS batch_ms); "
                         "raw producer: first begin_transaction to last commit",
         "cores": list(cores), "repetitions": repetitions, "order": keys,
