@@ -41,8 +41,45 @@ def _cmdline(pid: int) -> list[str]:
     return []
 
 
+def tree_pids(root_pid: int) -> list[int]:
+    """The root and every process below it, found now."""
+    pending, seen = [root_pid], []
+    while pending:
+        pid = pending.pop()
+        if pid in seen:
+            continue
+        seen.append(pid)
+        pending.extend(_children(pid))
+    return seen
+
+
+class _Sampler:
+    """Calls ``sample()`` every ``interval_s`` on a daemon thread between ``start()`` and ``stop()``."""
+
+    interval_s: float
+    _stop: threading.Event
+    _thread: threading.Thread | None
+
+    def sample(self) -> None:
+        raise NotImplementedError
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, daemon=True, name=f"bench-{type(self).__name__}")
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.sample()
+            self._stop.wait(self.interval_s)
+
+
 @dataclass
-class MemorySampler:
+class MemorySampler(_Sampler):
     """Samples peak RSS (``VmHWM``) of the job's Python driver and of spark-submit's JVM.
 
     The process tree is ``eos run`` (Python) -> spark-submit JVM -> Python driver
@@ -58,28 +95,8 @@ class MemorySampler:
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, daemon=True, name="bench-memory")
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(5)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.sample()
-            self._stop.wait(self.interval_s)
-
     def sample(self) -> None:
-        pending, seen = [self.root_pid], set()
-        while pending:
-            pid = pending.pop()
-            if pid in seen:
-                continue
-            seen.add(pid)
-            pending.extend(_children(pid))
+        for pid in tree_pids(self.root_pid):
             command = _cmdline(pid)
             if not command or not command[0]:
                 continue
@@ -106,19 +123,8 @@ def _own_cpu_s(pid: int) -> float | None:
     return None
 
 
-def tree_pids(root_pid: int) -> list[int]:
-    pending, seen = [root_pid], []
-    while pending:
-        pid = pending.pop()
-        if pid in seen:
-            continue
-        seen.append(pid)
-        pending.extend(_children(pid))
-    return seen
-
-
 @dataclass
-class CpuSampler:
+class CpuSampler(_Sampler):
     """CPU seconds of every process of the job, over time.
 
     Each sample adds up, per process ever seen (by pid and start), the last CPU time it was seen
@@ -134,20 +140,6 @@ class CpuSampler:
     _last: dict[int, float] = field(default_factory=dict)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, daemon=True, name="bench-cpu")
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(5)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.sample()
-            self._stop.wait(self.interval_s)
 
     def sample(self) -> None:
         for pid in tree_pids(self.root_pid):
