@@ -78,16 +78,6 @@ def output_frame(batch: DataFrame) -> DataFrame:
     return batch.select(*wanted)
 
 
-def _with_headers(rows: pa.Table | pa.RecordBatch) -> bool:
-    """Whether any row of ``rows`` carries a header (vectorised: the common batch has none)."""
-    import pyarrow.compute as pc
-
-    names = rows.schema.names
-    if "headers" not in names:
-        return False
-    return bool(pc.max(pc.list_value_length(rows.column(names.index("headers")))).as_py())
-
-
 def dead_letters(table: pa.Table | pa.RecordBatch) -> int:
     """How many rows of ``table`` the transform sent to the dead-letter topic."""
     if DLQ_REASON_COLUMN not in table.schema.names:
@@ -105,9 +95,12 @@ def require_dlq_topic(spec: PipelineSpec, dead: int) -> None:
 
 
 def _headers_by_row(rows: pa.Table | pa.RecordBatch) -> dict[int, list[tuple[str, bytes | None]]]:
-    """The headers of the rows that carry any, by row: only those rows are converted to Python."""
+    """The headers of the rows that carry any, by row (vectorised: the common batch has none, and only
+    the rows that do are converted to Python)."""
     import pyarrow.compute as pc
 
+    if "headers" not in rows.schema.names:
+        return {}
     column = rows.column(rows.schema.names.index("headers"))
     carrying = pc.indices_nonzero(pc.fill_null(pc.greater(pc.list_value_length(column), 0), False))
     return {i: [(h["key"], h["value"]) for h in row]
@@ -121,18 +114,17 @@ def produce_rows(producer: Producer, spec: PipelineSpec, rows: pa.Table | pa.Rec
     the writers' per-record cost: rows without headers and dead letters (the common case) take a
     loop of bare positional ``produce`` calls; otherwise only the rows that carry headers have them
     converted (the others are still positional calls), and the source columns are read only for dead
-    letters. The delivery reports of what is produced so far are
-    served at the end (the caller hands Arrow batches one by one), so the local queue keeps room.
+    letters. The delivery reports of what is produced so far are served at the end (the caller hands
+    Arrow batches one by one), so the local queue keeps room.
     """
     names = rows.schema.names
     keys = rows.column(names.index("key")).to_pylist()
     values = rows.column(names.index("value")).to_pylist()
-    with_headers = _with_headers(rows)
-    if not with_headers and not dead_letters(rows):
+    headers = _headers_by_row(rows)
+    if not headers and not dead_letters(rows):
         _produce_plain(producer, spec, keys, values)
         producer.poll(0)
         return len(values), 0
-    headers = _headers_by_row(rows) if with_headers else {}
     reasons = rows.column(names.index(DLQ_REASON_COLUMN)).to_pylist() if DLQ_REASON_COLUMN in names else None
     origin: list[tuple[str, list]] | None = None
     output_topic, produce = spec.output_topic, producer.produce

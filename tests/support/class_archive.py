@@ -6,10 +6,11 @@ wall 15.5 -> 12 s). HotSpot maps an archive of those classes instead (JDK 13+ dy
 ``-XX:ArchiveClassesAtExit`` writes one when a JVM exits, ``-XX:SharedArchiveFile`` maps it).
 
 A full run (``make test``: test workers) writes it before the workers start, with a small
-application of its own (:mod:`tests.support.class_archive_job`, :func:`write_now`); otherwise the
-first job a test runs to completion without an archive writes one (one test worker at a time).
-Every spark-submit started afterwards maps it through ``SPARK_SUBMIT_OPTS``, which the launcher
-adds to the client-mode driver's (the spark-submit JVM's) command line. An archive HotSpot cannot
+application of its own (:mod:`tests.support.class_archive_job`, :func:`write_now`); a run without
+workers uses the one there is. Every spark-submit the session starts (the harness's jobs, operators
+under ``dag.test``, the deployment's tasks) maps it through ``SPARK_SUBMIT_OPTS`` in the session's
+environment (:func:`use_in_this_process`), which the launcher adds to the client-mode driver's (the
+spark-submit JVM's) command line. An archive HotSpot cannot
 use (another JDK build, another class path) is ignored by the JVM (``-Xshare:auto``): the job runs
 as without it. Only the tests use it; the product's jobs start as users start them.
 """
@@ -52,13 +53,6 @@ def submit_options() -> str:
     return f"-XX:SharedArchiveFile={archive} {_QUIET}" if archive.exists() else ""
 
 
-def with_submit_options(env: dict[str, str], options: str) -> dict[str, str]:
-    """``env`` with ``options`` appended to its ``SPARK_SUBMIT_OPTS``."""
-    if not options or "SharedArchiveFile" in env.get("SPARK_SUBMIT_OPTS", ""):
-        return env
-    return {**env, "SPARK_SUBMIT_OPTS": f"{env.get('SPARK_SUBMIT_OPTS', '')} {options}".strip()}
-
-
 def use_in_this_process() -> None:
     """Every spark-submit this process starts from now on (operators under ``dag.test``, deployments
     started by the tests) maps the archive, if there is one."""
@@ -70,9 +64,9 @@ def use_in_this_process() -> None:
 
 @contextlib.contextmanager
 def writing_archive() -> Iterator[dict[str, str] | None]:
-    """Around one job run to completion: the environment that makes its driver write the archive, or
-    ``None`` when there is one already or another worker is writing it. The archive appears (atomically)
-    only if the job exited 0 (``promote``)."""
+    """Around the run that writes the archive: the environment that makes its driver write it, or
+    ``None`` when there is one already or another process is writing it. The archive appears
+    (atomically) only if the run exited 0 (``promote``)."""
     archive = archive_path()
     if archive.exists():
         yield None

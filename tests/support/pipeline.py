@@ -20,7 +20,6 @@ from confluent_kafka import Producer
 from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.spark.faults import ACK_VALUE
-from tests.support import class_archive
 from tests.support.kafka import Cluster, client_settings, consume_all, create_topic
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -132,8 +131,6 @@ class PipelineHarness:
         log_path = self.work_dir / f"run-{self.runs}.log"
         # The repo root on the path: tests' own transforms (tests/support/transforms.py) import in the job.
         env = {**os.environ, "EOS_LOG_LEVEL": "INFO", "PYTHONPATH": str(REPO_ROOT), **(env_extra or {})}
-        if not env_extra or "SPARK_SUBMIT_OPTS" not in env_extra:
-            env = class_archive.with_submit_options(env, class_archive.submit_options())
         env.pop("EOS_FAULT_INJECTION", None)
         if fault:
             env.update(EOS_FAULT_INJECTION=fault, EOS_FAULT_INJECTION_ACK=ACK_VALUE,
@@ -144,14 +141,11 @@ class PipelineHarness:
         return process, log_path
 
     def run(self, *, fault: str | None = None, mode: str = "exactly-once", timeout_s: float = 420) -> JobResult:
-        with class_archive.writing_archive() as archive_env:
-            process, log_path = self.start(fault=fault, mode=mode, env_extra=archive_env)
-            try:
-                returncode = process.wait(timeout_s)
-            finally:
-                kill_group(process)
-            if returncode == 0:
-                class_archive.promote(archive_env)
+        process, log_path = self.start(fault=fault, mode=mode)
+        try:
+            returncode = process.wait(timeout_s)
+        finally:
+            kill_group(process)
         faults = log_path.with_suffix(".faults")
         text = log_path.read_text(errors="replace") + (faults.read_text() if faults.exists() else "")
         return JobResult(returncode, text)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import os
 from pathlib import Path
 
 import pytest
@@ -19,10 +20,13 @@ def archive_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_no_archive_no_options(archive_dir: Path) -> None:
     assert class_archive.submit_options() == ""
-    assert class_archive.with_submit_options({"A": "1"}, "") == {"A": "1"}
+    class_archive.use_in_this_process()
+    assert "SPARK_SUBMIT_OPTS" not in os.environ
 
 
-def test_a_completed_run_promotes_its_archive_and_later_runs_map_it(archive_dir: Path) -> None:
+def test_a_completed_run_promotes_its_archive_and_later_runs_map_it(archive_dir: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPARK_SUBMIT_OPTS", "-Dx=1")
     with class_archive.writing_archive() as env:
         assert env is not None and "-XX:ArchiveClassesAtExit=" in env["SPARK_SUBMIT_OPTS"]
         partial = Path(env["SPARK_SUBMIT_OPTS"].split("=", 1)[1].split()[0])
@@ -30,11 +34,11 @@ def test_a_completed_run_promotes_its_archive_and_later_runs_map_it(archive_dir:
         class_archive.promote(env)
     archive = class_archive.archive_path()
     assert archive.read_bytes() == b"jsa" and not partial.exists()
-    options = class_archive.submit_options()
-    assert f"-XX:SharedArchiveFile={archive}" in options
-    env = class_archive.with_submit_options({"SPARK_SUBMIT_OPTS": "-Dx=1"}, options)
-    assert env["SPARK_SUBMIT_OPTS"].startswith("-Dx=1 -XX:SharedArchiveFile=")
-    assert class_archive.with_submit_options(env, options) == env  # never twice
+    assert f"-XX:SharedArchiveFile={archive}" in class_archive.submit_options()
+    # promote() put it into this process's environment, after what was there; never twice.
+    assert os.environ["SPARK_SUBMIT_OPTS"].startswith(f"-Dx=1 -XX:SharedArchiveFile={archive}")
+    class_archive.use_in_this_process()
+    assert os.environ["SPARK_SUBMIT_OPTS"].count("SharedArchiveFile") == 1
     with class_archive.writing_archive() as again:
         assert again is None
 
