@@ -34,7 +34,7 @@ with DAG(
     catchup=False,
     max_active_runs=1,
     tags=["eos", "health"],
-    doc_md=__doc__,
+    doc_md=__doc__ + "\n**Pipelines checked:** " + (", ".join(f"`{name}`" for name in sorted(SPECS)) or "none"),
 ) as dag:
     PipelineHealthReportOperator.partial(
         task_id="health_report",

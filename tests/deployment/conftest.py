@@ -53,6 +53,9 @@ def airflow_api(airflow_deployment: AirflowDeploymentInfo) -> Iterator[AirflowAp
         yield api
 
 
+HEALTH_DAG = "eos_health_check"  # no form: its docs list the pipelines it checks
+
+
 def deploy_spec(deployment: AirflowDeploymentInfo, spec_file: Path, api: AirflowApi, name: str,
                 dag_ids: tuple[str, ...] = ("eos_manual_recovery",)) -> Path:
     """Put a pipeline's spec into the deployment's pipelines folder and wait until the DAGs offer it."""

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from airflow_provider_eos.devstack.airflow_settings import AirflowDeploymentInfo
-from tests.deployment.conftest import deploy_spec
+from tests.deployment.conftest import HEALTH_DAG, deploy_spec
 from tests.support.airflow_api import AirflowApi
 from tests.support.browser import Browser, require_chromium
 from tests.support.checkpointed_pipeline import LAST_COMMITTED, PARTITIONS, CheckpointedPipeline, checkpointed_pipeline
@@ -131,16 +131,18 @@ def test_the_health_check_report_is_a_card_in_the_ui(browser: Browser, pipeline:
     pipeline.produce_input_of(LAST_COMMITTED)
     pipeline.commit_group(LAST_COMMITTED)
     name = pipeline.spec.name
+    # The health check maps over the specs its DAG file found when it was parsed: wait for ours.
+    airflow_api.wait_for_doc_mention(HEALTH_DAG, f"`{name}`")
 
-    browser.open_trigger_form("eos_health_check")
+    browser.open_trigger_form(HEALTH_DAG)
     run_id = browser.trigger()
-    browser.wait_for_run_state("eos_health_check", run_id, timeout_s=300)
+    browser.wait_for_run_state(HEALTH_DAG, run_id, timeout_s=300)
 
     # One mapped task per pipeline in the folder (other tests' too): ours is labelled with its name.
-    (mine,) = [ti for ti in airflow_api.task_instances("eos_health_check", run_id)
+    (mine,) = [ti for ti in airflow_api.task_instances(HEALTH_DAG, run_id)
                if (ti.get("rendered_map_index") or "").startswith(f"{name}: ")]
     assert mine["state"] == "success", mine
-    browser.open_task("eos_health_check", run_id, "health_report", tab="Rendered Templates",
+    browser.open_task(HEALTH_DAG, run_id, "health_report", tab="Rendered Templates",
                       map_index=mine["map_index"])
     card = browser.rendered_field("result")
     browser.screenshot("health-result.png")

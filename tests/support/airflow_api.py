@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import quote
 
@@ -59,15 +59,25 @@ class AirflowApi:
 
     def wait_for_param_choice(self, dag_id: str, param: str, value: str, timeout_s: float = 120) -> None:
         """Wait until the DAG's form offers ``value`` for ``param`` (a new pipeline's spec was parsed)."""
+        def offered(details: dict[str, Any]) -> bool:
+            schema = (details.get("params") or {}).get(param) or {}
+            return value in ((schema.get("schema") or {}).get("enum") or [])
+        self._wait_for_parse(dag_id, offered, f"param {param} offering {value!r}", timeout_s)
+
+    def wait_for_doc_mention(self, dag_id: str, text: str, timeout_s: float = 120) -> None:
+        """Wait until the DAG's docs mention ``text`` (the health check lists the pipelines it checks)."""
+        self._wait_for_parse(dag_id, lambda details: text in (details.get("doc_md") or ""),
+                             f"docs mentioning {text!r}", timeout_s)
+
+    def _wait_for_parse(self, dag_id: str, parsed: Callable[[dict[str, Any]], bool], what: str,
+                        timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
         self.reparse(dag_id)
-        schema: dict[str, Any] = {}
         while time.monotonic() < deadline:
-            schema = (self.dag_details(dag_id).get("params") or {}).get(param) or {}
-            if value in ((schema.get("schema") or {}).get("enum") or []):
+            if parsed(self.dag_details(dag_id)):
                 return
             time.sleep(1)
-        raise AssertionError(f"{dag_id}'s param {param} never offered {value!r}: {schema}")
+        raise AssertionError(f"{dag_id} was never parsed with {what}")
 
     # -- runs ------------------------------------------------------------------------------
 
