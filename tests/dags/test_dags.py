@@ -94,6 +94,9 @@ def test_eos_pipeline_runs_then_recovers_from_a_crash_and_resumes(airflow_home, 
     assert max(output_ids(harness.output_values("read_uncommitted")).values()) == 2, "the crash really hit"
 
 
+# CI: test_manual_recovery_ui (verify, refusal, dry-run plan, align, abort, the health card) and
+# test_recovery_operators (rewind). This one, on a checkpoint a real Spark run wrote, runs in `make test-long`.
+@pytest.mark.long
 @pytest.mark.integration
 @pytest.mark.spark
 def test_health_check_and_manual_recovery(airflow_home, bootstrap, tmp_path):
