@@ -179,6 +179,8 @@ def _run(args: argparse.Namespace) -> int:
                 process.terminate()
 
         signal.signal(signal.SIGTERM, forward_sigterm)
+        # No deadline, unlike every other command eos waits for: this is the pipeline itself, which
+        # runs as long as its trigger says (a streaming query until it is stopped).
         returncode = process.wait()
         # A signal death reads as the shell's 128 + signal number, not a wrapped negative code.
         return 128 - returncode if returncode < 0 else returncode

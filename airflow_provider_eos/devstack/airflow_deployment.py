@@ -34,6 +34,7 @@ from airflow_provider_eos.devstack.broker_config import free_port
 from airflow_provider_eos.devstack.broker_nodes import pid_alive
 from airflow_provider_eos.devstack.process_groups import Marker, runs
 from airflow_provider_eos.devstack.recorded import RecordedDaemons
+from airflow_provider_eos.subprocesses import run_bounded
 
 __all__ = ["REPO_DAGS", "LocalAirflow"]
 
@@ -43,6 +44,8 @@ log = logging.getLogger(__name__)
 REPO_DAGS = Path(__file__).resolve().parents[2] / "dags"
 _PROJECT_DAGS = ("eos_pipeline", "eos_health_check", "eos_manual_recovery")
 _SECRETS_FILE = "secrets.json"
+#: Seconds one setup command (`airflow db migrate`, a connections import) may take.
+AIRFLOW_COMMAND_TIMEOUT_S = 600.0
 
 
 class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
@@ -133,8 +136,9 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
     def _airflow(self, env: dict[str, str], args: list[str], name: str) -> None:
         log_file = self.work_dir / "logs" / f"{name}.log"
         with log_file.open("w") as out:
-            done = subprocess.run([_airflow_bin(), *args], stdout=out, stderr=subprocess.STDOUT, env=env,
-                                  stdin=subprocess.DEVNULL, timeout=600, check=False)
+            done = run_bounded([_airflow_bin(), *args], timeout_s=AIRFLOW_COMMAND_TIMEOUT_S,
+                               error=AirflowDeploymentError, fix=f"read {log_file}.", stdout=out,
+                               stderr=subprocess.STDOUT, env=env, stdin=subprocess.DEVNULL)
         if done.returncode != 0:
             raise AirflowDeploymentError(
                 f"`airflow {' '.join(args)}` failed with exit code {done.returncode}:\n{_tail(log_file)}",

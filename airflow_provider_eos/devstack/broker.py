@@ -41,6 +41,7 @@ from airflow_provider_eos.devstack.security import (
     read_client_config,
     write_private,
 )
+from airflow_provider_eos.subprocesses import run_bounded
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,8 @@ _STATE_FILE = "devstack.json"
 NodeFault = Literal["kill", "pause", "resume", "stop", "restart"]
 NODE_FAULTS: tuple[NodeFault, ...] = ("kill", "pause", "resume", "stop", "restart")
 
+#: Seconds Kafka's storage formatter (a short JVM run) may take; a hung one must not hang `up`.
+FORMAT_TIMEOUT_S = 180.0
 NODE_REJOINS = RetryPolicy(waiting_for="the broker to rejoin the cluster", timeout_s=120, first_delay_s=0.5,
                            max_delay_s=1.0)
 
@@ -275,12 +278,19 @@ class LocalKafka:
                                                                                         node.controller_port)))
         jvm = jvm_command(java, self.heap, classpath, node.log_dir)
         command = ["kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}", "-c", str(node.config_file)]
+        # The JVM options first in the message would hide the tool behind the classpath.
+        fix = f"check that Java 17+ runs ({java} -version) and that {node.folder} is writable, then retry."
+
+        def run(args: list[str]) -> subprocess.CompletedProcess:
+            return run_bounded(args, timeout_s=FORMAT_TIMEOUT_S, error=DevstackError, fix=fix, capture_output=True,
+                               text=True, stdin=subprocess.DEVNULL)
+
         if secured is None:
-            fmt = subprocess.run([*jvm, *command], capture_output=True, text=True, check=False)
+            fmt = run([*jvm, *command])
         else:
             argfile = secured.format_argfile(command)  # the SCRAM passwords, off the command line
             try:
-                fmt = subprocess.run([*jvm, f"@{argfile}"], capture_output=True, text=True, check=False)
+                fmt = run([*jvm, f"@{argfile}"])
             finally:
                 argfile.unlink()
         if fmt.returncode != 0:
