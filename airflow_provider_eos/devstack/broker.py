@@ -5,6 +5,8 @@ so the tests exercise exactly what users start. Configured for transactions. PLA
 default; SASL/SCRAM with ACLs (and TLS) on request, see :mod:`airflow_provider_eos.devstack.security`.
 With ``brokers=3`` every node is broker and controller (:mod:`.broker_config`), and one node at
 a time can be killed, paused, resumed, stopped and restarted by its node id (:meth:`LocalKafka.fault`).
+The state folder is a :class:`~airflow_provider_eos.devstack.state_folder.StateFolder`: ``up``
+claims it, ``down`` removes only the broker's own files (:data:`BROKER_ENTRIES`) from it.
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ import base64
 import contextlib
 import json
 import logging
-import shutil
 import signal
 import subprocess
+import time
 import uuid
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -24,31 +26,32 @@ from typing import Any, Literal
 from airflow_provider_eos.core.errors import DevstackError
 from airflow_provider_eos.core.retry import RetryPolicy
 from airflow_provider_eos.devstack.broker_config import NodeLayout, free_port, server_properties
-from airflow_provider_eos.devstack.broker_nodes import (
-    jvm_command,
-    pid_alive,
-    send,
-    start_node,
-    start_reaper,
-    terminate,
-)
+from airflow_provider_eos.devstack.broker_nodes import jvm_command, pid_alive, send, start_node, terminate
 from airflow_provider_eos.devstack.broker_ready import listening, log_tail, registered, wait_transactional
 from airflow_provider_eos.devstack.jars import eos_home, kafka_classpath, require_java
+from airflow_provider_eos.devstack.process_groups import start_reaper
 from airflow_provider_eos.devstack.security import (
+    CLIENT_CONFIG,
     BrokerSecrets,
     Security,
     check_security,
     read_client_config,
     write_private,
 )
+from airflow_provider_eos.devstack.state_folder import StateFolder
 from airflow_provider_eos.subprocesses import run_bounded
 
 log = logging.getLogger(__name__)
 
-__all__ = ["BrokerInfo", "LocalKafka", "NodeFault", "NodeInfo", "default_state_dir"]
+__all__ = ["BROKER_ENTRIES", "BrokerDown", "BrokerInfo", "LocalKafka", "NodeFault", "NodeInfo", "default_state_dir",
+           "reap"]
 
 DEFAULT_TRANSACTION_MAX_TIMEOUT_MS = 900_000
 _STATE_FILE = "devstack.json"
+#: What the brokers write in the state folder, and all ``down`` removes from it: the state file, a single
+#: node's config, data and logs, a cluster's node folders, a secured broker's TLS and client files.
+BROKER_ENTRIES = (_STATE_FILE, "server.properties", "data", "logs", "node-[0-9]*", "ca.pem", "broker.keystore.pem",
+                  CLIENT_CONFIG, "format.args")
 #: What ``eos devstack broker ACTION ID`` does to one node.
 NodeFault = Literal["kill", "pause", "resume", "stop", "restart"]
 NODE_FAULTS: tuple[NodeFault, ...] = ("kill", "pause", "resume", "stop", "restart")
@@ -136,6 +139,19 @@ class BrokerInfo:
         return any(pid_alive(n.pid) for n in self.nodes) if self.nodes else pid_alive(self.pid)
 
 
+@dataclass(frozen=True)
+class BrokerDown:
+    """What :meth:`LocalKafka.down` did; true when a broker was running (what ``down`` returned before)."""
+
+    #: The pids of the nodes it stopped.
+    stopped: tuple[int, ...] = ()
+    #: What the state folder still holds that is not the broker's (then the folder stays).
+    kept: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.stopped)
+
+
 class LocalKafka:
     """Start, stop, describe and fault the local broker(s) whose files live in ``state_dir``.
 
@@ -202,12 +218,12 @@ class LocalKafka:
             self._security_matches(running)
             self._check_same(running, transaction_max_timeout_ms, brokers)
             return running
+        folder = StateFolder(self.state_dir)
+        folder.claim()
         if self._state_file.exists():
             log.warning("Removing stale devstack state in %s (its broker is not running).", self.state_dir)
-        if self.state_dir.exists():
-            shutil.rmtree(self.state_dir)
+        folder.clear(*BROKER_ENTRIES)
         java, classpath = require_java(), kafka_classpath()
-        self.state_dir.mkdir(parents=True)
         if self.security != "plaintext":
             # The metadata log holds the SCRAM verifiers, enough to log in as a user: owner only.
             self.state_dir.chmod(0o700)
@@ -225,7 +241,7 @@ class LocalKafka:
                           transaction_max_timeout_ms, self.security, client_config, nodes)
         self._state_file.write_text(info.to_json())
         if stop_with_pid is not None:
-            start_reaper(stop_with_pid, self._state_file, self.state_dir)
+            start_reaper(__name__, stop_with_pid, self.state_dir)
         try:
             wait_transactional(info, processes, timeout_s)
         except BaseException:
@@ -296,7 +312,7 @@ class LocalKafka:
         if fmt.returncode != 0:
             raise DevstackError(
                 f"Formatting KRaft storage in {node.folder} failed: {fmt.stderr or fmt.stdout}",
-                fix=f"remove {self.state_dir} and retry; check that Java 17+ runs.",
+                fix=f"run `eos devstack down --state-dir {self.state_dir}` and retry; check that Java 17+ runs.",
             )
 
     # -- faults of one node ------------------------------------------------------------------
@@ -354,26 +370,43 @@ class LocalKafka:
 
     # -- stop everything ---------------------------------------------------------------------
 
-    def down(self, *, timeout_s: float = 30) -> bool:
-        """Stop every node (SIGTERM, then SIGKILL) and remove the data. True if one was running.
+    def down(self, *, timeout_s: float = 30) -> BrokerDown:
+        """Stop every node (SIGTERM, then SIGKILL) and remove the broker's files; the folder too once empty.
 
-        :raises DevstackError: a node outlived SIGKILL (the others are stopped all the same).
+        :raises DevstackError: a node outlived SIGKILL (the others are stopped all the same), or the
+            state folder is not the devstack's (refused before anything is stopped or removed).
         """
-        was_running = False
+        folder = StateFolder(self.state_dir)
+        folder.check()
         info = None
         with contextlib.suppress(DevstackError):
             info = self._recorded()
+        stopped: list[int] = []
         survivors: list[DevstackError] = []
         if info is not None:
             for pid in [n.pid for n in info.nodes] or [info.pid]:
                 if pid_alive(pid):
-                    was_running = True
+                    stopped.append(pid)
                     try:
                         terminate(pid, timeout_s)
                     except DevstackError as exc:  # one stuck node must not leave the others running
                         survivors.append(exc)
-        if self.state_dir.exists():
-            shutil.rmtree(self.state_dir, ignore_errors=True)
+        folder.clear(*BROKER_ENTRIES)
+        kept = folder.release()
         if survivors:
             raise survivors[0]
-        return was_running
+        return BrokerDown(tuple(stopped), kept)
+
+
+def reap(owner_pid: int, state_dir: str) -> None:
+    """Stop the brokers ``state_dir`` records, and remove their files, once ``owner_pid`` dies (the body of
+    the reaper process, :func:`~airflow_provider_eos.devstack.process_groups.start_reaper`).
+
+    The state file is read when the owner is gone: a node restarted under a new pid is stopped too.
+    The reaper ends by itself once the state file is gone (``down`` ran).
+    """
+    kafka = LocalKafka(state_dir)
+    while pid_alive(owner_pid) and kafka._state_file.exists():
+        time.sleep(2)
+    if kafka._state_file.exists():
+        kafka.down()
