@@ -59,10 +59,8 @@ def _devstack_up(args: argparse.Namespace) -> int:
 
 
 def _print_nodes(info: BrokerInfo) -> None:
-    from airflow_provider_eos.devstack.broker_nodes import pid_alive
-
     for node in info.nodes:
-        state = "running" if pid_alive(node.pid) else "not running"
+        state = "running" if node.running() else "not running"
         print(f"broker {node.node_id} {state} 127.0.0.1:{node.port} pid={node.pid} logs={node.layout.log_file}")
 
 
@@ -96,6 +94,8 @@ def _devstack_down(args: argparse.Namespace) -> int:
     if YarnMiniCluster(kafka.state_dir).down():
         print("yarn cluster stopped")
     done = kafka.down()
+    for node in done.left_alone:
+        print(f"broker {node.node_id} (pid {node.pid}) was not running: that pid now runs another program, left alone")
     print("stopped and removed" if done else "no devstack broker was running; state removed")
     if done.kept:
         print(f"kept {kafka.state_dir}: it holds {', '.join(done.kept)}, not the devstack's to remove")

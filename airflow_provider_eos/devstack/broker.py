@@ -13,21 +13,21 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import json
 import logging
 import signal
 import subprocess
 import time
 import uuid
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from airflow_provider_eos.core.errors import DevstackError
 from airflow_provider_eos.core.retry import RetryPolicy
 from airflow_provider_eos.devstack.broker_config import NodeLayout, free_port, server_properties
 from airflow_provider_eos.devstack.broker_nodes import jvm_command, pid_alive, send, start_node, terminate
 from airflow_provider_eos.devstack.broker_ready import listening, log_tail, registered, wait_transactional
+from airflow_provider_eos.devstack.broker_state import BrokerDown, BrokerInfo, NodeInfo
 from airflow_provider_eos.devstack.jars import eos_home, kafka_classpath, require_java
 from airflow_provider_eos.devstack.process_groups import start_reaper
 from airflow_provider_eos.devstack.security import (
@@ -35,7 +35,6 @@ from airflow_provider_eos.devstack.security import (
     BrokerSecrets,
     Security,
     check_security,
-    read_client_config,
     write_private,
 )
 from airflow_provider_eos.devstack.state_folder import StateFolder
@@ -43,6 +42,7 @@ from airflow_provider_eos.subprocesses import run_bounded
 
 log = logging.getLogger(__name__)
 
+# The state types are re-exported: callers know them from here.
 __all__ = ["BROKER_ENTRIES", "BrokerDown", "BrokerInfo", "LocalKafka", "NodeFault", "NodeInfo", "default_state_dir",
            "reap"]
 
@@ -64,92 +64,6 @@ NODE_REJOINS = RetryPolicy(waiting_for="the broker to rejoin the cluster", timeo
 
 def default_state_dir() -> Path:
     return eos_home() / "devstack"
-
-
-@dataclass(frozen=True)
-class NodeInfo:
-    """One running node of the devstack cluster."""
-
-    node_id: int
-    pid: int
-    port: int
-    controller_port: int
-    folder: str
-
-    @property
-    def layout(self) -> NodeLayout:
-        return NodeLayout(self.node_id, self.port, self.controller_port, self.folder)
-
-
-@dataclass(frozen=True)
-class BrokerInfo:
-    """Where a running devstack broker (or cluster: ``nodes``) is and how to reach it; ``pid`` is node 1's."""
-
-    pid: int
-    port: int
-    controller_port: int
-    state_dir: str
-    transaction_max_timeout_ms: int
-    #: ``plaintext``, ``sasl_plaintext`` or ``sasl_ssl`` (:data:`~airflow_provider_eos.devstack.security.Security`).
-    security: str = "plaintext"
-    #: The admin's librdkafka settings (JSON, mode 0600) of a secured broker; None for plaintext.
-    client_config: str | None = None
-    #: Every node, node 1 first (one for a single broker).
-    nodes: tuple[NodeInfo, ...] = ()
-
-    @classmethod
-    def from_json(cls, text: str) -> BrokerInfo:
-        data = json.loads(text)
-        nodes = tuple(NodeInfo(**n) for n in data.pop("nodes", None) or ())
-        return cls(**data, nodes=nodes)
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self))
-
-    @property
-    def bootstrap_servers(self) -> str:
-        ports = [n.port for n in self.nodes] or [self.port]
-        return ",".join(f"127.0.0.1:{p}" for p in ports)
-
-    def client_settings(self) -> dict[str, Any]:
-        """librdkafka settings that reach this broker: the admin's ``client.config`` when secured. Holds secrets."""
-        if self.client_config is None:
-            return {"bootstrap.servers": self.bootstrap_servers}
-        return read_client_config(self.client_config)
-
-    @property
-    def log_file(self) -> Path:
-        """Node 1's log."""
-        return self.nodes[0].layout.log_file if self.nodes else Path(self.state_dir) / "logs" / "server.log"
-
-    def node(self, node_id: int) -> NodeInfo:
-        """The node with ``node_id``.
-
-        :raises DevstackError: naming the node ids there are.
-        """
-        for candidate in self.nodes:
-            if candidate.node_id == node_id:
-                return candidate
-        raise DevstackError(f"the devstack has no broker with node id {node_id}; its nodes are "
-                            f"{[n.node_id for n in self.nodes]}",
-                            fix="pass one of those ids (see `eos devstack status`)")
-
-    def alive(self) -> bool:
-        """Whether any node still runs (a cluster with one node killed is still up)."""
-        return any(pid_alive(n.pid) for n in self.nodes) if self.nodes else pid_alive(self.pid)
-
-
-@dataclass(frozen=True)
-class BrokerDown:
-    """What :meth:`LocalKafka.down` did; true when a broker was running (what ``down`` returned before)."""
-
-    #: The pids of the nodes it stopped.
-    stopped: tuple[int, ...] = ()
-    #: What the state folder still holds that is not the broker's (then the folder stays).
-    kept: tuple[str, ...] = ()
-
-    def __bool__(self) -> bool:
-        return bool(self.stopped)
 
 
 class LocalKafka:
@@ -333,6 +247,11 @@ class LocalKafka:
             raise DevstackError(f"no devstack runs from {self.state_dir}",
                                 fix="start one: eos devstack up --brokers 3 --state-dir DIR")
         node = info.node(node_id)
+        if action != "restart" and node.pid_reused():
+            raise DevstackError(f"broker {node_id} (pid {node.pid}) is not running: that pid now runs another "
+                                "program, which is left alone.",
+                                fix=f"start the broker again: eos devstack broker restart {node_id} --state-dir "
+                                f"{self.state_dir}")
         if action == "kill":
             terminate(node.pid, 0.1, sig=signal.SIGKILL)
         elif action == "pause":
@@ -346,7 +265,7 @@ class LocalKafka:
         return node
 
     def _restart(self, info: BrokerInfo, node: NodeInfo, timeout_s: float) -> NodeInfo:
-        if pid_alive(node.pid):
+        if node.running():
             terminate(node.pid, 30)
         process = start_node(jvm_command(require_java(), self.heap, kafka_classpath(), node.layout.log_dir),
                              node.layout)
@@ -373,6 +292,8 @@ class LocalKafka:
     def down(self, *, timeout_s: float = 30) -> BrokerDown:
         """Stop every node (SIGTERM, then SIGKILL) and remove the broker's files; the folder too once empty.
 
+        A recorded pid that runs another program now (the node died, the pid was reused) is left alone.
+
         :raises DevstackError: a node outlived SIGKILL (the others are stopped all the same), or the
             state folder is not the devstack's (refused before anything is stopped or removed).
         """
@@ -382,20 +303,24 @@ class LocalKafka:
         with contextlib.suppress(DevstackError):
             info = self._recorded()
         stopped: list[int] = []
+        left_alone: list[NodeInfo] = []
         survivors: list[DevstackError] = []
-        if info is not None:
-            for pid in [n.pid for n in info.nodes] or [info.pid]:
-                if pid_alive(pid):
-                    stopped.append(pid)
-                    try:
-                        terminate(pid, timeout_s)
-                    except DevstackError as exc:  # one stuck node must not leave the others running
-                        survivors.append(exc)
+        for node in info.every_node if info is not None else ():
+            if node.running():
+                stopped.append(node.pid)
+                try:
+                    terminate(node.pid, timeout_s)
+                except DevstackError as exc:  # one stuck node must not leave the others running
+                    survivors.append(exc)
+            elif node.pid_reused():
+                left_alone.append(node)
+                log.warning("Broker %d (pid %d) was not running: that pid now runs another program, left alone.",
+                            node.node_id, node.pid)
         folder.clear(*BROKER_ENTRIES)
         kept = folder.release()
         if survivors:
             raise survivors[0]
-        return BrokerDown(tuple(stopped), kept)
+        return BrokerDown(tuple(stopped), tuple(left_alone), kept)
 
 
 def reap(owner_pid: int, state_dir: str) -> None:

@@ -56,8 +56,9 @@ def test_a_node_that_outlives_sigkill_is_an_error_naming_its_pid(node: subproces
 
 
 def test_down_stops_every_node_when_one_outlives_sigkill(tmp_path, monkeypatch) -> None:
-    nodes = [subprocess.Popen([sys.executable, "-c", STUBBORN], stdout=subprocess.PIPE, start_new_session=True)
-             for _ in range(3)]
+    # Each stand-in's command line names its node's config file, as a broker's does: down stops only those.
+    nodes = [subprocess.Popen([sys.executable, "-c", STUBBORN, str(tmp_path / f"node-{i + 1}" / "server.properties")],
+                              stdout=subprocess.PIPE, start_new_session=True) for i in range(3)]
     try:
         for process in nodes:
             assert process.stdout is not None and process.stdout.readline() == b"up\n"
