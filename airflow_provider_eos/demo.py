@@ -21,11 +21,14 @@ from typing import Any
 
 import pendulum
 
-from airflow_provider_eos.core.errors import PrerequisiteError
+from airflow_provider_eos.core.errors import DevstackError, PrerequisiteError
+from airflow_provider_eos.subprocesses import run_bounded
 
 DEMO_EVENTS = 20_000
 MALFORMED_EVERY = 250
 FAULT = "after_produce@3"
+#: Seconds one ``airflow`` command of the demo may take: a whole DAG run (``dags test``) takes a few minutes.
+AIRFLOW_COMMAND_TIMEOUT_S = 1800.0
 
 
 def _dags_folder() -> Path:
@@ -139,12 +142,17 @@ class _Airflow:
     def __call__(self, *args: str, log_name: str, extra_env: dict[str, str] | None = None) -> int:
         log = self.log_dir / f"{log_name}.log"
         with log.open("w") as out:
-            return subprocess.run([self.airflow, *args], env={**self.env, **(extra_env or {})}, stdout=out,
-                                  stderr=subprocess.STDOUT, check=False).returncode
+            return run_bounded([self.airflow, *args], timeout_s=AIRFLOW_COMMAND_TIMEOUT_S, error=DevstackError,
+                               fix=f"read {log}; the demo stops what it started", env={**self.env, **(extra_env or {})},
+                               stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL).returncode
 
     def _json(self, *args: str) -> list[dict[str, Any]]:
-        out = subprocess.run([self.airflow, *args, "-o", "json"], env=self.env, capture_output=True, text=True,
-                             check=True).stdout
+        done = run_bounded([self.airflow, *args, "-o", "json"], timeout_s=AIRFLOW_COMMAND_TIMEOUT_S,
+                           error=DevstackError, fix="the demo stops what it started; run it again",
+                           env=self.env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        if done.returncode != 0:
+            raise subprocess.CalledProcessError(done.returncode, done.args, done.stdout, done.stderr)
+        out = done.stdout
         # Airflow may print warnings on stdout before the JSON document.
         start = next(i for i, line in enumerate(out.splitlines()) if line.startswith("["))
         return json.loads("\n".join(out.splitlines()[start:]))

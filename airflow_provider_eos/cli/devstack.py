@@ -37,7 +37,7 @@ def _devstack_up(args: argparse.Namespace) -> int:
     kafka = LocalKafka(args.state_dir, security=args.security)
     spark, yarn = SparkCluster(kafka.state_dir), YarnMiniCluster(kafka.state_dir)
     if kafka.status() is None:
-        # Starting the broker wipes its folder: a cluster recorded there would be orphaned.
+        # Starting the broker clears its stale files: a cluster recorded beside them would be orphaned.
         spark.down()
         yarn.down()
     info = kafka.up(transaction_max_timeout_ms=args.transaction_max_timeout_ms, brokers=args.brokers)
@@ -59,10 +59,8 @@ def _devstack_up(args: argparse.Namespace) -> int:
 
 
 def _print_nodes(info: BrokerInfo) -> None:
-    from airflow_provider_eos.devstack.broker_nodes import pid_alive
-
     for node in info.nodes:
-        state = "running" if pid_alive(node.pid) else "not running"
+        state = "running" if node.running() else "not running"
         print(f"broker {node.node_id} {state} 127.0.0.1:{node.port} pid={node.pid} logs={node.layout.log_file}")
 
 
@@ -88,15 +86,19 @@ def _devstack_down(args: argparse.Namespace) -> int:
     from airflow_provider_eos.devstack.yarn import YarnMiniCluster
 
     kafka = LocalKafka(args.state_dir)
-    # The clusters first: the broker's down removes the whole folder, the clusters' state files with it.
+    # The clusters first: the broker's down removes the folder once nothing else is left in it.
     if LocalAirflow(kafka.state_dir).down():
         print("airflow stopped")
     if SparkCluster(kafka.state_dir).down():
         print("spark cluster stopped")
     if YarnMiniCluster(kafka.state_dir).down():
         print("yarn cluster stopped")
-    stopped = kafka.down()
-    print("stopped and removed" if stopped else "no devstack broker was running; state removed")
+    done = kafka.down()
+    for node in done.left_alone:
+        print(f"broker {node.node_id} (pid {node.pid}) was not running: that pid now runs another program, left alone")
+    print("stopped and removed" if done else "no devstack broker was running; state removed")
+    if done.kept:
+        print(f"kept {kafka.state_dir}: it holds {', '.join(done.kept)}, not the devstack's to remove")
     return ExitCode.OK
 
 
@@ -179,6 +181,8 @@ def _run(args: argparse.Namespace) -> int:
                 process.terminate()
 
         signal.signal(signal.SIGTERM, forward_sigterm)
+        # No deadline, unlike every other command eos waits for: this is the pipeline itself, which
+        # runs as long as its trigger says (a streaming query until it is stopped).
         returncode = process.wait()
         # A signal death reads as the shell's 128 + signal number, not a wrapped negative code.
         return 128 - returncode if returncode < 0 else returncode
@@ -203,7 +207,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     ):
         sub = devstack_commands.add_parser(name, help=help_text)
         sub.add_argument("--state-dir", default=None,
-                         help="folder of the broker and the cluster (default $EOS_HOME/devstack)")
+                         help="folder of the broker and the cluster (default $EOS_HOME/devstack): new, empty or made "
+                         "by the devstack; down removes only what the devstack wrote there")
         sub.set_defaults(handler=handler)
         if name == "up":
             sub.add_argument(

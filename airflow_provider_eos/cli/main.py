@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 
 from airflow_provider_eos.cli import acls, airflow, devstack, health, package, preflight, recovery
-from airflow_provider_eos.cli.output import emit_error
+from airflow_provider_eos.cli.output import emit_crash, emit_error
 from airflow_provider_eos.core.errors import EosError
 
 __all__ = ["build_parser", "main"]
@@ -42,6 +42,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.handler(args) or 0)
     except EosError as exc:
         return int(emit_error(args, exc))
+    except Exception as exc:
+        # Python's own exit code for an uncaught exception is 1, which every command uses for a
+        # finding: a script that branches on 1 would take a crash for a verdict.
+        return int(emit_crash(args, exc))
 
 
 if __name__ == "__main__":

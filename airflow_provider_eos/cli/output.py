@@ -7,7 +7,8 @@ Exit codes, the same for every command:
   verdict, a failed pre-flight rule, an unhealthy pipeline, transactions left open, a broker
   that is not running);
 - ``2`` (:attr:`ExitCode.ERROR`): the command could not run or refused (invalid spec,
-  unreachable broker, a refused repair or abort); the message says why and what to do.
+  unreachable broker, a refused repair or abort); the message says why and what to do. A crash
+  on an exception no command foresaw is an error too, with its traceback on stderr.
 
 With ``--json`` the result, or the error as ``{"error", "message", "fix"}``, goes to stdout as one
 JSON object; without it, the text goes to stdout and errors to stderr as ``error: ...`` with the
@@ -20,6 +21,7 @@ import argparse
 import enum
 import json
 import sys
+import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -28,8 +30,13 @@ if TYPE_CHECKING:
     from airflow_provider_eos.usecases.result import Outcome, UseCaseResult
 
 __all__ = [
-    "ExitCode", "add_json_flag", "add_pipeline_command", "add_spec_argument", "emit", "emit_error", "print_json",
+    "ExitCode", "add_json_flag", "add_pipeline_command", "add_spec_argument", "emit", "emit_crash", "emit_error",
+    "print_json",
 ]
+
+#: The fix of an error no command foresaw.
+CRASH_FIX = ("this is an error eos does not expect: the traceback on stderr says where it happened; "
+             "report it with the command you ran")
 
 
 class ExitCode(enum.IntEnum):
@@ -96,4 +103,14 @@ def emit_error(args: argparse.Namespace, exc: EosError) -> ExitCode:
         print_json({"error": type(exc).__name__, "message": exc.message, "fix": exc.fix})
     else:
         print(f"error: {exc}", file=sys.stderr)
+    return ExitCode.ERROR
+
+
+def emit_crash(args: argparse.Namespace, exc: Exception) -> ExitCode:
+    """Report an exception no command foresaw as an error: the traceback on stderr, then as :func:`emit_error`."""
+    traceback.print_exception(exc, file=sys.stderr)
+    if getattr(args, "json", False):
+        print_json({"error": type(exc).__name__, "message": str(exc), "fix": CRASH_FIX})
+    else:
+        print(f"error: {type(exc).__name__}: {exc}\nFix: {CRASH_FIX}", file=sys.stderr)
     return ExitCode.ERROR

@@ -1,6 +1,13 @@
-"""Typed errors. Each carries what an operator needs to act: what was found and the fix."""
+"""Typed errors. Each carries what an operator needs to act: what was found and the fix.
+
+Each type also says whether an Airflow retry of the task can change the outcome
+(:attr:`EosError.retryable`): the operators, the health sensor and its trigger read it there, so
+no caller keeps its own list.
+"""
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 
 class EosError(Exception):
@@ -10,6 +17,11 @@ class EosError(Exception):
     :param fix: what the operator should do about it.
     """
 
+    #: Whether retrying the task can change the outcome. True by default: a condition nobody
+    #: classified (a broker away, a timeout) may pass. False for errors about the task's own
+    #: arguments, durable state or permissions, which stay as they are until a person acts.
+    retryable: ClassVar[bool] = True
+
     def __init__(self, message: str, *, fix: str | None = None) -> None:
         self.message = message
         self.fix = fix
@@ -18,6 +30,8 @@ class EosError(Exception):
 
 class PrerequisiteError(EosError):
     """A tool the project needs (Java, Maven, the Kafka jars) is missing or unusable."""
+
+    retryable = False
 
 
 class DevstackError(EosError):
@@ -39,17 +53,25 @@ class AirflowDeploymentError(DevstackError):
 class SpecError(EosError):
     """The pipeline spec is invalid; the message names the field."""
 
+    retryable = False
+
 
 class CheckpointError(EosError):
     """A Spark checkpoint file is missing or malformed; the message names the file."""
+
+    retryable = False
 
 
 class MarkerError(EosError):
     """A committed offset's metadata is not a batch marker this package can read."""
 
+    retryable = False
+
 
 class InconsistentOffsetsError(EosError):
     """The sink group's committed offsets disagree with the checkpoint's planned batch."""
+
+    retryable = False
 
 
 class PlanNotAlignedError(EosError):
@@ -67,6 +89,8 @@ class PlanReadError(EosError):
 class RepairError(EosError):
     """A repair was refused or failed; nothing was changed unless the message says so."""
 
+    retryable = False
+
 
 class UnsafeToActError(EosError):
     """The pipeline looks alive; acting now could abort a healthy transaction."""
@@ -78,6 +102,8 @@ class KafkaConfigError(EosError):
     Raised by :mod:`airflow_provider_eos.kafka.settings` for the Java client under Spark and for
     kafka-python (the spec's ``kafka`` dict is librdkafka's dialect).
     """
+
+    retryable = False
 
 
 class KafkaLoginError(EosError):
@@ -102,6 +128,8 @@ class AclMissingError(EosError):
     :param principal: ``User:NAME`` refused, when the client's settings name it.
     :param role: the role whose task was refused, once known (the fix then grants its whole set).
     """
+
+    retryable = False  # no retry grants an ACL: a person does
 
     def __init__(
         self,
@@ -162,6 +190,8 @@ class TransactionTimedOutError(SinkError):
 class SinkAuthorizationError(SinkError, AclMissingError):
     """The broker refused the sink's principal an operation; the message names the missing ACL."""
 
+    retryable = False  # an ACL missing, whatever SinkError may say one day
+
 
 class UnknownProducerIdError(SinkError):
     """The broker no longer knows the producer id (its state expired); the producer is recreated."""
@@ -173,6 +203,8 @@ class SinkKafkaError(SinkError):
 
 class SubmissionError(EosError):
     """spark-submit cannot be planned from what was given (a connector jar, a packed environment); names the value."""
+
+    retryable = False
 
 
 class JobEnvironmentError(EosError):

@@ -48,6 +48,8 @@ _SEPARATOR = "-"
 class TransactionalIdError(EosError):
     """A transactional id does not follow ``<prefix>-<writer index>`` for the given prefix."""
 
+    retryable = False
+
 
 def validate_prefix(prefix: str) -> str:
     """Check that ``prefix`` can start transactional ids and return it unchanged.

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -34,6 +33,7 @@ from airflow_provider_eos.devstack.broker_config import free_port
 from airflow_provider_eos.devstack.broker_nodes import pid_alive
 from airflow_provider_eos.devstack.process_groups import Marker, runs
 from airflow_provider_eos.devstack.recorded import RecordedDaemons
+from airflow_provider_eos.subprocesses import run_bounded
 
 __all__ = ["REPO_DAGS", "LocalAirflow"]
 
@@ -43,6 +43,10 @@ log = logging.getLogger(__name__)
 REPO_DAGS = Path(__file__).resolve().parents[2] / "dags"
 _PROJECT_DAGS = ("eos_pipeline", "eos_health_check", "eos_manual_recovery")
 _SECRETS_FILE = "secrets.json"
+#: The pipelines folder in the state folder, unless ``up`` is given another: the user's spec files.
+DEFAULT_SPECS_DIR = "pipelines"
+#: Seconds one setup command (`airflow db migrate`, a connections import) may take.
+AIRFLOW_COMMAND_TIMEOUT_S = 600.0
 
 
 class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
@@ -53,6 +57,7 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
     work_name = "airflow"
     info_type = AirflowDeploymentInfo
     error_type = AirflowDeploymentError
+    user_folders = (DEFAULT_SPECS_DIR,)
 
     def leaders(self, info: AirflowDeploymentInfo) -> dict[int, Marker]:
         return {d.pid: d.marker for d in info.daemons}
@@ -95,16 +100,16 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
         :param stop_with_pid: stop the deployment when this process dies, even without its cleanup.
         :raises AirflowDeploymentError: a component did not come up (the message names its log).
         """
+        self.folder.claim()
         current = self.running()
         if current is not None:
             return current
         if self.recorded() is not None:
             log.warning("Stopping the partly running Airflow deployment of %s to start it anew.", self.state_dir)
             self.down()
-        home = self.work_dir
-        shutil.rmtree(home, ignore_errors=True)
-        (home / "logs").mkdir(parents=True)
-        specs = Path(specs_dir) if specs_dir else self.state_dir / "pipelines"
+        home = self._fresh_work_dir()
+        (home / "logs").mkdir()
+        specs = Path(specs_dir) if specs_dir else self.state_dir / DEFAULT_SPECS_DIR
         specs.mkdir(parents=True, exist_ok=True)
         info = AirflowDeploymentInfo(
             port=free_port(), airflow_home=str(home), dags_folder=str(Path(dags_folder).resolve()),
@@ -133,8 +138,9 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
     def _airflow(self, env: dict[str, str], args: list[str], name: str) -> None:
         log_file = self.work_dir / "logs" / f"{name}.log"
         with log_file.open("w") as out:
-            done = subprocess.run([_airflow_bin(), *args], stdout=out, stderr=subprocess.STDOUT, env=env,
-                                  stdin=subprocess.DEVNULL, timeout=600, check=False)
+            done = run_bounded([_airflow_bin(), *args], timeout_s=AIRFLOW_COMMAND_TIMEOUT_S,
+                               error=AirflowDeploymentError, fix=f"read {log_file}.", stdout=out,
+                               stderr=subprocess.STDOUT, env=env, stdin=subprocess.DEVNULL)
         if done.returncode != 0:
             raise AirflowDeploymentError(
                 f"`airflow {' '.join(args)}` failed with exit code {done.returncode}:\n{_tail(log_file)}",

@@ -5,132 +5,65 @@ so the tests exercise exactly what users start. Configured for transactions. PLA
 default; SASL/SCRAM with ACLs (and TLS) on request, see :mod:`airflow_provider_eos.devstack.security`.
 With ``brokers=3`` every node is broker and controller (:mod:`.broker_config`), and one node at
 a time can be killed, paused, resumed, stopped and restarted by its node id (:meth:`LocalKafka.fault`).
+The state folder is a :class:`~airflow_provider_eos.devstack.state_folder.StateFolder`: ``up``
+claims it, ``down`` removes only the broker's own files (:data:`BROKER_ENTRIES`) from it.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
-import json
 import logging
-import shutil
 import signal
 import subprocess
+import time
 import uuid
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from airflow_provider_eos.core.errors import DevstackError
 from airflow_provider_eos.core.retry import RetryPolicy
 from airflow_provider_eos.devstack.broker_config import NodeLayout, free_port, server_properties
-from airflow_provider_eos.devstack.broker_nodes import (
-    jvm_command,
-    pid_alive,
-    send,
-    start_node,
-    start_reaper,
-    terminate,
-)
+from airflow_provider_eos.devstack.broker_nodes import jvm_command, pid_alive, send, start_node, terminate
 from airflow_provider_eos.devstack.broker_ready import listening, log_tail, registered, wait_transactional
+from airflow_provider_eos.devstack.broker_state import BrokerDown, BrokerInfo, NodeInfo
 from airflow_provider_eos.devstack.jars import eos_home, kafka_classpath, require_java
+from airflow_provider_eos.devstack.process_groups import start_reaper
 from airflow_provider_eos.devstack.security import (
+    CLIENT_CONFIG,
     BrokerSecrets,
     Security,
     check_security,
-    read_client_config,
     write_private,
 )
+from airflow_provider_eos.devstack.state_folder import StateFolder
+from airflow_provider_eos.subprocesses import run_bounded
 
 log = logging.getLogger(__name__)
 
-__all__ = ["BrokerInfo", "LocalKafka", "NodeFault", "NodeInfo", "default_state_dir"]
+# The state types are re-exported: callers know them from here.
+__all__ = ["BROKER_ENTRIES", "BrokerDown", "BrokerInfo", "LocalKafka", "NodeFault", "NodeInfo", "default_state_dir",
+           "reap"]
 
 DEFAULT_TRANSACTION_MAX_TIMEOUT_MS = 900_000
 _STATE_FILE = "devstack.json"
+#: What the brokers write in the state folder, and all ``down`` removes from it: the state file, a single
+#: node's config, data and logs, a cluster's node folders, a secured broker's TLS and client files.
+BROKER_ENTRIES = (_STATE_FILE, "server.properties", "data", "logs", "node-[0-9]*", "ca.pem", "broker.keystore.pem",
+                  CLIENT_CONFIG, "format.args")
 #: What ``eos devstack broker ACTION ID`` does to one node.
 NodeFault = Literal["kill", "pause", "resume", "stop", "restart"]
 NODE_FAULTS: tuple[NodeFault, ...] = ("kill", "pause", "resume", "stop", "restart")
 
+#: Seconds Kafka's storage formatter (a short JVM run) may take; a hung one must not hang `up`.
+FORMAT_TIMEOUT_S = 180.0
 NODE_REJOINS = RetryPolicy(waiting_for="the broker to rejoin the cluster", timeout_s=120, first_delay_s=0.5,
                            max_delay_s=1.0)
 
 
 def default_state_dir() -> Path:
     return eos_home() / "devstack"
-
-
-@dataclass(frozen=True)
-class NodeInfo:
-    """One running node of the devstack cluster."""
-
-    node_id: int
-    pid: int
-    port: int
-    controller_port: int
-    folder: str
-
-    @property
-    def layout(self) -> NodeLayout:
-        return NodeLayout(self.node_id, self.port, self.controller_port, self.folder)
-
-
-@dataclass(frozen=True)
-class BrokerInfo:
-    """Where a running devstack broker (or cluster: ``nodes``) is and how to reach it; ``pid`` is node 1's."""
-
-    pid: int
-    port: int
-    controller_port: int
-    state_dir: str
-    transaction_max_timeout_ms: int
-    #: ``plaintext``, ``sasl_plaintext`` or ``sasl_ssl`` (:data:`~airflow_provider_eos.devstack.security.Security`).
-    security: str = "plaintext"
-    #: The admin's librdkafka settings (JSON, mode 0600) of a secured broker; None for plaintext.
-    client_config: str | None = None
-    #: Every node, node 1 first (one for a single broker).
-    nodes: tuple[NodeInfo, ...] = ()
-
-    @classmethod
-    def from_json(cls, text: str) -> BrokerInfo:
-        data = json.loads(text)
-        nodes = tuple(NodeInfo(**n) for n in data.pop("nodes", None) or ())
-        return cls(**data, nodes=nodes)
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self))
-
-    @property
-    def bootstrap_servers(self) -> str:
-        ports = [n.port for n in self.nodes] or [self.port]
-        return ",".join(f"127.0.0.1:{p}" for p in ports)
-
-    def client_settings(self) -> dict[str, Any]:
-        """librdkafka settings that reach this broker: the admin's ``client.config`` when secured. Holds secrets."""
-        if self.client_config is None:
-            return {"bootstrap.servers": self.bootstrap_servers}
-        return read_client_config(self.client_config)
-
-    @property
-    def log_file(self) -> Path:
-        """Node 1's log."""
-        return self.nodes[0].layout.log_file if self.nodes else Path(self.state_dir) / "logs" / "server.log"
-
-    def node(self, node_id: int) -> NodeInfo:
-        """The node with ``node_id``.
-
-        :raises DevstackError: naming the node ids there are.
-        """
-        for candidate in self.nodes:
-            if candidate.node_id == node_id:
-                return candidate
-        raise DevstackError(f"the devstack has no broker with node id {node_id}; its nodes are "
-                            f"{[n.node_id for n in self.nodes]}",
-                            fix="pass one of those ids (see `eos devstack status`)")
-
-    def alive(self) -> bool:
-        """Whether any node still runs (a cluster with one node killed is still up)."""
-        return any(pid_alive(n.pid) for n in self.nodes) if self.nodes else pid_alive(self.pid)
 
 
 class LocalKafka:
@@ -199,12 +132,12 @@ class LocalKafka:
             self._security_matches(running)
             self._check_same(running, transaction_max_timeout_ms, brokers)
             return running
+        folder = StateFolder(self.state_dir)
+        folder.claim()
         if self._state_file.exists():
             log.warning("Removing stale devstack state in %s (its broker is not running).", self.state_dir)
-        if self.state_dir.exists():
-            shutil.rmtree(self.state_dir)
+        folder.clear(*BROKER_ENTRIES)
         java, classpath = require_java(), kafka_classpath()
-        self.state_dir.mkdir(parents=True)
         if self.security != "plaintext":
             # The metadata log holds the SCRAM verifiers, enough to log in as a user: owner only.
             self.state_dir.chmod(0o700)
@@ -222,7 +155,7 @@ class LocalKafka:
                           transaction_max_timeout_ms, self.security, client_config, nodes)
         self._state_file.write_text(info.to_json())
         if stop_with_pid is not None:
-            start_reaper(stop_with_pid, self._state_file, self.state_dir)
+            start_reaper(__name__, stop_with_pid, self.state_dir)
         try:
             wait_transactional(info, processes, timeout_s)
         except BaseException:
@@ -275,18 +208,25 @@ class LocalKafka:
                                                                                         node.controller_port)))
         jvm = jvm_command(java, self.heap, classpath, node.log_dir)
         command = ["kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}", "-c", str(node.config_file)]
+        # The JVM options first in the message would hide the tool behind the classpath.
+        fix = f"check that Java 17+ runs ({java} -version) and that {node.folder} is writable, then retry."
+
+        def run(args: list[str]) -> subprocess.CompletedProcess:
+            return run_bounded(args, timeout_s=FORMAT_TIMEOUT_S, error=DevstackError, fix=fix, capture_output=True,
+                               text=True, stdin=subprocess.DEVNULL)
+
         if secured is None:
-            fmt = subprocess.run([*jvm, *command], capture_output=True, text=True, check=False)
+            fmt = run([*jvm, *command])
         else:
             argfile = secured.format_argfile(command)  # the SCRAM passwords, off the command line
             try:
-                fmt = subprocess.run([*jvm, f"@{argfile}"], capture_output=True, text=True, check=False)
+                fmt = run([*jvm, f"@{argfile}"])
             finally:
                 argfile.unlink()
         if fmt.returncode != 0:
             raise DevstackError(
                 f"Formatting KRaft storage in {node.folder} failed: {fmt.stderr or fmt.stdout}",
-                fix=f"remove {self.state_dir} and retry; check that Java 17+ runs.",
+                fix=f"run `eos devstack down --state-dir {self.state_dir}` and retry; check that Java 17+ runs.",
             )
 
     # -- faults of one node ------------------------------------------------------------------
@@ -307,6 +247,11 @@ class LocalKafka:
             raise DevstackError(f"no devstack runs from {self.state_dir}",
                                 fix="start one: eos devstack up --brokers 3 --state-dir DIR")
         node = info.node(node_id)
+        if action != "restart" and node.pid_reused():
+            raise DevstackError(f"broker {node_id} (pid {node.pid}) is not running: that pid now runs another "
+                                "program, which is left alone.",
+                                fix=f"start the broker again: eos devstack broker restart {node_id} --state-dir "
+                                f"{self.state_dir}")
         if action == "kill":
             terminate(node.pid, 0.1, sig=signal.SIGKILL)
         elif action == "pause":
@@ -320,7 +265,7 @@ class LocalKafka:
         return node
 
     def _restart(self, info: BrokerInfo, node: NodeInfo, timeout_s: float) -> NodeInfo:
-        if pid_alive(node.pid):
+        if node.running():
             terminate(node.pid, 30)
         process = start_node(jvm_command(require_java(), self.heap, kafka_classpath(), node.layout.log_dir),
                              node.layout)
@@ -344,26 +289,49 @@ class LocalKafka:
 
     # -- stop everything ---------------------------------------------------------------------
 
-    def down(self, *, timeout_s: float = 30) -> bool:
-        """Stop every node (SIGTERM, then SIGKILL) and remove the data. True if one was running.
+    def down(self, *, timeout_s: float = 30) -> BrokerDown:
+        """Stop every node (SIGTERM, then SIGKILL) and remove the broker's files; the folder too once empty.
 
-        :raises DevstackError: a node outlived SIGKILL (the others are stopped all the same).
+        A recorded pid that runs another program now (the node died, the pid was reused) is left alone.
+
+        :raises DevstackError: a node outlived SIGKILL (the others are stopped all the same), or the
+            state folder is not the devstack's (refused before anything is stopped or removed).
         """
-        was_running = False
+        folder = StateFolder(self.state_dir)
+        folder.check()
         info = None
         with contextlib.suppress(DevstackError):
             info = self._recorded()
+        stopped: list[int] = []
+        left_alone: list[NodeInfo] = []
         survivors: list[DevstackError] = []
-        if info is not None:
-            for pid in [n.pid for n in info.nodes] or [info.pid]:
-                if pid_alive(pid):
-                    was_running = True
-                    try:
-                        terminate(pid, timeout_s)
-                    except DevstackError as exc:  # one stuck node must not leave the others running
-                        survivors.append(exc)
-        if self.state_dir.exists():
-            shutil.rmtree(self.state_dir, ignore_errors=True)
+        for node in info.every_node if info is not None else ():
+            if node.running():
+                stopped.append(node.pid)
+                try:
+                    terminate(node.pid, timeout_s)
+                except DevstackError as exc:  # one stuck node must not leave the others running
+                    survivors.append(exc)
+            elif node.pid_reused():
+                left_alone.append(node)
+                log.warning("Broker %d (pid %d) was not running: that pid now runs another program, left alone.",
+                            node.node_id, node.pid)
+        folder.clear(*BROKER_ENTRIES)
+        kept = folder.release()
         if survivors:
             raise survivors[0]
-        return was_running
+        return BrokerDown(tuple(stopped), tuple(left_alone), kept)
+
+
+def reap(owner_pid: int, state_dir: str) -> None:
+    """Stop the brokers ``state_dir`` records, and remove their files, once ``owner_pid`` dies (the body of
+    the reaper process, :func:`~airflow_provider_eos.devstack.process_groups.start_reaper`).
+
+    The state file is read when the owner is gone: a node restarted under a new pid is stopped too.
+    The reaper ends by itself once the state file is gone (``down`` ran).
+    """
+    kafka = LocalKafka(state_dir)
+    while pid_alive(owner_pid) and kafka._state_file.exists():
+        time.sleep(2)
+    if kafka._state_file.exists():
+        kafka.down()

@@ -1,8 +1,7 @@
-"""The devstack brokers' JVM processes: start one node, signal it, wait for it to go, and the reaper.
+"""The devstack brokers' JVM processes: start one node, signal it, wait for it to go.
 
 Each node runs in its own session (its pid is its process group), so a signal reaches the JVM
-and nothing else. The reaper is a detached watcher that reads the state file on every round:
-a node restarted under a new pid is still stopped when the owner dies.
+and nothing else.
 """
 
 from __future__ import annotations
@@ -11,56 +10,16 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 from airflow_provider_eos.core.errors import DevstackError
 from airflow_provider_eos.core.retry import RetryPolicy
 from airflow_provider_eos.devstack.broker_config import NodeLayout
 
-__all__ = ["BROKER_EXITS", "jvm_command", "pid_alive", "send", "start_node", "start_reaper", "terminate"]
+__all__ = ["BROKER_EXITS", "jvm_command", "pid_alive", "send", "start_node", "terminate"]
 
 BROKER_EXITS = RetryPolicy(waiting_for="the broker to exit", timeout_s=30, first_delay_s=0.2, max_delay_s=0.2)
 LOG4J = Path(__file__).with_name("log4j2.xml")
-
-_REAPER = """
-import json, os, shutil, signal, sys, time
-owner, state_file, state_dir = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-def alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-def pids():
-    try:
-        state = json.load(open(state_file))
-    except (OSError, ValueError):
-        return None
-    return [n["pid"] for n in state.get("nodes") or []] or [state["pid"]]
-while alive(owner) and pids() is not None:
-    time.sleep(2)
-found = pids()
-if found is not None:
-    for pid in found:
-        try:
-            os.killpg(pid, signal.SIGCONT)
-            os.killpg(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-    for _ in range(100):
-        if not any(alive(p) for p in found):
-            break
-        time.sleep(0.2)
-    for pid in found:
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    shutil.rmtree(state_dir, ignore_errors=True)
-"""
 
 
 def pid_alive(pid: int) -> bool:
@@ -124,15 +83,3 @@ def terminate(pid: int, timeout_s: float, *, sig: signal.Signals = signal.SIGTER
     if not BROKER_EXITS.poll(lambda: _exited(pid), until=bool, what=f"exit of broker pid {pid}").settled:
         raise DevstackError(f"broker pid {pid} is still there {BROKER_EXITS.timeout_s:.0f}s after SIGKILL",
                             fix=f"look at its state in /proc/{pid}/status (a process in D state waits on I/O)")
-
-
-def start_reaper(owner_pid: int, state_file: Path, state_dir: Path) -> None:
-    """Stop every node recorded in ``state_file`` (and remove ``state_dir``) when ``owner_pid`` dies.
-
-    A detached watcher, not a thread: it must outlive an owner that is SIGKILLed. It ends by
-    itself once the state file is gone (``down`` ran).
-    """
-    subprocess.Popen(
-        [sys.executable, "-c", _REAPER, str(owner_pid), str(state_file), str(state_dir)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )

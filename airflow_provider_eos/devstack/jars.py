@@ -17,8 +17,12 @@ import subprocess
 from pathlib import Path
 
 from airflow_provider_eos.core.errors import PrerequisiteError
+from airflow_provider_eos.subprocesses import run_bounded
 
 KAFKA_VERSION = "4.1.1"
+#: Seconds one Maven resolution may take: the Hadoop MiniCluster's jars are a few hundred MB from a
+#: cold cache; a stalled download must end in an error, not hang `eos jars` or a task.
+MAVEN_TIMEOUT_S = 1800.0
 _MAVEN_DIR = Path(__file__).with_name("maven")
 _STAMP = ".eos-resolved"
 _ARTIFACT_NAME = re.compile(r"^(?P<artifact>.+?)-\d[\w.\-]*\.jar$")
@@ -96,7 +100,9 @@ def _resolve(pom_name: str, target: Path, properties: dict[str, str], *, resolve
         "package", f"-Djars.dir={target}", *(f"-D{k}={v}" for k, v in properties.items()),
     ]
     with log.open("w") as out:
-        result = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False)
+        result = run_bounded(command, timeout_s=MAVEN_TIMEOUT_S, error=PrerequisiteError,
+                             fix=f"read {log} (a stalled download, a proxy); check network access to Maven Central "
+                             "and rerun `eos jars`.", stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     if result.returncode != 0:
         tail = "\n".join(log.read_text().splitlines()[-15:])
         raise PrerequisiteError(

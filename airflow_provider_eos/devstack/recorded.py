@@ -5,13 +5,14 @@ it started in ``<state folder>/<state file>`` (a pydantic model), ``status`` and
 another process read it back, ``down`` stops each recorded process group (SIGTERM, then SIGKILL)
 and removes the part's work folder, and a detached reaper stops it when the process that asked
 for it dies. Each part says only what is its own: the model, its error type, the processes to
-stop (pid -> the JVM main class its command line must still hold) and its work folder.
+stop (pid -> the JVM main class its command line must still hold) and its work folder. The state
+folder is a :class:`~airflow_provider_eos.devstack.state_folder.StateFolder`: ``up`` claims it,
+and ``down`` removes only the part's own files, from a folder the devstack made.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from pathlib import Path
 from typing import ClassVar, Generic, TypeVar
@@ -22,6 +23,7 @@ from airflow_provider_eos.core.errors import DevstackError
 from airflow_provider_eos.devstack.broker import default_state_dir
 from airflow_provider_eos.devstack.broker_nodes import pid_alive
 from airflow_provider_eos.devstack.process_groups import Marker, start_reaper, stop_groups
+from airflow_provider_eos.devstack.state_folder import StateFolder
 
 __all__ = ["RecordedDaemons"]
 
@@ -42,6 +44,9 @@ class RecordedDaemons(Generic[InfoT]):
     work_name: ClassVar[str]
     info_type: type[InfoT]
     error_type: ClassVar[type[DevstackError]]
+    #: Folders of the state folder it makes for the user to fill (Airflow's pipelines): :meth:`down`
+    #: removes them only when empty.
+    user_folders: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, state_dir: Path | str | None = None) -> None:
         self.state_dir = Path(state_dir) if state_dir else default_state_dir()
@@ -53,6 +58,20 @@ class RecordedDaemons(Generic[InfoT]):
     @property
     def work_dir(self) -> Path:
         return self.state_dir / self.work_name
+
+    @property
+    def folder(self) -> StateFolder:
+        return StateFolder(self.state_dir)
+
+    def _fresh_work_dir(self) -> Path:
+        """Claim the state folder and empty the work folder (an earlier start's logs and data); return it.
+
+        :raises DevstackError: the state folder is not the devstack's (see :meth:`StateFolder.claim`).
+        """
+        self.folder.claim()
+        self.folder.clear(self.work_name)
+        self.work_dir.mkdir()
+        return self.work_dir
 
     def leaders(self, info: InfoT) -> dict[int, Marker]:
         """The process groups to stop: leader pid -> the main class its command line holds."""
@@ -86,7 +105,9 @@ class RecordedDaemons(Generic[InfoT]):
         :param keep_logs: remove only the state file and keep the work folder (after a failed start).
         :returns: whether anything recorded was running.
         :raises DevstackError: (the part's type) if a process survives SIGKILL; the files are kept then.
+            A state folder the devstack did not make is refused before anything is read or stopped.
         """
+        self.folder.check()
         try:
             info = self.recorded()
         except DevstackError:
@@ -98,9 +119,10 @@ class RecordedDaemons(Generic[InfoT]):
                 fix=f"inspect them (`ps -o pid,stat,cmd -p {','.join(map(str, survivors))}`; state D is stuck in "
                 "the kernel), then run `eos devstack down` again.",
             )
-        if not keep_logs:
-            shutil.rmtree(self.work_dir, ignore_errors=True)
-        self.state_file.unlink(missing_ok=True)
+        self.folder.clear(self.state_name, self.state_file.with_suffix(".tmp").name,
+                          *(() if keep_logs else (self.work_name,)))
+        self.folder.clear_if_empty(*self.user_folders)
+        self.folder.release()
         return was_running
 
     def _start_reaper(self, owner_pid: int) -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import subprocess
 import time
 import urllib.request
@@ -113,6 +112,7 @@ class SparkCluster(RecordedDaemons[SparkClusterInfo]):
             runs from this folder, or the cluster did not come up (the message names the log).
         """
         check_worker_settings(workers, worker_cores, worker_memory)
+        self.folder.claim()
         current = self.status()
         if current is not None:
             settings = (current.info.workers, current.info.worker_cores, current.info.worker_memory)
@@ -130,8 +130,7 @@ class SparkCluster(RecordedDaemons[SparkClusterInfo]):
 
         require_java()
         spark_home = pyspark_jars_dir().parent  # the full PySpark distribution, with bin/spark-class
-        shutil.rmtree(self._spark_dir, ignore_errors=True)
-        (self._spark_dir / "conf").mkdir(parents=True)  # empty: no user spark-defaults.conf or spark-env.sh
+        (self._fresh_work_dir() / "conf").mkdir()  # empty: no user spark-defaults.conf or spark-env.sh
         info = SparkClusterInfo(
             master_port=0, webui_port=0, workers=workers, worker_cores=worker_cores, worker_memory=worker_memory,
             state_dir=str(self.state_dir), daemons=[],

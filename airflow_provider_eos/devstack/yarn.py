@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import shutil
 import subprocess
 import time
 import urllib.request
@@ -127,6 +126,7 @@ class YarnMiniCluster(RecordedDaemons[YarnClusterInfo]):
         :param stop_with_pid: stop the cluster when this process dies, even without its cleanup.
         :raises YarnClusterError: the cluster did not come up (the message holds the log's tail).
         """
+        self.folder.claim()
         current = self.status()
         if current is not None and current.healthy:
             return current.info
@@ -138,8 +138,7 @@ class YarnMiniCluster(RecordedDaemons[YarnClusterInfo]):
         jars = hadoop_minicluster_jars_dir(version)
         deadline = time.monotonic() + timeout_s
         for attempt in range(1, _START_ATTEMPTS + 1):
-            shutil.rmtree(self._yarn_dir, ignore_errors=True)
-            (self._yarn_dir / "tmp").mkdir(parents=True)
+            (self._fresh_work_dir() / "tmp").mkdir()
             info = YarnClusterInfo(
                 pid=0, hadoop_version=version, state_dir=str(self.state_dir), ports=YarnPorts.choose(),
                 node_memory_mb=node_memory_mb, node_vcores=node_vcores,

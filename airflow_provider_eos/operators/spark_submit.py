@@ -42,11 +42,11 @@ from airflow_provider_eos.core.driver import (
     DriverHandle,
     driver_token,
 )
-from airflow_provider_eos.core.errors import EosError
 from airflow_provider_eos.core.hadoop_conf import ambient_hadoop_conf
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.spec.submission import Connector, parse_connector
 from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
+from airflow_provider_eos.operators.use_case import task_failures
 from airflow_provider_eos.spark.driver_processes import observe, request_stop, this_host, wait_until_gone
 from airflow_provider_eos.spark.submit_command import plan_submit, spark_submit_executable
 
@@ -135,7 +135,7 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         # mkdtemp: a folder only this user can enter (0700), so the spec copy below is private twice.
         work_dir = Path(tempfile.mkdtemp(prefix="eos-submit-"))
         try:
-            try:
+            with task_failures():
                 spec = load_pipeline_spec(self.spec_path, self.kafka_conn_id)
                 spec_file = Path(self.spec_path).resolve()
                 if self.kafka_conn_id:
@@ -145,8 +145,6 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
                 plan = plan_submit(spec_file, spec, mode=mode, work_dir=work_dir, deploy_mode=deploy_mode,
                                    python_environment=self.python_environment, connector=self.connector,
                                    properties_file=Path(self.properties_file) if self.properties_file else None)
-            except EosError as err:
-                raise AirflowFailException(str(err)) from err
             self.application = str(plan.application)
             self.application_args = plan.application_args
             self.jars = _joined(plan.jars, self.jars)

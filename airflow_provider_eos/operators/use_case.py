@@ -9,8 +9,9 @@ and returns the same data (XCom). The outcome decides the task's state:
 - ``finding``: the data is pushed as the return value, then ``AirflowFailException`` (a
   retry cannot change a verdict or a configuration) with the summary and the text;
 - an error (``EosError``) that a retry cannot change (an invalid spec, a malformed or missing
-  checkpoint, a refused repair) fails with ``AirflowFailException``; the rest (Kafka
-  unreachable, the job still looks alive) with ``AirflowException``, retried as configured.
+  checkpoint, a refused repair, a missing ACL: its type's ``retryable`` is false) fails with
+  ``AirflowFailException``; the rest (Kafka unreachable, the job still looks alive) with
+  ``AirflowException``, retried as configured.
 
 What a person reads: a compact Markdown card of the result (:mod:`airflow_provider_eos.core.presentation`:
 the verdict table worst rows first, the dry-run plan, why a request was refused; bounded in
@@ -33,18 +34,9 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseOperator, BaseXCom
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-from airflow_provider_eos.core.errors import (
-    CheckpointError,
-    EosError,
-    InconsistentOffsetsError,
-    MarkerError,
-    RepairError,
-    SpecError,
-    UnsafeToActError,
-)
+from airflow_provider_eos.core.errors import EosError, RepairError, UnsafeToActError
 from airflow_provider_eos.core.flags import parse_flag
 from airflow_provider_eos.core.presentation import DEFAULT_MAX_CHARS, ResultHeading, error_card, text_card
-from airflow_provider_eos.core.transactional_ids import TransactionalIdError
 from airflow_provider_eos.hooks.checkpoint_storage import CheckpointStorageHook
 from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
 from airflow_provider_eos.usecases.clients import PipelineClients
@@ -68,26 +60,15 @@ __all__ = [
 #: kafka-python's loggers (``kafka.conn``, ``kafka.client`` ...): INFO is a line per connection step.
 KAFKA_PYTHON_LOGGER = "kafka"
 
-# Errors about durable state or the task's own arguments: retrying cannot change the outcome.
-_NOT_RETRYABLE: tuple[type[EosError], ...] = (
-    SpecError,
-    CheckpointError,
-    MarkerError,
-    RepairError,
-    InconsistentOffsetsError,
-    TransactionalIdError,
-)
-
 
 @contextmanager
 def task_failures() -> Iterator[None]:
-    """Turn a use case's error into a task failure with its message and fix."""
+    """Turn a use case's error into a task failure with its message and fix, retried only if its type says
+    a retry can help (:attr:`~airflow_provider_eos.core.errors.EosError.retryable`)."""
     try:
         yield
-    except _NOT_RETRYABLE as err:
-        raise AirflowFailException(str(err)) from err
     except EosError as err:
-        raise AirflowException(str(err)) from err
+        raise (AirflowException if err.retryable else AirflowFailException)(str(err)) from err
 
 
 @contextmanager

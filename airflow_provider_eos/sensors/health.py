@@ -16,7 +16,9 @@ Outcomes:
 
 Either way the report's ``to_dict()`` is the task's XCom ``return_value`` (pushed before
 failing, too). Samples that cannot be taken (broker unreachable) fail the task with a
-retryable ``AirflowException`` once ``max_probe_failures`` of them fail in a row.
+retryable ``AirflowException`` once ``max_probe_failures`` of them fail in a row; an error no
+retry can change (a missing ACL, a malformed checkpoint: its type's ``retryable`` is false)
+fails it at once, without retry.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import pendulum
 from airflow.sdk import BaseSensorOperator, BaseXCom, PokeReturnValue
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSensorTimeout
 
-from airflow_provider_eos.core.errors import CheckpointError, EosError, MarkerError, SpecError
+from airflow_provider_eos.core.errors import EosError
 from airflow_provider_eos.core.health import (
     DEFAULT_MAX_SAMPLES,
     DRIVER_TASK_FAILED_STATES,
@@ -49,16 +51,12 @@ if TYPE_CHECKING:
 
 __all__ = ["StreamingQueryHealthSensor"]
 
-# Errors about the task's own arguments or durable state: a retry cannot change them.
-_NOT_RETRYABLE: tuple[type[EosError], ...] = (SpecError, HealthError, CheckpointError, MarkerError)
 # The deferral's own timeout only backs up the trigger's, whose event carries the last report.
 _DEFER_GRACE_S = 120
 
 
 def _task_failure(err: EosError) -> AirflowException:
-    if isinstance(err, _NOT_RETRYABLE):
-        return AirflowFailException(str(err))
-    return AirflowException(str(err))
+    return (AirflowException if err.retryable else AirflowFailException)(str(err))
 
 
 def _ms(moment: dt.datetime) -> int:
@@ -205,7 +203,9 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
             raise AirflowFailException(f"{message}:\n{table}")
         if outcome is WatchOutcome.TIMEOUT:
             raise AirflowSensorTimeout(f"{message}\n{table}")
-        raise AirflowException(f"{message}\n{table}")
+        # An event of a trigger serialized before the key existed is retryable, as every error was then.
+        retryable = event.get("retryable", True)
+        raise (AirflowException if retryable else AirflowFailException)(f"{message}\n{table}")
 
     def _driver_task(self, context: Context) -> dict[str, str] | None:
         if not self.driver_task_id:

@@ -41,6 +41,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from airflow_provider_eos.core.errors import JobEnvironmentError
+from airflow_provider_eos.subprocesses import run_bounded
 
 __all__ = [
     "ENVIRONMENT_ALIAS",
@@ -64,6 +65,9 @@ _NOT_SHIPPED = ("apache-airflow", "pyspark", "venv-pack")
 #: Bump when the way an environment is built changes, so old archives are rebuilt.
 _RECIPE_FORMAT = 1
 _RECORD_SUFFIX = ".eos.json"
+#: Seconds one build step (creating the venv, one pip install) may take: a full install from a cold
+#: cache takes minutes; a stalled index must end in an error, not hang `eos package` or a task.
+STEP_TIMEOUT_S = 1800.0
 
 
 def _canonical(name: str) -> str:
@@ -217,7 +221,13 @@ def _run(command: list[str], step: str, log_file: Path) -> None:
     with log_file.open("a") as out:
         out.write(f"$ {' '.join(command)}\n")
         out.flush()
-        result = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False)
+        try:
+            result = run_bounded(command, timeout_s=STEP_TIMEOUT_S, error=JobEnvironmentError,
+                                 fix=f"read {log_file}; check access to the package index (a stalled download)",
+                                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        except JobEnvironmentError as exc:
+            raise JobEnvironmentError(f"building the job environment stopped at {step}: {exc.message}",
+                                      fix=exc.fix) from None
     if result.returncode != 0:
         tail = "\n".join(log_file.read_text(errors="replace").splitlines()[-15:])
         raise JobEnvironmentError(

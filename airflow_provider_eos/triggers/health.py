@@ -12,6 +12,9 @@ and fires exactly one event. Its payload is a plain dict:
     there is no stream left to watch, and recovery is waiting for the watch to end).
 ``watch``, ``message``
     the mode and one sentence saying what happened.
+``retryable``
+    for ``error``: whether a retry of the task can help, the failed sample's error type's
+    :attr:`~airflow_provider_eos.core.errors.EosError.retryable` (a missing ACL: no); true otherwise.
 ``report``, ``table``
     the newest :class:`~airflow_provider_eos.core.health.HealthReport` as ``to_dict()`` and as
     rendered text (``None`` if no sample succeeded).
@@ -30,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import pendulum
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_provider_eos.core.errors import AclMissingError, EosError
+from airflow_provider_eos.core.errors import EosError
 from airflow_provider_eos.core.health import (
     DEFAULT_MAX_SAMPLES,
     DRIVER_TASK_FAILED_STATES,
@@ -78,7 +81,7 @@ def driver_task_state(driver_task: Mapping[str, str] | None) -> str | None:
 
 
 def event_payload(
-    outcome: WatchOutcome, mode: WatchMode, message: str, report: HealthReport | None
+    outcome: WatchOutcome, mode: WatchMode, message: str, report: HealthReport | None, *, retryable: bool = True
 ) -> dict[str, Any]:
     """The payload of the trigger's event (also used by the sensor's synchronous check).
 
@@ -86,11 +89,13 @@ def event_payload(
     :param mode: the watch mode.
     :param message: one sentence saying what happened.
     :param report: the newest report, if any.
+    :param retryable: for an ``error``, whether a retry of the task can change it.
     """
     return {
         "outcome": outcome.value,
         "watch": mode.value,
         "message": message,
+        "retryable": retryable,
         "report": None if report is None else report.to_dict(),
         "table": None if report is None else report.render(),
     }
@@ -230,12 +235,13 @@ class StreamingQueryHealthTrigger(BaseTrigger):
                 sample = await asyncio.to_thread(self._sample)
                 window.add(sample)
                 report = await asyncio.to_thread(self._evaluate, window)
-            except AclMissingError as err:
-                # No retry grants an ACL: say which one now, not after max_probe_failures samples.
-                yield TriggerEvent(event_payload(WatchOutcome.ERROR, mode, f"a health sample was refused: {err}",
-                                                 report))
-                return
             except EosError as err:
+                if not err.retryable:
+                    # Another sample cannot change it (no retry grants an ACL): say so now, not after
+                    # max_probe_failures samples, and the task fails without retry.
+                    message = f"a health sample failed, and no retry can change it: {err}"
+                    yield TriggerEvent(event_payload(WatchOutcome.ERROR, mode, message, report, retryable=False))
+                    return
                 failures += 1
                 last_error = err.message
                 self.log.warning("Health sample %d of %d failed: %s", failures, self.max_probe_failures, err)

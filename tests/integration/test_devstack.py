@@ -61,3 +61,35 @@ def test_broker_is_stopped_when_its_owner_dies_without_cleanup(tmp_path):
         assert not (tmp_path / "owned").exists()
     finally:
         LocalKafka(tmp_path / "owned").down()
+
+
+def test_up_and_down_refuse_a_folder_the_devstack_did_not_make(tmp_path):
+    folder = tmp_path / "home"  # `--state-dir ~` by a slip
+    folder.mkdir()
+    (folder / "thesis.tex").write_text("the user's")
+    try:
+        up = eos("devstack", "up", "--state-dir", str(folder))
+        assert up.returncode == 2, up.stdout + up.stderr
+        assert f"{folder} was not made by the devstack" in up.stderr and "new or empty folder" in up.stderr
+        down = eos("devstack", "down", "--state-dir", str(folder))
+        assert down.returncode == 2, down.stdout + down.stderr
+        assert f"{folder} was not made by the devstack" in down.stderr
+        assert [p.name for p in folder.iterdir()] == ["thesis.tex"]
+        assert (folder / "thesis.tex").read_text() == "the user's"
+    finally:
+        if (folder / "devstack.json").exists():  # a devstack that did not refuse started a broker there
+            LocalKafka(folder).down()
+
+
+def test_down_removes_the_brokers_files_and_keeps_what_the_user_put_in_its_folder(tmp_path):
+    folder = tmp_path / "devstack"
+    try:
+        up = eos("devstack", "up", "--state-dir", str(folder))
+        assert up.returncode == 0, up.stderr
+        (folder / "notes.txt").write_text("the user's")
+    finally:
+        down = eos("devstack", "down", "--state-dir", str(folder))
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert "stopped and removed" in down.stdout and f"kept {folder}: it holds notes.txt" in down.stdout
+    assert sorted(p.name for p in folder.iterdir()) == [".eos-devstack", "notes.txt"]
+    assert (folder / "notes.txt").read_text() == "the user's"

@@ -18,6 +18,7 @@ from airflow_provider_eos.core.retry import RetryPolicy
 from airflow_provider_eos.devstack import broker_nodes
 from airflow_provider_eos.devstack.broker import BrokerInfo, LocalKafka, NodeInfo
 from airflow_provider_eos.devstack.broker_nodes import pid_alive, terminate
+from airflow_provider_eos.devstack.state_folder import StateFolder
 
 STUBBORN = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); "
             "time.sleep(120)")
@@ -55,8 +56,9 @@ def test_a_node_that_outlives_sigkill_is_an_error_naming_its_pid(node: subproces
 
 
 def test_down_stops_every_node_when_one_outlives_sigkill(tmp_path, monkeypatch) -> None:
-    nodes = [subprocess.Popen([sys.executable, "-c", STUBBORN], stdout=subprocess.PIPE, start_new_session=True)
-             for _ in range(3)]
+    # Each stand-in's command line names its node's config file, as a broker's does: down stops only those.
+    nodes = [subprocess.Popen([sys.executable, "-c", STUBBORN, str(tmp_path / f"node-{i + 1}" / "server.properties")],
+                              stdout=subprocess.PIPE, start_new_session=True) for i in range(3)]
     try:
         for process in nodes:
             assert process.stdout is not None and process.stdout.readline() == b"up\n"
@@ -64,6 +66,7 @@ def test_down_stops_every_node_when_one_outlives_sigkill(tmp_path, monkeypatch) 
         info = BrokerInfo(pid=stuck, port=1, controller_port=2, state_dir=str(tmp_path), transaction_max_timeout_ms=1,
                           nodes=tuple(NodeInfo(i + 1, p.pid, 10 + i, 20 + i, str(tmp_path / f"node-{i + 1}"))
                                       for i, p in enumerate(nodes)))
+        StateFolder(tmp_path).claim()  # a folder the devstack made: down removes what it wrote there
         (tmp_path / "devstack.json").write_text(info.to_json())
         real_exited = broker_nodes._exited
         monkeypatch.setattr(broker_nodes, "_exited", lambda pid: pid != stuck and real_exited(pid))

@@ -17,6 +17,7 @@ from airflow_provider_eos.devstack.broker_nodes import pid_alive
 from airflow_provider_eos.devstack.process_groups import group_members, runs, stop_groups
 from airflow_provider_eos.devstack.spark_cluster import SparkCluster, reap
 from airflow_provider_eos.devstack.spark_cluster_state import MASTER_CLASS, STATE_FILE, WORKER_CLASS, SparkClusterInfo
+from airflow_provider_eos.devstack.state_folder import StateFolder
 
 SLEEPER = "import time; time.sleep(120)"
 # A daemon that starts a child in its group (as a worker starts executors) and ignores SIGTERM if asked.
@@ -74,6 +75,7 @@ def test_the_reaper_stops_the_cluster_of_a_dead_owner_and_removes_its_files(tmp_
                            check=True)
     master, worker = daemon(started, MASTER_CLASS), daemon(started, WORKER_CLASS)
     members = group_members(master) + group_members(worker)
+    StateFolder(tmp_path).claim()  # a folder the devstack made: the reaper removes what the cluster wrote there
     (tmp_path / "spark").mkdir()
     info = SparkClusterInfo.model_validate({
         "master_port": 1, "webui_port": 2, "workers": 1, "worker_cores": 1, "worker_memory": "1g",

@@ -20,6 +20,7 @@ from airflow_provider_eos.devstack.spark_cluster_state import (
     check_worker_settings,
     parse_master_json,
 )
+from airflow_provider_eos.devstack.state_folder import StateFolder
 
 
 def worker_json(host: str, port: int, state: str = "ALIVE") -> dict:
@@ -130,6 +131,7 @@ def test_nothing_recorded_reads_as_none_and_down_is_a_no_op(tmp_path):
 
 
 def test_an_unreadable_state_file_is_a_typed_error_and_down_removes_it(tmp_path):
+    StateFolder(tmp_path).claim()  # a folder the devstack made: down removes what the cluster wrote there
     (tmp_path / STATE_FILE).write_text("{not json")
     cluster = SparkCluster(tmp_path)
     with pytest.raises(SparkClusterError, match="is not a Spark cluster state file"):

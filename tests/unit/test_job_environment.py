@@ -60,7 +60,7 @@ def test_an_archive_built_from_the_same_recipe_is_reused_without_building(tmp_pa
     def no_build(*args: object, **kwargs: object) -> None:
         raise AssertionError(f"rebuilt: {args}")
 
-    monkeypatch.setattr(job_environment.subprocess, "run", no_build)
+    monkeypatch.setattr(job_environment, "run_bounded", no_build)
     built = build_job_environment(out, recipe)
     assert built.reused and built.archive == out and out.read_bytes() == b"archive"
     # Another recipe (or --force) builds: here the first build step is reached.

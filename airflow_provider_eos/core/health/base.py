@@ -18,6 +18,8 @@ __all__ = ["HealthError", "HealthStatus", "LagStatus", "iso_utc", "worst"]
 class HealthError(EosError):
     """Health input (a serialized window, thresholds, a watch mode) is malformed."""
 
+    retryable = False
+
 
 class HealthStatus(enum.StrEnum):
     """Overall and per-finding health; ordered by :attr:`severity`."""
