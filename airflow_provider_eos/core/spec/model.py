@@ -9,7 +9,7 @@ turning pydantic's errors into one :class:`SpecError` is :mod:`.validation_error
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, fie
 
 from airflow_provider_eos.core import transactional_ids
 from airflow_provider_eos.core.errors import EosError, SpecError
+from airflow_provider_eos.core.secrets import redact_config, redact_text
 from airflow_provider_eos.core.spec import field_rules
 from airflow_provider_eos.core.spec.bounded_yaml import LocationMap
 from airflow_provider_eos.core.spec.document import read_spec_document
@@ -239,6 +240,19 @@ class PipelineSpec(BaseModel):
     @classmethod
     def _stringify_spark_conf(cls, value: Any) -> Any:
         return field_rules.stringify_spark_conf(value)
+
+    # -- display -------------------------------------------------------------------------------
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        # repr() and str() reach tracebacks, logs and assertion messages: secret settings (by name
+        # or value) show as ***. to_dict()/model_dump() keep them: the job needs them.
+        for name, value in super().__repr_args__():
+            if name in ("kafka", "spark_conf") and isinstance(value, Mapping):
+                yield name, redact_config(value)
+            elif isinstance(value, str):
+                yield name, redact_text(value)
+            else:
+                yield name, value
 
     # -- derived values -----------------------------------------------------------------------
 
