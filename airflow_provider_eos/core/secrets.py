@@ -1,10 +1,17 @@
-"""Which setting names hold secrets: the one list for Kafka configs, storage options and client arguments.
+"""Which settings hold secrets, by name and by value: the one owner of secret detection and redaction.
 
 Names come in several dialects (librdkafka ``sasl.password``, the Java client's
 ``sasl.jaas.config``, kafka-python's ``ssl_password``, fsspec's ``account_key``, Spark options
-with a ``kafka.`` prefix, camelCase ``clientSecret``), so a name is split into words and the
-words are judged, rather than matched as substrings: ``sas`` (an Azure SAS token) must not
-match ``sasl.username``, and ``key`` must not match ``ssl.key.location``.
+with a ``kafka.`` prefix, Hadoop's ``fs.s3a.secret.key``, camelCase ``keyStorePassword``), so a
+name is split into words and the words are judged, rather than matched as substrings: ``sas``
+(an Azure SAS token) must not match ``sasl.username``, and ``key`` must not match
+``ssl.key.location``. Hadoop puts an account or bucket after the telling words
+(``fs.azure.account.key.<account>.dfs.core.windows.net``), so a few word sequences count
+wherever they stand.
+
+A value is judged too: a secret under an innocent name (a SAS-signed URL in
+``spark.jars.repositories``, a token in a URL's user part, a JAAS line, a PEM private key) is
+still a secret. :func:`redact_text` applies the same rules to free text such as error messages.
 """
 
 from __future__ import annotations
@@ -13,13 +20,23 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["REDACTED", "SECRET_NAMES", "SECRET_WORDS", "is_secret_key", "redact_config"]
+__all__ = [
+    "REDACTED",
+    "SECRET_NAMES",
+    "SECRET_WORDS",
+    "is_secret_key",
+    "is_secret_setting",
+    "is_secret_value",
+    "redact_config",
+    "redact_text",
+]
 
 REDACTED = "***"
-"""What :func:`redact_config` shows instead of a secret value."""
+"""What :func:`redact_config` and :func:`redact_text` show instead of a secret value."""
 
 #: A name holding any of these words holds a secret. ``jaas``: the Java client's
-#: ``sasl.jaas.config`` carries the SASL password inside its login module options.
+#: ``sasl.jaas.config`` carries the SASL password inside its login module options; ``sig`` and
+#: ``signature``: the signature of a pre-signed URL or SAS token (``sig=``, ``X-Amz-Signature=``).
 SECRET_WORDS = frozenset(
     {
         "password",
@@ -34,6 +51,8 @@ SECRET_WORDS = frozenset(
         "jaas",
         "sas",
         "authorization",
+        "sig",
+        "signature",
     }
 )
 
@@ -44,25 +63,54 @@ SECRET_NAMES = frozenset(
     {"ssl.key.pem", "ssl_key", "sasl.oauthbearer.config", "ssl.keystore.key", "connection_string", "keyfile_dict"}
 )
 
+# Word sequences that make a name secret wherever they stand, whatever follows: Azure's account
+# key (``fs.azure.account.key.<account>...``, adlfs ``account_key``) and a Google service
+# account's JSON key file (``google.cloud.auth.service.account.json.keyfile``).
+_SECRET_SEQUENCES = (("account", "key"), ("json", "keyfile"))
+
 # A name ending in one of these words names where or what a secret is, not the secret itself
-# (``sasl.oauthbearer.token.endpoint.url``, ``sasl.kerberos.keytab``'s siblings, ``*.location``).
-_NOT_A_VALUE = frozenset({"url", "location", "path", "file", "type", "mechanism", "mechanisms", "algorithm"})
+# (``sasl.oauthbearer.token.endpoint.url``, ``*.location``, ``fs.s3a.aws.credentials.provider``).
+_NOT_A_VALUE = frozenset(
+    {"url", "location", "path", "file", "type", "mechanism", "mechanisms", "algorithm", "provider", "class"}
+)
 
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SEPARATORS = re.compile(r"[^A-Za-z0-9]+")
 # Dialect prefixes that do not change what a name means (Spark's ``kafka.`` option prefix).
 _PREFIXES = ("kafka.",)
 
+# A URL's user part: a token (``https://TOKEN@host``) or a user and password. Azure's ``abfss://``
+# and ``wasbs://`` name the container there (``abfss://container@account...``): only a password
+# makes theirs a secret.
+_URL_USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*)://([^/?#\s@]+)@")
+_CONTAINER_SCHEMES = frozenset({"abfs", "abfss", "wasb", "wasbs"})
+# ``name=value`` in query strings (``?sig=``, ``&X-Amz-Signature=``), connection strings
+# (``;AccountKey=``), JAAS options (`` password="..."``) and JVM options (``-Dx.keyStorePassword=``).
+_ASSIGNMENT = re.compile(r"(?:^|(?<=[?&;\s])|(?<=-D))([A-Za-z_][\w.-]*)=(\"(?:[^\"\\]|\\.)*\"|'[^']*'|[^&;\s]+)")
+# ``"name": "value"`` in JSON (a service account's key file pasted as a value).
+_JSON_PAIR = re.compile(r"\"([\w.-]+)\"(\s*:\s*)\"((?:[^\"\\]|\\.)*)\"")
+# A PEM private key, also with its line breaks escaped (``\\n`` inside JSON) or cut short.
+_PEM_PRIVATE_KEY = re.compile(
+    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[A-Za-z0-9+/=\s\\]*(?:-----END [A-Z0-9 ]*PRIVATE KEY-----)?"
+)
+_AUTHORIZATION = re.compile(r"\b(Bearer|Basic) [A-Za-z0-9._~+/=-]{12,}")
+
 
 def _words(name: str) -> list[str]:
     return [word.lower() for word in _SEPARATORS.split(_CAMEL_BOUNDARY.sub("_", name)) if word]
 
 
+def _has_sequence(words: list[str], sequence: tuple[str, ...]) -> bool:
+    size = len(sequence)
+    return any(tuple(words[i:i + size]) == sequence for i in range(len(words) - size + 1))
+
+
 def is_secret_key(name: str) -> bool:
-    """Whether a setting's value is a secret (password, private key, token, JAAS config ...).
+    """Whether a setting's value is a secret (password, private key, token, JAAS config ...), by its name.
 
     :param name: a setting name in any dialect: librdkafka, the Java client (also with Spark's
-        ``kafka.`` prefix), kafka-python keyword, fsspec storage option.
+        ``kafka.`` prefix), kafka-python keyword, fsspec storage option, Spark or Hadoop setting,
+        a URL query parameter.
     """
     lowered = name.strip().lower()
     for prefix in _PREFIXES:
@@ -71,16 +119,73 @@ def is_secret_key(name: str) -> bool:
     if lowered in SECRET_NAMES:
         return True
     words = _words(name)
+    if any(_has_sequence(words, sequence) for sequence in _SECRET_SEQUENCES):
+        return True
     if not words or words[-1] in _NOT_A_VALUE:
         return False
-    # ``key`` alone or as the last word is a credential (s3fs ``key``, adlfs ``account_key``,
+    # ``key`` alone or as the last word is a credential (s3fs ``key``, ``fs.s3a.access.key``,
     # ``api_key``); inside a name it is usually a path or a serializer (``ssl.key.location``).
     return words[-1] == "key" or any(word in SECRET_WORDS for word in words)
 
 
+def _secret_userinfo(match: re.Match[str]) -> bool:
+    return match.group(1).lower() not in _CONTAINER_SCHEMES or ":" in match.group(2)
+
+
+def is_secret_value(value: object) -> bool:
+    """Whether a value looks like a secret whatever its name: credentials in a URL, a signature, a key.
+
+    :param value: a setting's value; only text is judged.
+    """
+    if not isinstance(value, str) or not value:
+        return False
+    return (
+        any(_secret_userinfo(match) for match in _URL_USERINFO.finditer(value))
+        or any(is_secret_key(match.group(1)) for match in _ASSIGNMENT.finditer(value))
+        or any(is_secret_key(match.group(1)) for match in _JSON_PAIR.finditer(value))
+        or _PEM_PRIVATE_KEY.search(value) is not None
+        or _AUTHORIZATION.search(value) is not None
+    )
+
+
+def is_secret_setting(name: object, value: object = None) -> bool:
+    """Whether a setting is a secret, by its name (:func:`is_secret_key`) or its value (:func:`is_secret_value`).
+
+    :param name: the setting's name in any dialect.
+    :param value: its value, when known.
+    """
+    return is_secret_key(str(name)) or is_secret_value(value)
+
+
 def redact_config(config: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of ``config`` that is safe to log: every secret value (:func:`is_secret_key`) is ``***``.
+    """A copy of ``config`` that is safe to log: every secret value (:func:`is_secret_setting`) is ``***``.
 
     :param config: settings in any dialect (librdkafka, Java client or Spark options, kafka-python).
     """
-    return {key: REDACTED if is_secret_key(str(key)) else value for key, value in config.items()}
+    return {key: REDACTED if is_secret_setting(key, value) else value for key, value in config.items()}
+
+
+def _hide_assignment(match: re.Match[str]) -> str:
+    return f"{match.group(1)}={REDACTED}" if is_secret_key(match.group(1)) else match.group(0)
+
+
+def _hide_json_pair(match: re.Match[str]) -> str:
+    return f'"{match.group(1)}"{match.group(2)}"{REDACTED}"' if is_secret_key(match.group(1)) else match.group(0)
+
+
+def _hide_userinfo(match: re.Match[str]) -> str:
+    return f"{match.group(1)}://{REDACTED}@" if _secret_userinfo(match) else match.group(0)
+
+
+def redact_text(text: str) -> str:
+    """``text`` with every secret-looking part (:func:`is_secret_value`'s rules) replaced by ``***``.
+
+    For text that may quote a value, such as an error message naming a URL.
+
+    :param text: free text.
+    """
+    text = _PEM_PRIVATE_KEY.sub(REDACTED, text)
+    text = _URL_USERINFO.sub(_hide_userinfo, text)
+    text = _JSON_PAIR.sub(_hide_json_pair, text)
+    text = _ASSIGNMENT.sub(_hide_assignment, text)
+    return _AUTHORIZATION.sub(lambda match: f"{match.group(1)} {REDACTED}", text)

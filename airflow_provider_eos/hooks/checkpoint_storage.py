@@ -34,7 +34,7 @@ from airflow.sdk.exceptions import AirflowException
 from airflow.sdk.log import mask_secret
 
 from airflow_provider_eos.core.checkpoint import CheckpointReader, normalize_location
-from airflow_provider_eos.core.secrets import is_secret_key
+from airflow_provider_eos.core.secrets import is_secret_setting
 
 __all__ = ["CheckpointStorageHook"]
 
@@ -51,7 +51,7 @@ def _mask_storage_secrets(options: Mapping[str, Any]) -> None:
         if isinstance(value, Mapping):
             # Name-based inside nested dicts (a keyfile's "private_key", client_kwargs ...).
             mask_secret(dict(value))
-        elif isinstance(value, str) and is_secret_key(key):
+        elif isinstance(value, str) and is_secret_setting(key, value):
             mask_secret(value)
 
 

@@ -22,7 +22,7 @@ from airflow.sdk.exceptions import AirflowException
 from airflow.sdk.log import mask_secret
 
 from airflow_provider_eos.core.errors import SpecError
-from airflow_provider_eos.core.secrets import is_secret_key
+from airflow_provider_eos.core.secrets import is_secret_setting
 
 # The spec refuses these keys (the pipeline derives them), so a connection shared with the
 # apache-kafka provider's consumer operators may carry them but they must not reach the spec.
@@ -34,11 +34,9 @@ if TYPE_CHECKING:
 __all__ = [
     "EosKafkaHook",
     "is_connection_setting",
-    "is_secret_setting",
     "load_pipeline_spec",
     "mask_kafka_secrets",
     "merge_kafka_config",
-    "redact_kafka_config",
 ]
 
 _CONNECTION_KEYS = frozenset(
@@ -52,9 +50,6 @@ _CONNECTION_KEYS = frozenset(
 )
 _CONNECTION_PREFIXES = ("sasl.", "ssl.", "ssl_", "enable.sasl.", "https.")
 
-REDACTED = "***"
-"""What :func:`redact_kafka_config` shows instead of a secret value."""
-
 
 def is_connection_setting(key: str) -> bool:
     """Whether a librdkafka key says where the cluster is or how to authenticate to it.
@@ -64,40 +59,20 @@ def is_connection_setting(key: str) -> bool:
     return key in _CONNECTION_KEYS or key.startswith(_CONNECTION_PREFIXES)
 
 
-def is_secret_setting(key: str) -> bool:
-    """Whether a librdkafka key's value is a secret (password, private key, token ...).
-
-    Airflow's masker only hides values whose key names contain words like "password" or
-    "secret"; librdkafka also takes a PEM private key and an OAUTHBEARER config string holding
-    client secrets under names it does not recognise. The package's one list:
-    :func:`airflow_provider_eos.core.secrets.is_secret_key`.
-
-    :param key: a librdkafka property name.
-    """
-    return is_secret_key(key)
-
-
 def mask_kafka_secrets(config: Mapping[str, Any]) -> None:
     """Register every secret value of a librdkafka config with Airflow's secrets masker.
 
     From then on the values are replaced by ``***`` in task logs, including in exception
-    messages and in output of libraries the task calls.
+    messages and in output of libraries the task calls. Airflow's masker only hides values whose
+    key names contain words like "password" or "secret"; which settings are secret (a PEM key, an
+    OAUTHBEARER config, a secret-looking value) is decided by the package's one owner,
+    :func:`airflow_provider_eos.core.secrets.is_secret_setting`.
 
     :param config: a librdkafka config (a spec's ``kafka`` dict or a connection's extras).
     """
     for key, value in config.items():
-        if is_secret_setting(key) and isinstance(value, str) and value:
+        if is_secret_setting(key, value) and isinstance(value, str) and value:
             mask_secret(value)
-
-
-def redact_kafka_config(config: Mapping[str, Any]) -> dict[str, Any]:
-    """Return a copy of ``config`` that is safe to log: secret values replaced by ``***``.
-
-    Unlike the masker, this does not depend on a minimum secret length.
-
-    :param config: a librdkafka config.
-    """
-    return {key: REDACTED if is_secret_setting(key) else value for key, value in config.items()}
 
 
 def merge_kafka_config(spec_kafka: Mapping[str, Any], connection: Mapping[str, Any]) -> dict[str, Any]:
@@ -125,8 +100,9 @@ class EosKafkaHook(KafkaBaseHook):
     A subclass of the apache-kafka provider's :class:`KafkaBaseHook`, which owns the ``kafka``
     connection type and its form in the UI (only the extras, labelled "Config Dict"): one
     connection serves that provider's operators and this one. The connection's extras are the
-    config dict; host, login and password are not used. Secret values (:func:`is_secret_setting`)
-    are registered with the secrets masker as soon as the config is read.
+    config dict; host, login and password are not used. Secret values
+    (:func:`~airflow_provider_eos.core.secrets.is_secret_setting`) are registered with the secrets
+    masker as soon as the config is read.
 
     :param kafka_conn_id: the Airflow connection id.
     """

@@ -16,7 +16,8 @@ else ``yarn.resourcemanager.webapp.address`` in the ``yarn-site.xml`` of spark-s
 
 Connection secrets reach the job only inside the spec file the operator writes: mode 0600 in a
 private (0700) temporary folder, removed when the task ends; never on the command line, in the
-log, in XCom or in a rendered template field.
+log, in XCom or in a rendered template field. Secret Spark settings, the spec's ``spark_conf`` and
+the operator's ``conf`` alike, go to a private ``--properties-file`` (:mod:`~airflow_provider_eos.spark.secret_conf`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import yaml
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk.exceptions import AirflowFailException
+from airflow.sdk.log import mask_secret
 
 from airflow_provider_eos.core.driver import (
     DRIVER_OWNER_PID_ENV,
@@ -43,6 +45,7 @@ from airflow_provider_eos.core.driver import (
     driver_token,
 )
 from airflow_provider_eos.core.hadoop_conf import ambient_hadoop_conf
+from airflow_provider_eos.core.secrets import is_secret_setting
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.spec.submission import Connector, parse_connector
 from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
@@ -51,6 +54,7 @@ from airflow_provider_eos.spark.driver_processes import observe, request_stop, t
 from airflow_provider_eos.spark.submit_command import plan_submit, spark_submit_executable
 
 if TYPE_CHECKING:
+    import jinja2
     from airflow.sdk import Context
 
 
@@ -144,15 +148,17 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
                 deploy_mode = self._get_hook()._connection["deploy_mode"]
                 plan = plan_submit(spec_file, spec, mode=mode, work_dir=work_dir, deploy_mode=deploy_mode,
                                    python_environment=self.python_environment, connector=self.connector,
-                                   properties_file=Path(self.properties_file) if self.properties_file else None)
+                                   properties_file=Path(self.properties_file) if self.properties_file else None,
+                                   extra_conf=self.conf)
             self.application = str(plan.application)
             self.application_args = plan.application_args
             self.jars = _joined(plan.jars, self.jars)
             self.py_files = _joined(plan.py_files, self.py_files)
             self.files = _joined(plan.files, self.files)
             self._archives = _joined(plan.archives, self._archives)
-            self.conf = {**plan.conf, **(self.conf or {})}
-            # The spec's secret settings, in a private file rather than on spark-submit's command line.
+            # The plan holds the DAG author's conf too, split like the spec's: only public settings here.
+            self.conf = plan.conf
+            # The secret settings (spec's and DAG author's), in a private file, not on spark-submit's command line.
             self.properties_file = str(plan.properties_file) if plan.properties_file else None
             self.env_vars = {**plan.environment(), **(self.env_vars or {})}
             self.name = f"eos-{spec.name}"
@@ -166,6 +172,17 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
             super().execute(context)
         finally:
             shutil.rmtree(work_dir, ignore_errors=True)
+
+    def render_template_fields(self, context: Context, jinja_env: jinja2.Environment | None = None) -> None:
+        """Render the templated fields, then register the secret ``conf`` values with the secrets masker.
+
+        The rendered fields are stored and shown on the task's *Rendered Templates* tab through the
+        masker, which knows ``password``-like names but not, say, an Azure account key's.
+        """
+        super().render_template_fields(context, jinja_env)
+        for key, value in (self.conf or {}).items():
+            if isinstance(value, str) and value and is_secret_setting(key, value):
+                mask_secret(value)
 
     def _get_hook(self) -> SparkSubmitHook:
         hook = super()._get_hook()

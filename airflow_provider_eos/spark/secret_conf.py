@@ -1,8 +1,9 @@
 """Secret Spark settings travel in a private properties file, never as ``--conf`` (``ps`` shows argv).
 
 A spec's ``spark_conf`` may hold secrets (``spark.hadoop.fs.s3a.secret.key`` for a checkpoint on
-S3, a token for a Hive metastore). Those settings, and only those (:func:`~airflow_provider_eos.
-core.secrets.is_secret_key`), go into ``--properties-file``: mode 0600 in the submission's
+S3, an Azure account key, a token for a Hive metastore, a repository URL with a password). Those
+settings, and only those, secret by name or by value (:func:`~airflow_provider_eos.core.secrets.
+is_secret_setting`), go into ``--properties-file``: mode 0600 in the submission's
 private folder, removed with it. ``--properties-file`` replaces ``spark-defaults.conf``, so the
 file starts with the defaults file spark-submit would have read; what it adds comes after, and
 ``--conf`` still takes precedence over both.
@@ -14,7 +15,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from airflow_provider_eos.core.secrets import is_secret_key
+from airflow_provider_eos.core.secrets import is_secret_setting
 
 SECRET_PROPERTIES = "spark-secrets.properties"
 
@@ -23,8 +24,8 @@ __all__ = ["SECRET_PROPERTIES", "spark_defaults_file", "split_secret_conf", "wri
 
 def split_secret_conf(conf: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
     """``(public, secret)``: the settings that may go on the command line, and those that may not."""
-    public = {key: value for key, value in conf.items() if not is_secret_key(key)}
-    return public, {key: value for key, value in conf.items() if is_secret_key(key)}
+    secret = {key: value for key, value in conf.items() if is_secret_setting(key, value)}
+    return {key: value for key, value in conf.items() if key not in secret}, secret
 
 
 def spark_defaults_file(environment: Mapping[str, str] | None = None) -> Path | None:

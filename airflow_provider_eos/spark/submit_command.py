@@ -4,7 +4,8 @@ Imports no PySpark: it only locates files (entry script, connector jars, the zip
 packed environment). With a packed environment (``eos package``) executors run the archive's
 interpreter (``--archives ENV#environment``, ``spark.pyspark.python=./environment/bin/python``);
 without one, today's local setup: driver and executors run this machine's interpreter.
-Nothing secret goes on the command line: the spec (with any connection secrets) is a file.
+Nothing secret goes on the command line: the spec (with any connection secrets) is a file, and
+secret Spark settings (the spec's or the caller's) go to a private properties file (:mod:`.secret_conf`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import importlib.util
 import shutil
 import sys
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -128,6 +130,7 @@ def plan_submit(
     python_environment: str | None = None,
     connector: Connector | None = None,
     properties_file: Path | None = None,
+    extra_conf: Mapping[str, str] | None = None,
 ) -> SubmitPlan:
     """The spark-submit plan of ``spec``.
 
@@ -144,6 +147,8 @@ def plan_submit(
     :param connector: how the connector jars travel; overrides the spec's.
     :param properties_file: a ``--properties-file`` the caller was given; with secret settings the
         plan's own file starts with it (else with ``spark-defaults.conf``) and replaces it.
+    :param extra_conf: Spark settings the caller was given (the operator's ``conf`` argument); they
+        win over the spec's ``spark_conf`` and take the same split: secrets to the private file.
     :raises SubmissionError: a local jar or archive named does not exist.
     """
     cluster = (deploy_mode or "client") == "cluster"
@@ -162,7 +167,7 @@ def plan_submit(
         # A client-mode driver runs here, where the archive is not unpacked; a cluster-mode one runs beside it.
         conf["spark.pyspark.driver.python"] = EXECUTOR_PYTHON if cluster else sys.executable
     spec_arg = spec_file.name if cluster else str(spec_file)
-    public, secret = split_secret_conf({**conf, **spec.spark_conf})
+    public, secret = split_secret_conf({**conf, **spec.spark_conf, **(extra_conf or {})})
     return SubmitPlan(
         application=entry_script(),
         application_args=["--spec", spec_arg, "--mode", run_mode],

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.errors import CheckpointError
+from airflow_provider_eos.core.secrets import redact_config
 from airflow_provider_eos.kafka.group_offsets import sink_group_offsets
 from airflow_provider_eos.kafka.settings import admin_config
 
@@ -44,6 +45,11 @@ class PipelineClients:
     spec: PipelineSpec
     storage_options: Mapping[str, Any] = field(default_factory=dict)
     timeout_s: float = DEFAULT_TIMEOUT_S
+
+    def __repr__(self) -> str:
+        # The storage options hold credentials (an account key, a token): shown redacted.
+        return (f"{type(self).__name__}(spec={self.spec!r}, storage_options={redact_config(self.storage_options)!r}, "
+                f"timeout_s={self.timeout_s!r})")
 
     @classmethod
     def from_spec_file(cls, spec_file: str | Path) -> PipelineClients:

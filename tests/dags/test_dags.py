@@ -43,10 +43,27 @@ def test_each_role_authenticates_with_its_own_kafka_connection(airflow_home, tmp
 
 
 def test_invalid_spec_is_an_import_error_naming_the_field(airflow_home, tmp_path):
-    (tmp_path / "broken.yaml").write_text("name: broken\nkafka: {}\n")
-    parsed = parse_dags(tmp_path / "parse.json", env={"EOS_SPECS_DIR": str(tmp_path)})
-    errors = " ".join(parsed["import_errors"].values())
-    assert "broken.yaml" in errors and "bootstrap.servers" in errors, errors
+    """An invalid spec is skipped and named (an import error of its own, the DAGs' docs); the healthy
+    pipelines keep their DAGs, form entries and recovery; no secret reaches the parse output or log."""
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    healthy = (Path(__file__).parents[2] / "dags" / "pipelines" / "orders_enrich.yaml").read_text()
+    (specs / "orders_enrich.yaml").write_text(healthy)
+    (specs / "broken.yaml").write_text("name: broken\nkafka: {}\n")
+    (specs / "leaky.yaml").write_text("name: leaky\nkafka:\n  sasl.password: hunter2-secret: x\n")
+    parsed = parse_dags(tmp_path / "parse.json", env={"EOS_SPECS_DIR": str(specs)})
+
+    assert {"eos_pipeline", "eos_health_check", "eos_manual_recovery"} <= set(parsed["dag_ids"])
+    for dag_id in ("eos_pipeline", "eos_manual_recovery"):
+        assert parsed["pipeline_enums"][dag_id] == ["orders_enrich"], parsed["pipeline_enums"]
+        assert "`broken.yaml`" in parsed["docs"][dag_id] and "`leaky.yaml`" in parsed["docs"][dag_id]
+    assert "**Pipelines checked:** `orders_enrich`" in parsed["docs"]["eos_health_check"]
+    assert "`broken.yaml`" in parsed["docs"]["eos_health_check"]
+    (path, error), = parsed["import_errors"].items()
+    assert path.endswith("eos_spec_errors.py"), parsed["import_errors"]
+    assert "broken.yaml" in error and "bootstrap.servers" in error and "leaky.yaml" in error, error
+    assert "line 3, column" in error, error
+    assert "hunter2-secret" not in json.dumps(parsed), "a secret reached the parse output"
 
 
 def _specs_env(harness: PipelineHarness, spark: dict[str, str] = SPARK_LOCAL) -> dict[str, str]:

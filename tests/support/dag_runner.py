@@ -61,7 +61,7 @@ def _child(args: list[str], env: dict[str, str] | None, timeout_s: float) -> sub
 def parse_dags(out: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
     proc = _child(["parse", str(out)], env, 300)
     assert proc.returncode == 0 and out.exists(), proc.stdout[-5000:]
-    return json.loads(out.read_text())
+    return {**json.loads(out.read_text()), "log": proc.stdout}
 
 
 def run_dag(dag_id: str, conf: dict[str, Any], out: Path, env: dict[str, str] | None = None,
@@ -90,6 +90,9 @@ def _parse(out: str) -> None:
                    for d in bag.dag_ids},
         "kafka_conn_ids": {d: {t.task_id: t.kafka_conn_id for t in bag.get_dag(d).tasks if hasattr(t, "kafka_conn_id")}
                            for d in bag.dag_ids},
+        "docs": {d: bag.get_dag(d).doc_md or "" for d in bag.dag_ids},
+        "pipeline_enums": {d: bag.get_dag(d).params.get_param("pipeline").schema.get("enum")
+                           for d in bag.dag_ids if "pipeline" in bag.get_dag(d).params},
     }
     Path(out).write_text(json.dumps(result, default=str))
 

@@ -94,7 +94,8 @@ def test_hook_reads_the_kafka_connection_extras_as_librdkafka_config(monkeypatch
 
 
 def test_hook_masks_every_secret_including_names_airflow_does_not_know(monkeypatch: pytest.MonkeyPatch) -> None:
-    from airflow_provider_eos.hooks.kafka_admin import EosKafkaHook, redact_kafka_config
+    from airflow_provider_eos.core.secrets import redact_config
+    from airflow_provider_eos.hooks.kafka_admin import EosKafkaHook
 
     key_pem = KEY_PEM.replace("MIIE", "MIIF")
     oauth = OAUTH_CONFIG.replace("77d2", "88e3")
@@ -117,7 +118,7 @@ def test_hook_masks_every_secret_including_names_airflow_does_not_know(monkeypat
     for secret in (SASL_PASSWORD, key_pem, oauth):
         assert secret not in masked
     assert "b:9093" in masked
-    assert redact_kafka_config(config) == {
+    assert redact_config(config) == {
         "bootstrap.servers": "b:9093",
         "sasl.password": "***",
         "ssl.key.pem": "***",

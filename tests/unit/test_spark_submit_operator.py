@@ -143,3 +143,35 @@ def test_a_bad_connector_argument_fails_the_dag_parse_naming_it():
     with pytest.raises(SpecError) as caught:
         EosSparkSubmitOperator(task_id="submit", spec_path="/x.yaml", connector={"packages": ["kafka"]})
     assert "EosSparkSubmitOperator argument connector" in str(caught.value) and "'kafka'" in str(caught.value)
+
+
+AZURE_KEY = "spark.hadoop.fs.azure.account.key.eosdata.dfs.core.windows.net"
+AZURE_SECRET = "YXp1cmUta2V5LTkxYjI="
+
+
+def test_the_operators_conf_takes_the_specs_secret_split(tmp_path, monkeypatch, submitted, caplog):
+    """A storage key given as the operator's ``conf`` goes to the private file, like the spec's spark_conf."""
+    from airflow.sdk._shared.secrets_masker import redact
+
+    from airflow_provider_eos.operators.spark_submit import EosSparkSubmitOperator
+
+    spec_path = tmp_path / "orders.yaml"
+    spec_path.write_text(yaml.safe_dump(SPEC))
+    monkeypatch.setenv("AIRFLOW_CONN_EOS_SPARK", json.dumps({"conn_type": "spark", "host": "local[2]"}))
+    repositories = "https://deploy:repo-pw-5b5b@repo.example.com/maven2"
+    operator = EosSparkSubmitOperator(task_id="submit", spec_path=str(spec_path), conn_id="eos_spark", conf={
+        AZURE_KEY: AZURE_SECRET, "spark.jars.repositories": repositories, "spark.executor.memory": "2g"})
+    operator.render_template_fields({})
+    # The rendered conf (the task's Rendered Templates tab) shows neither secret.
+    shown = json.dumps(redact(operator.conf, "conf"))
+    assert AZURE_SECRET not in shown and "repo-pw-5b5b" not in shown and "2g" in shown
+    caplog.set_level(logging.DEBUG)
+    operator.execute({"ti": RecordingTaskInstance(), "run_id": "manual__3"})
+
+    (run,) = submitted
+    assert not any(AZURE_SECRET in arg or "repo-pw-5b5b" in arg for arg in run["argv"]), run["argv"]
+    assert "spark.executor.memory=2g" in run["argv"]
+    assert f"{AZURE_KEY}={AZURE_SECRET.replace('=', chr(92) + '=')}" in run["properties"] or AZURE_SECRET in run[
+        "properties"]
+    assert "repo-pw-5b5b" in run["properties"] and run["properties_mode"] == 0o600
+    assert AZURE_SECRET not in caplog.text and "repo-pw-5b5b" not in caplog.text

@@ -79,9 +79,51 @@ def test_the_dags_registry_uses_the_scanner(tmp_path: Path) -> None:
     write(tmp_path, ".orders-old.json", "orders")  # hidden: once read, and the last file silently won
     assert spec_registry.discover_specs(tmp_path) == {"orders": orders}
 
+
+SECRET = "hunter2-secret"
+
+
+def test_an_invalid_spec_is_skipped_and_reported_and_the_healthy_pipelines_stay(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One bad file must not take every pipeline's DAGs (recovery included) down with it (issue 23)."""
+    clicks = write(tmp_path, "clicks.json", "clicks")
+    orders = write(tmp_path, "orders.json", "orders")
+    (tmp_path / "broken.yaml").write_text(f"name: broken\nkafka:\n  sasl.password: {SECRET}: x\n")
+    (tmp_path / "mistyped.yaml").write_text(f"name: mistyped\nkafka: {{sasl.password: [{SECRET}]}}\n")
+
+    with caplog.at_level("ERROR", logger="airflow_provider_eos.spec_registry"):
+        found = spec_registry.discover(tmp_path)
+
+    assert found.specs == {"clicks": clicks, "orders": orders}
+    assert spec_registry.discover_specs(tmp_path) == found.specs
+    assert list(found.invalid) == ["broken.yaml", "mistyped.yaml"]
+    assert "line 3, column" in found.invalid["broken.yaml"]
+    assert "kafka['sasl.password']" in found.invalid["mistyped.yaml"]
+    for text in (caplog.text, found.invalid_md(), *found.invalid.values()):
+        assert SECRET not in text
+    assert "broken.yaml" in caplog.text and "mistyped.yaml" in caplog.text
+    assert "`broken.yaml`" in found.invalid_md() and "`mistyped.yaml`" in found.invalid_md()
+    with pytest.raises(SpecError) as info:
+        found.raise_if_invalid()
+    assert "broken.yaml" in str(info.value) and "mistyped.yaml" in str(info.value) and SECRET not in str(info.value)
+
+
+def test_a_pipeline_name_in_two_files_skips_both_and_names_them(tmp_path: Path) -> None:
+    write(tmp_path, "orders.json", "orders")
     write(tmp_path, "orders-copy.json", "orders")
-    with pytest.raises(SpecError, match="used by both"):
-        spec_registry.discover_specs(tmp_path)
+    clicks = write(tmp_path, "clicks.json", "clicks")
+    found = spec_registry.discover(tmp_path)
+    assert found.specs == {"clicks": clicks}
+    assert set(found.invalid) == {"orders.json", "orders-copy.json"}
+    assert all("used by both" in reason for reason in found.invalid.values())
+
+
+def test_a_healthy_folder_reports_nothing(tmp_path: Path) -> None:
+    write(tmp_path, "orders.json", "orders")
+    found = spec_registry.discover(tmp_path)
+    assert found.invalid == {} and found.invalid_md() == ""
+    found.raise_if_invalid()
 
 
 def test_a_missing_folder_holds_no_pipelines_for_the_dags(tmp_path: Path) -> None:

@@ -196,3 +196,55 @@ def test_no_secret_settings_no_properties_file_and_a_given_one_is_kept(spec_file
                               connector=Connector(jars=[jar]))
     text = with_secret.properties_file.read_text()
     assert "spark.foo bar" in text and "spark.hive.token=t0k3n=\\\\x" in text
+
+
+AZURE_KEY = "spark.hadoop.fs.azure.account.key.eosdata.dfs.core.windows.net"
+SECRET_CONF = {
+    AZURE_KEY: "YXp1cmUta2V5LTNmOWE=",
+    "spark.hadoop.fs.azure.sas.checkpoints.eosdata.blob.core.windows.net": "sv=2022-11-02&sp=rl&sig=sas-sig-0b7e",
+    "spark.hadoop.fs.azure.account.oauth2.client.secret": "oauth-secret-c4d1",
+    "spark.hadoop.fs.s3a.bucket.eos-checkpoints.secret.key": "s3-bucket-secret-91aa",
+    "spark.hadoop.fs.s3a.session.token": "s3-session-token-5e22",
+    "spark.hadoop.google.cloud.auth.service.account.json.keyfile": "/secrets/gcs-key-1e0f.json",
+    "spark.hadoop.fs.gs.auth.service.account.private.key": "gcs-private-key-7a7a",
+    "spark.ssl.keyStorePassword": "keystore-pw-a1b2",
+    "spark.kafka.clusters.main.sasl.jaas.config": 'PlainLoginModule required username="u" password="jaas-pw-d9";',
+    # secret by value, under names that say nothing
+    "spark.jars.repositories": "https://deploy:repo-pw-3c3c@repo.example.com/maven2",
+    "spark.hive.metastore.uris.note": "https://ghp-token-7d7d@hive.example.com/",
+    "spark.executor.extraJavaOptions": "-XX:+UseG1GC -Djavax.net.ssl.trustStorePassword=trust-pw-8e8e",
+}
+SECRET_VALUES = ["YXp1cmUta2V5LTNmOWE", "sas-sig-0b7e", "oauth-secret-c4d1", "s3-bucket-secret-91aa",
+                 "s3-session-token-5e22", "gcs-key-1e0f", "gcs-private-key-7a7a", "keystore-pw-a1b2", "jaas-pw-d9",
+                 "repo-pw-3c3c", "ghp-token-7d7d", "trust-pw-8e8e"]
+
+
+@pytest.mark.parametrize("given", ["spec", "operator"])
+def test_no_storage_credential_reaches_the_command_line_only_the_private_file(spec_file, tmp_path, jar, given):
+    """The spec's spark_conf and the operator's conf argument take the same split."""
+    (tmp_path / "work").mkdir()
+    spec = PipelineSpec.load(spec_file)
+    public = {"spark.executor.memory": "1g"}
+    if given == "spec":
+        spec, extra = spec.with_overrides(spark_conf={**SECRET_CONF, **public}), None
+    else:
+        extra = {**SECRET_CONF, **public}
+    submit = plan_submit(spec_file, spec, mode=spec.mode, work_dir=tmp_path / "work", connector=Connector(jars=[jar]),
+                         extra_conf=extra)
+    command = submit.command("spark-submit", "local[2]")
+    for value in SECRET_VALUES:
+        assert not any(value in arg for arg in command), (value, command)
+    assert confs(command)["spark.executor.memory"] == "1g"
+    assert not set(SECRET_CONF) & set(confs(command))
+    text = Path(option(command, "--properties-file")).read_text()
+    assert all(value in text for value in SECRET_VALUES), text
+    assert f"{AZURE_KEY}=YXp1cmUta2V5LTNmOWE\\=" in text or f"{AZURE_KEY}=YXp1cmUta2V5LTNmOWE=" in text
+
+
+def test_the_operators_conf_wins_over_the_specs(spec_file, tmp_path, jar):
+    (tmp_path / "work").mkdir()
+    spec = PipelineSpec.load(spec_file).with_overrides(spark_conf={"spark.executor.memory": "1g", AZURE_KEY: "old"})
+    submit = plan_submit(spec_file, spec, mode=spec.mode, work_dir=tmp_path / "work", connector=Connector(jars=[jar]),
+                         extra_conf={"spark.executor.memory": "2g", AZURE_KEY: "new-key"})
+    assert submit.conf["spark.executor.memory"] == "2g"
+    assert f"{AZURE_KEY}=new-key" in submit.properties_file.read_text()

@@ -16,7 +16,13 @@ from __future__ import annotations
 
 from airflow_provider_eos.core.spec.document import SPEC_SUFFIXES
 from airflow_provider_eos.core.spec.field_rules import TRIGGER_AVAILABLE_NOW
-from airflow_provider_eos.core.spec.folder import is_spec_file_name, load_spec_files, load_specs
+from airflow_provider_eos.core.spec.folder import (
+    SpecFolder,
+    is_spec_file_name,
+    load_spec_files,
+    load_specs,
+    scan_spec_folder,
+)
 from airflow_provider_eos.core.spec.kafka_keys import RESERVED_KAFKA_KEYS
 from airflow_provider_eos.core.spec.model import Mode, PipelineSpec, Writers
 
@@ -26,8 +32,10 @@ __all__ = [
     "TRIGGER_AVAILABLE_NOW",
     "Mode",
     "PipelineSpec",
+    "SpecFolder",
     "Writers",
     "is_spec_file_name",
     "load_spec_files",
     "load_specs",
+    "scan_spec_folder",
 ]

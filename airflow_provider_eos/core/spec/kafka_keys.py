@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from airflow_provider_eos.core.spec.validation_errors import KeyedValueError, type_name
+
 __all__ = ["KafkaConfig", "check_kafka_keys", "check_kafka_value_types"]
 
 KafkaConfig = dict[str, str | int | bool]
@@ -30,16 +32,18 @@ def check_kafka_value_types(value: Any) -> Any:
 
     Run before pydantic's union validation, which would report one error per union member.
 
-    :raises ValueError: ``"<what is wrong>; <fix>"``.
+    :raises ValueError: ``"<what is wrong>; <fix>"``, naming the key and the type, never the value.
     """
     if isinstance(value, Mapping):
         for key, item in value.items():
             if not isinstance(key, str):
                 raise ValueError(f"kafka key {key!r} is not a string; quote it")
             if not isinstance(item, str | int | bool):
-                raise ValueError(
-                    f"kafka[{key!r}] is {item!r} ({type(item).__name__}); librdkafka values are "
-                    "strings, integers or booleans, so quote it"
+                # The type only: the value may be a password.
+                raise KeyedValueError(
+                    f"kafka[{key!r}] is {type_name(item)}; librdkafka values are strings, integers or "
+                    "booleans, so write one value (quoted if need be)",
+                    key=key,
                 )
     return value
 

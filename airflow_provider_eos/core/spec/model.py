@@ -9,7 +9,7 @@ turning pydantic's errors into one :class:`SpecError` is :mod:`.validation_error
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, fie
 
 from airflow_provider_eos.core import transactional_ids
 from airflow_provider_eos.core.errors import EosError, SpecError
+from airflow_provider_eos.core.secrets import redact_config, redact_text
 from airflow_provider_eos.core.spec import field_rules
+from airflow_provider_eos.core.spec.bounded_yaml import LocationMap
 from airflow_provider_eos.core.spec.document import read_spec_document
 from airflow_provider_eos.core.spec.field_rules import TRIGGER_AVAILABLE_NOW, parse_interval_ms
 from airflow_provider_eos.core.spec.kafka_keys import check_kafka_keys, check_kafka_value_types
@@ -239,6 +241,19 @@ class PipelineSpec(BaseModel):
     def _stringify_spark_conf(cls, value: Any) -> Any:
         return field_rules.stringify_spark_conf(value)
 
+    # -- display -------------------------------------------------------------------------------
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        # repr() and str() reach tracebacks, logs and assertion messages: secret settings (by name
+        # or value) show as ***. to_dict()/model_dump() keep them: the job needs them.
+        for name, value in super().__repr_args__():
+            if name in ("kafka", "spark_conf") and isinstance(value, Mapping):
+                yield name, redact_config(value)
+            elif isinstance(value, str):
+                yield name, redact_text(value)
+            else:
+                yield name, value
+
     # -- derived values -----------------------------------------------------------------------
 
     @property
@@ -269,12 +284,16 @@ class PipelineSpec(BaseModel):
     # -- construction and serialization --------------------------------------------------------
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, source: str | None = None) -> PipelineSpec:
+    def from_dict(
+        cls, data: Mapping[str, Any], *, source: str | None = None, locations: LocationMap | None = None
+    ) -> PipelineSpec:
         """Validate a mapping into a spec.
 
         :param data: the spec's fields.
         :param source: where ``data`` came from (a file name), named in errors.
-        :raises SpecError: naming every invalid field, its value and the fix.
+        :param locations: where each key is in that file (line, column), named in errors.
+        :raises SpecError: naming every invalid field, where it is and the fix, never a secret or a
+            mistyped value.
         """
         where = f" in {source}" if source else ""
         if not isinstance(data, Mapping):
@@ -285,16 +304,18 @@ class PipelineSpec(BaseModel):
         try:
             return cls.model_validate(dict(data))
         except ValidationError as err:
-            raise spec_error(err, data, source, list(PipelineSpec.model_fields)) from None
+            raise spec_error(err, data, source, list(PipelineSpec.model_fields), locations) from None
 
     @classmethod
     def load(cls, path: str | Path) -> PipelineSpec:
         """Read a spec from a ``.yaml``, ``.yml`` or ``.json`` file.
 
-        :raises SpecError: naming the file if it is missing, unreadable, malformed or invalid.
+        :raises SpecError: naming the file (and the line and column) if it is missing, unreadable,
+            malformed or invalid.
         """
         file = Path(path)
-        return cls.from_dict(read_spec_document(file), source=str(file))
+        document = read_spec_document(file)
+        return cls.from_dict(document.data, source=str(file), locations=document.locations)
 
     def to_dict(self) -> dict[str, Any]:
         """Every field (defaults included) as plain JSON-compatible values; :meth:`from_dict` inverts it."""

@@ -6,7 +6,8 @@ user chooses how Spark's Kafka connector reaches them and may give a packed Pyth
 turns them into spark-submit arguments.
 
 Everything named here ends up on spark-submit's command line, which every local user can read
-with ``ps``: a URL carrying credentials (``https://user:password@host/...``) is refused.
+with ``ps``: a URL carrying credentials (``https://user:password@host/...``, ``https://TOKEN@host/...``,
+a pre-signed ``?...&sig=...``) is refused, and named without them.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from airflow_provider_eos.core.errors import SpecError
+from airflow_provider_eos.core.secrets import is_secret_value, redact_text
 
 __all__ = ["ARCHIVE_SUFFIXES", "Connector", "check_python_environment", "parse_connector", "url_scheme"]
 
@@ -56,10 +58,12 @@ def _check_location(value: str, what: str, suffixes: tuple[str, ...], fix: str) 
             f"{what} {value!r} is a relative path, which means nothing on a cluster node; "
             f"give an absolute path or a URL; {fix}"
         )
-    if scheme is not None and urlsplit(value).password is not None:
+    if scheme is not None and is_secret_value(value):
+        # A user, password or token before the host, or a signature in the query (a pre-signed URL).
         raise ValueError(
-            f"{what} {value!r} carries credentials in its URL, which would show on spark-submit's command line "
-            "(ps); serve it without credentials in the URL (e.g. from HDFS or object storage the job can read)"
+            f"{what} {redact_text(value)!r} carries credentials in its URL, which would show on spark-submit's "
+            "command line (ps); serve it without credentials in the URL (e.g. from HDFS or object storage the "
+            "job can read)"
         )
     path = urlsplit(value).path if scheme not in (None, "local", "file") else value
     if not path.lower().endswith(suffixes):

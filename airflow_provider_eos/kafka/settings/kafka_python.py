@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow_provider_eos.core.errors import KafkaConfigError
-from airflow_provider_eos.core.secrets import is_secret_key
+from airflow_provider_eos.core.secrets import is_secret_setting
 from airflow_provider_eos.kafka.settings.keys import SETTINGS, Dropped, Refused, Renamed
 from airflow_provider_eos.kafka.settings.values import (
     KAFKA_PYTHON,
@@ -158,7 +158,7 @@ def protect_secrets(settings: Mapping[str, Any]) -> None:
     import kafka.admin  # noqa: F401  (creates the loggers of every module the admin client uses)
 
     _REDACT.secrets.update(
-        value for key, value in settings.items() if is_secret_key(key) and isinstance(value, str) and value
+        value for key, value in settings.items() if is_secret_setting(key, value) and isinstance(value, str) and value
     )
     for name in [*logging.Logger.manager.loggerDict, "kafka"]:
         if name == "kafka" or name.startswith("kafka."):
