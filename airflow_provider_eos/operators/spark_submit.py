@@ -46,8 +46,9 @@ from airflow_provider_eos.core.hadoop_conf import ambient_hadoop_conf
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.spec.submission import Connector, parse_connector
 from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
+from airflow_provider_eos.operators.driver import earliest_driver_start
 from airflow_provider_eos.operators.use_case import task_failures
-from airflow_provider_eos.spark.driver_processes import observe, request_stop, this_host, wait_until_gone
+from airflow_provider_eos.spark.driver_processes import observe, request_stop, this_host_identity, wait_until_gone
 from airflow_provider_eos.spark.submit_command import plan_submit, spark_submit_executable
 
 if TYPE_CHECKING:
@@ -208,10 +209,13 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
             self.env_vars[DRIVER_OWNER_PID_ENV] = str(os.getpid())
             self._hook = self._get_hook()
             self._in_own_session(self._hook)
+        # The identity beyond the host name (boot, pid namespace, user): an observer elsewhere cannot mistake
+        # a live driver for a gone one (DESIGN.md section 3).
         handle = DriverHandle(
-            pipeline=pipeline, token=token, host=this_host(), master=str(self._hook._connection["master"]),
+            pipeline=pipeline, token=token, master=str(self._hook._connection["master"]),
             deploy_mode=str(self._hook._connection["deploy_mode"] or "client"),
-            submitted_at=dt.datetime.now(dt.UTC),
+            submitted_at=dt.datetime.now(dt.UTC), earliest_start=earliest_driver_start(context),
+            **this_host_identity().model_dump(),
         )
         self._driver = handle
         context["ti"].xcom_push(key=DRIVER_XCOM_KEY, value=handle.model_dump(mode="json"))
