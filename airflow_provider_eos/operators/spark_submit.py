@@ -16,13 +16,14 @@ else ``yarn.resourcemanager.webapp.address`` in the ``yarn-site.xml`` of spark-s
 
 Connection secrets reach the job only inside the spec file the operator writes: mode 0600 in a
 private (0700) temporary folder, removed when the task ends; never on the command line, in the
-log, in XCom or in a rendered template field.
+log, in XCom or in a rendered template field. spark-submit does not inherit the worker's
+environment (its ``AIRFLOW_CONN_*``, Fernet key, JWT secret): it starts with the allow-list of
+:mod:`airflow_provider_eos.core.submit_environment` and the operator's ``env_vars``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import os
 import shutil
 import tempfile
@@ -45,6 +46,7 @@ from airflow_provider_eos.core.driver import (
 from airflow_provider_eos.core.hadoop_conf import ambient_hadoop_conf
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.spec.submission import Connector, parse_connector
+from airflow_provider_eos.core.submit_environment import submit_environment, withheld
 from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
 from airflow_provider_eos.operators.driver import earliest_driver_start
 from airflow_provider_eos.operators.use_case import task_failures
@@ -99,6 +101,8 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
     :param conn_id: the Spark provider's ``spark`` connection (master URL, deploy mode).
     :param previous_driver_wait_s: how long a new attempt waits for the previous attempt's driver to
         finish its batch and exit.
+    :param env_vars: variables spark-submit gets beyond the allow-list (the worker's environment does
+        not reach it): whatever the job or a transform needs, e.g. ``AWS_PROFILE``.
     :param kwargs: anything else :class:`SparkSubmitOperator` accepts (``executor_memory``, ...).
     """
 
@@ -204,11 +208,13 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         """
         token = driver_token(pipeline, context["ti"].dag_id, context["run_id"])
         self.env_vars = {**(self.env_vars or {}), DRIVER_TOKEN_ENV: token}
-        self._hook = self._get_hook()
-        if str(self._hook._connection["deploy_mode"] or "client") != "cluster":
+        client_mode = str(self._get_hook()._connection["deploy_mode"] or "client") != "cluster"
+        if client_mode:
             self.env_vars[DRIVER_OWNER_PID_ENV] = str(os.getpid())
-            self._hook = self._get_hook()
-            self._in_own_session(self._hook)
+        self._hook = self._get_hook()
+        self._launch_spark_submit(self._hook, own_session=client_mode)
+        self.log.info("spark-submit starts without %d variables of this worker's environment (pass what the job "
+                      "needs in env_vars)", len(withheld(os.environ)))
         # The identity beyond the host name (boot, pid namespace, user): an observer elsewhere cannot mistake
         # a live driver for a gone one (DESIGN.md section 3).
         handle = DriverHandle(
@@ -239,15 +245,41 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
             )
 
     @staticmethod
-    def _in_own_session(hook: SparkSubmitHook) -> None:
-        """Start spark-submit in a session of its own (client mode).
+    def _launch_spark_submit(hook: SparkSubmitHook, *, own_session: bool) -> None:
+        """Start spark-submit with the allow-listed environment and, in client mode, in a session of its own.
 
-        Airflow 3's supervisor signals a killed task's whole process group, SIGKILL 5 s after
-        SIGTERM: spark-submit's JVM would stop its SparkContext mid-batch. Out of the group, the
-        driver gets only :meth:`on_kill`'s SIGTERM and ends after its running batch; it also stops
-        by itself when this task's process is gone (``EOS_DRIVER_OWNER_PID``).
+        Environment: the provider's ``submit`` starts spark-submit with a copy of this worker's whole
+        environment plus the hook's env vars whenever it has env vars (it always has: the driver
+        token), and with its ``env`` argument otherwise. So once the command is built (which reads
+        the env vars: YARN's ``appMasterEnv`` settings) the hook's env vars are held aside until
+        spark-submit has started, and ``env`` carries them over the allow-listed environment.
+
+        Session: Airflow 3's supervisor signals a killed task's whole process group, SIGKILL 5 s
+        after SIGTERM: spark-submit's JVM would stop its SparkContext mid-batch. Out of the group,
+        the driver gets only :meth:`on_kill`'s signals and ends after its running batch; it also
+        stops by itself when this task's process is gone (``EOS_DRIVER_OWNER_PID``).
         """
-        hook.submit = functools.partial(hook.submit, start_new_session=True)  # type: ignore[method-assign]
+        build, submit, follow = hook._build_spark_submit_command, hook.submit, hook._process_spark_submit_log
+        held: dict[str, dict[str, Any] | None] = {}
+
+        def build_holding_env(application: str) -> list[str]:
+            command = build(application)
+            held["env"], hook._env = hook._env, None
+            return command
+
+        def follow_with_env(lines: Any) -> None:
+            hook._env = held.get("env")  # back for the provider's kill of a YARN application
+            follow(lines)
+
+        def submit_allow_listed(application: str = "", **kwargs: Any) -> str | None:
+            kwargs["env"] = submit_environment(os.environ, {k: str(v) for k, v in (hook._env_vars or {}).items()})
+            if own_session:
+                kwargs["start_new_session"] = True
+            return submit(application, **kwargs)
+
+        hook._build_spark_submit_command = build_holding_env  # type: ignore[method-assign]
+        hook._process_spark_submit_log = follow_with_env  # type: ignore[method-assign]
+        hook.submit = submit_allow_listed  # type: ignore[method-assign]
 
     def on_kill(self) -> None:
         """Stop a client-mode driver between batches (SIGTERM); other deploy modes: the provider's kill."""
