@@ -116,6 +116,8 @@ class DriverProcess(FrozenModel):
 
     pid: int
     command: str
+    #: Its process group (a submission started in a session of its own leads one); ``None``: not read.
+    pgid: int | None = None
 
     @property
     def is_python_driver(self) -> bool:
@@ -180,7 +182,8 @@ class DriverObservation(FrozenModel):
 
 
 def observe_driver(
-    handle: DriverHandle, *, here: HostIdentity, table: ProcessTable | None, observed_at: dt.datetime
+    handle: DriverHandle, *, here: HostIdentity, table: ProcessTable | None, observed_at: dt.datetime,
+    group: int | None = None,
 ) -> DriverObservation:
     """Judge whether the driver of ``handle`` is gone, from what this host can see.
 
@@ -188,6 +191,9 @@ def observe_driver(
     :param here: the identity of the observer (host, boot, pid namespace, user).
     :param table: what the process table showed about the token, or ``None`` when it could not be read.
     :param observed_at: when the process table was read.
+    :param group: only the processes of this process group count: one attempt's spark-submit
+        session, when that attempt's task stops its own driver (the run's next attempt carries the
+        same token). ``None``: every process carrying the token.
     """
     when = observed_at.isoformat(timespec="seconds")
     unobservable = _unobservable(handle, here)
@@ -196,8 +202,8 @@ def observe_driver(
     if table is None:
         return DriverObservation(token=handle.token, liveness=Liveness.UNKNOWN,
                                  evidence=f"the process table of {here.host!r} could not be read at {when}")
-    carrying = table.carrying
-    where = f"{here.host!r}"
+    carrying = [p for p in table.carrying if group is None or p.pgid == group]
+    where = f"{here.host!r}" + (f" (process group {group})" if group is not None else "")
     if carrying:
         listed = ", ".join(f"pid {p.pid}" for p in carrying)
         return DriverObservation(

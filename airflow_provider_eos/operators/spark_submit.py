@@ -43,6 +43,7 @@ from airflow_provider_eos.core.driver import (
     DriverHandle,
     driver_token,
 )
+from airflow_provider_eos.core.errors import SpecError
 from airflow_provider_eos.core.hadoop_conf import ambient_hadoop_conf
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.spec.submission import Connector, parse_connector
@@ -50,6 +51,7 @@ from airflow_provider_eos.core.submit_environment import submit_environment, wit
 from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
 from airflow_provider_eos.operators.driver import earliest_driver_start
 from airflow_provider_eos.operators.use_case import task_failures
+from airflow_provider_eos.spark.detached_stop import hand_over_stop
 from airflow_provider_eos.spark.driver_processes import observe, request_stop, this_host_identity, wait_until_gone
 from airflow_provider_eos.spark.submit_command import plan_submit, spark_submit_executable
 
@@ -82,9 +84,11 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
     succeeds; a processing-time spec runs until stopped (the task is long-lived: supervise it
     in parallel with :class:`~airflow_provider_eos.sensors.health.StreamingQueryHealthSensor`).
     Killing the task (marked failed or cleared in the UI, a timeout) stops a driver in client mode
-    cleanly: SIGTERM to the Python driver, which ends its query after the running batch (the
-    task has only seconds before Airflow's SIGKILL, so it does not wait; the recovery branch
-    waits for the driver to be gone). A new attempt of the same run waits for the previous
+    cleanly: SIGTERM to the Python driver, which ends its query after the running batch. The task
+    has only seconds before Airflow's SIGKILL, so it does not wait: a detached stop
+    (:mod:`~airflow_provider_eos.spark.detached_stop`) SIGKILLs the process group of the task's
+    spark-submit if the driver is still there after ``kill_grace_period_s`` (stuck in a batch);
+    the recovery branch waits for the driver to be gone. A new attempt of the same run waits for the previous
     attempt's driver to be gone before it submits: never two drivers of one run. Every process of
     the submission carries the run's driver token, recorded in the XCom
     ``driver``, so the recovery branch can stop the driver and confirm it is gone.
@@ -101,6 +105,8 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
     :param conn_id: the Spark provider's ``spark`` connection (master URL, deploy mode).
     :param previous_driver_wait_s: how long a new attempt waits for the previous attempt's driver to
         finish its batch and exit.
+    :param kill_grace_period_s: how long the driver of a killed task may take to finish its running
+        batch before its process group is SIGKILLed (client mode).
     :param env_vars: variables spark-submit gets beyond the allow-list (the worker's environment does
         not reach it): whatever the job or a transform needs, e.g. ``AWS_PROFILE``.
     :param kwargs: anything else :class:`SparkSubmitOperator` accepts (``executor_memory``, ...).
@@ -121,6 +127,7 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         connector: Connector | Mapping[str, Any] | None = None,
         conn_id: str = "spark_default",
         previous_driver_wait_s: float = 180,
+        kill_grace_period_s: float = 60,
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("name", "eos-pipeline")
@@ -134,6 +141,10 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         # The ResourceManager's address from HADOOP_CONF_DIR, when the connection gives none (see the module).
         self._resourcemanager_url: str | None = None
         self.previous_driver_wait_s = previous_driver_wait_s
+        if kill_grace_period_s < 0:
+            raise SpecError(f"kill_grace_period_s is {kill_grace_period_s}; it must be 0 or more",
+                            fix=f"give {type(self).__name__} a grace period in seconds, e.g. 60")
+        self.kill_grace_period_s = kill_grace_period_s
         self._driver: DriverHandle | None = None
 
     def execute(self, context: Context) -> None:
@@ -282,9 +293,20 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         hook.submit = submit_allow_listed  # type: ignore[method-assign]
 
     def on_kill(self) -> None:
-        """Stop a client-mode driver between batches (SIGTERM); other deploy modes: the provider's kill."""
+        """Stop a client-mode driver: SIGTERM now, SIGKILL of its process group after the grace period.
+
+        Other deploy modes: the provider's kill. Returns at once (Airflow SIGKILLs the task within
+        seconds): the escalation runs detached, scoped to this task's spark-submit session.
+        """
         if self._driver is None or self._driver.deploy_mode == "cluster":
             super().on_kill()
             return
-        seen = request_stop(self._driver)
+        submitted = getattr(self._hook, "_submit_sp", None)  # the provider's spark-submit process, once started
+        group = submitted.pid if submitted is not None else None  # its own session: its pid leads its group
+        seen = request_stop(self._driver, group=group)
         self.log.info("Asked the driver to stop after its running batch (SIGTERM): %s", seen.evidence)
+        if group is None or not seen.processes:
+            return
+        stopper = hand_over_stop(self._driver, group=group, grace_s=self.kill_grace_period_s)
+        self.log.info("If the driver is still there in %.0fs, process group %d is SIGKILLed (detached stop, pid %d)",
+                      self.kill_grace_period_s, group, stopper)

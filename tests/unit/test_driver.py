@@ -140,3 +140,13 @@ def test_an_unreadable_process_older_than_the_run_is_not_its_driver() -> None:
     # Without the run's start, the submission bounds it (handles recorded before it was).
     assert observe_driver(_handle(submitted_at=run_after), here=WORKER_1, table=ProcessTable(unreadable=(init,)),
                           observed_at=NOW).gone
+
+
+def test_a_stop_scoped_to_a_process_group_sees_only_that_groups_processes() -> None:
+    ours = DriverProcess(pid=4242, command="python eos_job.py", pgid=4240)
+    retry = DriverProcess(pid=5252, command="python eos_job.py", pgid=5250)
+    table = ProcessTable(carrying=(ours, retry))
+    scoped = observe_driver(_handle(), here=WORKER_1, table=table, observed_at=NOW, group=4240)
+    assert scoped.liveness is Liveness.ALIVE and scoped.processes == (ours,) and "process group 4240" in scoped.evidence
+    only_retry = ProcessTable(carrying=(retry,))
+    assert observe_driver(_handle(), here=WORKER_1, table=only_retry, observed_at=NOW, group=4240).gone
