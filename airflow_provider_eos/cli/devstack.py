@@ -159,6 +159,7 @@ def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from airflow_provider_eos.core.spec import PipelineSpec
+    from airflow_provider_eos.core.submit_environment import submit_environment
     from airflow_provider_eos.spark.submit_command import plan_submit, spark_submit_executable
 
     spec_file = Path(args.spec).resolve()
@@ -169,7 +170,8 @@ def _run(args: argparse.Namespace) -> int:
         command = plan.command(spark_submit_executable(), args.master)
         print(" ".join(command), file=sys.stderr)
         pid_file = Path(work_dir) / "driver.pid"
-        env = {**os.environ, **plan.environment(), "EOS_DRIVER_PID_FILE": str(pid_file)}
+        # The allow-list, not this shell's whole environment: what else the job needs is set for it explicitly.
+        env = submit_environment(os.environ, {**plan.environment(), "EOS_DRIVER_PID_FILE": str(pid_file)})
         process = subprocess.Popen(command, env=env)
 
         def forward_sigterm(*_: object) -> None:

@@ -7,6 +7,14 @@ token is derived from the DAG run, so every task of the run names the same drive
 passing anything, and no other run's driver can match it. "Gone" is an observation of the host
 that ran the driver: no process there carries the token. A host that cannot be observed from
 here gives no evidence, and no evidence means recovery refuses.
+
+"The host" is more than its name: containers share host names, and one process table is seen
+differently from another pid namespace or by another user (``run_as_user``, ``/proc`` mounted with
+``hidepid``). A submission records the boot id, the pid namespace and the user it ran as; an
+observer whose identity differs in any of them has no evidence. A process whose environment cannot
+be read may be the driver's: no evidence either, never "gone" — unless what anyone may read of it
+shows it is not: it runs as another user than the driver, or it started before any driver of the
+run could have (``/proc/1`` and the kernel's threads, which even root may not read in some sandboxes).
 """
 
 from __future__ import annotations
@@ -32,6 +40,10 @@ DRIVER_XCOM_KEY = "driver"
 
 _TOKEN = re.compile(r"^eos-[a-z0-9_.-]{1,64}-[0-9a-f]{20}$")
 
+#: How much earlier than the run's earliest driver a process may seem to start and still be the
+#: driver's: process start times are read from boot time and clock ticks, the handle's from the clock.
+START_MARGIN = dt.timedelta(seconds=60)
+
 
 def driver_token(pipeline: str, dag_id: str, run_id: str) -> str:
     """The token of the driver that the DAG run ``run_id`` of ``dag_id`` submits for ``pipeline``.
@@ -49,6 +61,23 @@ def is_driver_token(value: str) -> bool:
     return bool(_TOKEN.match(value))
 
 
+class HostIdentity(FrozenModel):
+    """What makes two looks at a process table looks at the same one, by the same user.
+
+    :param host: the host name (shared by containers, and by machines a person named alike).
+    :param boot_id: the kernel's boot id (``/proc/sys/kernel/random/boot_id``): differs between
+        machines, and on one machine after a reboot.
+    :param pid_namespace: the inode of the pid namespace (``/proc/self/ns/pid``): differs between
+        containers on one kernel, which see different processes under the same pids.
+    :param uid: the user: another user may not read the driver's process entries, or see them at all.
+    """
+
+    host: str
+    boot_id: str | None = None
+    pid_namespace: int | None = None
+    uid: int | None = None
+
+
 class DriverHandle(FrozenModel):
     """What a submission records about the driver it starts (the submit task's XCom ``driver``).
 
@@ -58,6 +87,11 @@ class DriverHandle(FrozenModel):
     :param master: the Spark master URL.
     :param deploy_mode: ``client`` or ``cluster``.
     :param submitted_at: when spark-submit was started.
+    :param earliest_start: no driver of this DAG run (any attempt) started before it: the run's
+        ``run_after``; ``None`` when unknown, and then :attr:`submitted_at` bounds it.
+    :param boot_id: :attr:`HostIdentity.boot_id` of the submitter; ``None`` in handles recorded before it was.
+    :param pid_namespace: :attr:`HostIdentity.pid_namespace` of the submitter, or ``None`` (same).
+    :param uid: the user the submitter (and so the driver) ran as, or ``None`` (same).
     """
 
     pipeline: str
@@ -66,6 +100,15 @@ class DriverHandle(FrozenModel):
     master: str = "local[2]"
     deploy_mode: str = "client"
     submitted_at: dt.datetime
+    earliest_start: dt.datetime | None = None
+    boot_id: str | None = None
+    pid_namespace: int | None = None
+    uid: int | None = None
+
+    @property
+    def identity(self) -> HostIdentity:
+        """Where the driver was submitted, as far as the handle recorded it."""
+        return HostIdentity(host=self.host, boot_id=self.boot_id, pid_namespace=self.pid_namespace, uid=self.uid)
 
 
 class DriverProcess(FrozenModel):
@@ -73,6 +116,8 @@ class DriverProcess(FrozenModel):
 
     pid: int
     command: str
+    #: Its process group (a submission started in a session of its own leads one); ``None``: not read.
+    pgid: int | None = None
 
     @property
     def is_python_driver(self) -> bool:
@@ -80,6 +125,33 @@ class DriverProcess(FrozenModel):
         the launcher scripts (``bash .../spark-class ... eos_job.py`` while spark-submit starts)."""
         program = self.command.split(" ", 1)[0].rsplit("/", 1)[-1]
         return ENTRY_SCRIPT in self.command and program.startswith("python")
+
+
+class UnreadableProcess(FrozenModel):
+    """A process of the observed host whose environment could not be read: it may carry the token.
+
+    :param pid: its pid.
+    :param uids: its real, effective, saved and filesystem user ids (``/proc/<pid>/status``), or
+        ``()`` when even they could not be read.
+    :param started_at: when it started (``/proc/<pid>/stat``), or ``None`` when that could not be read.
+    :param reason: why the environment could not be read (the error).
+    """
+
+    pid: int
+    uids: tuple[int, ...] = ()
+    started_at: dt.datetime | None = None
+    reason: str
+
+
+class ProcessTable(FrozenModel):
+    """What one reading of a host's process table found about a token.
+
+    :param carrying: the processes whose environment carries the token.
+    :param unreadable: the processes whose environment could not be read.
+    """
+
+    carrying: tuple[DriverProcess, ...] = ()
+    unreadable: tuple[UnreadableProcess, ...] = ()
 
 
 class Liveness(StrEnum):
@@ -110,41 +182,81 @@ class DriverObservation(FrozenModel):
 
 
 def observe_driver(
-    handle: DriverHandle, *, this_host: str, processes: list[DriverProcess] | None, observed_at: dt.datetime
+    handle: DriverHandle, *, here: HostIdentity, table: ProcessTable | None, observed_at: dt.datetime,
+    group: int | None = None,
 ) -> DriverObservation:
     """Judge whether the driver of ``handle`` is gone, from what this host can see.
 
     :param handle: the submission's record.
-    :param this_host: the host name of the machine doing the observing.
-    :param processes: the processes of this host that carry the token, or ``None`` when the
-        process table could not be read.
+    :param here: the identity of the observer (host, boot, pid namespace, user).
+    :param table: what the process table showed about the token, or ``None`` when it could not be read.
     :param observed_at: when the process table was read.
+    :param group: only the processes of this process group count: one attempt's spark-submit
+        session, when that attempt's task stops its own driver (the run's next attempt carries the
+        same token). ``None``: every process carrying the token.
     """
     when = observed_at.isoformat(timespec="seconds")
-    if handle.deploy_mode == "cluster":
+    unobservable = _unobservable(handle, here)
+    if unobservable is not None:
+        return DriverObservation(token=handle.token, liveness=Liveness.UNKNOWN, evidence=unobservable)
+    if table is None:
+        return DriverObservation(token=handle.token, liveness=Liveness.UNKNOWN,
+                                 evidence=f"the process table of {here.host!r} could not be read at {when}")
+    carrying = [p for p in table.carrying if group is None or p.pgid == group]
+    where = f"{here.host!r}" + (f" (process group {group})" if group is not None else "")
+    if carrying:
+        listed = ", ".join(f"pid {p.pid}" for p in carrying)
+        return DriverObservation(
+            token=handle.token, liveness=Liveness.ALIVE, processes=tuple(carrying),
+            evidence=f"{len(carrying)} process(es) of the driver still run on {where} at {when}: {listed}",
+        )
+    hidden = [p for p in table.unreadable if _may_be_the_drivers(p, handle)]
+    if hidden:
+        listed = ", ".join(f"pid {p.pid} ({p.reason})" for p in hidden[:5]) + (", ..." if len(hidden) > 5 else "")
+        user = f"user {handle.uid}" if handle.uid is not None else "a user the handle does not record"
         return DriverObservation(
             token=handle.token, liveness=Liveness.UNKNOWN,
-            evidence=f"the driver runs in the cluster ({handle.master}, cluster deploy mode); only the cluster "
-            "manager can say it is gone, and it was not asked",
-        )
-    if handle.host != this_host:
-        return DriverObservation(
-            token=handle.token, liveness=Liveness.UNKNOWN,
-            evidence=f"the driver ran on host {handle.host!r}, this task runs on {this_host!r}: its processes "
-            "cannot be observed from here",
-        )
-    if processes is None:
-        return DriverObservation(
-            token=handle.token, liveness=Liveness.UNKNOWN,
-            evidence=f"the process table of {this_host!r} could not be read at {when}",
-        )
-    if processes:
-        listed = ", ".join(f"pid {p.pid}" for p in processes)
-        return DriverObservation(
-            token=handle.token, liveness=Liveness.ALIVE, processes=tuple(processes),
-            evidence=f"{len(processes)} process(es) of the driver still run on {this_host!r} at {when}: {listed}",
+            evidence=f"no readable process on {where} carries {DRIVER_TOKEN_ENV}={handle.token} at {when}, but "
+            f"{len(hidden)} process(es) of {user} could not be read and may be the driver's: {listed}",
         )
     return DriverObservation(
         token=handle.token, liveness=Liveness.GONE,
-        evidence=f"no process on {this_host!r} carries {DRIVER_TOKEN_ENV}={handle.token} at {when}",
+        evidence=f"no process on {where} carries {DRIVER_TOKEN_ENV}={handle.token} at {when}",
     )
+
+
+def _unobservable(handle: DriverHandle, here: HostIdentity) -> str | None:
+    """Why the driver's processes cannot be observed from ``here``, or ``None`` when they can.
+
+    A handle recorded before boot id, pid namespace and user were is judged by its host name
+    alone, as it was then.
+    """
+    if handle.deploy_mode == "cluster":
+        return (f"the driver runs in the cluster ({handle.master}, cluster deploy mode); only the cluster "
+                "manager can say it is gone, and it was not asked")
+    if handle.host != here.host:
+        return (f"the driver ran on host {handle.host!r}, this task runs on {here.host!r}: its processes "
+                "cannot be observed from here")
+    for what, recorded, seen in (
+        ("boot id", handle.boot_id, here.boot_id),
+        ("pid namespace", handle.pid_namespace, here.pid_namespace),
+        ("user id", handle.uid, here.uid),
+    ):
+        if recorded is not None and recorded != seen:
+            return (f"the driver ran on {handle.host!r} with {what} {recorded}, this task looks with {what} {seen}: "
+                    "another machine, container or user, from which the driver's processes cannot be seen")
+    return None
+
+
+def _may_be_the_drivers(process: UnreadableProcess, handle: DriverHandle) -> bool:
+    """Whether an unreadable process may belong to the driver; only what proves otherwise excludes it.
+
+    The driver and everything it starts run as the user who submitted it, so another user's
+    process (a daemon; every one of them, for an observer that is not root) is not the driver's.
+    Nor is a process that started before any driver of the run could have: every attempt's driver
+    starts after the run's ``run_after`` (``/proc/1``, the kernel's threads, long-running services).
+    """
+    if process.uids and handle.uid is not None and handle.uid not in process.uids:
+        return False
+    earliest = handle.earliest_start or handle.submitted_at
+    return process.started_at is None or process.started_at >= earliest - START_MARGIN

@@ -19,14 +19,22 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from airflow_provider_eos.core.driver import DRIVER_XCOM_KEY, DriverHandle, DriverObservation, driver_token
 from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
-from airflow_provider_eos.spark.driver_processes import observe, stop_driver, this_host, wait_until_gone
+from airflow_provider_eos.spark.driver_processes import observe, stop_driver, this_host_identity, wait_until_gone
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-__all__ = ["ConfirmDriverGoneOperator", "StopPipelineDriverOperator"]
+__all__ = ["ConfirmDriverGoneOperator", "StopPipelineDriverOperator", "earliest_driver_start"]
 
 _FAILED = "failed"
+# No bound known: a driver of the run may have started at any time.
+_ANY_TIME = dt.datetime.min.replace(tzinfo=dt.UTC)
+
+
+def earliest_driver_start(context: Context) -> dt.datetime | None:
+    """When the DAG run became due (``run_after``): no attempt of any of its tasks, and so no driver, started before."""
+    dag_run = context.get("dag_run")
+    return getattr(dag_run, "run_after", None)
 
 
 class _DriverStep(BaseOperator):
@@ -57,8 +65,9 @@ class _DriverStep(BaseOperator):
                 return DriverHandle.model_validate(recorded), True
         spec = load_pipeline_spec(self.spec_path)
         token = driver_token(spec.name, ti.dag_id, context["run_id"])
-        return DriverHandle(pipeline=spec.name, token=token, host=this_host(),
-                            submitted_at=dt.datetime.now(dt.UTC)), False
+        return DriverHandle(pipeline=spec.name, token=token, submitted_at=dt.datetime.now(dt.UTC),
+                            earliest_start=earliest_driver_start(context) or _ANY_TIME,
+                            **this_host_identity().model_dump()), False
 
     def submit_states(self, context: Context) -> dict[str, str]:
         """The states of this run's submit tasks, as the scheduler has them."""

@@ -18,12 +18,14 @@ Connection secrets reach the job only inside the spec file the operator writes: 
 private (0700) temporary folder, removed when the task ends; never on the command line, in the
 log, in XCom or in a rendered template field. Secret Spark settings, the spec's ``spark_conf`` and
 the operator's ``conf`` alike, go to a private ``--properties-file`` (:mod:`~airflow_provider_eos.spark.secret_conf`).
+spark-submit does not inherit the worker's environment (its ``AIRFLOW_CONN_*``, Fernet key, JWT
+secret): it starts with the allow-list of :mod:`airflow_provider_eos.core.submit_environment` and
+the operator's ``env_vars``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import os
 import shutil
 import tempfile
@@ -44,13 +46,17 @@ from airflow_provider_eos.core.driver import (
     DriverHandle,
     driver_token,
 )
+from airflow_provider_eos.core.errors import SpecError
 from airflow_provider_eos.core.hadoop_conf import ambient_hadoop_conf
 from airflow_provider_eos.core.secrets import is_secret_setting
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.spec.submission import Connector, parse_connector
+from airflow_provider_eos.core.submit_environment import submit_environment, withheld
 from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
+from airflow_provider_eos.operators.driver import earliest_driver_start
 from airflow_provider_eos.operators.use_case import task_failures
-from airflow_provider_eos.spark.driver_processes import observe, request_stop, this_host, wait_until_gone
+from airflow_provider_eos.spark.detached_stop import hand_over_stop
+from airflow_provider_eos.spark.driver_processes import observe, request_stop, this_host_identity, wait_until_gone
 from airflow_provider_eos.spark.submit_command import plan_submit, spark_submit_executable
 
 if TYPE_CHECKING:
@@ -83,9 +89,11 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
     succeeds; a processing-time spec runs until stopped (the task is long-lived: supervise it
     in parallel with :class:`~airflow_provider_eos.sensors.health.StreamingQueryHealthSensor`).
     Killing the task (marked failed or cleared in the UI, a timeout) stops a driver in client mode
-    cleanly: SIGTERM to the Python driver, which ends its query after the running batch (the
-    task has only seconds before Airflow's SIGKILL, so it does not wait; the recovery branch
-    waits for the driver to be gone). A new attempt of the same run waits for the previous
+    cleanly: SIGTERM to the Python driver, which ends its query after the running batch. The task
+    has only seconds before Airflow's SIGKILL, so it does not wait: a detached stop
+    (:mod:`~airflow_provider_eos.spark.detached_stop`) SIGKILLs the process group of the task's
+    spark-submit if the driver is still there after ``kill_grace_period_s`` (stuck in a batch);
+    the recovery branch waits for the driver to be gone. A new attempt of the same run waits for the previous
     attempt's driver to be gone before it submits: never two drivers of one run. Every process of
     the submission carries the run's driver token, recorded in the XCom
     ``driver``, so the recovery branch can stop the driver and confirm it is gone.
@@ -102,6 +110,10 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
     :param conn_id: the Spark provider's ``spark`` connection (master URL, deploy mode).
     :param previous_driver_wait_s: how long a new attempt waits for the previous attempt's driver to
         finish its batch and exit.
+    :param kill_grace_period_s: how long the driver of a killed task may take to finish its running
+        batch before its process group is SIGKILLed (client mode).
+    :param env_vars: variables spark-submit gets beyond the allow-list (the worker's environment does
+        not reach it): whatever the job or a transform needs, e.g. ``AWS_PROFILE``.
     :param kwargs: anything else :class:`SparkSubmitOperator` accepts (``executor_memory``, ...).
     """
 
@@ -120,6 +132,7 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         connector: Connector | Mapping[str, Any] | None = None,
         conn_id: str = "spark_default",
         previous_driver_wait_s: float = 180,
+        kill_grace_period_s: float = 60,
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("name", "eos-pipeline")
@@ -133,6 +146,10 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         # The ResourceManager's address from HADOOP_CONF_DIR, when the connection gives none (see the module).
         self._resourcemanager_url: str | None = None
         self.previous_driver_wait_s = previous_driver_wait_s
+        if kill_grace_period_s < 0:
+            raise SpecError(f"kill_grace_period_s is {kill_grace_period_s}; it must be 0 or more",
+                            fix=f"give {type(self).__name__} a grace period in seconds, e.g. 60")
+        self.kill_grace_period_s = kill_grace_period_s
         self._driver: DriverHandle | None = None
 
     def execute(self, context: Context) -> None:
@@ -220,15 +237,20 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         """
         token = driver_token(pipeline, context["ti"].dag_id, context["run_id"])
         self.env_vars = {**(self.env_vars or {}), DRIVER_TOKEN_ENV: token}
-        self._hook = self._get_hook()
-        if str(self._hook._connection["deploy_mode"] or "client") != "cluster":
+        client_mode = str(self._get_hook()._connection["deploy_mode"] or "client") != "cluster"
+        if client_mode:
             self.env_vars[DRIVER_OWNER_PID_ENV] = str(os.getpid())
-            self._hook = self._get_hook()
-            self._in_own_session(self._hook)
+        self._hook = self._get_hook()
+        self._launch_spark_submit(self._hook, own_session=client_mode)
+        self.log.info("spark-submit starts without %d variables of this worker's environment (pass what the job "
+                      "needs in env_vars)", len(withheld(os.environ)))
+        # The identity beyond the host name (boot, pid namespace, user): an observer elsewhere cannot mistake
+        # a live driver for a gone one (DESIGN.md section 3).
         handle = DriverHandle(
-            pipeline=pipeline, token=token, host=this_host(), master=str(self._hook._connection["master"]),
+            pipeline=pipeline, token=token, master=str(self._hook._connection["master"]),
             deploy_mode=str(self._hook._connection["deploy_mode"] or "client"),
-            submitted_at=dt.datetime.now(dt.UTC),
+            submitted_at=dt.datetime.now(dt.UTC), earliest_start=earliest_driver_start(context),
+            **this_host_identity().model_dump(),
         )
         self._driver = handle
         context["ti"].xcom_push(key=DRIVER_XCOM_KEY, value=handle.model_dump(mode="json"))
@@ -252,20 +274,57 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
             )
 
     @staticmethod
-    def _in_own_session(hook: SparkSubmitHook) -> None:
-        """Start spark-submit in a session of its own (client mode).
+    def _launch_spark_submit(hook: SparkSubmitHook, *, own_session: bool) -> None:
+        """Start spark-submit with the allow-listed environment and, in client mode, in a session of its own.
 
-        Airflow 3's supervisor signals a killed task's whole process group, SIGKILL 5 s after
-        SIGTERM: spark-submit's JVM would stop its SparkContext mid-batch. Out of the group, the
-        driver gets only :meth:`on_kill`'s SIGTERM and ends after its running batch; it also stops
-        by itself when this task's process is gone (``EOS_DRIVER_OWNER_PID``).
+        Environment: the provider's ``submit`` starts spark-submit with a copy of this worker's whole
+        environment plus the hook's env vars whenever it has env vars (it always has: the driver
+        token), and with its ``env`` argument otherwise. So once the command is built (which reads
+        the env vars: YARN's ``appMasterEnv`` settings) the hook's env vars are held aside until
+        spark-submit has started, and ``env`` carries them over the allow-listed environment.
+
+        Session: Airflow 3's supervisor signals a killed task's whole process group, SIGKILL 5 s
+        after SIGTERM: spark-submit's JVM would stop its SparkContext mid-batch. Out of the group,
+        the driver gets only :meth:`on_kill`'s signals and ends after its running batch; it also
+        stops by itself when this task's process is gone (``EOS_DRIVER_OWNER_PID``).
         """
-        hook.submit = functools.partial(hook.submit, start_new_session=True)  # type: ignore[method-assign]
+        build, submit, follow = hook._build_spark_submit_command, hook.submit, hook._process_spark_submit_log
+        held: dict[str, dict[str, Any] | None] = {}
+
+        def build_holding_env(application: str) -> list[str]:
+            command = build(application)
+            held["env"], hook._env = hook._env, None
+            return command
+
+        def follow_with_env(lines: Any) -> None:
+            hook._env = held.get("env")  # back for the provider's kill of a YARN application
+            follow(lines)
+
+        def submit_allow_listed(application: str = "", **kwargs: Any) -> str | None:
+            kwargs["env"] = submit_environment(os.environ, {k: str(v) for k, v in (hook._env_vars or {}).items()})
+            if own_session:
+                kwargs["start_new_session"] = True
+            return submit(application, **kwargs)
+
+        hook._build_spark_submit_command = build_holding_env  # type: ignore[method-assign]
+        hook._process_spark_submit_log = follow_with_env  # type: ignore[method-assign]
+        hook.submit = submit_allow_listed  # type: ignore[method-assign]
 
     def on_kill(self) -> None:
-        """Stop a client-mode driver between batches (SIGTERM); other deploy modes: the provider's kill."""
+        """Stop a client-mode driver: SIGTERM now, SIGKILL of its process group after the grace period.
+
+        Other deploy modes: the provider's kill. Returns at once (Airflow SIGKILLs the task within
+        seconds): the escalation runs detached, scoped to this task's spark-submit session.
+        """
         if self._driver is None or self._driver.deploy_mode == "cluster":
             super().on_kill()
             return
-        seen = request_stop(self._driver)
+        submitted = getattr(self._hook, "_submit_sp", None)  # the provider's spark-submit process, once started
+        group = submitted.pid if submitted is not None else None  # its own session: its pid leads its group
+        seen = request_stop(self._driver, group=group)
         self.log.info("Asked the driver to stop after its running batch (SIGTERM): %s", seen.evidence)
+        if group is None or not seen.processes:
+            return
+        stopper = hand_over_stop(self._driver, group=group, grace_s=self.kill_grace_period_s)
+        self.log.info("If the driver is still there in %.0fs, process group %d is SIGKILLed (detached stop, pid %d)",
+                      self.kill_grace_period_s, group, stopper)

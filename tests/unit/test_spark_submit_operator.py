@@ -2,7 +2,8 @@
 
 The operator runs for real against real Airflow connections (``AIRFLOW_CONN_*``); only the
 Spark provider hook's ``submit`` is replaced, by a recorder that looks at what spark-submit
-would get (argv, environment) and at the spec file while the job would run.
+would get (argv, the ``env`` the operator hands the provider's ``submit``) and at the spec file
+while the job would run.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def submitted(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
         seen.append({
             "properties": Path(properties).read_text() if properties else None,
             "properties_mode": stat.S_IMODE(Path(properties).stat().st_mode) if properties else None,
-            "argv": argv, "env": dict(hook._env or {}), "spec_file": spec_file, "spec_arg": spec_arg,
+            "argv": argv, "env": dict(kwargs.get("env") or {}), "spec_file": spec_file, "spec_arg": spec_arg,
             "file_mode": stat.S_IMODE(spec_file.stat().st_mode),
             "folder_mode": stat.S_IMODE(spec_file.parent.stat().st_mode),
             "spec": yaml.safe_load(spec_file.read_text()),
@@ -175,3 +176,25 @@ def test_the_operators_conf_takes_the_specs_secret_split(tmp_path, monkeypatch, 
         "properties"]
     assert "repo-pw-5b5b" in run["properties"] and run["properties_mode"] == 0o600
     assert AZURE_SECRET not in caplog.text and "repo-pw-5b5b" not in caplog.text
+
+
+def test_spark_submit_starts_with_an_allow_listed_environment_not_the_workers_secrets(tmp_path, monkeypatch):
+    """The provider's hook really starts a stand-in spark-submit, which records the environment it got."""
+    from airflow_provider_eos.operators.spark_submit import EosSparkSubmitOperator
+    from tests.support.env_dump import fake_spark_submit, names_seen
+
+    spec_path = tmp_path / "orders.yaml"
+    spec_path.write_text(yaml.safe_dump(SPEC))
+    monkeypatch.setenv("AIRFLOW_CONN_EOS_SPARK", json.dumps({"conn_type": "spark", "host": "local[2]"}))
+    for name in ("AIRFLOW_CONN_X", "AIRFLOW__CORE__FERNET_KEY", "AIRFLOW__API_AUTH__JWT_SECRET"):
+        monkeypatch.setenv(name, "secret")
+    monkeypatch.setenv("SPARK_SUBMIT_OPTS", "-Dx=1")
+    monkeypatch.setenv("EOS_LOG_LEVEL", "DEBUG")
+    operator = EosSparkSubmitOperator(task_id="submit", spec_path=str(spec_path), conn_id="eos_spark",
+                                      spark_binary=str(fake_spark_submit(tmp_path)), env_vars={"MY_SETTING": "x"})
+    operator.execute({"ti": RecordingTaskInstance(), "run_id": "manual__3"})
+    names = names_seen(spec_path)
+    assert not {name for name in names if name.startswith("AIRFLOW")}, names
+    # What the job reads travels, and so does what the DAG author passed explicitly.
+    assert {"PATH", "PYTHONPATH", "SPARK_SUBMIT_OPTS", "EOS_LOG_LEVEL", "EOS_DRIVER_TOKEN", "EOS_DRIVER_OWNER_PID",
+            "PYSPARK_PYTHON", "MY_SETTING"} <= names, names
