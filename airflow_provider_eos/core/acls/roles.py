@@ -191,7 +191,8 @@ def _recovery(spec: PipelineSpec, principal: str, *, hanging_abort: bool) -> lis
              "align)"),
         _acl(principal, ResourceType.TRANSACTIONAL_ID, transactional_id_pattern(spec), Operation.WRITE,
              "abort of a lingering transaction: the fence's InitProducerId under the pipeline's id; implies DESCRIBE "
-             "for FindCoordinator, ListTransactions and DescribeTransactions under the prefix",
+             "for FindCoordinator, ListTransactions and DescribeTransactions under the prefix (abort, and the "
+             "liveness check before rewind and align execute)",
              pattern=PatternType.PREFIXED),
     ]
     if hanging_abort:

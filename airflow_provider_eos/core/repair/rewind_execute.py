@@ -75,7 +75,11 @@ class RewindResult(FrozenModel):
         elif self.plan.is_noop:
             head = f"Checkpoint {self.plan.root} already ends at batch {self.plan.to_batch}: nothing moved"
         else:
-            head = "Dry run: nothing moved. Execute to apply the plan below."
+            head = (
+                "Dry run: nothing moved. Execute to apply the plan below.\n"
+                f"Plan fingerprint: {self.plan.fingerprint} (execute exactly this plan: --execute --expect-plan "
+                f"{self.plan.fingerprint})"
+            )
         body = self.plan.render(max_files=max_files, title="Before and after:")
         tail = (
             [
