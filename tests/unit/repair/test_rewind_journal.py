@@ -24,7 +24,8 @@ import pytest
 from airflow_provider_eos.core.repair import MANIFEST_NAME
 from tests.unit.repair.builders import backups, tree
 
-REAL = Path(__file__).resolve().parents[1] / "data" / "checkpoints" / "spark420_real"
+REPO = Path(__file__).resolve().parents[3]
+REAL = REPO / "tests" / "unit" / "data" / "checkpoints" / "spark420_real"
 
 # Rewinds ``argv[1]`` to batch 0; the ``argv[2]``-th move stops ``argv[3]`` ("before": once the
 # manifest names it as moving, "after": once it moved) and touches ``argv[4]`` to say so.
@@ -86,7 +87,7 @@ def test_a_rewind_killed_between_moves_is_restored_exactly_from_its_manifest(
     shutil.copytree(REAL, checkpoint)
     original = tree(str(checkpoint))
     stopped = tmp_path / "stopped"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path.cwd()), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     process = subprocess.Popen(
         [sys.executable, "-c", _RUN_REWIND, str(checkpoint), str(stop_at), when, str(stopped)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
