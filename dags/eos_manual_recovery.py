@@ -3,7 +3,11 @@
 Actions: **verify** (read-only), **abort** (open transactions under the pipeline's prefix),
 **rewind** (the checkpoint to a batch; moved files go to a backup folder), **align** (the sink
 group to the checkpoint). To change anything, switch dry run off AND type the confirmation
-`<action> <pipeline>` exactly (the Confirmation field lists each pipeline's phrases).
+`<action> <pipeline>` exactly (the Confirmation field lists each pipeline's phrases); with
+**Force** on it reads `<action> <pipeline> force`. Abort, rewind and align refuse while the
+pipeline looks alive unless forced. A rewind or align dry run shows a **plan fingerprint**: type
+it in *Plan fingerprint* when executing, and the action runs only if its plan is still the one
+you read.
 
 **Where to read the result:** open the task that ran (verify, abort, rewind or align); its
 *Rendered Templates* tab shows `result`, a compact card: the outcome, the next step, and the
@@ -46,6 +50,14 @@ RECOVERY = kafka_conn_id("recovery")  # every action runs as the recovery princi
 # A flag the form leaves empty (null) keeps its safe value: dry run on, force off.
 DRY_RUN = "{{ params.dry_run != false }}"
 FORCE = "{{ params.force == true }}"
+EXPECTED_PLAN = "{{ params.expected_plan or '' }}"
+FORCE_HELP = (
+    "Overrides two refusals and nothing else. 1) abort, rewind and align: the pipeline looks alive (a checkpoint "
+    "commit within the quiet period, or a transaction under the prefix younger than its timeout). 2) align only: a "
+    "verdict that makes aligning lose or duplicate output (KAFKA_BEHIND, KAFKA_AHEAD_SAFE, DIVERGED, a partly "
+    "written batch). With dry run off the confirmation then reads '<action> <pipeline> force'. The plan fingerprint "
+    "is still checked."
+)
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +88,10 @@ with DAG(
                          description="on: show what would change, change nothing"),
         "target_batch": Param(None, type=["null", "integer"], minimum=-1, title="Target batch (rewind)",
                               description="empty: the batch the verification names"),
-        "force": Param(False, type=["boolean", "null"], title="Force",
-                       description="abort/align even if the job looks alive (recent commits, young transactions)"),
+        "force": Param(False, type=["boolean", "null"], title="Force", description=FORCE_HELP),
+        "expected_plan": Param(None, type=["null", "string"], title="Plan fingerprint (rewind, align)",
+                               description="the fingerprint the dry run showed; the action then runs only if its "
+                               "plan is still that one. Empty: not checked"),
         # Optional (null allowed, default null): verify and dry runs need nothing typed here.
         "confirmation": Param(None, type=["null", "string"], title="Confirmation",
                               description_md=confirmation_help(SPECS)),
@@ -95,8 +109,8 @@ with DAG(
         AbortOpenTransactionsOperator(task_id="abort", spec_path=SPEC_PATH, dry_run=DRY_RUN, force=FORCE,
                                       kafka_conn_id=RECOVERY),
         RewindCheckpointOperator(task_id="rewind", spec_path=SPEC_PATH, to_batch="{{ params.target_batch }}",
-                                 dry_run=DRY_RUN, kafka_conn_id=RECOVERY),
+                                 dry_run=DRY_RUN, force=FORCE, expected_plan=EXPECTED_PLAN, kafka_conn_id=RECOVERY),
         AlignGroupOffsetsOperator(task_id="align", spec_path=SPEC_PATH, dry_run=DRY_RUN, force=FORCE,
-                                  kafka_conn_id=RECOVERY),
+                                  expected_plan=EXPECTED_PLAN, kafka_conn_id=RECOVERY),
     ]
     choose() >> [*actions, RefuseRecoveryRequestOperator(task_id=REFUSED, pipelines=list(SPECS))]

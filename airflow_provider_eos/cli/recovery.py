@@ -7,6 +7,12 @@ left open; a repair planned or done), ``1`` a finding that needs action (verify:
 verdict; abort: transactions left open, or a dry run that found some; align: the group still
 disagrees after committing), ``2`` an error (bad spec, unreachable broker, no checkpoint to
 repair, a refused repair or abort).
+
+Every action that changes something refuses while the pipeline looks alive (a checkpoint commit
+within the quiet period, a transaction under the prefix younger than its timeout) unless
+``--force``; a repair executed with ``--expect-plan FP`` (the fingerprint its dry run printed)
+refuses a plan that is no longer that one. In the ``eos_manual_recovery`` form the same force
+is the Force switch, and the confirmation then reads ``<action> <pipeline> force``.
 """
 
 from __future__ import annotations
@@ -36,14 +42,24 @@ def _rewind(args: argparse.Namespace) -> int:
     from airflow_provider_eos.usecases.clients import PipelineClients
     from airflow_provider_eos.usecases.rewind import rewind
 
-    return emit(args, rewind(PipelineClients.from_spec_file(args.spec), to_batch=args.to_batch, execute=args.execute))
+    clients = PipelineClients.from_spec_file(args.spec)
+    return emit(args, rewind(clients, to_batch=args.to_batch, execute=args.execute, force=args.force,
+                             expected_plan=args.expect_plan))
 
 
 def _align(args: argparse.Namespace) -> int:
     from airflow_provider_eos.usecases.align import align
     from airflow_provider_eos.usecases.clients import PipelineClients
 
-    return emit(args, align(PipelineClients.from_spec_file(args.spec), execute=args.execute, force=args.force))
+    clients = PipelineClients.from_spec_file(args.spec)
+    return emit(args, align(clients, execute=args.execute, force=args.force, expected_plan=args.expect_plan))
+
+
+#: What --force overrides, the same words for every action (the form's Force help says the same).
+_ALIVE = ("the pipeline looks alive (a checkpoint commit within the quiet period, or a transaction under the "
+          "prefix younger than its timeout)")
+_EXPECT_PLAN_HELP = ("the plan fingerprint the dry run printed: execute only if the plan is still that one (the "
+                     "checkpoint and the group did not change since)")
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -58,7 +74,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         "alive unless --force. Exit 0: nothing left open; 1: something is (or, with --dry-run, was found) "
         "open; 2: error or refusal.",
     )
-    abort.add_argument("--force", action="store_true", help="act even if the job looks alive")
+    abort.add_argument("--force", action="store_true", help=f"act even though {_ALIVE}; nothing else is overridden")
     abort.add_argument("--dry-run", action="store_true", help="scan and report only; change nothing")
 
     add_pipeline_command(
@@ -70,7 +86,12 @@ def register(commands: argparse._SubParsersAction) -> None:
         "yet), 1 for KAFKA_BEHIND, NO_MARKER and DIVERGED, 2 on errors.",
     )
 
-    repair = commands.add_parser("repair", help="repairs, dry run unless --execute")
+    repair = commands.add_parser(
+        "repair", help="repairs, dry run unless --execute",
+        description="Repairs are dry runs unless --execute. An execution refuses while the pipeline looks alive "
+        "unless --force, and with --expect-plan FP refuses a plan other than the one its dry run showed. In the "
+        "eos_manual_recovery form, Force on means the confirmation reads '<action> <pipeline> force'.",
+    )
     repairs = repair.add_subparsers(dest="repair_command", required=True)
     rewind = add_pipeline_command(
         repairs,
@@ -78,21 +99,32 @@ def register(commands: argparse._SubParsersAction) -> None:
         _rewind,
         summary="rewind the checkpoint to batch K (later files move into a backup folder)",
         description="Moves offsets/ and commits/ (and state versions) after batch K into a timestamped "
-        "backup folder next to the checkpoint; nothing is deleted. Stop the query first.",
+        "backup folder next to the checkpoint; nothing is deleted, and the folder's EOS-REWIND.json lists what "
+        "moved, written before each move. Stop the query first: --execute refuses while the pipeline looks alive "
+        "unless --force. The dry run prints the plan fingerprint for --expect-plan.",
     )
     rewind.add_argument(
         "--to-batch", type=int, default=None,
         help="the batch K to rewind to (-1: before the first); default: the batch a KAFKA_BEHIND verdict names",
     )
     rewind.add_argument("--execute", action="store_true", help="move the files (default: dry run)")
+    rewind.add_argument("--force", action="store_true",
+                        help=f"execute even though {_ALIVE}; nothing else is overridden")
+    rewind.add_argument("--expect-plan", default=None, metavar="FP", help=_EXPECT_PLAN_HELP)
     align = add_pipeline_command(
         repairs,
         "align",
         _align,
         summary="commit the checkpoint's offsets with batch markers to the sink group",
         description="Writes offsets/C with the marker of batch C to the group, then verifies what the group "
-        "holds. Refused when verification says this would lose or duplicate output, unless --force. Stop the "
-        "query first. Exit 1 when the group still disagrees after committing.",
+        "holds. Refused when verification says this would lose or duplicate output, and --execute refused while "
+        "the pipeline looks alive, unless --force. Stop the query first. The dry run prints the plan fingerprint "
+        "for --expect-plan. Exit 1 when the group still disagrees after committing.",
     )
     align.add_argument("--execute", action="store_true", help="commit the offsets (default: dry run)")
-    align.add_argument("--force", action="store_true", help="align despite a verdict that forbids it")
+    align.add_argument(
+        "--force", action="store_true",
+        help="align despite a verdict that makes aligning lose or duplicate output (KAFKA_BEHIND, KAFKA_AHEAD_SAFE, "
+        f"DIVERGED, a partly written batch), and execute even though {_ALIVE}; nothing else is overridden",
+    )
+    align.add_argument("--expect-plan", default=None, metavar="FP", help=_EXPECT_PLAN_HELP)

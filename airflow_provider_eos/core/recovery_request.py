@@ -5,8 +5,11 @@ task, or to its ``refused`` task, which states the reason in one line. A refusal
 incident (nothing ran, nothing changed), so it never fails a task.
 
 A state-changing action (abort, rewind, align) with dry run off runs only when the confirmation
-reads exactly :func:`confirmation_phrase`, ``<action> <pipeline>``; ``verify`` and dry runs
-need none. Values the form leaves empty arrive as ``None``: dry run then stays on, force off.
+reads exactly :func:`confirmation_phrase`: ``<action> <pipeline>``, and ``<action> <pipeline>
+force`` when Force is on, so overriding the "looks alive" refusal is typed, not only ticked;
+``verify`` and dry runs need none. Values the form leaves empty arrive as ``None``: dry run then
+stays on, force off. ``expected_plan`` (the plan fingerprint a dry run showed) belongs to rewind
+and align only.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from airflow_provider_eos.core.model import FrozenModel
 
 __all__ = [
     "ACTIONS",
+    "FORCE_WORD",
+    "PLANNED",
     "REFUSED",
     "STATE_CHANGING",
     "RequestDecision",
@@ -30,13 +35,21 @@ __all__ = [
 ACTIONS: tuple[str, ...] = ("verify", "abort", "rewind", "align")
 #: The actions that change Kafka or the checkpoint unless dry-running.
 STATE_CHANGING: tuple[str, ...] = ("abort", "rewind", "align")
+#: The actions whose dry run shows a plan fingerprint an execution can be held to.
+PLANNED: tuple[str, ...] = ("rewind", "align")
 #: The task a refused request goes to.
 REFUSED = "refused"
+#: The word that ends the confirmation when Force is on.
+FORCE_WORD = "force"
 
 
-def confirmation_phrase(action: str, pipeline: str) -> str:
-    """What the on-call types to run ``action`` on ``pipeline`` with dry run off: ``<action> <pipeline>``."""
-    return f"{action} {pipeline}"
+def confirmation_phrase(action: str, pipeline: str, *, force: bool = False) -> str:
+    """What the on-call types to run ``action`` on ``pipeline`` with dry run off.
+
+    ``<action> <pipeline>``, and ``<action> <pipeline> force`` when Force is on: one form for
+    every action, so what is typed says what is overridden.
+    """
+    return f"{action} {pipeline}" + (f" {FORCE_WORD}" if force else "")
 
 
 def confirmation_help(pipelines: Collection[str], *, max_pipelines: int = 20) -> str:
@@ -59,6 +72,8 @@ def confirmation_help(pipelines: Collection[str], *, max_pipelines: int = 20) ->
         lines.append(f"- ... and {len(names) - max_pipelines} more pipeline(s), spelled the same way")
     if not names:
         lines.append("- (no pipeline spec found)")
+    example = confirmation_phrase("align", names[0] if names else "<pipeline>", force=True)
+    lines += ["", f"With **Force** on, add ` {FORCE_WORD}`: e.g. **{example}**."]
     return "\n".join(lines)
 
 
@@ -69,12 +84,14 @@ class RequestDecision(FrozenModel):
     :param action: the action named (as given).
     :param dry_run: whether the action only plans.
     :param reason: why the request is refused; ``None`` when it runs.
+    :param force: whether Force is on (the confirmation must then name it).
     """
 
     pipeline: str | None
     action: str | None
     dry_run: bool
     reason: str | None = None
+    force: bool = False
 
     @property
     def refused(self) -> bool:
@@ -90,7 +107,7 @@ class RequestDecision(FrozenModel):
     def phrase(self) -> str | None:
         """The confirmation that would let this request run with dry run off (``None`` for verify)."""
         if self.action in STATE_CHANGING and self.pipeline:
-            return confirmation_phrase(self.action, self.pipeline)
+            return confirmation_phrase(self.action, self.pipeline, force=self.force)
         return None
 
 
@@ -108,14 +125,15 @@ def decide(params: Mapping[str, Any], pipelines: Collection[str]) -> RequestDeci
     """Check the form; say which action runs, or why nothing does.
 
     :param params: the run's params: ``pipeline``, ``action``, ``dry_run``, ``target_batch``,
-        ``force``, ``confirmation``.
+        ``force``, ``expected_plan``, ``confirmation``.
     :param pipelines: the pipelines that have a spec.
     """
     pipeline, action = params.get("pipeline"), params.get("action")
     dry_run = _flag(params.get("dry_run"), True)
+    force = _flag(params.get("force"), False)
 
     def refuse(reason: str) -> RequestDecision:
-        return RequestDecision(pipeline=pipeline, action=action, dry_run=dry_run, reason=reason)
+        return RequestDecision(pipeline=pipeline, action=action, dry_run=dry_run, reason=reason, force=force)
 
     if pipeline not in pipelines:
         return refuse(f"pipeline {pipeline!r} is unknown; choose one of {sorted(pipelines)}")
@@ -126,11 +144,12 @@ def decide(params: Mapping[str, Any], pipelines: Collection[str]) -> RequestDeci
         return refuse(f"target_batch is {target!r}; use a batch id >= -1, or leave it empty")
     if action != "rewind" and target is not None:
         return refuse(f"target_batch {target} only applies to rewind, not {action}; leave it empty")
+    if action not in PLANNED and str(params.get("expected_plan") or "").strip() not in ("", "None", "null"):
+        return refuse(f"expected_plan only applies to rewind and align, not {action}; leave it empty")
     if not dry_run and action in STATE_CHANGING:
-        expected = confirmation_phrase(action, pipeline)
+        expected = confirmation_phrase(action, pipeline, force=force)
         typed = (params.get("confirmation") or "").strip()
         if typed != expected:
-            return refuse(
-                f"dry_run is off, so the confirmation must read exactly {expected!r}; got {typed!r}"
-            )
-    return RequestDecision(pipeline=pipeline, action=action, dry_run=dry_run)
+            because = "dry_run is off and Force is on" if force else "dry_run is off"
+            return refuse(f"{because}, so the confirmation must read exactly {expected!r}; got {typed!r}")
+    return RequestDecision(pipeline=pipeline, action=action, dry_run=dry_run, force=force)

@@ -34,6 +34,7 @@ from airflow_provider_eos.operators.use_case import (
     ResultFieldMixin,
     as_batch,
     as_bool,
+    as_fingerprint,
     card_budget,
     heading_of,
 )
@@ -180,24 +181,41 @@ def _airflow_hint(result: VerifyResult) -> str:
 class RewindCheckpointOperator(EosUseCaseOperator):
     """Rewind the checkpoint to batch ``to_batch``: later batch files move into a backup folder.
 
-    The repair for ``KAFKA_BEHIND``. Dry run by default: logs the before/after table and the
-    files that would move, changes nothing. With ``dry_run=False`` the files move into
-    ``<checkpoint>.eos-backup-<UTC time>/`` next to the checkpoint (nothing is deleted); stop
-    the job first. Returns the result's data.
+    The repair for ``KAFKA_BEHIND``. Dry run by default: logs the before/after table, the files
+    that would move and the plan's fingerprint, changes nothing. With ``dry_run=False`` the files
+    move into ``<checkpoint>.eos-backup-<UTC time>/`` next to the checkpoint (nothing is
+    deleted); stop the job first: executing is refused while the pipeline looks alive unless
+    ``force``. Returns the result's data.
 
     :param to_batch: the batch to rewind to (``-1``: before the first batch). ``None`` (or an
         empty rendered template) runs the verification and takes the batch it names, failing
         when the verdict is not ``KAFKA_BEHIND``. (templated)
     :param dry_run: only plan. (templated)
+    :param force: execute even though the pipeline looks alive (a recent checkpoint commit, a young
+        transaction under the prefix). (templated)
+    :param expected_plan: the plan fingerprint the dry run showed; executing then refuses any
+        other plan. Empty: not checked. (templated)
     """
 
-    template_fields: Sequence[str] = (*EosUseCaseOperator.template_fields, "to_batch", "dry_run")
+    template_fields: Sequence[str] = (
+        *EosUseCaseOperator.template_fields, "to_batch", "dry_run", "force", "expected_plan"
+    )
     ui_color = _RECOVERY_COLOR
 
-    def __init__(self, *, to_batch: int | str | None = None, dry_run: bool | str = True, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        to_batch: int | str | None = None,
+        dry_run: bool | str = True,
+        force: bool | str = False,
+        expected_plan: str | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.to_batch = to_batch
         self.dry_run = dry_run
+        self.force = force
+        self.expected_plan = expected_plan
         self._dry_run = True
 
     def execute(self, context: Context) -> dict[str, Any]:
@@ -205,10 +223,12 @@ class RewindCheckpointOperator(EosUseCaseOperator):
         from airflow_provider_eos.usecases.rewind import rewind
 
         dry_run = as_bool(self.dry_run, "dry_run")
+        force = as_bool(self.force, "force")
         to_batch = as_batch(self.to_batch, "to_batch")
         self._dry_run = dry_run
         with self.use_case_failures("rewind"):
-            result = rewind(self.pipeline_clients(), to_batch=to_batch, execute=not dry_run)
+            result = rewind(self.pipeline_clients(), to_batch=to_batch, execute=not dry_run, force=force,
+                            expected_plan=as_fingerprint(self.expected_plan))
         return self.present(context, result)
 
     def card(self, result: UseCaseResult[Any], *, max_rows: int | None) -> str:
@@ -223,24 +243,36 @@ class AlignGroupOffsetsOperator(EosUseCaseOperator):
 
     The repair for ``NO_MARKER``; a no-op on ``IN_SYNC``; refused for the other verdicts unless
     ``force`` (aligning then loses or duplicates output). Dry run by default: logs the
-    before/after table and changes nothing. With ``dry_run=False`` it commits, then verifies
-    again and fails when the group still disagrees. The group must have no active members (stop
-    the job first). Returns the plan's data plus ``executed``, ``verdict_after`` and ``after``.
+    before/after table and the plan's fingerprint, and changes nothing. With ``dry_run=False`` it
+    commits, then verifies again and fails when the group still disagrees; committing is refused
+    while the pipeline looks alive unless ``force``. The group must have no active members (stop
+    the job first). Returns the plan's data plus ``executed``, ``verdict_after``, ``after`` and
+    ``safety``.
 
     :param dry_run: only plan. (templated)
-    :param force: align despite a verdict that makes aligning lose or duplicate output. (templated)
+    :param force: align despite a verdict that makes aligning lose or duplicate output, and even
+        though the pipeline looks alive. (templated)
+    :param expected_plan: the plan fingerprint the dry run showed; committing then refuses any
+        other plan. Empty: not checked. (templated)
     :param max_table_rows: partitions shown in the log table (the XCom holds all).
     """
 
-    template_fields: Sequence[str] = (*EosUseCaseOperator.template_fields, "dry_run", "force")
+    template_fields: Sequence[str] = (*EosUseCaseOperator.template_fields, "dry_run", "force", "expected_plan")
     ui_color = _RECOVERY_COLOR
 
     def __init__(
-        self, *, dry_run: bool | str = True, force: bool | str = False, max_table_rows: int = 100, **kwargs: Any
+        self,
+        *,
+        dry_run: bool | str = True,
+        force: bool | str = False,
+        expected_plan: str | None = None,
+        max_table_rows: int = 100,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.dry_run = dry_run
         self.force = force
+        self.expected_plan = expected_plan
         self.max_table_rows = max_table_rows
 
     def execute(self, context: Context) -> dict[str, Any]:
@@ -250,7 +282,8 @@ class AlignGroupOffsetsOperator(EosUseCaseOperator):
         dry_run = as_bool(self.dry_run, "dry_run")
         force = as_bool(self.force, "force")
         with self.use_case_failures("align"):
-            result = align(self.pipeline_clients(), execute=not dry_run, force=force)
+            result = align(self.pipeline_clients(), execute=not dry_run, force=force,
+                           expected_plan=as_fingerprint(self.expected_plan))
         return self.present(context, result, max_rows=self.max_table_rows)
 
     def card(self, result: UseCaseResult[Any], *, max_rows: int | None) -> str:
@@ -265,7 +298,7 @@ class RefuseRecoveryRequestOperator(ResultFieldMixin, BaseOperator):
     """Where a refused on-call request ends: one log line with the reason, the reason as the result, success.
 
     It reads the run's params as the ``eos_manual_recovery`` form names them (``pipeline``,
-    ``action``, ``dry_run``, ``target_batch``, ``force``, ``confirmation``) and the same rules
+    ``action``, ``dry_run``, ``target_batch``, ``force``, ``expected_plan``, ``confirmation``) and the same rules
     as the form's branch (:func:`~airflow_provider_eos.core.recovery_request.decide`). A refusal
     is the form working, not an incident: nothing ran and nothing changed, so the task succeeds
     (no failure alert, not among failed task logs) while every action task is skipped. The

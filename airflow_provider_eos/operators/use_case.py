@@ -51,6 +51,7 @@ __all__ = [
     "ResultFieldMixin",
     "as_batch",
     "as_bool",
+    "as_fingerprint",
     "card_budget",
     "heading_of",
     "quiet_kafka_client_logs",
@@ -151,6 +152,12 @@ def as_batch(value: int | str | None, field: str) -> int | None:
         raise AirflowFailException(
             f"{field} is {value!r}; use a batch id (an integer, -1 for before the first batch)"
         ) from None
+
+
+def as_fingerprint(value: str | None) -> str | None:
+    """Read a plan fingerprint that may arrive as a rendered template string; empty means none."""
+    text = "" if value is None else str(value).strip()
+    return None if text in ("", "None", "null") else text
 
 
 class EosUseCaseOperator(ResultFieldMixin, BaseOperator):

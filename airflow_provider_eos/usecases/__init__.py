@@ -31,6 +31,9 @@ Decisions where the two shells used to differ:
   the same :class:`PipelineClients`. Anything left open, or found by a dry run, is a finding.
 - **rewind**: ``ok`` once it ran (dry run, no-op or executed); without a batch it takes the one
   a ``KAFKA_BEHIND`` verdict names and refuses (``RepairError``) for any other verdict.
+- **rewind and align, executed**: the same liveness gate as the abort (:mod:`.liveness`) before
+  anything moves or is committed, ``UnsafeToActError`` unless forced; given the fingerprint of
+  the dry run the person read (``expected_plan``), any other plan is a ``RepairError``.
 - **pre-flight**: a failed ERROR rule is a finding; warnings and "not checked" are not.
 - **health**: UNHEALTHY is a finding; DEGRADED too when strict.
 

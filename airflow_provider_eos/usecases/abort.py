@@ -14,7 +14,6 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_eos.core import transactions as txn
-from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.errors import EosError
 from airflow_provider_eos.core.retry import RetryPolicy
 from airflow_provider_eos.core.topic_partition import TopicPartition
@@ -29,6 +28,7 @@ from airflow_provider_eos.kafka.transactions_admin import (
     topic_partitions,
 )
 from airflow_provider_eos.usecases.clients import PipelineClients
+from airflow_provider_eos.usecases.liveness import last_commit_time
 from airflow_provider_eos.usecases.result import Outcome, UseCaseResult
 from airflow_provider_eos.usecases.roles import runs_as
 
@@ -93,16 +93,6 @@ def abort(
         next_step=next_step,
         report=report,
     )
-
-
-def _last_commit_time(spec: PipelineSpec, storage_options: Mapping[str, Any] | None) -> dt.datetime | None:
-    reader = CheckpointReader(spec.checkpoint_location, storage_options)
-    if not reader.exists():
-        return None
-    # The same value as snapshot().last_commit_time without parsing any offsets file: after a
-    # crash the abort must not depend on more of the checkpoint than it needs.
-    last = reader.latest_committed_batch()
-    return None if last is None else reader.commit_time(last)
 
 
 def _scan(
@@ -176,7 +166,7 @@ def abort_open_transactions(
         if quiet_period_ms is not None
         else txn.default_quiet_period_ms(spec.transaction_timeout_ms, spec.trigger_interval_ms)
     )
-    last_commit = _last_commit_time(spec, storage_options)
+    last_commit = last_commit_time(spec, storage_options)
     topics = [spec.output_topic] + ([spec.dlq_topic] if spec.dlq_topic else [])
     notes: list[str] = []
     with admin_client(spec) as admin:

@@ -7,10 +7,19 @@ never the spec's ``kafka`` settings: the principal the set is for must not grant
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from airflow_provider_eos.core.acls import AclError, AclSetReport, check_principal, check_role, required_acls
+from airflow_provider_eos.core.acls import (
+    AclError,
+    AclSetReport,
+    check_principal,
+    check_role,
+    covered_pipelines,
+    required_acls,
+    transactional_id_pattern,
+)
 from airflow_provider_eos.usecases.result import Outcome, UseCaseResult
 
 if TYPE_CHECKING:
@@ -20,7 +29,26 @@ __all__ = ["AclsOutcome", "acls"]
 
 
 class AclsOutcome(UseCaseResult[AclSetReport]):
-    """The role's ACL set (and what an apply changed); always ``ok`` once it ran."""
+    """The role's ACL set (and what an apply changed); a finding when it covers another pipeline's ids."""
+
+
+def _overlap_warnings(spec: PipelineSpec, principal: str, others: Iterable[PipelineSpec]) -> tuple[str, ...]:
+    """One warning per direction in which a PREFIXED transactional-id pattern reaches the other pipeline."""
+    mine = transactional_id_pattern(spec)
+    nested = covered_pipelines(spec, others)
+    covered = [o for o in nested if transactional_id_pattern(o).startswith(mine)]
+    covering = [o for o in nested if o not in covered]
+    fix = "give the pipelines transactional_id_prefix values where neither '<prefix>-' begins the other (pre-flight " \
+          "EOS408 refuses them too)"
+    warnings = []
+    if covered:
+        names = ", ".join(f"{o.name} (prefix {o.transactional_id_prefix!r})" for o in covered)
+        warnings.append(f"the PREFIXED {mine!r} also covers the transactional ids of pipeline(s) {names}: "
+                        f"{principal} could fence their transactions; {fix}")
+    for other in covering:
+        warnings.append(f"pipeline {other.name}'s PREFIXED {transactional_id_pattern(other)!r} also covers this "
+                        f"pipeline's ids ({mine!r}): its principal could fence this pipeline's transactions; {fix}")
+    return tuple(warnings)
 
 
 def acls(
@@ -31,19 +59,24 @@ def acls(
     admin_config: str | Path | None = None,
     apply: bool = False,
     hanging_abort: bool = False,
+    other_specs: Iterable[PipelineSpec] | None = None,
     timeout_s: float = 30,
 ) -> AclsOutcome:
     """The ACLs ``principal`` needs as ``role`` on ``spec``; with ``apply``, create the missing ones.
 
     Applying is idempotent: bindings the cluster holds are left as they are and reported as present.
+    A set whose ``PREFIXED`` transactional-id pattern overlaps another pipeline's (``orders-`` covers
+    ``orders-eu-0``) is a finding when printed and is never applied.
 
     :param admin_config: a JSON file of librdkafka settings of a principal that may create ACLs
         (``ALTER`` on the cluster); required with ``apply``.
     :param apply: create the set on the cluster; ``False`` only prints it.
     :param hanging_abort: recovery only: include the rights to abort hanging transactions
         (``ALTER`` on the cluster: an administrator's right; see :mod:`airflow_provider_eos.core.acls.roles`).
+    :param other_specs: the other known pipelines (the specs folder); ``None``: not checked.
     :raises AclError: for a principal that is not ``User:NAME``, an unknown role, ``apply`` without
-        a usable admin config, or a refused or unconfirmed apply.
+        a usable admin config, a set that covers another pipeline's ids with ``apply``, or a refused
+        or unconfirmed apply.
     """
     check_principal(principal)
     checked_role = check_role(role)
@@ -51,8 +84,20 @@ def acls(
     if admin_config is not None and not apply:
         raise AclError(f"--admin-config {str(admin_config)!r} was given without --apply",
                        fix="add --apply to create the ACLs, or drop --admin-config to only print them")
+    others = None if other_specs is None else tuple(o for o in other_specs if o.name != spec.name)
+    warnings = () if others is None else _overlap_warnings(spec, principal, others)
+    checked = {"warnings": warnings, "others_checked": None if others is None else len(others)}
+    if warnings and apply:
+        # Granting it would let this principal fence another pipeline: no --apply may do that.
+        raise AclError(f"refusing to apply: {warnings[0]}",
+                       fix="change the transactional_id_prefix of one of the specs so that neither '<prefix>-' "
+                       "begins the other, then apply the set of each pipeline")
     if not apply:
-        report = AclSetReport(pipeline=spec.name, principal=principal, role=checked_role, acls=tuple(wanted))
+        report = AclSetReport(pipeline=spec.name, principal=principal, role=checked_role, acls=tuple(wanted),
+                              **checked)
+        if warnings:
+            return _outcome(spec, report, "Do not apply this set: rename the overlapping transactional_id_prefix "
+                            "first (see the warning).", outcome=Outcome.FINDING)
         return _outcome(spec, report, "Apply them as an administrator: add --apply --admin-config FILE.")
     if admin_config is None:
         raise AclError("--apply needs the administrator's settings",
@@ -63,10 +108,10 @@ def acls(
     admin = acl_admin(load_admin_settings(admin_config))
     created, present = apply_acls(admin, wanted, timeout_s=timeout_s)
     report = AclSetReport(pipeline=spec.name, principal=principal, role=checked_role, acls=tuple(wanted),
-                          applied=True, created=tuple(created), already_present=tuple(present))
+                          applied=True, created=tuple(created), already_present=tuple(present), **checked)
     return _outcome(spec, report, "Nothing to do: the cluster holds every ACL of the set.")
 
 
-def _outcome(spec: PipelineSpec, report: AclSetReport, next_step: str) -> AclsOutcome:
-    return AclsOutcome(use_case="acls", pipeline=spec.name, outcome=Outcome.OK, summary=report.summary(),
+def _outcome(spec: PipelineSpec, report: AclSetReport, next_step: str, *, outcome: Outcome = Outcome.OK) -> AclsOutcome:
+    return AclsOutcome(use_case="acls", pipeline=spec.name, outcome=outcome, summary=report.summary(),
                        next_step=next_step, report=report)

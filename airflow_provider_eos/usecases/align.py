@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_provider_eos.core.repair import AlignPlan, plan_align
+from airflow_provider_eos.core.repair import AlignPlan, check_expected_plan, expectation_notes, plan_align
+from airflow_provider_eos.core.transactions import SafetyCheck
 from airflow_provider_eos.core.verification import VerificationReport, verify_checkpoint
 from airflow_provider_eos.kafka.group_offsets import write_committed_offsets
 from airflow_provider_eos.usecases.clients import PipelineClients
+from airflow_provider_eos.usecases.liveness import check_not_alive, forced_notes
 from airflow_provider_eos.usecases.result import Outcome, UseCaseResult
 from airflow_provider_eos.usecases.roles import runs_as
 
@@ -20,20 +22,23 @@ class AlignOutcome(UseCaseResult[AlignPlan]):
     :param group_id: the sink group.
     :param executed: whether offsets were committed.
     :param after: the verification after committing (or, for a dry run or a no-op, of the group as it is).
+    :param safety: the liveness check an execution passed (``None``: nothing was committed).
     """
 
     group_id: str
     executed: bool
     after: VerificationReport
+    safety: SafetyCheck | None = None
 
     def details(self) -> dict[str, Any]:
-        """The plan, ``executed``, and the verdict and report read back afterwards."""
+        """The plan, ``executed``, the verdict and report read back afterwards, and ``safety``."""
         return {
             "group_id": self.group_id,
             "executed": self.executed,
             **self.report.to_dict(),
             "verdict_after": self.after.overall.value,
             "after": self.after.to_dict(),
+            "safety": None if self.safety is None else self.safety.to_dict(),
         }
 
     def render_report(self, *, max_rows: int | None = None) -> str:
@@ -47,8 +52,12 @@ class AlignOutcome(UseCaseResult[AlignPlan]):
             head = "Nothing to do: the group already holds the checkpoint's offsets and marker."
             after = "Verification (read back from Kafka):"
         else:
-            head = "Dry run: nothing committed. Execute to commit the 'after' column (eos repair align --execute; " \
-                   "in Airflow dry_run=False)."
+            head = (
+                "Dry run: nothing committed. Execute to commit the 'after' column (eos repair align --execute; "
+                "in Airflow dry_run=False).\n"
+                f"Plan fingerprint: {plan.fingerprint} (execute exactly this plan: --execute --expect-plan "
+                f"{plan.fingerprint})"
+            )
             after = "Verification of the group as it is (read back from Kafka):"
         return "\n".join(
             [head, "", plan.render(max_rows=max_rows), "", after, self.after.render(max_rows=max_rows)]
@@ -56,24 +65,34 @@ class AlignOutcome(UseCaseResult[AlignPlan]):
 
 
 @runs_as("recovery")
-def align(clients: PipelineClients, *, execute: bool = False, force: bool = False) -> AlignOutcome:
+def align(
+    clients: PipelineClients, *, execute: bool = False, force: bool = False, expected_plan: str | None = None
+) -> AlignOutcome:
     """Plan the alignment and, only with ``execute``, commit it; then verify what Kafka holds.
 
     Committed offsets the verification still disagrees with are a finding, not "done": the
     commit was acknowledged, yet the group does not hold the plan (something else committed).
-    The group must have no active members (stop the job first).
+    The group must have no active members (stop the job first). Committing is refused while the
+    pipeline looks alive unless ``force``, and when ``expected_plan`` is given and the plan is no
+    longer the one with that fingerprint; a no-op refuses nothing.
 
     :param execute: commit the plan; without it nothing changes.
-    :param force: align despite a verdict that makes aligning lose or duplicate output.
+    :param force: align despite a verdict that makes aligning lose or duplicate output, and even
+        though the pipeline looks alive.
+    :param expected_plan: the plan fingerprint the person read in the dry run.
     :raises CheckpointError: if there is no checkpoint, or a file is malformed.
-    :raises RepairError: if the checkpoint has no committed batch, or the verdict forbids
-        aligning and ``force`` is not set.
+    :raises RepairError: if the checkpoint has no committed batch, the verdict forbids aligning
+        and ``force`` is not set, or the plan is not ``expected_plan``.
+    :raises UnsafeToActError: if committing while the pipeline looks alive, without ``force``.
     """
     spec = clients.spec
     reader = clients.existing_checkpoint()
     plan = plan_align(reader, clients.committed_offsets(), force=force, spec_writers=spec.writers)
     executed = execute and not plan.is_noop
+    safety = None
     if executed:
+        check_expected_plan(plan.fingerprint, expected_plan, repair="align")
+        safety = check_not_alive(clients, action="align", force=force)
         write_committed_offsets(clients.admin, spec.group_id, plan.offsets_with_metadata(), timeout_s=clients.timeout_s)
     # Read back from Kafka rather than trusting the plan, so "after" is what the group holds.
     after = verify_checkpoint(reader, clients.committed_offsets(), spec_writers=spec.writers)
@@ -90,8 +109,9 @@ def align(clients: PipelineClients, *, execute: bool = False, force: bool = Fals
     else:
         summary = f"dry run: {len(plan.changes)} of {len(plan.rows)} partition(s) would change"
         next_step = (
-            "Stop the job, then execute the plan (eos repair align --spec FILE --execute; in Airflow "
-            "AlignGroupOffsetsOperator with dry_run=False)."
+            f"Stop the job, then execute this plan (eos repair align --spec FILE --execute --expect-plan "
+            f"{plan.fingerprint}; in Airflow AlignGroupOffsetsOperator with dry_run=False and expected_plan="
+            f"'{plan.fingerprint}', in eos_manual_recovery Plan fingerprint {plan.fingerprint})."
         )
     return AlignOutcome(
         use_case="align",
@@ -103,4 +123,6 @@ def align(clients: PipelineClients, *, execute: bool = False, force: bool = Fals
         report=plan,
         executed=executed,
         after=after,
+        safety=safety,
+        notes=(*forced_notes(safety), *expectation_notes(plan.fingerprint, expected_plan, executed=executed)),
     )

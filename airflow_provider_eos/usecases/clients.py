@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from airflow_provider_eos.core.markers import CommittedOffsets
     from airflow_provider_eos.core.spec import PipelineSpec
+    from airflow_provider_eos.core.transactions import Transaction
 
 __all__ = ["DEFAULT_TIMEOUT_S", "PipelineClients"]
 
@@ -91,3 +92,10 @@ class PipelineClients:
     def committed_offsets(self) -> CommittedOffsets:
         """The sink group's committed offsets and markers on every partition a verification compares."""
         return sink_group_offsets(self.admin, self.spec, self.checkpoint, timeout_s=self.timeout_s)
+
+    def transactions_under_prefix(self) -> list[Transaction]:
+        """The transactions listed under the spec's transactional id prefix (the liveness gate's second sign)."""
+        from airflow_provider_eos.kafka.transactions_admin import admin_client, scan_prefix
+
+        with admin_client(self.spec, timeout_ms=int(self.timeout_s * 1000)) as admin:
+            return scan_prefix(admin, self.spec.transactional_id_prefix)

@@ -20,6 +20,7 @@ from confluent_kafka import Producer
 
 from airflow_provider_eos.core.markers import BatchMarker
 from tests.support.checkpointed_pipeline import LAST_COMMITTED, PARTITIONS, CheckpointedPipeline, checkpointed_pipeline
+from tests.support.checkpoints import tree
 from tests.support.dag_runner import DagRunResult, run_dag
 
 pytestmark = [pytest.mark.airflow, pytest.mark.integration]
@@ -124,16 +125,59 @@ def test_wrong_confirmation_is_refused_before_anything_changes_and_the_right_one
     assert [row[-1] for row in table_rows(plan)] == ["yes"] * PARTITIONS
     assert "Verification of the group as it is (read back from Kafka): NO_MARKER" in plan
 
-    done = recover(pipeline, tmp_path, "align", action="align", dry_run=False, confirmation=f" align {name} ")
+    seen = planned.xcoms["align"]["fingerprint"]
+    assert f"Plan fingerprint: `{seen}`" in plan
+
+    # The query stopped long ago: the liveness check finds no recent commit and no open transaction.
+    pipeline.age_commits()
+    stale = recover(pipeline, tmp_path, "stale", action="align", dry_run=False, confirmation=f"align {name}",
+                    expected_plan="0" * len(seen))
+    assert stale.states["align"] == "failed", stale.log[-6000:]
+    assert "Error (RepairError): the plan changed since the dry run" in result_of(stale, "align", "REFUSED")
+    assert set(pipeline.group().values()) == {None}
+
+    done = recover(pipeline, tmp_path, "align", action="align", dry_run=False, confirmation=f" align {name} ",
+                   expected_plan=seen)
 
     assert done.state == "success", done.log[-6000:]
     assert done.states["align"] == "success" and done.states["refused"] == "skipped"
+    assert done.xcoms["align"]["fingerprint"] == seen
     marker = BatchMarker(pipeline.query_id, LAST_COMMITTED).encode()
     assert pipeline.group() == {tp: (o, marker) for tp, o in pipeline.end_offsets(LAST_COMMITTED).items()}
     card = result_of(done, "align", "OK")
     assert "(dry run" not in card and "committed" in card
     assert "Verification afterwards (read back from Kafka): IN_SYNC" in card
     assert all(row[2] == "-" and row[4] == f"batch {LAST_COMMITTED}" for row in table_rows(card)), card
+
+
+def test_a_rewind_of_a_pipeline_that_looks_alive_runs_only_forced_with_force_in_the_confirmation(
+    pipeline: CheckpointedPipeline, airflow_home: Path, tmp_path: Path
+) -> None:
+    name = pipeline.spec.name
+    pipeline.commit_group(1)  # KAFKA_BEHIND
+    before = tree(pipeline.checkpoint)
+    request = {"action": "rewind", "dry_run": False, "target_batch": 1}
+
+    # Before each run the checkpoint is dated as committed just now: the query looks alive.
+    pipeline.age_commits(0)
+    alive = recover(pipeline, tmp_path, "alive", **request, confirmation=f"rewind {name}")
+    assert alive.states["rewind"] == "failed" and alive.states["refused"] == "skipped", alive.log[-6000:]
+    card = result_of(alive, "rewind", "REFUSED")
+    assert "Error (UnsafeToActError): refusing to rewind the checkpoint" in card and "newest commit" in card, card
+    assert tree(pipeline.checkpoint) == before
+
+    unnamed = recover(pipeline, tmp_path, "unnamed", **request, force=True, confirmation=f"rewind {name}")
+    assert unnamed.states["refused"] == "success" and unnamed.states["rewind"] == "skipped", unnamed.log[-6000:]
+    assert f"Force is on, so the confirmation must read exactly 'rewind {name} force'" in unnamed.xcoms["refused"]
+    assert tree(pipeline.checkpoint) == before
+
+    pipeline.age_commits(0)
+    forced = recover(pipeline, tmp_path, "forced", **request, force=True, confirmation=f"rewind {name} force")
+    assert forced.state == "success", forced.log[-6000:]
+    result = forced.xcoms["rewind"]
+    assert result["executed"] is True and result["safety"]["forced"] is True, result
+    assert "forced despite signs that the pipeline is alive" in result_of(forced, "rewind", "OK")
+    assert not (pipeline.checkpoint / "commits" / str(LAST_COMMITTED)).exists()
 
 
 def test_health_check_shows_the_report_as_a_card_without_kafka_client_chatter(
@@ -176,6 +220,7 @@ def test_a_refused_abort_says_why_and_a_forced_one_shows_what_it_aborted(
     zombie.produce(pipeline.output_topic, key=b"k", value=b"never committed")
     assert zombie.flush(30) == 0
     confirmed = {"action": "abort", "dry_run": False, "confirmation": f"abort {pipeline.spec.name}"}
+    forced_request = {**confirmed, "confirmation": f"abort {pipeline.spec.name} force"}
 
     # The transaction is young and the checkpoint committed recently: the job looks alive.
     refused = recover(pipeline, tmp_path, "alive", **confirmed)
@@ -184,7 +229,7 @@ def test_a_refused_abort_says_why_and_a_forced_one_shows_what_it_aborted(
     card = result_of(refused, "abort", "REFUSED")
     assert "Error (UnsafeToActError): refusing to abort transactions" in card and "\nFix: " in card, card
 
-    forced = recover(pipeline, tmp_path, "forced", **confirmed, force=True)
+    forced = recover(pipeline, tmp_path, "forced", **forced_request, force=True)
 
     assert forced.state == "success", forced.log[-6000:]
     card = result_of(forced, "abort", "OK")

@@ -161,7 +161,9 @@ def _recovery_tasks(pipeline: SecuredPipeline) -> list[tuple[str, Callable[[], A
     return [
         ("verify", lambda: verify.verify(clients)),
         ("abort", lambda: abort.abort(clients, force=True, execute=True)),
-        ("align", lambda: align.align(clients, execute=True)),
+        # Forced like the abort: the checkpoint was written seconds ago and the transaction is young,
+        # which the liveness gate would refuse before any ACL is asked.
+        ("align", lambda: align.align(clients, execute=True, force=True)),
         ("rewind", lambda: rewind.rewind(clients, to_batch=2, execute=False)),
     ]
 

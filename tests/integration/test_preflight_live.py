@@ -268,3 +268,28 @@ def test_eos_preflight_exit_codes_and_json(good: tuple[PipelineSpec, Path], tmp_
     assert broken.returncode == 2
     assert json.loads(broken.stdout)["error"] == "SpecError"
     assert eos_preflight("--spec", str(invalid)).returncode == 2
+
+
+def test_eos_preflight_refuses_a_prefix_nested_in_another_pipelines(tmp_path: Path, bootstrap: str,
+                                                                   topic_factory) -> None:
+    """Two spec files in one folder: prefix ``<x>`` and ``<x>-eu``. Kafka's PREFIXED ACL on ``<x>-`` also
+    covers ``<x>-eu-0``, so the first pipeline's job principal could fence the second's transactions."""
+    specs = tmp_path / "specs"
+    inp, out = topic_factory("nest-in", partitions=2), topic_factory("nest-out", 2)
+    spec, path = write_spec(specs, bootstrap, input_topics=[inp], output_topic=out)
+    nested_prefix = f"{spec.transactional_id_prefix}-eu"
+    other, _ = write_spec(specs, bootstrap, transactional_id_prefix=nested_prefix)
+
+    result = eos_preflight("--spec", str(path), "--json", "--specs-dir", str(specs), "--master", "local[2]")
+
+    assert result.returncode == 1, result.stdout + result.stderr
+    data = json.loads(result.stdout)
+    assert data["errors"] == ["EOS408"], data["errors"]
+    finding = next(f for f in data["findings"] if f["code"] == "EOS408")
+    assert f"'{spec.transactional_id_prefix}-'" in finding["message"] and other.name in finding["message"]
+    assert f"'{nested_prefix}-'" in finding["message"]
+    assert {f["code"]: f["status"] for f in data["findings"]}["EOS403"] == "pass"  # not shared, nested
+
+    # The other pipeline's pre-flight refuses it too: its ids are covered by this one's ACL.
+    reverse = eos_preflight("--spec", str(specs / f"{other.name}.json"), "--json", "--specs-dir", str(specs))
+    assert "EOS408" in json.loads(reverse.stdout)["errors"], reverse.stdout + reverse.stderr

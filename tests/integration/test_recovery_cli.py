@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -312,3 +313,109 @@ def test_abort_lists_refuses_and_aborts_a_sigkilled_transaction(pipeline: Pipeli
         from tests.integration.test_transactions_recovery import fence_quietly
 
         fence_quietly(bootstrap, txn_id)
+
+
+def checkpoint_files(pipeline: Pipeline) -> dict[str, bytes]:
+    return {str(p.relative_to(pipeline.checkpoint)): p.read_bytes()
+            for p in sorted(pipeline.checkpoint.rglob("*")) if p.is_file()}
+
+
+def backups_of(pipeline: Pipeline) -> list[Path]:
+    return sorted(pipeline.checkpoint.parent.glob(f"{pipeline.checkpoint.name}.eos-backup-*"))
+
+
+def test_rewind_refuses_a_checkpoint_committed_seconds_ago_unless_forced(pipeline: Pipeline) -> None:
+    pipeline.write_checkpoint(planned=2, committed=2)
+    pipeline.commit_group(1)  # KAFKA_BEHIND: rewind to batch 1
+    os.utime(pipeline.checkpoint / "commits" / "2")  # committed just now: the query may still be running
+    spec = str(pipeline.spec_file)
+    before = checkpoint_files(pipeline)
+
+    # A dry run is still allowed.
+    code, dry = eos_json("repair", "rewind", "--spec", spec, "--to-batch", "1")
+    assert code == 0 and dry["executed"] is False, dry
+
+    refused = eos("repair", "rewind", "--spec", spec, "--to-batch", "1", "--execute")
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "refusing to rewind the checkpoint" in refused.stderr and "the pipeline looks alive" in refused.stderr
+    assert "newest commit is" in refused.stderr and "--force" in refused.stderr
+    code, error = eos_json("repair", "rewind", "--spec", spec, "--to-batch", "1", "--execute")
+    assert code == 2 and error["error"] == "UnsafeToActError", error
+    assert checkpoint_files(pipeline) == before and backups_of(pipeline) == []  # nothing moved
+
+    code, forced = eos_json("repair", "rewind", "--spec", spec, "--to-batch", "1", "--execute", "--force")
+    assert code == 0 and forced["executed"] is True, forced
+    assert forced["safety"]["forced"] is True and "newest commit" in forced["safety"]["reasons"][0]
+    assert not (pipeline.checkpoint / "commits" / "2").exists() and len(backups_of(pipeline)) == 1
+
+
+def test_align_refuses_while_a_young_transaction_is_open_under_the_prefix_unless_forced(
+    pipeline: Pipeline, bootstrap: str
+) -> None:
+    from confluent_kafka import Producer
+
+    pipeline.write_checkpoint(planned=2, committed=2)  # committed an hour ago, NO_MARKER
+    spec = str(pipeline.spec_file)
+    output = json.loads(pipeline.spec_file.read_text())["output_topic"]
+    txn_id = f"{pipeline.prefix}-0"
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(output, value=b"open")
+    assert producer.flush(30) == 0
+    try:
+        refused = eos("repair", "align", "--spec", spec, "--execute")
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert "refusing to align the sink group" in refused.stderr and txn_id in refused.stderr
+        assert pipeline.group_offsets() == {0: None, 1: None}  # nothing committed
+
+        code, forced = eos_json("repair", "align", "--spec", spec, "--execute", "--force")
+        assert code == 0 and forced["executed"] is True and forced["after"]["overall"] == "IN_SYNC", forced
+        assert forced["safety"]["forced"] is True and txn_id in forced["safety"]["reasons"][0]
+        marker = BatchMarker(pipeline.query_id, 2).encode()
+        assert pipeline.group_offsets() == {0: (6, marker), 1: (5, marker)}
+    finally:
+        producer.abort_transaction(30)
+
+
+def test_an_execute_refuses_a_plan_that_changed_since_the_dry_run_the_person_saw(pipeline: Pipeline) -> None:
+    pipeline.write_checkpoint(planned=2, committed=2)
+    pipeline.commit_group(1)
+    spec = str(pipeline.spec_file)
+    code, dry = eos_json("repair", "rewind", "--spec", spec, "--to-batch", "1")
+    seen = dry["fingerprint"]
+    assert code == 0 and len(seen) >= 12, dry
+    text = eos("repair", "rewind", "--spec", spec, "--to-batch", "1")
+    assert f"Plan fingerprint: {seen}" in text.stdout and f"--expect-plan {seen}" in text.stdout
+
+    # The query ran one more batch after the dry run (its commit is old enough not to look alive).
+    meta = (pipeline.checkpoint / "offsets" / "2").read_text().splitlines()[1]
+    (pipeline.checkpoint / "offsets" / "3").write_text(f"v1\n{meta}\n{json.dumps({pipeline.input: BATCHES[3]})}")
+    (pipeline.checkpoint / "commits" / "3").write_text('v1\n{"nextBatchWatermarkMs":0}')
+    old = time.time() - 3600
+    os.utime(pipeline.checkpoint / "commits" / "3", (old, old))
+    before = checkpoint_files(pipeline)
+
+    code, error = eos_json("repair", "rewind", "--spec", spec, "--to-batch", "1", "--execute", "--expect-plan", seen)
+    assert code == 2 and error["error"] == "RepairError", error
+    assert "changed since the dry run" in error["message"] and seen in error["message"] and error["fix"]
+    assert checkpoint_files(pipeline) == before and backups_of(pipeline) == []
+
+    code, again = eos_json("repair", "rewind", "--spec", spec, "--to-batch", "1")
+    assert again["fingerprint"] != seen and len(again["moves"]) == len(dry["moves"]) + 2
+    code, done = eos_json("repair", "rewind", "--spec", spec, "--to-batch", "1", "--execute",
+                          "--expect-plan", again["fingerprint"])
+    assert code == 0 and done["executed"] is True and done["fingerprint"] == again["fingerprint"], done
+
+    # Align: the group changed after the dry run (someone committed an offset on partition 0).
+    shutil.rmtree(pipeline.checkpoint)
+    for backup in backups_of(pipeline):
+        shutil.rmtree(backup)
+    pipeline.write_checkpoint(planned=2, committed=2)
+    pipeline.admin.delete_consumer_groups([pipeline.group])[pipeline.group].result(30)
+    code, planned = eos_json("repair", "align", "--spec", spec)
+    assert code == 0 and planned["verdict"] == "NO_MARKER" and planned["changes"] == 2, planned
+    write_committed_offsets(pipeline.admin, pipeline.group, {TopicPartition(pipeline.input, 0): (1, "")})
+    code, error = eos_json("repair", "align", "--spec", spec, "--execute", "--expect-plan", planned["fingerprint"])
+    assert code == 2 and error["error"] == "RepairError" and "changed since the dry run" in error["message"], error
+    assert pipeline.group_offsets() == {0: (1, ""), 1: None}

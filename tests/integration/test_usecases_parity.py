@@ -1,5 +1,9 @@
 """Every use case through both shells on the same real state: same outcome, same report.
 
+The repairs also run executed: the pipeline is staged, one shell executes, the same state is
+staged again (the checkpoint copied back, the sink group deleted) and the other shell executes;
+both give the same result and leave the same checkpoint, backup and group behind.
+
 The CLI runs as ``eos ... --json`` in a subprocess; the operator's ``execute`` runs in this
 process with a minimal context (a task instance that records what is pushed to XCom). The
 outcomes must correspond: ``ok`` is exit 0 and success (the data returned), ``finding`` is
@@ -14,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import uuid
@@ -25,8 +30,10 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
+from airflow_provider_eos.core.markers import BatchMarker
 from tests.integration.test_recovery_cli import group_coordinator_ready  # noqa: F401  (autouse warm-up)
 from tests.support.checkpointed_pipeline import LAST_COMMITTED, PARTITIONS, CheckpointedPipeline, checkpointed_pipeline
+from tests.support.checkpoints import tree
 
 pytestmark = pytest.mark.integration
 
@@ -258,6 +265,69 @@ def test_rewind_dry_run(pipeline: CheckpointedPipeline) -> None:
     pipeline.commit_group(LAST_COMMITTED)
     error = assert_same(cli("repair", "rewind", "--spec", spec), recovery("rewind", pipeline), outcome="error")
     assert error["error"] == "RepairError" and "IN_SYNC" in error["message"]
+
+
+# -- executed repairs: the same pipeline staged twice, once per shell ------------------------------
+
+
+def without_backup_dir(shell: Shell, checkpoint: Path) -> Shell:
+    """The shell's result with its backup folder checked and named by a placeholder (its name is a timestamp)."""
+    backup = Path(shell.data["backup_dir"])
+    assert backup.parent == checkpoint.parent and backup.name.startswith(f"{checkpoint.name}.eos-backup-"), backup
+    return Shell(shell.outcome, {**shell.data, "backup_dir": "<backup>"})
+
+
+def test_rewind_executed(pipeline: CheckpointedPipeline, tmp_path: Path) -> None:
+    """Refused alike while the checkpoint looks alive; executed alike, to the same checkpoint and backup."""
+    pipeline.commit_group(1)
+    spec, checkpoint = str(pipeline.spec_path), pipeline.checkpoint
+    args = ("repair", "rewind", "--spec", spec, "--to-batch", "1", "--execute")
+
+    pipeline.age_commits(0)  # committed just now: the query looks alive
+    error = assert_same(cli(*args), recovery("rewind", pipeline, to_batch=1, dry_run=False), outcome="error")
+    assert error["error"] == "UnsafeToActError" and "refusing to rewind the checkpoint" in error["message"]
+
+    pipeline.age_commits()
+    staged = tmp_path / "staged"
+    shutil.copytree(checkpoint, staged)  # copy2 keeps the commits' old times
+    seen = cli("repair", "rewind", "--spec", spec, "--to-batch", "1").data["fingerprint"]
+
+    by_cli = cli(*args, "--expect-plan", seen)
+    cli_checkpoint, cli_backup = tree(checkpoint), tree(Path(by_cli.data["backup_dir"]))
+    shutil.rmtree(checkpoint)
+    shutil.rmtree(by_cli.data["backup_dir"])
+    shutil.copytree(staged, checkpoint)
+    by_operator = recovery("rewind", pipeline, to_batch=1, dry_run=False, expected_plan=seen)
+
+    data = assert_same(without_backup_dir(by_cli, checkpoint), without_backup_dir(by_operator, checkpoint),
+                       outcome="ok")
+    assert data["executed"] is True and data["fingerprint"] == seen and data["safety"]["safe"] is True
+    assert {m for m in data["moved"] if not m.split("/")[-1].startswith(".")} == {
+        "offsets/2", "offsets/3", "commits/2", "commits/3"}
+    assert tree(checkpoint) == cli_checkpoint and tree(Path(by_operator.data["backup_dir"])) == cli_backup
+
+
+def test_align_executed(pipeline: CheckpointedPipeline) -> None:
+    """Committed alike (after the same dry run), leaving the sink group with the same offsets and markers."""
+    from confluent_kafka.admin import AdminClient
+
+    pipeline.age_commits()
+    spec = str(pipeline.spec_path)
+    seen = cli("repair", "align", "--spec", spec).data["fingerprint"]
+
+    by_cli = cli("repair", "align", "--spec", spec, "--execute", "--expect-plan", seen)
+    cli_group = pipeline.group()
+    admin = AdminClient({"bootstrap.servers": pipeline.bootstrap})
+    admin.delete_consumer_groups([pipeline.group_id])[pipeline.group_id].result(30)
+    assert set(pipeline.group().values()) == {None}  # staged again: NO_MARKER
+    by_operator = recovery("align", pipeline, dry_run=False, expected_plan=seen)
+
+    data = assert_same(by_cli, by_operator, outcome="ok")
+    assert data["executed"] is True and data["fingerprint"] == seen and data["verdict_after"] == "IN_SYNC"
+    assert data["safety"]["safe"] is True
+    marker = BatchMarker(pipeline.query_id, LAST_COMMITTED).encode()
+    assert cli_group == {tp: (offset, marker) for tp, offset in pipeline.end_offsets(LAST_COMMITTED).items()}
+    assert pipeline.group() == cli_group
 
 
 # -- pre-flight ---------------------------------------------------------------------------------

@@ -61,7 +61,8 @@ def test_it_prints_the_set_as_a_table(capsys: pytest.CaptureFixture[str], spec_f
     lines = out.splitlines()
     assert lines[0].startswith("7 ACL(s) for User:orders-job as job of pipeline 'orders' (printed only")
     assert lines[2].split() == ["resource", "type", "pattern", "name", "operation", "why"]
-    assert lines[-1].split()[:4] == ["TRANSACTIONAL_ID", "PREFIXED", "orders-eos-", "WRITE"]
+    table = [line for line in lines if line.startswith(("TOPIC", "GROUP", "TRANSACTIONAL_ID", "CLUSTER"))]
+    assert table[-1].split()[:4] == ["TRANSACTIONAL_ID", "PREFIXED", "orders-eos-", "WRITE"]
     assert "job-secret" not in out
 
 
@@ -141,3 +142,48 @@ def test_load_admin_settings_returns_the_object(admin_file: Path) -> None:
     assert acls_admin.load_admin_settings(admin_file) == ADMIN
     with pytest.raises(AclError):
         acls_admin.load_admin_settings(admin_file.parent)
+
+
+def write_nested_specs(folder: Path) -> Path:
+    """Pipelines ``orders`` (prefix ``orders``) and ``orders_eu`` (prefix ``orders-eu``) in ``folder``."""
+    folder.mkdir()
+    (folder / "orders.json").write_text(json.dumps({**SPEC, "transactional_id_prefix": "orders"}))
+    (folder / "orders_eu.json").write_text(json.dumps({
+        **SPEC, "name": "orders_eu", "input_topics": ["orders-eu-in"], "output_topic": "orders-eu-out",
+        "group_id": "orders-eu-sink", "transactional_id_prefix": "orders-eu",
+        "checkpoint_location": "/tmp/checkpoints/orders_eu",
+    }))
+    return folder / "orders.json"
+
+
+def test_a_prefix_whose_acl_covers_another_pipelines_ids_is_a_finding_and_is_not_applied(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, admin_file: Path) -> None:
+    spec = write_nested_specs(tmp_path / "specs")
+    args = ("acls", "--spec", str(spec), "--principal", "User:orders-job", "--role", "job")
+
+    code, out, _ = run(capsys, *args, "--specs-dir", str(spec.parent))
+    assert code == 1, out
+    assert "PREFIXED 'orders-' also covers the transactional ids of pipeline(s) orders_eu" in out
+    code, out, _ = run(capsys, *args, "--specs-dir", str(spec.parent), "--json")
+    data = json.loads(out)
+    assert code == 1 and data["outcome"] == "finding"
+    assert len(data["warnings"]) == 1 and "orders_eu" in data["warnings"][0]
+    # $EOS_SPECS_DIR is the folder read without --specs-dir, as for eos preflight.
+    monkeypatch.setenv("EOS_SPECS_DIR", str(spec.parent))
+    assert run(capsys, *args)[0] == 1
+
+    def never(*_: object, **__: object) -> object:
+        raise AssertionError("nothing may be applied")
+
+    monkeypatch.setattr(acls_admin, "acl_admin", never)
+    code, out, _ = run(capsys, *args, "--apply", "--admin-config", str(admin_file), "--json")
+    error = json.loads(out)
+    assert code == 2 and error["error"] == "AclError" and "orders_eu" in error["message"], error
+    assert "transactional_id_prefix" in error["fix"]
+
+
+def test_without_a_specs_folder_the_other_pipelines_are_not_checked(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, spec_file: Path) -> None:
+    monkeypatch.delenv("EOS_SPECS_DIR", raising=False)
+    code, out, _ = run(capsys, "acls", "--spec", str(spec_file), "--principal", "User:orders-job", "--role", "job")
+    assert code == 0 and "other pipelines were not checked" in out

@@ -69,12 +69,32 @@ def test_a_state_changing_action_with_dry_run_off_needs_the_exact_phrase() -> No
         assert decide({**request, "dry_run": "False", "confirmation": phrase}, PIPELINES).task_id == action
 
 
+def test_with_force_on_the_confirmation_must_name_force() -> None:
+    for action in STATE_CHANGING:
+        request = {**OK, "action": action, "dry_run": False, "target_batch": None, "force": True}
+        plain, forced = confirmation_phrase(action, "orders_enrich"), confirmation_phrase(action, "orders_enrich",
+                                                                                         force=True)
+        assert forced == f"{action} orders_enrich force"
+        decision = decide({**request, "confirmation": plain}, PIPELINES)
+        assert decision.task_id == REFUSED and decision.phrase == forced
+        assert f"Force is on, so the confirmation must read exactly {forced!r}; got {plain!r}" in str(decision.reason)
+        assert decide({**request, "confirmation": f" {forced} "}, PIPELINES).task_id == action
+        assert decide({**request, "force": "true", "confirmation": forced}, PIPELINES).task_id == action
+        # Typed and ticked must agree: a phrase naming force with Force off is refused as well.
+        off = decide({**request, "force": False, "confirmation": forced}, PIPELINES)
+        assert off.refused and f"must read exactly {plain!r}" in str(off.reason)
+    # A dry run with Force on needs nothing typed: it changes nothing.
+    assert decide({**OK, "force": True}, PIPELINES).task_id == "rewind"
+
+
 @pytest.mark.parametrize(("change", "message"), [
     ({"pipeline": "nope"}, "pipeline 'nope' is unknown; choose one of ['orders_enrich', 'payments']"),
     ({"action": "delete"}, "action 'delete' is unknown"),
     ({"target_batch": -5}, "target_batch is -5"),
     ({"target_batch": True}, "target_batch is True"),
     ({"action": "align", "target_batch": 2}, "target_batch 2 only applies to rewind, not align"),
+    ({"action": "abort", "target_batch": None, "expected_plan": "0123abcd4567"},
+     "expected_plan only applies to rewind and align, not abort"),
 ])
 def test_an_invalid_request_is_refused_with_what_to_change(change: dict[str, Any], message: str) -> None:
     decision = decide({**OK, **change}, PIPELINES)
@@ -88,6 +108,7 @@ def test_the_help_lists_every_pipelines_phrases_and_stays_bounded() -> None:
     many = confirmation_help([f"p{i:03d}" for i in range(50)], max_pipelines=20)
     assert many.count("\n- p") == 20 and "and 30 more pipeline(s)" in many
     assert "(no pipeline spec found)" in confirmation_help([])
+    assert "With **Force** on, add ` force`: e.g. **align orders_enrich force**" in text
 
 
 # -- the DAG's params, as Airflow's form reads them -------------------------------------------------------
@@ -113,6 +134,7 @@ def test_only_pipeline_and_action_are_required_and_both_have_a_default(recovery_
     assert form_field(schemas["dry_run"]) == "boolean" and params["dry_run"] is True
     assert form_field(schemas["force"]) == "boolean" and params["force"] is False
     assert form_field(schemas["confirmation"]) == "string" and params["confirmation"] is None
+    assert form_field(schemas["expected_plan"]) == "string" and params["expected_plan"] is None
     # The defaults validate as they are: the form's Trigger is enabled with nothing typed.
     params.validate()
 
@@ -123,6 +145,16 @@ def test_the_confirmation_help_shows_each_pipelines_exact_phrase(recovery_dag) -
     assert param.description is None  # else the form shows it instead of the Markdown
     for action in STATE_CHANGING:
         assert f"**{action} orders_enrich**" in param.schema["description_md"]
+
+
+@pytest.mark.airflow
+def test_the_force_help_says_exactly_what_it_overrides(recovery_dag) -> None:
+    text = recovery_dag.dag.params.get_param("force").description
+    for words in ("Overrides two refusals and nothing else", "abort, rewind and align", "the pipeline looks alive",
+                  "a checkpoint commit within the quiet period", "younger than its timeout", "align only",
+                  "KAFKA_BEHIND, KAFKA_AHEAD_SAFE, DIVERGED", "'<action> <pipeline> force'",
+                  "The plan fingerprint is still checked"):
+        assert words in text, words
 
 
 @pytest.mark.airflow

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -18,9 +20,11 @@ from typing import Any
 import pytest
 
 from airflow_provider_eos.cli.output import ExitCode, emit, emit_error
-from airflow_provider_eos.core.errors import CheckpointError, RepairError
+from airflow_provider_eos.core.errors import CheckpointError, RepairError, UnsafeToActError
 from airflow_provider_eos.core.markers import BatchMarker, CommittedOffset, CommittedOffsets
 from airflow_provider_eos.core.spec import PipelineSpec
+from airflow_provider_eos.core.topic_partition import TopicPartition
+from airflow_provider_eos.core.transactions import Transaction
 from airflow_provider_eos.usecases import align as align_module
 from airflow_provider_eos.usecases.align import align
 from airflow_provider_eos.usecases.clients import PipelineClients
@@ -39,9 +43,13 @@ class ScriptedClients(PipelineClients):
     """Clients whose group offsets are read from a script, one entry per read (the last repeats)."""
 
     reads: list[CommittedOffsets] = field(default_factory=list)
+    transactions: list[Transaction] = field(default_factory=list)
 
     def committed_offsets(self) -> CommittedOffsets:
         return self.reads.pop(0) if len(self.reads) > 1 else self.reads[0]
+
+    def transactions_under_prefix(self) -> list[Transaction]:
+        return self.transactions
 
 
 def group_at(batch: int) -> CommittedOffsets:
@@ -53,11 +61,16 @@ def nothing() -> CommittedOffsets:
     return {tp: None for tp in batch_end_offsets(TOPIC, 0, PARTITIONS)}
 
 
-def clients(tmp_path: Path, *reads: CommittedOffsets, checkpoint: bool = True) -> ScriptedClients:
+def clients(tmp_path: Path, *reads: CommittedOffsets, checkpoint: bool = True, alive: bool = False) -> ScriptedClients:
+    """A checkpoint of batches 0..2 committed an hour ago (``alive``: just now) and the group's reads."""
     location = tmp_path / "checkpoint"
     if checkpoint:
         write_checkpoint(location, topic=TOPIC, partitions=PARTITIONS, query_id=QUERY, offsets=range(3),
                          commits=range(3))
+        if not alive:
+            then = time.time() - 3600
+            for commit in (location / "commits").iterdir():
+                os.utime(commit, (then, then))
     spec = PipelineSpec(
         name="orders", kafka={"bootstrap.servers": "localhost:1"}, input_topics=[TOPIC], output_topic="orders-out",
         group_id="orders-sink", transactional_id_prefix="orders-eos", checkpoint_location=str(location),
@@ -123,6 +136,46 @@ def test_rewind_takes_the_batch_the_verdict_names_or_refuses(tmp_path: Path) -> 
     with pytest.raises(RepairError, match="verdict IN_SYNC") as info:
         rewind(clients(tmp_path / "in-sync", group_at(2)))
     assert info.value.fix
+
+
+def test_repairs_execute_only_when_the_pipeline_does_not_look_alive_or_forced(tmp_path: Path, commits: list) -> None:
+    from tests.support.checkpoints import tree
+
+    alive = clients(tmp_path / "a", nothing(), alive=True)  # the checkpoint committed just now
+    before = tree(tmp_path / "a" / "checkpoint")
+    assert not align(alive).executed and not rewind(alive, to_batch=1).report.executed  # dry runs are allowed
+    with pytest.raises(UnsafeToActError, match=r"refusing to align the sink group: the pipeline looks alive"):
+        align(alive, execute=True)
+    with pytest.raises(UnsafeToActError, match=r"refusing to rewind the checkpoint: the pipeline looks alive") as err:
+        rewind(alive, to_batch=1, execute=True)
+    assert "rewind <pipeline> force" in (err.value.fix or "")
+    assert commits == [] and tree(tmp_path / "a" / "checkpoint") == before
+
+    forced = rewind(alive, to_batch=1, execute=True, force=True)
+    assert forced.report.executed and forced.safety is not None and forced.safety.forced
+    assert forced.notes[0].startswith("forced despite signs that the pipeline is alive: the checkpoint's newest commit")
+    assert forced.data()["safety"]["forced"] is True
+
+
+def test_an_execution_holds_the_plan_to_the_fingerprint_the_dry_run_showed(tmp_path: Path, commits: list) -> None:
+    dry = align(clients(tmp_path, nothing()))
+    seen = dry.report.fingerprint
+    assert f"Plan fingerprint: {seen}" in dry.render() and f"--expect-plan {seen}" in dry.next_step
+    assert dry.notes == ()
+    noted = align(clients(tmp_path / "n", nothing()), expected_plan="0" * len(seen))
+    assert noted.notes == (f"the expected plan '{'0' * len(seen)}' is not this plan ({seen}): the state changed "
+                           "since that dry run",)
+
+    # The group now holds an offset the dry run did not show: another plan, refused, nothing committed.
+    changed = {**nothing(), TopicPartition(TOPIC, 0): CommittedOffset(5, "")}
+    with pytest.raises(RepairError, match=rf"the plan changed since the dry run that showed plan fingerprint '{seen}'"):
+        align(clients(tmp_path / "c", changed), execute=True, expected_plan=seen)
+    assert commits == []
+    done = align(clients(tmp_path / "d", nothing(), group_at(2)), execute=True, expected_plan=seen.upper())
+    assert done.executed and len(commits) == 1 and done.notes == ()
+    unheld = align(clients(tmp_path / "u", nothing(), group_at(2)), execute=True)
+    assert unheld.notes == ("executed without an expected plan fingerprint: the plan carried out is the one made in "
+                            "this call, not one a person read",)
 
 
 @pytest.mark.parametrize(("outcome", "code"), [(Outcome.OK, 0), (Outcome.FINDING, 1), (Outcome.ERROR, 2)])

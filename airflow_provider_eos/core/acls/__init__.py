@@ -35,7 +35,12 @@ from airflow_provider_eos.core.acls.permissions import (
     principal_of,
 )
 from airflow_provider_eos.core.acls.report import AclSetReport
-from airflow_provider_eos.core.acls.roles import required_acls, transactional_id_pattern
+from airflow_provider_eos.core.acls.roles import (
+    covered_pipelines,
+    id_patterns_overlap,
+    required_acls,
+    transactional_id_pattern,
+)
 
 __all__ = [
     "ANY_HOST",
@@ -55,8 +60,10 @@ __all__ = [
     "Role",
     "check_principal",
     "check_role",
+    "covered_pipelines",
     "covers",
     "evaluate_permissions",
+    "id_patterns_overlap",
     "is_secured",
     "principal_of",
     "required_acls",

@@ -19,6 +19,10 @@ class AclSetReport(FrozenModel):
     :param applied: whether the set was applied to a cluster.
     :param created: the ACLs the apply created.
     :param already_present: the ACLs the cluster held already.
+    :param warnings: what makes the set grant more than the pipeline (an ACL pattern that covers
+        another pipeline's transactional ids).
+    :param others_checked: how many other pipelines the set was checked against (``None``: no
+        specs folder was known, so none were).
     """
 
     pipeline: str
@@ -28,6 +32,8 @@ class AclSetReport(FrozenModel):
     applied: bool = False
     created: tuple[Acl, ...] = ()
     already_present: tuple[Acl, ...] = ()
+    warnings: tuple[str, ...] = ()
+    others_checked: int | None = None
 
     def summary(self) -> str:
         """One line: the set and, after an apply, what it changed."""
@@ -37,7 +43,7 @@ class AclSetReport(FrozenModel):
         return head + f": applied, {len(self.created)} created, {len(self.already_present)} already present"
 
     def render(self) -> str:
-        """The summary, the table (resource type, pattern, name, operation, why), then the cautions."""
+        """The summary, the table (resource type, pattern, name, operation, why), the cautions, then the warnings."""
         created = {acl.binding for acl in self.created}
         headers = ["resource type", "pattern", "name", "operation", "why"]
         rows: list[list[object]] = []
@@ -54,4 +60,12 @@ class AclSetReport(FrozenModel):
             lines += ["", "Caution:"]
             lines += [f"  {acl.resource_type.value} {acl.name} {acl.operation.value}: {acl.caution}"
                       for acl in cautions]
+        lines.append("")
+        lines += [f"Warning: {warning}" for warning in self.warnings]
+        if self.others_checked is None:
+            lines.append("The other pipelines were not checked (no --specs-dir or $EOS_SPECS_DIR): a transactional "
+                         "id pattern may cover another pipeline's ids.")
+        elif not self.warnings:
+            lines.append(f"No ACL of the set covers the transactional ids of the {self.others_checked} other "
+                         "pipeline(s) in the specs folder.")
         return "\n".join(lines)

@@ -21,10 +21,14 @@ for its metadata, offsets or the group's committed offsets on it.
 
 The transactional ids are granted with the ``PREFIXED`` pattern on ``<prefix>-``, the common
 head of every id :mod:`airflow_provider_eos.core.transactional_ids` builds: ``<prefix>`` alone
-would also cover ``<prefix>2-0``, another pipeline's id.
+would also cover ``<prefix>2-0``, another pipeline's id. ``<prefix>-`` still covers the ids of a
+pipeline whose prefix begins with it (``orders-`` covers ``orders-eu-0``):
+:func:`covered_pipelines` finds those, and pre-flight (EOS408) and ``eos acls`` refuse them.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from airflow_provider_eos.core.acls.model import (
     CLUSTER_RESOURCE_NAME,
@@ -39,7 +43,7 @@ from airflow_provider_eos.core.acls.model import (
 )
 from airflow_provider_eos.core.spec import Mode, PipelineSpec
 
-__all__ = ["required_acls", "transactional_id_pattern"]
+__all__ = ["covered_pipelines", "id_patterns_overlap", "required_acls", "transactional_id_pattern"]
 
 _ALTER_CLUSTER_CAUTION = (
     "ALTER on the cluster also allows creating and deleting ACLs (and reassigning partitions, electing leaders, "
@@ -54,6 +58,28 @@ def transactional_id_pattern(spec: PipelineSpec) -> str:
     Every id the scheme builds is ``<prefix>-<writer index>`` or ``<prefix>-<t>_<p>``.
     """
     return f"{spec.transactional_id_prefix}-"
+
+
+def id_patterns_overlap(prefix: str, other: str) -> bool:
+    """Whether the ``PREFIXED`` pattern of one prefix covers ids of the other (``orders`` and ``orders-eu``).
+
+    ``<prefix>-`` covers every id that begins with it, so ``orders-`` also covers ``orders-eu-0``:
+    a principal granted ``orders-`` may fence ``orders-eu``'s transactions. Equal prefixes do not
+    count here: they are shared outright (pre-flight EOS403).
+    """
+    mine, theirs = f"{prefix}-", f"{other}-"
+    return mine != theirs and (theirs.startswith(mine) or mine.startswith(theirs))
+
+
+def covered_pipelines(spec: PipelineSpec, others: Iterable[PipelineSpec]) -> list[PipelineSpec]:
+    """The other pipelines whose transactional ids the pipeline's ACL pattern covers, or whose pattern covers its ids.
+
+    :param others: the known pipelines (a specs folder; ``spec`` itself may be among them).
+    """
+    return sorted(
+        (other for other in others if id_patterns_overlap(spec.transactional_id_prefix, other.transactional_id_prefix)),
+        key=lambda other: other.name,
+    )
 
 
 def required_acls(spec: PipelineSpec, principal: str, role: Role | str, *, hanging_abort: bool = False) -> list[Acl]:
@@ -165,7 +191,8 @@ def _recovery(spec: PipelineSpec, principal: str, *, hanging_abort: bool) -> lis
              "align)"),
         _acl(principal, ResourceType.TRANSACTIONAL_ID, transactional_id_pattern(spec), Operation.WRITE,
              "abort of a lingering transaction: the fence's InitProducerId under the pipeline's id; implies DESCRIBE "
-             "for FindCoordinator, ListTransactions and DescribeTransactions under the prefix",
+             "for FindCoordinator, ListTransactions and DescribeTransactions under the prefix (abort, and the "
+             "liveness check before rewind and align execute)",
              pattern=PatternType.PREFIXED),
     ]
     if hanging_abort:

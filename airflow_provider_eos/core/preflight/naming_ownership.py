@@ -2,13 +2,14 @@
 
 The sink group has no live members and holds only the sink's batch markers, no lingering
 transactions under the prefix, and nothing (prefix, group, checkpoint, name) shared with
-another pipeline spec.
+another pipeline spec, nor a prefix whose transactional-id ACL covers another pipeline's ids.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from airflow_provider_eos.core.acls import covered_pipelines, transactional_id_pattern
 from airflow_provider_eos.core.errors import MarkerError
 from airflow_provider_eos.core.preflight.facts import PreflightFacts
 from airflow_provider_eos.core.preflight.locations import canonical_location
@@ -169,3 +170,29 @@ def _only_markers(facts: PreflightFacts) -> Outcome:
     if not committed:
         return passed(f"group {facts.spec.group_id!r} has no committed offsets on the input partitions")
     return passed(f"group {facts.spec.group_id!r}: {len(committed)} committed offset(s), all with batch markers")
+
+
+@rule(
+    "EOS408",
+    Severity.ERROR,
+    "transactional id prefix not nested in another pipeline's",
+    "give the pipelines transactional_id_prefix values where neither '<prefix>-' begins the other (e.g. "
+    "'orders-eu-eos' beside 'orders-us-eos', not 'orders' beside 'orders-eu'): each job principal's PREFIXED "
+    "ACL on '<prefix>-' would also cover the other pipeline's transactional ids",
+)
+def _prefix_not_nested(facts: PreflightFacts) -> Outcome:
+    # Recovery's own id test is exact (belongs_to_prefix), but Kafka's PREFIXED ACL is not: a
+    # principal granted 'orders-' may InitProducerId as 'orders-eu-0' and fence that pipeline.
+    others = _others(facts)
+    if others is None:
+        return unknown(facts, "other_specs", "the other pipeline specs were")
+    mine = transactional_id_pattern(facts.spec)
+    nested = covered_pipelines(facts.spec, others)
+    if nested:
+        return failed("; ".join(
+            f"pipeline {other.name} has prefix {other.transactional_id_prefix!r}: the PREFIXED ACL "
+            f"{mine!r} and its {transactional_id_pattern(other)!r} overlap, so each job principal may use "
+            "the other's transactional ids"
+            for other in nested
+        ))
+    return passed(f"the ACL pattern {mine!r} covers no transactional id of the {len(others)} other pipeline(s)")

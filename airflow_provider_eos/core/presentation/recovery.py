@@ -148,8 +148,8 @@ def rewind_card(
     display = sorted(plan.moves, key=lambda m: (m.kind not in ("offsets", "commits"), m.number, m.path))
 
     def render(rows: int) -> str:
-        card = Card(heading).add(f"Rewind checkpoint `{plan.location or plan.root}` to batch {plan.to_batch}.", "",
-                                 batches)
+        card = Card(heading).add(f"Rewind checkpoint `{plan.location or plan.root}` to batch {plan.to_batch}. "
+                                 f"Plan fingerprint: `{plan.fingerprint}`", "", batches)
         card.add(*(f"- Warning: {clip(w, 300)}" for w in plan.warnings))
         files = [f"- `{move.path}`" for move in display[:rows]]
         card.add(f"{verb} {len(plan.moves)} file(s) ({moves}):", *files,
@@ -185,7 +185,7 @@ def align_card(
     ordered = sorted(plan.rows, key=lambda row: (not row.changed, row.tp))
     done = "committed" if executed else ("nothing to do" if plan.is_noop else "would change")
     facts = [f"Align group to checkpoint batch {plan.batch_id} (verdict before: {plan.verdict.value}): "
-             f"{len(plan.changes)} of {len(plan.rows)} partition(s) {done}."]
+             f"{len(plan.changes)} of {len(plan.rows)} partition(s) {done}. Plan fingerprint: `{plan.fingerprint}`"]
     facts.extend(f"- Warning: {clip(w, 300)}" for w in plan.warnings)
     if plan.untouched:
         facts.append(f"- Not in offsets/{plan.batch_id}, left as they are: {len(plan.untouched)} partition(s)")

@@ -7,6 +7,8 @@ Both repairs follow the same rules (DESIGN.md section 3):
 * **Nothing is lost.** A rewind moves files into a backup folder (relative paths preserved,
   plus a manifest); an align plan carries every offset and metadata it replaces.
 * **Before/after table.** Every plan and result renders one.
+* **The plan the person saw.** Every plan has a fingerprint (:mod:`.fingerprint`); an execution
+  given the one its dry run showed refuses a plan that is no longer that one.
 
 Rewind (``KAFKA_BEHIND``): :mod:`.rewind_plan` decides, :mod:`.rewind_files` knows Spark's
 checkpoint files and the backup folder, :mod:`.rewind_execute` moves them. Align
@@ -19,6 +21,7 @@ rewind's manifest records; ``model_validate`` reads it back.
 from __future__ import annotations
 
 from airflow_provider_eos.core.repair.align import AlignPlan, AlignRow, plan_align
+from airflow_provider_eos.core.repair.fingerprint import check_expected_plan, expectation_notes, plan_fingerprint
 from airflow_provider_eos.core.repair.rewind_execute import RewindResult, execute_rewind, rewind
 from airflow_provider_eos.core.repair.rewind_files import BACKUP_INFIX, MANIFEST_NAME, FileMove, backup_dir_for
 from airflow_provider_eos.core.repair.rewind_plan import CheckpointBatches, RewindPlan, plan_rewind
@@ -33,8 +36,11 @@ __all__ = [
     "RewindPlan",
     "RewindResult",
     "backup_dir_for",
+    "check_expected_plan",
     "execute_rewind",
+    "expectation_notes",
     "plan_align",
+    "plan_fingerprint",
     "plan_rewind",
     "rewind",
 ]

@@ -15,6 +15,7 @@ from pydantic import computed_field
 from airflow_provider_eos.core.errors import RepairError
 from airflow_provider_eos.core.markers import BatchMarker, CommittedOffsets
 from airflow_provider_eos.core.model import FrozenModel
+from airflow_provider_eos.core.repair.fingerprint import plan_fingerprint
 from airflow_provider_eos.core.report_table import render_table
 from airflow_provider_eos.core.topic_partition import PartitionObject, PartitionRow, TopicPartition
 from airflow_provider_eos.core.verification import Verdict, VerificationReport, verify_checkpoint
@@ -58,8 +59,8 @@ class AlignPlan(FrozenModel):
     put back. Committing needs Kafka and is the shell's job: it commits
     :meth:`offsets_with_metadata` unless :attr:`is_noop`.
 
-    JSON: ``repair`` (``"align"``), the fields below, ``is_noop`` and ``changes`` (how many rows
-    change).
+    JSON: ``repair`` (``"align"``), the fields below, ``is_noop``, ``changes`` (how many rows
+    change) and ``fingerprint``.
 
     :param query_id: the checkpoint's query id.
     :param batch_id: the last committed batch ``C``.
@@ -81,6 +82,12 @@ class AlignPlan(FrozenModel):
     def repair(self) -> Literal["align"]:
         """Which repair this is, for readers of the JSON."""
         return "align"
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def fingerprint(self) -> str:
+        """What the dry run shows and an execution may be held to (:mod:`.fingerprint`)."""
+        return plan_fingerprint(self)
 
     @property
     def changes(self) -> tuple[AlignRow, ...]:

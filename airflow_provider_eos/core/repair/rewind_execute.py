@@ -2,7 +2,8 @@
 
 Dry run by default (:func:`rewind` without ``execute``), idempotent (executing a plan whose work
 is done is a no-op) and resumable (an interrupted rewind leaves a manifest of what moved;
-planning again moves only what remains).
+planning again moves only what remains). The manifest is a journal: rewritten before each move,
+so even a SIGKILL between two moves leaves one that puts the checkpoint back exactly.
 """
 
 from __future__ import annotations
@@ -74,7 +75,11 @@ class RewindResult(FrozenModel):
         elif self.plan.is_noop:
             head = f"Checkpoint {self.plan.root} already ends at batch {self.plan.to_batch}: nothing moved"
         else:
-            head = "Dry run: nothing moved. Execute to apply the plan below."
+            head = (
+                "Dry run: nothing moved. Execute to apply the plan below.\n"
+                f"Plan fingerprint: {self.plan.fingerprint} (execute exactly this plan: --execute --expect-plan "
+                f"{self.plan.fingerprint})"
+            )
         body = self.plan.render(max_files=max_files, title="Before and after:")
         tail = (
             [
@@ -126,34 +131,48 @@ def execute_rewind(plan: RewindPlan, reader: CheckpointReader, *, now: datetime 
         backup = f"{base}-{suffix}"
         suffix += 1
     fs.makedirs(backup, exist_ok=True)
-    _write_manifest(fs, backup, plan, moved=[], complete=False)
     moved: list[str] = []
     for move in plan.moves:
         source = f"{plan.root}/{move.path}"
         target = f"{backup}/{move.path}"
+        # The journal first: a process killed during the move still leaves a manifest naming
+        # every file that may have left the checkpoint.
+        _write_manifest(fs, backup, plan, moved=moved, moving=move.path)
         try:
             fs.makedirs(posixpath.dirname(target), exist_ok=True)
             fs.mv(source, target)
         except Exception as exc:
-            _write_manifest(fs, backup, plan, moved=moved, complete=False)
             raise RepairError(
                 f"moving {source} to {target} failed ({exc}); {len(moved)} of {len(plan.moves)} file(s) "
                 f"were already moved to {backup}",
                 fix="fix the cause, then plan and execute the rewind again: it moves only what remains",
             ) from exc
         moved.append(move.path)
-    _write_manifest(fs, backup, plan, moved=moved, complete=True)
+    _write_manifest(fs, backup, plan, moved=moved, moving=None)
     return RewindResult(plan=plan, executed=True, backup_dir=backup, moved=tuple(moved))
 
 
-def _write_manifest(fs: AbstractFileSystem, backup: str, plan: RewindPlan, *, moved: list[str], complete: bool) -> None:
+def _write_manifest(
+    fs: AbstractFileSystem, backup: str, plan: RewindPlan, *, moved: list[str], moving: str | None
+) -> None:
+    """Write the journal: the plan, the files moved, and the one being moved (``moving``).
+
+    Rewritten before every move and once at the end (``complete``), so it is never behind the
+    folder: a kill at any point leaves every moved file listed under ``moved`` or ``moving``.
+    """
+    complete = moving is None and len(moved) == len(plan.moves)
     manifest = {
         **plan.to_dict(),
         "complete": complete,
         "moved": moved,
-        "restore": f"stop the query and move every file listed in 'moved' back under {plan.root}, "
-        "at the same relative path",
+        "moving": moving,
+        "restore": f"stop the query and move every file listed in 'moved' back under {plan.root}, at the "
+        "same relative path, and the file named in 'moving' too if it is in this folder (the rewind stopped "
+        "while moving it)",
     }
+    # In place, not written aside and renamed: HDFS does not rename over an existing file. A kill
+    # inside this one write can damage the manifest, never the backup folder, which holds only
+    # moved files at their relative paths.
     with fs.open(f"{backup}/{MANIFEST_NAME}", "w") as handle:
         handle.write(json.dumps(manifest, indent=2, sort_keys=True))
 

@@ -17,6 +17,7 @@ from pydantic import computed_field
 
 from airflow_provider_eos.core.errors import RepairError
 from airflow_provider_eos.core.model import FrozenModel
+from airflow_provider_eos.core.repair.fingerprint import plan_fingerprint
 from airflow_provider_eos.core.repair.rewind_files import BACKUP_INFIX, FileMove, log_moves, move_order, scan_state
 from airflow_provider_eos.core.report_table import render_table
 
@@ -50,7 +51,7 @@ class RewindPlan(FrozenModel):
 
     JSON: ``repair`` (``"rewind"``), ``root``, ``location``, ``to_batch``, ``is_noop``, ``stateful``,
     ``before`` (the four batch numbers), ``after`` (``last_committed``, ``last_planned``),
-    ``moves`` and ``warnings``.
+    ``moves``, ``warnings`` and ``fingerprint``.
 
     :param root: the checkpoint root as the file system spells it.
     :param location: the checkpoint root as the operator knows it (``hdfs://...`` as given, an
@@ -75,6 +76,12 @@ class RewindPlan(FrozenModel):
     def repair(self) -> Literal["rewind"]:
         """Which repair this is, for readers of the JSON."""
         return "rewind"
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def fingerprint(self) -> str:
+        """What the dry run shows and an execution may be held to (:mod:`.fingerprint`)."""
+        return plan_fingerprint(self)
 
     @property
     def last_committed_before(self) -> int | None:

@@ -6,7 +6,9 @@ without I/O: it collects every sign of life (a checkpoint commit within the quie
 ongoing transaction under the prefix younger than its timeout, and any sign a caller found
 elsewhere, e.g. the cluster manager still reporting the driver) and never raises.
 :func:`check_safe_to_act` is the same decision as a guard: it raises unless it is safe or forced.
-``force`` is for a person who has checked, never a default.
+``force`` is for a person who has checked, never a default. The same gate stands before every
+recovery action that changes something: abort, rewind (moves checkpoint files) and align (commits
+the sink group's offsets); :data:`LIVE_JOB_HARM` says what each would break.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from airflow_provider_eos.core.transactions.lingering import find_lingering
 from airflow_provider_eos.core.transactions.model import Transaction, format_age, to_epoch_ms
 
 __all__ = [
+    "LIVE_JOB_HARM",
     "SafetyCheck",
     "check_safe_to_act",
     "default_quiet_period_ms",
@@ -29,6 +32,17 @@ __all__ = [
     "recent_commit_reason",
     "young_transaction_reasons",
 ]
+
+
+#: Per recovery action: what it is about to do, and what doing it to a live job breaks.
+LIVE_JOB_HARM: dict[str, tuple[str, str]] = {
+    "abort": ("abort transactions under prefix {prefix!r}",
+              "fencing aborts a live job's transaction and makes its next commit fail"),
+    "rewind": ("rewind the checkpoint",
+               "moving checkpoint files under a running query corrupts its checkpoint"),
+    "align": ("align the sink group",
+              "committing offsets under a running query overwrites the batch markers its sink commits"),
+}
 
 
 def default_quiet_period_ms(transaction_timeout_ms: int, trigger_interval_ms: int | None) -> int:
@@ -153,11 +167,13 @@ def check_safe_to_act(
     force: bool = False,
     signs_of_life: Iterable[str] = (),
     driver_gone: str | None = None,
+    action: str = "abort",
 ) -> SafetyCheck:
     """Refuse to act while the pipeline looks alive, unless its driver is positively gone or forced.
 
     Takes the arguments of :func:`evaluate_safety`.
 
+    :param action: the recovery action about to act, a key of :data:`LIVE_JOB_HARM`.
     :return: the check (``forced`` set when signs of life were overridden).
     :raises UnsafeToActError: naming each sign of life and how to force, if any was found and
         ``force`` is false.
@@ -174,11 +190,12 @@ def check_safe_to_act(
         driver_gone=driver_gone,
     )
     if not check.may_act:
+        doing, harm = LIVE_JOB_HARM[action]
         raise UnsafeToActError(
-            f"refusing to abort transactions under prefix {prefix!r}: the pipeline looks alive:\n"
+            f"refusing to {doing.format(prefix=prefix)}: the pipeline looks alive:\n"
             + "\n".join(f"  - {reason}" for reason in check.reasons),
             fix="stop the job and retry once the quiet period has passed; or, if you are sure "
-            "nothing runs (e.g. the driver was killed), pass --force (force=True): fencing "
-            "aborts a live job's transaction and makes its next commit fail",
+            "nothing runs (e.g. the driver was killed), pass --force (force=True; in eos_manual_recovery "
+            f"tick Force and type '{action} <pipeline> force'): {harm}",
         )
     return check

@@ -29,6 +29,11 @@ PASSES: list[Case] = [
     ("EOS405", other_spec(checkpoint_location="s3a://bucket/checkpoints/orders-old"), []),
     ("EOS406", facts_(other_specs=(good_spec(kafka={"bootstrap.servers": "elsewhere:9092"}),)), []),
     ("EOS407", facts_(group_offsets={TopicPartition("orders-in", 0): None}), ["no committed offsets"]),
+    # 'orders-eos2-' does not begin with 'orders-eos-': no '-' boundary, no overlap.
+    ("EOS408", other_spec(transactional_id_prefix="orders-eos2"), ["'orders-eos-'", "other pipeline"]),
+    ("EOS408", other_spec(transactional_id_prefix="orders-eo"), []),  # 'orders-eo-' begins no id of 'orders-eos'
+    ("EOS408", other_spec(transactional_id_prefix="orders-eos"), []),  # shared, not nested: EOS403 says so
+    ("EOS408", facts_(other_specs=()), ["0 other"]),
 ]
 
 FAILS: list[Case] = [
@@ -40,6 +45,9 @@ FAILS: list[Case] = [
     ("EOS406", other_spec(name="orders"), ["orders", "billing-sink"]),
     ("EOS407", group_offsets(MARKER_3, ""), ["orders-in-1", "no marker"]),
     ("EOS407", group_offsets(MARKER_3, "spark-app"), ["spark-app"]),
+    # Their ACL on 'orders-' also covers this pipeline's 'orders-eos-0', and the other way round.
+    ("EOS408", other_spec(transactional_id_prefix="orders"), ["'orders-'", "'orders-eos-'", "billing"]),
+    ("EOS408", other_spec(transactional_id_prefix="orders-eos-eu"), ["'orders-eos-'", "'orders-eos-eu-'", "billing"]),
 ]
 
 

@@ -217,5 +217,5 @@ def test_result_json_is_the_plan_flat_plus_what_moved_and_reads_back(stateful: s
     assert (data["executed"], data["backup_dir"], data["moved"]) == (True, result.backup_dir, list(result.moved))
     assert RewindResult.model_validate(data) == result
     manifest = json.loads(tree(result.backup_dir)[MANIFEST_NAME])
-    assert set(manifest) == set(plan.to_dict()) | {"complete", "moved", "restore"}
+    assert set(manifest) == set(plan.to_dict()) | {"complete", "moved", "moving", "restore"}
     assert RewindPlan.model_validate(manifest) == plan

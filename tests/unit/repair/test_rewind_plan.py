@@ -172,8 +172,11 @@ def test_plan_json_reads_back_into_an_equal_plan(stateful: str) -> None:
     data = json.loads(json.dumps(plan.model_dump(mode="json")))
     assert data == plan.to_dict()
     assert set(data) == {"repair", "root", "location", "to_batch", "is_noop", "stateful", "before", "after", "moves",
-                         "warnings"}
+                         "warnings", "fingerprint"}
     assert data["repair"] == "rewind" and data["is_noop"] is False
     assert data["moves"][0] == {"path": plan.moves[0].path, "kind": "state", "number": plan.moves[0].number}
     read = RewindPlan.model_validate(data)
     assert read == plan and read.paths == plan.paths and read.last_committed_after == 3
+    # The fingerprint is the plan's: read back, or planned again on the same checkpoint, it is the same.
+    assert read.fingerprint == plan.fingerprint == plan_rewind(CheckpointReader(stateful), 3).fingerprint
+    assert plan_rewind(CheckpointReader(stateful), 2).fingerprint != plan.fingerprint

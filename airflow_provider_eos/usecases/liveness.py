@@ -1,0 +1,66 @@
+"""The liveness gate: no recovery action changes anything while the pipeline looks alive (DESIGN.md section 3).
+
+Abort, rewind and align each act on what a running query also writes: its transactions, its
+checkpoint, its sink group's offsets. Before executing, each reads the same two signs of life
+(:func:`~airflow_provider_eos.core.transactions.check_safe_to_act`): a checkpoint commit within
+the quiet period and a transaction under the prefix younger than its timeout. Dry runs read
+nothing here: they change nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_eos.core import transactions as txn
+from airflow_provider_eos.core.checkpoint import CheckpointReader
+
+if TYPE_CHECKING:
+    from airflow_provider_eos.core.spec import PipelineSpec
+    from airflow_provider_eos.usecases.clients import PipelineClients
+
+__all__ = ["check_not_alive", "forced_notes", "last_commit_time"]
+
+
+def last_commit_time(spec: PipelineSpec, storage_options: Mapping[str, Any] | None) -> dt.datetime | None:
+    """When the checkpoint's newest ``commits/N`` was written; ``None`` without a checkpoint or a commit."""
+    reader = CheckpointReader(spec.checkpoint_location, storage_options)
+    if not reader.exists():
+        return None
+    # The same value as snapshot().last_commit_time without parsing any offsets file: after a
+    # crash the gate must not depend on more of the checkpoint than it needs.
+    last = reader.latest_committed_batch()
+    return None if last is None else reader.commit_time(last)
+
+
+def check_not_alive(
+    clients: PipelineClients, *, action: str, force: bool, now: dt.datetime | None = None
+) -> txn.SafetyCheck:
+    """Refuse ``action`` while the pipeline looks alive, unless ``force``.
+
+    :param action: ``rewind`` or ``align`` (see :data:`~airflow_provider_eos.core.transactions.LIVE_JOB_HARM`).
+    :param force: act despite the signs of life (a person who has checked that nothing runs).
+    :param now: the current time (default: now).
+    :return: the check; ``forced`` is set when signs of life were overridden.
+    :raises UnsafeToActError: naming each sign of life and how to force.
+    :raises TransactionsAdminError: if the transactions under the prefix cannot be read.
+    """
+    spec = clients.spec
+    return txn.check_safe_to_act(
+        spec.transactional_id_prefix,
+        clients.transactions_under_prefix(),
+        last_commit_time=last_commit_time(spec, clients.storage_options),
+        now=now or dt.datetime.now(dt.UTC),
+        transaction_timeout_ms=spec.transaction_timeout_ms,
+        quiet_period_ms=txn.default_quiet_period_ms(spec.transaction_timeout_ms, spec.trigger_interval_ms),
+        force=force,
+        action=action,
+    )
+
+
+def forced_notes(safety: txn.SafetyCheck | None) -> tuple[str, ...]:
+    """The note a forced action carries: which signs of life the person overrode."""
+    if safety is None or not safety.forced:
+        return ()
+    return ("forced despite signs that the pipeline is alive: " + "; ".join(safety.reasons),)
