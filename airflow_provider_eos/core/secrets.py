@@ -17,13 +17,15 @@ still a secret. :func:`redact_text` applies the same rules to free text such as 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 __all__ = [
     "REDACTED",
     "SECRET_NAMES",
     "SECRET_WORDS",
+    "SPARK_DEFAULT_REDACTION_REGEX",
+    "SPARK_REDACTION_REGEX",
     "is_secret_key",
     "is_secret_setting",
     "is_secret_value",
@@ -175,6 +177,62 @@ def _hide_json_pair(match: re.Match[str]) -> str:
 
 def _hide_userinfo(match: re.Match[str]) -> str:
     return f"{match.group(1)}://{REDACTED}@" if _secret_userinfo(match) else match.group(0)
+
+
+#: Spark's own default of ``spark.redaction.regex``: kept in :data:`SPARK_REDACTION_REGEX`, whose additions it lacks.
+SPARK_DEFAULT_REDACTION_REGEX = "(?i)secret|password|token|access[.]?key"
+
+# Where a word of :func:`_words` starts and ends, and what lies between two words, as regex
+# lookarounds that Java's and Python's engines read alike: a run of letters and digits, split
+# again where a lower-case letter or digit meets an upper-case one (``keyStorePassword``). The
+# words themselves are matched case-insensitively, inside ``(?i:...)`` only: a global ``(?i)``
+# would make ``[a-z]`` match upper case too and lose the camelCase boundaries.
+_WORD_START = r"(?:(?<![A-Za-z0-9])|(?<=[a-z0-9])(?=[A-Z]))"
+_WORD_END = r"(?:(?![A-Za-z0-9])|(?<=[a-z0-9])(?=[A-Z]))"
+_WORD_GAP = r"(?:[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z]))"
+
+
+def _any_word(words: Iterable[str]) -> str:
+    """One of ``words``, in any case; longest first, so a word is never cut short by its own prefix."""
+    return "(?i:" + "|".join(sorted((re.escape(word) for word in words), key=lambda w: (-len(w), w))) + ")"
+
+
+def _spark_redaction_regex() -> str:
+    """The regex behind :data:`SPARK_REDACTION_REGEX`, built from this module's rules."""
+    not_last = rf"(?!.*?{_WORD_START}{_any_word(_NOT_A_VALUE)}[^A-Za-z0-9]*$)"
+    names = [rf"(?<![A-Za-z0-9]){re.escape(name)}[^A-Za-z0-9]*$" for name in sorted(SECRET_NAMES)]
+    sequences = [_WORD_START + _WORD_GAP.join(f"(?i:{word})" for word in sequence) + _WORD_END
+                 for sequence in _SECRET_SEQUENCES]
+    containers = "|".join(sorted(_CONTAINER_SCHEMES))
+    alternatives = [
+        "(?i:" + SPARK_DEFAULT_REDACTION_REGEX.removeprefix("(?i)") + ")",
+        # A telling word, unless the name's last word says it names where or what the secret is.
+        f"{_WORD_START}{_any_word(SECRET_WORDS)}{_WORD_END}{not_last}",
+        # ``key`` as the last word (``fs.s3a.access.key``, ``api_key``).
+        rf"{_WORD_START}(?i:key)[^A-Za-z0-9]*$",
+        *sequences,
+        *("(?i:" + name + ")" for name in names),
+        # Values: credentials in a URL's user part (a container's name alone is none), an Authorization header.
+        rf"\b(?!(?i:{containers})://[^/?#\s@:]+@)[A-Za-z][A-Za-z0-9+.-]*://[^/?#\s@]+@",
+        _AUTHORIZATION.pattern,
+    ]
+    return "|".join(alternatives)
+
+
+SPARK_REDACTION_REGEX = _spark_redaction_regex()
+"""A value for ``spark.redaction.regex`` that finds every secret this module finds, and what Spark's default does.
+
+Spark hides a setting whose name *or* value the regex finds (``Utils.redact``: in the UI's
+Environment tab, the event log, ``spark-submit --verbose``). Its default misses an Azure account
+key (``fs.azure.account.key.<account>...``), a SAS token (``fs.azure.sas.<container>...``), a GCS
+key file or private key (``...json.keyfile``, ``...private.key``), a password in a repository URL.
+Matched against a whole name, the regex finds every name :func:`is_secret_key` calls secret; it is
+the same rules, so names this module does not call secret stay visible (unless Spark's default
+hides them). Applied to a value it also finds every secret word anywhere in it (``sig=`` in a SAS
+URL, ``password=`` in a JAAS line, ``PRIVATE KEY`` in a PEM block), a URL's credentials and an
+Authorization header: a superset of :func:`is_secret_value`. A Java regex, also valid for Python's
+``re``.
+"""
 
 
 def redact_text(text: str) -> str:

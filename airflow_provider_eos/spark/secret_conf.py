@@ -12,6 +12,7 @@ file starts with the defaults file spark-submit would have read; what it adds co
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -19,7 +20,11 @@ from airflow_provider_eos.core.secrets import is_secret_setting
 
 SECRET_PROPERTIES = "spark-secrets.properties"
 
-__all__ = ["SECRET_PROPERTIES", "spark_defaults_file", "split_secret_conf", "write_secret_properties"]
+__all__ = ["SECRET_PROPERTIES", "properties_keys", "spark_defaults_file", "split_secret_conf",
+           "write_secret_properties"]
+
+# A key ends at the first separator not escaped by a backslash: '=', ':' or white space.
+_KEY_END = re.compile(r"(?<!\\)[=:\s]")
 
 
 def split_secret_conf(conf: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
@@ -46,6 +51,37 @@ def spark_defaults_file(environment: Mapping[str, str] | None = None) -> Path | 
         conf_dir = f"{home}/conf" if home else None
     candidate = Path(conf_dir) / "spark-defaults.conf" if conf_dir else None
     return candidate if candidate is not None and candidate.is_file() else None
+
+
+def properties_keys(path: Path | None) -> set[str]:
+    """The keys a ``java.util.Properties`` file (``spark-defaults.conf``) sets; none if it cannot be read.
+
+    Enough of the syntax to find keys: comment lines (``#``, ``!``), the three separators, and
+    values continued on the next line by a trailing backslash.
+    """
+    if path is None:
+        return set()
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return set()  # spark-submit reports an unreadable file itself
+    keys: set[str] = set()
+    continued = False
+    for line in lines:
+        text = line.lstrip()
+        if continued:
+            continued = _continues(text)
+            continue
+        if not text or text[0] in "#!":
+            continue
+        continued = _continues(text)
+        keys.add(_KEY_END.split(text, maxsplit=1)[0].replace("\\", ""))
+    return keys
+
+
+def _continues(line: str) -> bool:
+    """Whether ``line`` ends in an odd number of backslashes: its value goes on on the next line."""
+    return (len(line) - len(line.rstrip("\\"))) % 2 == 1
 
 
 def _escape(text: str, *, key: bool) -> str:

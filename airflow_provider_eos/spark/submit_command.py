@@ -20,15 +20,23 @@ from pathlib import Path
 
 from airflow_provider_eos.core.driver import ENTRY_SCRIPT
 from airflow_provider_eos.core.errors import PrerequisiteError, SubmissionError
+from airflow_provider_eos.core.secrets import SPARK_REDACTION_REGEX
 from airflow_provider_eos.core.spec import Mode, PipelineSpec
 from airflow_provider_eos.core.spec.submission import Connector, check_python_environment, url_scheme
 from airflow_provider_eos.kafka.settings.java import SPARK_OPTIONS_REDACTION_REGEX
 from airflow_provider_eos.spark.job_environment import ENVIRONMENT_ALIAS, EXECUTOR_PYTHON
 from airflow_provider_eos.spark.noop_sink import BENCH_NOOP_MODE
-from airflow_provider_eos.spark.secret_conf import spark_defaults_file, split_secret_conf, write_secret_properties
+from airflow_provider_eos.spark.secret_conf import (
+    properties_keys,
+    spark_defaults_file,
+    split_secret_conf,
+    write_secret_properties,
+)
 
 # The entry script and example transforms live inside this package (``airflow_provider_eos.jobs``).
 PACKAGES_SHIPPED = ("airflow_provider_eos",)
+#: The settings Spark hides by (``Utils.redact``); a user's own value, wherever set, is kept.
+REDACTION_REGEX_KEY = "spark.redaction.regex"
 # Driver mode collects each batch on the driver; Arrow makes that a columnar transfer.
 DEFAULT_CONF = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
@@ -38,6 +46,9 @@ DEFAULT_CONF = {
     # The Kafka source's options carry sasl.jaas.config and inline PEM keys: keep them out of
     # plans, the UI and event logs.
     "spark.sql.redaction.options.regex": SPARK_OPTIONS_REDACTION_REGEX,
+    # Spark's default misses Azure account keys, SAS tokens, GCS key files and private keys: the
+    # private properties file's values would show in the UI's Environment tab and the event log.
+    REDACTION_REGEX_KEY: SPARK_REDACTION_REGEX,
 }
 
 
@@ -167,6 +178,10 @@ def plan_submit(
         # A client-mode driver runs here, where the archive is not unpacked; a cluster-mode one runs beside it.
         conf["spark.pyspark.driver.python"] = EXECUTOR_PYTHON if cluster else sys.executable
     spec_arg = spec_file.name if cluster else str(spec_file)
+    defaults = properties_file or spark_defaults_file()
+    if REDACTION_REGEX_KEY in properties_keys(defaults):
+        # --conf would win over the user's (or the cluster's) own choice in the properties file.
+        del conf[REDACTION_REGEX_KEY]
     public, secret = split_secret_conf({**conf, **spec.spark_conf, **(extra_conf or {})})
     return SubmitPlan(
         application=entry_script(),
@@ -177,8 +192,7 @@ def plan_submit(
         archives=archives,
         conf=public,
         env=env,
-        properties_file=write_secret_properties(secret, work_dir, properties_file or spark_defaults_file())
-        if secret else properties_file,
+        properties_file=write_secret_properties(secret, work_dir, defaults) if secret else properties_file,
     )
 
 

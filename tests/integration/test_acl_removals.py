@@ -4,15 +4,19 @@ On the real secured broker (SASL/SCRAM over TLS, StandardAuthorizer, no ACL mean
 fresh pipeline per test: input, output and dead-letter topics, a hand-written checkpoint whose
 batches 0..3 are committed, the sink group at batch 3 without its marker (so align really commits), and a
 transaction left open under ``<prefix>-0`` (so abort really fences). A principal per role gets
-the role's set from :func:`required_acls`; a test removes one ACL and runs the role's tasks
-through the use cases the CLI and the operators call. The first refusal must be an
+the role's set as Kafka's documented rules give it for the requests the role's code sends
+(:mod:`tests.support.kafka_authorization`, :mod:`tests.support.role_requests`), not from
+:func:`required_acls`: checking pre-flight against the table it derives from would pass with the
+table wrong. The product's set must equal it (the unit test ``test_acls_against_kafka.py`` checks
+every shape; here each test asserts it for its pipeline). A test removes one ACL and runs the
+role's tasks through the use cases the CLI and the operators call. The first refusal must be an
 :class:`AclMissingError` that names the principal, the refused resource, the role's ACL on it and
 the command that grants the role's set: never a hang, a bare client error, or a silent "nothing
 found".
 
-The job role's tasks are pre-flight (EOS501, every ACL), the sink's transaction (the sink's own
-clients, every ACL it uses) and Spark's source (`test_job_without_input_read_fails_in_spark` in
-test_acl_removals_spark.py).
+The job role's tasks are pre-flight (EOS501: passes with the set, fails naming any one removed),
+the sink's transaction (the sink's own clients, every ACL it uses) and Spark's source
+(`test_job_without_input_read_fails_in_spark` in test_acl_removals_spark.py).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from airflow_provider_eos.core.acls import Acl, Operation, ResourceType, Role, required_acls
+from airflow_provider_eos.core.acls import Acl, Operation, PatternType, ResourceType, Role, required_acls
 from airflow_provider_eos.core.errors import AclMissingError
 from airflow_provider_eos.core.markers import BatchMarker
 from airflow_provider_eos.core.preflight import Status
@@ -37,6 +41,8 @@ from airflow_provider_eos.kafka.acls_admin import acl_admin, apply_acls, delete_
 from airflow_provider_eos.kafka.group_offsets import write_committed_offsets
 from airflow_provider_eos.kafka.settings import group_metadata_consumer_config
 from tests.support.checkpoints import batch_end_offsets, write_checkpoint
+from tests.support.kafka_authorization import derive
+from tests.support.role_requests import calls_of
 
 pytestmark = pytest.mark.integration
 
@@ -58,12 +64,23 @@ class SecuredPipeline:
         return acl_admin(self.admin_settings)
 
     def grant(self, role: Role, *, without: Acl | None = None) -> list[Acl]:
-        """Give the principal ``role``'s set, less ``without``; returns the set."""
-        wanted = required_acls(self.spec, self.principal, role)
+        """Give the principal ``role``'s set as Kafka's rules give it (:func:`kafka_set`), less ``without``."""
+        wanted = kafka_set(self.spec, self.principal, role)
         apply_acls(self.admin, [a for a in wanted if a != without])
         if without is not None:
             delete_acls(self.admin, [without])
         return wanted
+
+
+def kafka_set(spec: PipelineSpec, principal: str, role: Role) -> list[Acl]:
+    """``role``'s set derived from Kafka's request table, after checking the product grants exactly it."""
+    derived = [Acl(principal=principal, resource_type=ResourceType(b.resource_type), name=b.name,
+                   pattern=PatternType(b.pattern), operation=Operation(b.operation))
+               for b in derive(calls_of(spec, role))]
+    product = required_acls(spec, principal, role)
+    assert {a.binding for a in product} == {a.binding for a in derived}, (
+        role, sorted(a.describe() for a in product), sorted(a.describe() for a in derived))
+    return derived
 
 
 def _base_spec(name: str, kafka: dict[str, Any], checkpoint: Path) -> dict[str, Any]:
@@ -125,12 +142,12 @@ def _acl_id(acl: Acl) -> str:
 def _set_of(role: Role) -> list[Acl]:
     """The role's set on a template pipeline (the parametrization: each test finds the same ACL on its own)."""
     spec = PipelineSpec.from_dict(_base_spec("tmpl", {"bootstrap.servers": "127.0.0.1:9"}, Path("/tmp/tmpl")))
-    return required_acls(spec, "User:tmpl", role)
+    return kafka_set(spec, "User:tmpl", role)
 
 
 def _same_acl(template: Acl, pipeline: SecuredPipeline, role: Role) -> Acl:
     """``template``'s counterpart in the pipeline's set (same position, same shape)."""
-    found = required_acls(pipeline.spec, pipeline.principal, role)[_set_of(role).index(template)]
+    found = kafka_set(pipeline.spec, pipeline.principal, role)[_set_of(role).index(template)]
     assert (found.resource_type, found.operation, found.pattern) == (
         template.resource_type, template.operation, template.pattern)
     return found
@@ -220,6 +237,16 @@ def test_health_without_one_acl_fails_naming_it(secured_pipeline: SecuredPipelin
 
 
 # -- job: pre-flight and the sink's transaction -------------------------------------------------
+
+
+def test_preflight_passes_the_acl_check_with_the_job_set(secured_pipeline: SecuredPipeline) -> None:
+    """No ACL beyond Kafka's set is asked for: pre-flight's EOS501 passes with exactly that set."""
+    from airflow_provider_eos.core.preflight import evaluate
+    from airflow_provider_eos.kafka.cluster_facts import gather_facts
+
+    secured_pipeline.grant("job")
+    finding = evaluate(gather_facts(secured_pipeline.spec, timeout_s=20)).finding("EOS501")
+    assert finding.status is Status.PASS, finding
 
 
 @pytest.mark.parametrize("template", _set_of("job"), ids=_acl_id)

@@ -26,7 +26,7 @@ from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.topic_partition import OffsetMap, TopicPartition
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets, write_committed_offsets
 from tests.support.checkpoints import batch_end_offsets, write_checkpoint
-from tests.support.kafka import wait_for_group_coordinator
+from tests.support.kafka import Cluster, client_settings, wait_for_group_coordinator
 
 PARTITIONS = 2
 LAST_COMMITTED = 3
@@ -37,12 +37,14 @@ class CheckpointedPipeline:
     """A spec file, a checkpoint whose batches 0..3 are planned and committed, and the sink group.
 
     :param spec: the spec as written to ``spec_path`` (a test that rewrites the file reads it again).
+    :param bootstrap: the cluster as the test's own clients reach it: a bootstrap string, or the
+        settings of a secured cluster's administrator.
     """
 
     spec: PipelineSpec
     spec_path: Path
     checkpoint: Path
-    bootstrap: str
+    bootstrap: Cluster
     query_id: str
 
     @property
@@ -81,18 +83,18 @@ class CheckpointedPipeline:
         marker = BatchMarker(self.query_id, batch).encode()
         ends = self.end_offsets(batch if offsets_of_batch is None else offsets_of_batch)
         committed = {tp: (offset, marker) for tp, offset in ends.items()}
-        write_committed_offsets(AdminClient({"bootstrap.servers": self.bootstrap}), self.group_id, committed)
+        write_committed_offsets(AdminClient(client_settings(self.bootstrap)), self.group_id, committed)
         return committed
 
     def group(self) -> dict[TopicPartition, tuple[int, str] | None]:
         """What the sink group holds per input partition: offset and metadata, or ``None``."""
         partitions = [TopicPartition(self.input_topic, p) for p in range(PARTITIONS)]
-        found = read_committed_offsets(AdminClient({"bootstrap.servers": self.bootstrap}), self.group_id, partitions)
+        found = read_committed_offsets(AdminClient(client_settings(self.bootstrap)), self.group_id, partitions)
         return {tp: None if c is None else (c.offset, c.metadata) for tp, c in found.items()}
 
     def produce_input(self, per_partition: Mapping[int, int]) -> None:
         """Produce as many records into each input partition as ``per_partition`` says."""
-        producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5})
+        producer = Producer({**client_settings(self.bootstrap), "linger.ms": 5})
         for partition, count in per_partition.items():
             for i in range(count):
                 producer.produce(self.input_topic, value=f"r{i}".encode(), partition=partition)
@@ -104,10 +106,12 @@ class CheckpointedPipeline:
 
 
 def checkpointed_pipeline(
-    bootstrap: str, topic_factory: Callable[..., str], root: Path, *, stem: str, **fields: Any
+    bootstrap: Cluster, topic_factory: Callable[..., str], root: Path, *, stem: str, **fields: Any
 ) -> CheckpointedPipeline:
     """Create the topics, the checkpoint and the spec file of a new pipeline.
 
+    :param bootstrap: the cluster (a bootstrap string, or a secured cluster's admin settings: they are then the
+        spec's ``kafka`` settings too, and ``topic_factory`` must create topics there).
     :param topic_factory: the ``topic_factory`` fixture.
     :param root: the test's folder; the spec goes to ``root/specs/<name>.json`` (the only spec in that
         folder, for the pre-flight's sharing rules), the checkpoint to ``root/checkpoints/<name>``.
@@ -129,7 +133,7 @@ def checkpointed_pipeline(
     )
     spec = {
         "name": name,
-        "kafka": {"bootstrap.servers": bootstrap},
+        "kafka": client_settings(bootstrap),
         "input_topics": [input_topic],
         "output_topic": output_topic,
         "group_id": f"{name}-sink",
