@@ -310,11 +310,13 @@ def test_sensor_poke_keeps_the_window_between_pokes(spec_path: str, monkeypatch)
     from airflow_provider_eos.usecases import health as health_usecase
 
     started = now_ms()
+    # Each sample is made when it is probed: batch 2's commit is after the sensor's window opened
+    # however long the first poke took on a loaded machine.
     script = iter([
-        make_sample(committed=5, lso=10, marker=1, commit_ms=started - 1),
-        make_sample(committed=10, lso=10, marker=2, commit_ms=now_ms() + 5),
+        lambda: make_sample(committed=5, lso=10, marker=1, commit_ms=started - 1),
+        lambda: make_sample(committed=10, lso=10, marker=2, commit_ms=now_ms() + 5),
     ])
-    monkeypatch.setattr(health_usecase, "probe", lambda spec, **kw: next(script))
+    monkeypatch.setattr(health_usecase, "probe", lambda spec, **kw: next(script)())
     sensor = StreamingQueryHealthSensor(task_id="health", spec_path=spec_path, deferrable=False, poke_interval=0)
     assert sensor.poke({}) is False
     done = sensor.poke({})
