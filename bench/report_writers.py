@@ -192,9 +192,13 @@ def batch_breakdown(tp: dict[str, Any], letter: str, cores: int) -> dict[str, An
                 "slot time is task launch, Python worker and Kafka client setup, or a slot idle while the batch's "
                 "last task runs)" if slots else "no task time recorded")
         replaced = sum(r.get("producers_replaced") or 0 for r in runs)
+        created = sum(r.get("producers_created") or 0 for r in runs)
         task_count = sum(r.get("task_lines") or 0 for r in runs)
-        result["producers_replaced"] = replaced
-        if task_count and all("producers_replaced" in r for r in runs):
+        result.update(producers_replaced=replaced, producers_created=created)
+        if task_count and all("producers_created" in r for r in runs):
+            text += (f"; {created} of {task_count} tasks created their producer (the partition's last batch ran in "
+                     f"another Python worker, or it was the worker's first), {replaced} found a cached one fenced")
+        elif task_count and all("producers_replaced" in r for r in runs):
             text += (f"; {replaced} of {task_count} tasks found their cached producer fenced by another Python "
                      "worker and re-initialised it")
     else:

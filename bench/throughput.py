@@ -149,7 +149,9 @@ def sink_figures(job: Job, progress: list[dict[str, Any]]) -> dict[str, Any]:
         figures["tasks_ms_total"] = sum(e.get("tasks_ms") or 0 for e in extras)
         figures["tasks_per_batch"] = summarize([e.get("tasks") or 0 for e in extras], 1)
         figures["driver_commits"] = sum(e.get("partitions_committed_by_driver") or 0 for e in extras)
-        # A task whose partition last ran in another Python worker finds its cached producer fenced and re-inits.
+        # A task whose partition last ran in another Python worker creates (and initialises) a producer:
+        # the worker's cached one is dropped without asking (created), or found fenced (replaced).
+        figures["producers_created"] = sum(e.get("producers_created") or 0 for e in extras)
         figures["producers_replaced"] = sum(e.get("producers_replaced") or 0 for e in extras)
         figures["task_ms_total"] = {k: sum(t.get(k) or 0 for t in tasks) for k in ("produce_ms", "commit_ms")}
         figures["task_ms"] = {k: summarize([t.get(k) or 0 for t in tasks], 0) for k in ("produce_ms", "commit_ms")}

@@ -159,7 +159,15 @@ def test_streaming_run_sigkill_clear_and_mark_failed_stay_exactly_once(stream: S
     api.set_task_state(DAG, second, "submit_stream", "failed")
     assert api.wait_for_run(DAG, second, timeout_s=300) == "failed"
     _recovered(api, second)
-    assert "EOS-QUERY SIGTERM" in api.task_log(DAG, second, "submit_stream", try_number=2)
+    # The killed attempt's log is complete once Airflow has written what the task read before its end.
+    killed_log = ""
+
+    def announced() -> bool:
+        nonlocal killed_log
+        killed_log = api.task_log(DAG, second, "submit_stream", try_number=2)
+        return "EOS-QUERY SIGTERM" in killed_log
+
+    assert wait_for(announced, 30, interval_s=2), killed_log[-4000:]
 
     # 3. The next run resumes exactly once.
     third = stream.start_run()

@@ -25,6 +25,7 @@ def test_eos_run_starts_spark_submit_without_the_workers_secrets(tmp_path, monke
         monkeypatch.setenv(name, "secret")
     monkeypatch.setenv("SPARK_SUBMIT_OPTS", "-Dx=1")
     monkeypatch.setenv("EOS_LOG_LEVEL", "DEBUG")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # CI sets none: the test sets what must travel
     handler = signal.getsignal(signal.SIGTERM)  # `eos run` forwards SIGTERM to the driver while it runs
     try:
         assert main(["run", "--spec", str(spec_file), "--master", "local[1]"]) == 0

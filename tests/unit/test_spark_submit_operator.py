@@ -190,6 +190,7 @@ def test_spark_submit_starts_with_an_allow_listed_environment_not_the_workers_se
         monkeypatch.setenv(name, "secret")
     monkeypatch.setenv("SPARK_SUBMIT_OPTS", "-Dx=1")
     monkeypatch.setenv("EOS_LOG_LEVEL", "DEBUG")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # CI sets none: the test sets what must travel
     operator = EosSparkSubmitOperator(task_id="submit", spec_path=str(spec_path), conn_id="eos_spark",
                                       spark_binary=str(fake_spark_submit(tmp_path)), env_vars={"MY_SETTING": "x"})
     operator.execute({"ti": RecordingTaskInstance(), "run_id": "manual__3"})
