@@ -14,25 +14,11 @@ from typing import Any
 import pytest
 
 from airflow_provider_eos.core.acls import Acl, Operation, PatternType, ResourceType, required_acls
-from airflow_provider_eos.core.spec import PipelineSpec
+from tests.support.acl_specs import orders_spec as spec
 from tests.support.kafka_authorization import Binding, derive, needed_by
 from tests.support.role_requests import calls_of
 
 P = "User:orders-app"
-
-
-def spec(**overrides: Any) -> PipelineSpec:
-    fields: dict[str, Any] = {
-        "name": "orders",
-        "kafka": {"bootstrap.servers": "b1:9092"},
-        "input_topics": ["orders-in", "refunds-in"],
-        "output_topic": "orders-out",
-        "dlq_topic": "orders-dlq",
-        "group_id": "orders-sink",
-        "transactional_id_prefix": "orders-eos",
-        "checkpoint_location": "/tmp/checkpoints/orders",
-    }
-    return PipelineSpec.from_dict({**fields, **overrides})
 
 
 # (role, hanging_abort, spec overrides): every shape a set takes.

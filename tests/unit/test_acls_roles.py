@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from airflow_provider_eos.core import transactional_ids
@@ -19,23 +17,9 @@ from airflow_provider_eos.core.acls import (
     principal_of,
     required_acls,
 )
-from airflow_provider_eos.core.spec import PipelineSpec
+from tests.support.acl_specs import orders_spec as spec
 
 P = "User:orders-job"
-
-
-def spec(**overrides: Any) -> PipelineSpec:
-    fields: dict[str, Any] = {
-        "name": "orders",
-        "kafka": {"bootstrap.servers": "b1:9092"},
-        "input_topics": ["orders-in", "refunds-in"],
-        "output_topic": "orders-out",
-        "dlq_topic": "orders-dlq",
-        "group_id": "orders-sink",
-        "transactional_id_prefix": "orders-eos",
-        "checkpoint_location": "/tmp/checkpoints/orders",
-    }
-    return PipelineSpec.from_dict({**fields, **overrides})
 
 
 def rows(acls: list[Acl]) -> list[tuple[str, str, str, str]]:
