@@ -14,6 +14,8 @@ order kept, dead letters exact, every verdict IN_SYNC or KAFKA_AHEAD_SAFE, nothi
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import pytest
@@ -28,6 +30,9 @@ from soak.schedule import KINDS, build
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.chaos]
 
 SCHEDULE = build(20261125, records=24_000, faults=10)
+#: Each phase's result (faults with their timings, runs, recoveries, drain) is kept here, pass or fail:
+#: the subset's time has a heavy tail (a batch stuck behind a broker fault) worth reading afterwards.
+ARTIFACTS = Path(os.environ.get("EOS_TEST_ARTIFACTS", Path(__file__).resolve().parents[2] / "artifacts")) / "soak"
 
 
 def test_the_subset_covers_every_kind() -> None:
@@ -44,6 +49,8 @@ def test_exactly_once_through_the_soak_subset(kafka_cluster: BrokerInfo, spark_s
     for phase in SCHEDULE.phases:
         result = run_phase(phase, EXACTLY_ONCE, phase.writers, stack, Settings(batch=1000), tmp_path / phase.writers)
 
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        (ARTIFACTS / f"subset-{phase.writers}.json").write_text(json.dumps(result, indent=1, default=str))
         checks = result["checks"]
         faults = result["faults"]
         print(f"seed={SCHEDULE.seed} {phase.writers}: {summarize_checks(checks)}; faults: "
