@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -33,12 +34,15 @@ def start_reached(*args: object, **kwargs: object) -> None:
     raise StartReached
 
 
+#: A file of the user's, and files in sub-folders named as the devstack names its own.
+USERS_FILES = {"notes.txt", "data/thesis.tex", "logs/diary.txt", "spark/job.py", "yarn/site.xml",
+               "airflow/dags/mine.py"}
+
+
 @pytest.fixture
 def users_folder(tmp_path: Path) -> Path:
-    """A folder of the user's: a file, and sub-folders named as the devstack names its own."""
     folder = tmp_path / "home"
-    for name in ("notes.txt", "data/thesis.tex", "logs/diary.txt", "spark/job.py", "yarn/site.xml",
-                 "airflow/dags/mine.py"):
+    for name in USERS_FILES:
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text("the user's")
     return folder
@@ -48,13 +52,17 @@ def files_of(folder: Path) -> set[str]:
     return {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()}
 
 
-USERS_FILES = {"notes.txt", "data/thesis.tex", "logs/diary.txt", "spark/job.py", "yarn/site.xml",
-               "airflow/dags/mine.py"}
-
-
 def refused(raised: pytest.ExceptionInfo[DevstackError], folder: Path) -> None:
     assert str(folder) in raised.value.message and "not made by the devstack" in raised.value.message
     assert raised.value.fix and "empty" in raised.value.fix
+
+
+def refuses_untouched(action: Callable[[], object], folder: Path) -> None:
+    """``action`` refuses ``folder`` with the devstack's error, and every file of the user's is still there."""
+    with pytest.raises(DevstackError) as raised:
+        action()
+    refused(raised, folder)
+    assert files_of(folder) == USERS_FILES
 
 
 def dead_pid() -> int:
@@ -64,27 +72,18 @@ def dead_pid() -> int:
 
 
 def test_the_broker_down_refuses_a_users_folder_and_leaves_it_untouched(users_folder: Path) -> None:
-    with pytest.raises(DevstackError) as raised:
-        LocalKafka(users_folder).down()
-    refused(raised, users_folder)
-    assert files_of(users_folder) == USERS_FILES
+    refuses_untouched(lambda: LocalKafka(users_folder).down(), users_folder)
 
 
 def test_the_broker_up_refuses_a_users_folder_before_it_removes_anything(users_folder: Path, monkeypatch) -> None:
     monkeypatch.setattr(broker, "require_java", start_reached)
-    with pytest.raises(DevstackError) as raised:
-        LocalKafka(users_folder).up()
-    refused(raised, users_folder)
-    assert files_of(users_folder) == USERS_FILES
+    refuses_untouched(lambda: LocalKafka(users_folder).up(), users_folder)
 
 
 @pytest.mark.parametrize("part", PARTS, ids=lambda part: part.__name__)
 def test_a_clusters_down_refuses_a_users_folder_and_leaves_it_untouched(
         users_folder: Path, part: type[RecordedDaemons]) -> None:
-    with pytest.raises(DevstackError) as raised:
-        part(users_folder).down()
-    refused(raised, users_folder)
-    assert files_of(users_folder) == USERS_FILES
+    refuses_untouched(lambda: part(users_folder).down(), users_folder)
 
 
 @pytest.mark.parametrize("part", PARTS, ids=lambda part: part.__name__)
@@ -93,10 +92,7 @@ def test_a_clusters_up_refuses_a_users_folder_before_it_removes_anything(
     monkeypatch.setattr(jars, "require_java", start_reached)
     monkeypatch.setattr(yarn, "require_java", start_reached)
     monkeypatch.setattr(LocalAirflow, "_airflow", start_reached)
-    with pytest.raises(DevstackError) as raised:
-        part(users_folder).up()
-    refused(raised, users_folder)
-    assert files_of(users_folder) == USERS_FILES
+    refuses_untouched(lambda: part(users_folder).up(), users_folder)
 
 
 def test_a_path_that_is_a_file_is_refused(tmp_path: Path) -> None:
