@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import fcntl
 import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 import uuid
@@ -36,6 +38,8 @@ from airflow_provider_eos.usecases.abort import abort_open_transactions
 from tests.support.kafka import consume_all, end_offsets
 
 pytestmark = pytest.mark.integration
+
+_INVALID_TXN_STATE = 48
 
 # A transaction that stays open for the whole test unless someone aborts it.
 LONG_TIMEOUT_MS = 600_000
@@ -89,7 +93,11 @@ def open_transaction_and_sigkill(
 
 @contextlib.contextmanager
 def partition_verification_disabled(bootstrap: str) -> Iterator[None]:
-    """Switch ``transaction.partition.verification.enable`` off on broker 1, and back to its default."""
+    """Switch ``transaction.partition.verification.enable`` off on broker 1, and back to its default.
+
+    The setting is broker-wide and both xdist workers share the broker: without a lock, one
+    worker's restore lands inside the other's window and its batch is refused (error 48).
+    """
     admin = AdminClient({"bootstrap.servers": bootstrap})
 
     def alter(op: AlterConfigOpType, value: str | None) -> None:
@@ -98,13 +106,15 @@ def partition_verification_disabled(bootstrap: str) -> Iterator[None]:
         for future in admin.incremental_alter_configs([resource]).values():
             future.result(30)
 
-    alter(AlterConfigOpType.SET, "false")
-    try:
-        time.sleep(1)  # dynamic broker configs apply asynchronously
-        yield
-    finally:
-        alter(AlterConfigOpType.DELETE, None)
-        time.sleep(1)
+    lock = Path(tempfile.gettempdir()) / f"eos-test-verification-{bootstrap.replace(':', '-')}.lock"
+    with lock.open("a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        alter(AlterConfigOpType.SET, "false")
+        try:
+            yield
+        finally:
+            alter(AlterConfigOpType.DELETE, None)
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def make_hanging_transaction(bootstrap: str, txn_id: str, topic: str, partition: int) -> tuple[int, int, int]:
@@ -146,8 +156,15 @@ def make_hanging_transaction(bootstrap: str, txn_id: str, topic: str, partition:
             transactional_id=txn_id, acks=-1, timeout_ms=30_000, topic_data=[topic_data], min_version=3, max_version=9
         )
         with partition_verification_disabled(bootstrap):
-            response = admin._manager.run(admin._manager.send, request, 1)
-        (result,) = response.responses[0].partition_responses
+            # Dynamic broker configs apply asynchronously: until this one has, the leader refuses
+            # the batch with INVALID_TXN_STATE (48) and writes nothing, so sending again is safe.
+            deadline = time.monotonic() + 30
+            while True:
+                response = admin._manager.run(admin._manager.send, request, 1)
+                (result,) = response.responses[0].partition_responses
+                if result.error_code != _INVALID_TXN_STATE or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
         assert result.error_code == 0, response
         return description.producer_id, description.producer_epoch, result.base_offset
     finally:

@@ -12,6 +12,7 @@ import json
 import logging
 import stat
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,12 @@ SPEC = {
     "checkpoint_location": "/tmp/checkpoints/orders",
     "connector": {"jars": ["https://repo.example.com/jars/spark-sql-kafka-0-10_2.13-4.2.0.jar"]},
 }
+
+
+def unique_run_id() -> str:
+    """A run id no other test uses: the driver token derives from it, and the operator stops any
+    process carrying its run's token (a previous attempt's driver), even one of a test on the other worker."""
+    return f"manual__{uuid.uuid4().hex}"
 
 
 class RecordingTaskInstance:
@@ -86,7 +93,7 @@ def run_operator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, deploy_mode
                                       conn_id="eos_spark", python_environment=str(archive) if archive else None,
                                       durable=False)
     ti = RecordingTaskInstance()
-    operator.execute({"ti": ti, "run_id": "manual__1"})
+    operator.execute({"ti": ti, "run_id": unique_run_id()})
     for field in operator.template_fields:
         assert SASL_PASSWORD not in repr(getattr(operator, field, None)), field
     return ti
@@ -129,7 +136,7 @@ def test_the_spec_as_written_is_passed_by_path_when_no_connection_is_used(tmp_pa
     spec_path.write_text(yaml.safe_dump(SPEC))
     monkeypatch.setenv("AIRFLOW_CONN_EOS_SPARK", json.dumps({"conn_type": "spark", "host": "local[2]"}))
     EosSparkSubmitOperator(task_id="submit", spec_path=str(spec_path), conn_id="eos_spark").execute(
-        {"ti": RecordingTaskInstance(), "run_id": "manual__2"})
+        {"ti": RecordingTaskInstance(), "run_id": unique_run_id()})
     (run,) = submitted
     assert run["spec_arg"] == str(spec_path) and spec_path.exists()
     # No packed environment: today's local interpreter for driver and executors.
@@ -167,7 +174,7 @@ def test_the_operators_conf_takes_the_specs_secret_split(tmp_path, monkeypatch, 
     shown = json.dumps(redact(operator.conf, "conf"))
     assert AZURE_SECRET not in shown and "repo-pw-5b5b" not in shown and "2g" in shown
     caplog.set_level(logging.DEBUG)
-    operator.execute({"ti": RecordingTaskInstance(), "run_id": "manual__3"})
+    operator.execute({"ti": RecordingTaskInstance(), "run_id": unique_run_id()})
 
     (run,) = submitted
     assert not any(AZURE_SECRET in arg or "repo-pw-5b5b" in arg for arg in run["argv"]), run["argv"]
@@ -193,7 +200,7 @@ def test_spark_submit_starts_with_an_allow_listed_environment_not_the_workers_se
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # CI sets none: the test sets what must travel
     operator = EosSparkSubmitOperator(task_id="submit", spec_path=str(spec_path), conn_id="eos_spark",
                                       spark_binary=str(fake_spark_submit(tmp_path)), env_vars={"MY_SETTING": "x"})
-    operator.execute({"ti": RecordingTaskInstance(), "run_id": "manual__3"})
+    operator.execute({"ti": RecordingTaskInstance(), "run_id": unique_run_id()})
     names = names_seen(spec_path)
     assert not {name for name in names if name.startswith("AIRFLOW")}, names
     # What the job reads travels, and so does what the DAG author passed explicitly.
