@@ -145,9 +145,13 @@ class PartitionWriteTask:
         stats = TaskStats(self.batch_id, input_range.spark_partition, attempt, tp.topic, tp.partition, "produce")
         clock = Stopwatch()
         offsets = offsets_to_commit(self.query_id, self.batch_id, {tp: self.end[tp]})
-        if writer.last_committed_batch is not None and writer.last_committed_batch != self.batch_id - 1:
-            # Another worker wrote this partition since (Spark does not pin partitions to workers):
-            # the cached producer is fenced for sure, so start afresh instead of asking the broker.
+        written_elsewhere = writer.last_committed_batch not in (None, self.batch_id - 1)
+        if attempt > 0 or written_elsewhere:
+            # A retry: the earlier attempt (maybe in another worker) may have died inside its transaction,
+            # its offsets still pending in the group, so a stable read would wait for the transaction
+            # timeout; a fresh producer's init fences it and aborts its transaction first. Otherwise another
+            # worker wrote this partition since (Spark does not pin partitions to workers): the cached
+            # producer is fenced for sure, so start afresh instead of asking the broker.
             writer.drop()
         for _ in range(2):
             writer.producer()

@@ -52,6 +52,9 @@ def test_python_worker_killed_after_producing_and_before_its_commit(bootstrap, t
     retried = [t for t in task_lines(result) if (t["batch_id"], t["partition"]) == (FAULT_BATCH, 0)]
     assert [t["action"] for t in retried] == ["produce"] and retried[0]["attempt"] >= 1, retried
     assert max(output_ids(harness.output_values("read_uncommitted")).values()) == 2
+    # The first retry fenced the dead attempt before reading the group's offsets: a retry that read
+    # first waited for the dead transaction's timeout, failed, and only the next retry wrote.
+    assert retried[0]["attempt"] == 1 and "offsets to be stable" not in result.log, retried
 
 
 def test_python_worker_killed_after_its_commit_and_before_it_reports(bootstrap, tmp_path):
