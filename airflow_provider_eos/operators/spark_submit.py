@@ -36,6 +36,10 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.providers.common.compat.openlineage.utils.spark import (
+    inject_parent_job_information_into_spark_properties,
+    inject_transport_information_into_spark_properties,
+)
 from airflow.sdk.exceptions import AirflowFailException
 from airflow.sdk.log import mask_secret
 
@@ -166,7 +170,7 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
                 plan = plan_submit(spec_file, spec, mode=mode, work_dir=work_dir, deploy_mode=deploy_mode,
                                    python_environment=self.python_environment, connector=self.connector,
                                    properties_file=Path(self.properties_file) if self.properties_file else None,
-                                   extra_conf=self.conf)
+                                   extra_conf=self._conf_with_openlineage(context))
             self.application = str(plan.application)
             self.application_args = plan.application_args
             self.jars = _joined(plan.jars, self.jars)
@@ -189,6 +193,21 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
             super().execute(context)
         finally:
             shutil.rmtree(work_dir, ignore_errors=True)
+
+    def _conf_with_openlineage(self, context: Context) -> dict[str, Any]:
+        """The DAG author's ``conf`` with the OpenLineage properties the provider injects, added now.
+
+        The provider's ``execute`` adds them to ``conf`` after this operator split it into public settings
+        and the private properties file: a transport's API key would reach spark-submit's command line.
+        Injected here, they take the same split, and the provider's own injection is switched off.
+        """
+        conf = dict(self.conf or {})
+        if self._openlineage_inject_parent_job_info:
+            conf = inject_parent_job_information_into_spark_properties(conf, context)
+        if self._openlineage_inject_transport_info:
+            conf = inject_transport_information_into_spark_properties(conf, context)
+        self._openlineage_inject_parent_job_info = self._openlineage_inject_transport_info = False
+        return conf
 
     def render_template_fields(self, context: Context, jinja_env: jinja2.Environment | None = None) -> None:
         """Render the templated fields, then register the secret ``conf`` values with the secrets masker.

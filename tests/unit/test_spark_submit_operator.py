@@ -206,3 +206,30 @@ def test_spark_submit_starts_with_an_allow_listed_environment_not_the_workers_se
     # What the job reads travels, and so does what the DAG author passed explicitly.
     assert {"PATH", "PYTHONPATH", "SPARK_SUBMIT_OPTS", "EOS_LOG_LEVEL", "EOS_DRIVER_TOKEN", "EOS_DRIVER_OWNER_PID",
             "PYSPARK_PYTHON", "MY_SETTING"} <= names, names
+
+
+def test_openlineage_transport_properties_take_the_secret_split(tmp_path, monkeypatch, submitted):
+    """The provider injects OpenLineage's transport (its API key too) into ``conf``: before the split, not after."""
+    from airflow_provider_eos.operators import spark_submit
+
+    api_key = "ol-key-7f3e9c1a5b"
+
+    def transport(properties: dict, context: object) -> dict:
+        return {**properties, "spark.openlineage.transport.type": "http",
+                "spark.openlineage.transport.url": "http://lineage.example.com:5000",
+                "spark.openlineage.transport.auth.type": "api_key",
+                "spark.openlineage.transport.auth.apiKey": api_key}
+
+    monkeypatch.setattr(spark_submit, "inject_transport_information_into_spark_properties", transport)
+    spec_path = tmp_path / "orders.yaml"
+    spec_path.write_text(yaml.safe_dump(SPEC))
+    monkeypatch.setenv("AIRFLOW_CONN_EOS_SPARK", json.dumps({"conn_type": "spark", "host": "local[2]"}))
+    operator = spark_submit.EosSparkSubmitOperator(task_id="submit", spec_path=str(spec_path), conn_id="eos_spark",
+                                                   openlineage_inject_transport_info=True)
+    operator.execute({"ti": RecordingTaskInstance(), "run_id": unique_run_id()})
+
+    (run,) = submitted
+    assert not any(api_key in arg for arg in run["argv"]), run["argv"]
+    assert "spark.openlineage.transport.url=http://lineage.example.com:5000" in run["argv"]
+    assert f"spark.openlineage.transport.auth.apiKey={api_key}" in run["properties"]
+    assert run["properties_mode"] == 0o600
