@@ -70,6 +70,9 @@ def _specs_env(harness: PipelineHarness, spark: dict[str, str] = SPARK_LOCAL) ->
     return {"EOS_SPECS_DIR": str(harness.spec_file.parent), **spark}
 
 
+# CI: test_secured_pipeline runs the same crash, recovery and resume on the standalone cluster (secured,
+# three principals); this unsecured one runs in `make test-long`.
+@pytest.mark.long
 @pytest.mark.integration
 @pytest.mark.spark
 def test_eos_pipeline_runs_then_recovers_from_a_crash_and_resumes(airflow_home, bootstrap, tmp_path,

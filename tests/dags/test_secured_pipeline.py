@@ -4,7 +4,10 @@ The job, recovery and health principals each hold only their own role's ACLs (``
 reach Kafka through their own Airflow ``kafka`` connection, stored in the metadata DB. On both
 writers: a crash mid-batch, the recovery branch aborting the dead job's transactions as the
 recovery principal, a resume that is exactly once, the health check as the health principal.
-While it runs, every password is looked for where it must never be (issue 12, "Secrets").
+The job runs on the two-worker standalone cluster (client deploy mode), so real executor JVMs and
+their Python workers are among the processes sampled. While it runs, every password is looked for
+where it must never be: command lines and environments, files (the operator's private spec copies
+while they exist, and nothing left of them after), logs, XCom, rendered fields, the event log.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ def _grant(spec_file: Path, principal: str, role: str, admin_config: Path) -> st
 # driver writer's one id under the same ACL is a long proof (`make test-long`).
 @pytest.mark.parametrize("writers", [pytest.param("driver", marks=pytest.mark.long), "executors"])
 def test_three_principals_crash_recover_resume_and_no_password_leaks(
-    airflow_home, secured_kafka, secured_admin_settings, tmp_path, writers
+    airflow_home, secured_kafka, secured_admin_settings, spark_standalone, tmp_path, writers
 ):
     admin = dict(secured_admin_settings)
     users = {role: f"eos-{role}-{uuid.uuid4().hex[:6]}" for role in ROLES}
@@ -70,18 +73,23 @@ def test_three_principals_crash_recover_resume_and_no_password_leaks(
     secrets.append(spark_secret)
     harness.with_overrides(spark_conf={**harness.spec.spark_conf, "spark.eventLog.enabled": "true",
                                        "spark.eventLog.dir": event_log.as_uri(), "spark.local.dir": str(spark_local),
+                                       "spark.executor.memory": "512m", "spark.cores.max": "2",
                                        "spark.hadoop.fs.s3a.secret.key": spark_secret})
     records, valid_ids, malformed = json_events(1200, malformed_every=47)
     harness.produce_input(records)
 
     admin_config = Path(secured_kafka.client_config)
     granted = "".join(_grant(harness.spec_file, f"User:{users[role]}", role, admin_config) for role in ROLES)
+    task_tmp = tmp_path / "task-tmp"
+    task_tmp.mkdir()
     connections = {f"kafka_{role}": {"conn_type": "kafka", "extra": _principal_settings(admin, users[role],
                                                                                          passwords[role])}
                    for role in ROLES}
     env = {
         "EOS_SPECS_DIR": str(harness.spec_file.parent),
-        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
+        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": spark_standalone.master_url}),
+        # The operator's private spec copy (the job principal's password in it) goes where the sampler looks.
+        "TMPDIR": str(task_tmp),
         # Connection extras are stored encrypted, as a deployment keeps them.
         "AIRFLOW__CORE__FERNET_KEY": Fernet.generate_key().decode(),
         **{f"EOS_KAFKA_CONN_ID_{role.upper()}": f"kafka_{role}" for role in ROLES},
@@ -89,7 +97,7 @@ def test_three_principals_crash_recover_resume_and_no_password_leaks(
     }
     conf = {"pipeline": harness.spec.name}
 
-    with ProcessSampler(secrets) as sampler:
+    with ProcessSampler(secrets, watched=[task_tmp]) as sampler:
         crashed = run_dag("eos_pipeline", conf, tmp_path / "run1.json", env={
             **env, "EOS_FAULT_INJECTION": "after_produce@2", "EOS_FAULT_INJECTION_ACK": "kill-this-driver"})
         resumed = run_dag("eos_pipeline", conf, tmp_path / "run2.json", env=env)
@@ -102,6 +110,7 @@ def test_three_principals_crash_recover_resume_and_no_password_leaks(
     assert crashed.states["preflight"] == "success", crashed.task_log("preflight")[-4000:]
     assert crashed.states["submit"] == "failed", crashed.states
     assert crashed.states["recover_abort"] == "success" and crashed.states["recover_verify"] == "success"
+    assert crashed.states["pipeline_failed"] == "failed", crashed.states
     aborted = [row["transactional_id"] for row in crashed.xcoms["recover_abort"]["rows"]]
     if writers == "driver":
         assert aborted == [harness.spec.transactional_id(0)], aborted
@@ -114,6 +123,9 @@ def test_three_principals_crash_recover_resume_and_no_password_leaks(
 
     # The resume, exactly once; health and the manual verify as their own principals.
     assert resumed.state == "success", resumed.states
+    assert resumed.states["submit"] == "success" and resumed.states["supervise"] == "success"
+    assert resumed.states["recover_abort"] == "skipped" and resumed.states["pipeline_failed"] == "skipped"
+    assert resumed.xcoms["verify"]["overall"] in {"IN_SYNC", "KAFKA_AHEAD_SAFE"}
     assert resumed.xcoms["preflight"]["ok"] is True
     assert_exactly_once(harness, valid_ids, malformed)
     assert max(output_ids(harness.output_values("read_uncommitted")).values()) == 2, "the crash really hit"
@@ -123,11 +135,14 @@ def test_three_principals_crash_recover_resume_and_no_password_leaks(
     assert verified.state == "success" and verified.xcoms["verify"]["overall"] == "IN_SYNC", verified.states
 
     # No password anywhere it must not be.
-    # spark-submit's shell script execs the JVM at once: what runs is the driver JVM, the Python
-    # driver and the Python workers (the executors are threads of the driver JVM on local[2]).
-    assert sampler.samples > 20 and {"driver jvm", "python driver", "python worker"} <= sampler.processes_seen, \
-        (sampler.samples, sampler.processes_seen)
+    # spark-submit's shell script execs the JVM at once: what runs is the driver JVM and the Python
+    # driver here, the executor JVMs and their Python workers under the cluster's workers.
+    assert sampler.samples > 20 and {"driver jvm", "python driver", "executor", "python worker"} \
+        <= sampler.processes_seen, (sampler.samples, sampler.processes_seen)
     assert sampler.leaks == [], sampler.leaks
+    # The submit tasks' private spec copies were seen while they ran (private), and are gone.
+    assert {path.name for path in sampler.private_copies_seen} >= {"spec.yaml"}, sampler.private_copies_seen
+    assert not any(task_tmp.glob("eos-submit-*")), sorted(task_tmp.rglob("*"))
     runs = {"run1": crashed, "run2": resumed, "health": health, "verify": verified}
     events = "".join(path.read_text(errors="replace") for path in event_log.rglob("*") if path.is_file())
     assert events, "the Spark event log is empty"
@@ -138,7 +153,9 @@ def test_three_principals_crash_recover_resume_and_no_password_leaks(
                       **{f"{name} task logs": run.log for name, run in runs.items()},
                       **{f"{name} xcom": "".join(run.stored_xcoms) for name, run in runs.items()},
                       **{f"{name} rendered fields": "".join(run.rendered_fields) for name, run in runs.items()})
-        problems = leaks_in_files(secret, [tmp_path, airflow_home, Path(secured_kafka.state_dir)],
+        # The cluster's folder holds each executor's work folder (fetched files, stdout and stderr).
+        scanned = [tmp_path, airflow_home, Path(secured_kafka.state_dir), Path(spark_standalone.info.state_dir)]
+        problems = leaks_in_files(secret, scanned,
                                   allowed=[tmp_path / "connections.json", harness.spec_file,
                                            Path(secured_kafka.state_dir)])
         assert problems == [], problems

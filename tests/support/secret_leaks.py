@@ -30,14 +30,21 @@ class ProcessSampler:
     ``ps`` shows any user every command line; an environment is readable by the process owner
     and root only, but a secret there is inherited by every child, so both are checked.
 
+    Files in ``watched`` folders that hold a secret while the pipeline runs (the operator's private spec
+    copies, which live only as long as their task) are recorded too, with the permission bits of the
+    file and of every folder between it and the watched root: a copy others could reach is a leak.
+
     :param secrets: the values that must not appear (reported by position, never printed).
+    :param watched: folders whose secret-holding files are looked at in every sample.
     """
 
     secrets: list[str]
+    watched: list[Path] = field(default_factory=list)
     interval_s: float = 0.2
     samples: int = 0
     processes_seen: set[str] = field(default_factory=set)
     leaks: list[str] = field(default_factory=list)
+    private_copies_seen: set[Path] = field(default_factory=set)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -73,7 +80,19 @@ class ProcessSampler:
                         # Named by kind and program only: the command line itself holds the secret.
                         program = Path(command.split(" ", 1)[0]).name
                         self.leaks.append(f"secret #{number} in pid {entry.name}'s {where}: {kind or program}")
+        for root in self.watched:
+            self._sample_files(root)
         self.samples += 1
+
+    def _sample_files(self, root: Path) -> None:
+        for path in files_containing_any(self.secrets, [root]):
+            reachable = [folder for folder in (path, *path.parents) if root in folder.parents or folder == path]
+            open_to_others = [f"{folder} ({stat.S_IMODE(mode):o})" for folder in reachable
+                              if (mode := _mode(folder)) is not None and mode & (stat.S_IRWXG | stat.S_IRWXO)]
+            if open_to_others:
+                self.leaks.append(f"a file holding a secret is open to others: {', '.join(open_to_others)}")
+            else:
+                self.private_copies_seen.add(path)
 
 
 _KINDS = (("CoarseGrainedExecutorBackend", "executor"), ("pyspark.daemon", "python worker"),
@@ -97,6 +116,28 @@ def files_containing(secret: str, roots: Iterable[Path]) -> dict[Path, int]:
             except OSError:
                 continue
     return found
+
+
+def files_containing_any(secrets: Iterable[str], roots: Iterable[Path]) -> set[Path]:
+    """The files under ``roots`` holding any of ``secrets``."""
+    needles, found = [secret.encode() for secret in secrets], set()
+    for root in roots:
+        for path in Path(root).rglob("*"):
+            try:
+                if path.is_file() and not path.is_symlink():
+                    content = path.read_bytes()
+                    if any(needle in content for needle in needles):
+                        found.add(path)
+            except OSError:  # removed while listing: its task ended
+                continue
+    return found
+
+
+def _mode(path: Path) -> int | None:
+    try:
+        return path.stat().st_mode
+    except OSError:  # removed between the listing and now: the task ended
+        return None
 
 
 def readable_by_others(path: Path) -> bool:

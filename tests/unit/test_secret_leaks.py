@@ -50,3 +50,20 @@ def test_assert_absent_names_where_the_secret_was_found() -> None:
     assert_absent(SECRET, log="nothing here")
     with pytest.raises(AssertionError, match="xcom"):
         assert_absent(SECRET, log="clean", xcom=f'{{"password": "{SECRET}"}}')
+
+
+def test_a_watched_folder_records_private_copies_and_catches_open_ones(tmp_path: Path) -> None:
+    """The secured pipeline's spec copies: private (0600 in a 0700 folder) is recorded, anything looser leaks."""
+    watched = tmp_path / "tmp"
+    private_dir, open_dir = watched / "eos-submit-a", watched / "eos-submit-b"
+    for folder, mode in ((private_dir, 0o700), (open_dir, 0o755)):
+        folder.mkdir(parents=True)
+        folder.chmod(mode)
+        copy = folder / "spec.yaml"
+        copy.write_text(f"sasl.password: {SECRET}")
+        copy.chmod(0o600)
+    (watched / "unrelated.txt").write_text("nothing secret")
+    sampler = ProcessSampler([SECRET], watched=[watched])
+    sampler._sample_files(watched)
+    assert sampler.private_copies_seen == {private_dir / "spec.yaml"}
+    assert len(sampler.leaks) == 1 and "eos-submit-b (755)" in sampler.leaks[0] and SECRET not in sampler.leaks[0]
