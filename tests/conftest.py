@@ -42,6 +42,13 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     class_archive.use_in_this_process()
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    from tests.support.cpu_accounting import CpuAccounting
+
+    worker = getattr(config, "workerinput", {}).get("workerid", "master")
+    config.pluginmanager.register(CpuAccounting(worker), "eos-cpu-accounting")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Longest groups of tests first; a timeout per test from its recorded duration (``tests.support.durations``)."""
     from tests.support import durations
