@@ -1,6 +1,6 @@
 """The soak's CI subset: nine faults, one of each kind, on the three-broker cluster, through both writers.
 
-The schedule of ``python -m soak --seed 20261125 --faults 9 --records 24000`` (``make soak`` runs
+The schedule of ``python -m soak --seed 20261129 --faults 9 --records 24000`` (``make soak`` runs
 100 and more): its faults are dealt over the two writers, five and four, every kind once, on
 the session's three-broker cluster (replication 3, min.insync.replicas 2) and two-worker Spark
 standalone cluster; the job streams in processing-time mode while its input arrives in slices,
@@ -29,7 +29,10 @@ from soak.schedule import KINDS, build
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.chaos]
 
-SCHEDULE = build(20261125, records=24_000, faults=9)
+#: With nine faults every kind comes once, dealt the same way for any seed (the driver writer's phase holds
+#: slow_transaction and kill_driver); this seed orders them so the job restarts least: slow_transaction
+#: first (the job starts armed for it) and kill_driver last (the drain restarts it anyway).
+SCHEDULE = build(20261129, records=24_000, faults=9)
 #: Each phase's result (faults with their timings, runs, recoveries, drain) is kept here, pass or fail:
 #: the subset's time has a heavy tail (a batch stuck behind a broker fault) worth reading afterwards.
 ARTIFACTS = Path(os.environ.get("EOS_TEST_ARTIFACTS", Path(__file__).resolve().parents[2] / "artifacts")) / "soak"
