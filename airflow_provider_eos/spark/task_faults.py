@@ -82,6 +82,18 @@ class TaskFaults:
             return TaskFaults()
         return TaskFaults(TaskFaultPoint(name), int(batch), int(partition or ANY_PARTITION), report, driver_pids)
 
+    def armed(self) -> dict | None:
+        """What is armed, for the JVM writer's same points (``jvm/``, ``TaskFaults.java``); ``None``: nothing.
+
+        The claim folder is the driver's temporary folder: the Python points claim in the worker's,
+        which on one host (every test and the local masters) is the same.
+        """
+        if self.point is None:
+            return None
+        return {"point": self.point.value, "batch_id": self.batch_id, "partition": self.partition,
+                "report": self.report, "driver_pids": list(self.driver_pids), "stall_s": self.stall_s,
+                "claim_dir": tempfile.gettempdir()}
+
     def hit(self, point: TaskFaultPoint, batch_id: int, partition: int) -> None:
         """Reached ``point`` for Kafka partition ``partition`` of batch ``batch_id``."""
         if self.point is not point or self.batch_id != batch_id:
