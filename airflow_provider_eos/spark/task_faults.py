@@ -18,6 +18,11 @@ first task of batch N to get there SIGKILL the driver after producing and before
 ``slow_transaction@N`` stalls that task past ``transaction.timeout.ms`` before its commit.
 (``before_produce`` and ``after_kafka_commit`` fire on the driver, around the tasks.)
 
+The JVM executor writer (``executor_writer: jvm``) has the same points (``jvm/``, ``TaskFaults.java``),
+armed by the same environment through :meth:`TaskFaults.armed`, which the driver puts in the write's
+plan. Its worker is the executor JVM (in local mode the driver's): a "killed worker" there is the
+task attempt dying as a crash leaves it, its producer closed without ending its transaction.
+
 A task fault fires once across every process of the run: the first to create its claim file
 (``O_EXCL``, named after the driver's pid) fires; a retried task, which runs in a new Python
 worker, finds the file and passes. ``EOS_FAULT_REPORT`` also gets the ``EOS-FAULT`` line.

@@ -7,7 +7,6 @@ import java.util.Base64;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.errors.ApiException;
 import org.apache.kafka.common.errors.InvalidProducerEpochException;
 import org.apache.kafka.common.errors.ProducerFencedException;
@@ -111,11 +110,6 @@ public final class TaskFailure extends RuntimeException {
             }
         }
         return false;
-    }
-
-    /** Whether {@code error} is one of the Kafka client's own. */
-    static boolean isKafka(Throwable error) {
-        return error instanceof KafkaException;
     }
 
     private static String encode(Map<String, Object> payload) {

@@ -71,9 +71,9 @@ public final class TransactionalProducers {
                 Properties props = new Properties();
                 props.putAll(entry.config);
                 props.put("transactional.id", entry.transactionalId);
-                props.put("key.serializer", ByteArraySerializer.class.getName());
-                props.put("value.serializer", ByteArraySerializer.class.getName());
-                KafkaProducer<byte[], byte[]> created = new KafkaProducer<>(props);
+                // Instances, not class names: no class loading by name across Spark's class loaders.
+                KafkaProducer<byte[], byte[]> created =
+                        new KafkaProducer<>(props, new ByteArraySerializer(), new ByteArraySerializer());
                 try {
                     created.initTransactions();
                 } catch (RuntimeException e) {
