@@ -66,7 +66,7 @@ final class CommittedOffsets {
                 }
                 if (cause instanceof UnstableOffsetCommitException) {
                     // The phrase the tests look for: a retry that waits here read before fencing the dead attempt.
-                    LOG.warn("EOS-TASK waiting for offsets to be stable: group {} {} has a pending transactional commit",
+                    LOG.warn("EOS-JVM-WRITER waiting for offsets to be stable: group {} {} has a pending transactional commit",
                             groupId, tp);
                 }
             } catch (TimeoutException e) {
