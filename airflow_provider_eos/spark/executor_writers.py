@@ -63,9 +63,9 @@ class BatchTasks:
 
 
 class TaskRunner(Protocol):
-    """Runs one write task per input partition and returns each task's ``EOS-TASK`` JSON line."""
+    """Runs one write task per input partition over the batch's output frame; returns each task's ``EOS-TASK`` line."""
 
-    def run(self, frame: DataFrame, tasks: BatchTasks) -> list[str]: ...
+    def run(self, batch: DataFrame, tasks: BatchTasks) -> list[str]: ...
 
     def close(self) -> None: ...
 
@@ -73,10 +73,10 @@ class TaskRunner(Protocol):
 class PythonTasks:
     """The tasks in PySpark's Python workers (``mapInArrow``), confluent-kafka producers cached per worker."""
 
-    def run(self, frame: DataFrame, tasks: BatchTasks) -> list[str]:
+    def run(self, batch: DataFrame, tasks: BatchTasks) -> list[str]:
         task = PartitionWriteTask(tasks.spec, tasks.query_id, tasks.batch_id, tasks.start, tasks.end, tasks.mapping,
                                   tasks.faults)
-        return [row.eos_task for row in frame.mapInArrow(task, TASK_STATS_SCHEMA).collect()]
+        return [row.eos_task for row in output_frame(batch).mapInArrow(task, TASK_STATS_SCHEMA).collect()]
 
     def close(self) -> None:
         """The producers live in the Python workers, which Spark stops."""
@@ -115,7 +115,7 @@ class ExecutorWriters:
         tasks = BatchTasks(spec, query_id, batch_id, start, end, mapping,
                            TaskFaults.from_environment((os.getpid(), os.getppid()), spec.transaction_timeout_ms))
         faults.hit(FaultPoint.BEFORE_PRODUCE)
-        lines = self.tasks.run(output_frame(batch), tasks)
+        lines = self.tasks.run(batch, tasks)
         reports = [json.loads(line) for line in lines]
         for line in lines:
             log.info("EOS-TASK %s", line)

@@ -27,6 +27,7 @@ from airflow_provider_eos.core.errors import PrerequisiteError, SinkError
 from airflow_provider_eos.core.sink_protocol import offsets_to_commit, partition_expectation
 from airflow_provider_eos.kafka.settings import java_admin_config, java_sink_producer_config
 from airflow_provider_eos.spark.jvm_task_errors import typed_task_error
+from airflow_provider_eos.spark.record_producer import output_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -109,11 +110,12 @@ class JvmTasks:
             self._registry = registry
         return self._registry
 
-    def run(self, frame: DataFrame, tasks: BatchTasks) -> list[str]:
-        """Write the batch: one task per input partition, each committing its own transaction."""
+    def run(self, batch: DataFrame, tasks: BatchTasks) -> list[str]:
+        """Write the batch's output frame: one task per input partition, each committing its own transaction."""
         if not tasks.mapping.ranges:
             # Spark would still run one (empty) task for a write of no partitions; the driver commits them all.
             return []
+        frame = output_frame(batch, arrow=False)
         registry = self._driver_registry(frame)
         report_key = f"{tasks.query_id}/{tasks.batch_id}/{uuid.uuid4().hex}"
         plan = write_plan(tasks, config_handle=self._handle, report_key=report_key)
