@@ -22,6 +22,7 @@ from airflow_provider_eos.core.markers import CommittedOffset
 from airflow_provider_eos.core.sink_failures import KafkaFailure, sink_failure_error, sink_refusal
 from airflow_provider_eos.core.sink_protocol import decide_partition
 from airflow_provider_eos.core.topic_partition import TopicPartition
+from airflow_provider_eos.kafka.group_offsets import GroupOffsetsError, metadata_read_back
 from airflow_provider_eos.spark.record_producer import require_dlq_topic
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ def _error(facts: dict[str, Any], tasks: BatchTasks) -> EosError:
     if kind == "inconsistent":
         tp = TopicPartition(facts["topic"], facts["partition"])
         offset = facts.get("offset")
-        committed = None if offset is None else CommittedOffset(offset, facts.get("metadata") or "")
+        committed = None if offset is None else CommittedOffset(offset, metadata_read_back(facts.get("metadata") or ""))
         action = decide_partition(tp, query_id=tasks.query_id, batch_id=batch_id, start=tasks.start, end=tasks.end,
                                   committed=committed, group_id=spec.group_id)
         found = committed.describe() if committed else "nothing committed"
@@ -99,8 +100,6 @@ def _error(facts: dict[str, Any], tasks: BatchTasks) -> EosError:
             "another task attempt is writing the same input partition",
             fix="Spark retries the task; if this repeats, check that no second job runs this pipeline")
     if kind == "group_offsets":
-        from airflow_provider_eos.kafka.group_offsets import GroupOffsetsError
-
         return GroupOffsetsError(
             f"could not read committed offsets of group {facts.get('group_id')!r} for "
             f"{facts.get('topic')}-{facts.get('partition')}: {facts.get('detail')}",

@@ -24,7 +24,9 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_eos.core.errors import PrerequisiteError, SinkError
+from airflow_provider_eos.core.markers import CommittedOffset
 from airflow_provider_eos.core.sink_protocol import offsets_to_commit, partition_expectation
+from airflow_provider_eos.kafka.group_offsets import stored_metadata
 from airflow_provider_eos.kafka.settings import java_admin_config, java_sink_producer_config
 from airflow_provider_eos.spark.jvm_task_errors import typed_task_error
 from airflow_provider_eos.spark.record_producer import output_frame
@@ -32,7 +34,6 @@ from airflow_provider_eos.spark.record_producer import output_frame
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from airflow_provider_eos.core.markers import CommittedOffset
     from airflow_provider_eos.core.spec import PipelineSpec
     from airflow_provider_eos.spark.executor_writers import BatchTasks
 
@@ -49,7 +50,8 @@ _MISSING_JAR_FIX = ("run `make install` (it builds jvm/ into $EOS_HOME/jars/eos-
 
 
 def _committed(value: CommittedOffset | None) -> dict[str, Any] | None:
-    return None if value is None else {"offset": value.offset, "metadata": value.metadata}
+    # The Java client compares and commits exact bytes: the form the broker holds for what this package commits.
+    return None if value is None else {"offset": value.offset, "metadata": stored_metadata(value.metadata)}
 
 
 def write_plan(tasks: BatchTasks, *, config_handle: str, report_key: str) -> dict[str, Any]:
@@ -68,7 +70,7 @@ def write_plan(tasks: BatchTasks, *, config_handle: str, report_key: str) -> dic
         partitions.append({
             "spark_partition": r.spark_partition, "topic": tp.topic, "partition": tp.partition,
             "transactional_id": spec.partition_transactional_id(tp.topic, tp.partition),
-            "commit": {"offset": offset, "metadata": marker},
+            "commit": _committed(CommittedOffset(offset, marker)),
             "skip_when": _committed(expected.skip_at),
             "produce_when": _committed(expected.produce_at),
             "produce_when_nothing_committed": expected.produce_when_nothing_committed,

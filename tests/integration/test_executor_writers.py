@@ -150,3 +150,22 @@ def test_records_with_and_without_headers_keep_theirs_exactly(bootstrap, tmp_pat
     for m in found:
         by_key.setdefault(m.key(), set()).add(m.partition())
     assert all(len(partitions) == 1 for partitions in by_key.values()), by_key
+
+
+def test_switching_executor_writers_between_runs_stays_exactly_once(bootstrap, tmp_path):
+    """Both writers commit the same bytes (the markers as the broker holds confluent-kafka's commits), so a
+    pipeline may move from one executor writer to the other and back between runs."""
+    harness = PipelineHarness(bootstrap, tmp_path, partitions=2, writers="executors", max_offsets_per_trigger=250)
+    valid, bad = [], []
+    for run, executor_writer in enumerate(("python", "jvm", "python")):
+        records, valid_ids, malformed = json_events(600, malformed_every=53, prefix=f"r{run}-")
+        valid += valid_ids
+        bad += malformed
+        harness.produce_input(records)
+        harness.with_overrides(executor_writer=executor_writer)
+        result = harness.run()
+        assert result.returncode == 0, result.log[-3000:]
+        tasks = task_lines(result)
+        assert tasks and {t["writer"] for t in tasks} == {executor_writer}, tasks[:2]
+        assert all(t["action"] == "produce" for t in tasks), tasks
+        assert_exactly_once(harness, valid, bad)

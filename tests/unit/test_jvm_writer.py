@@ -57,12 +57,13 @@ def failed(**facts: object) -> Exception:
 def test_the_plan_carries_the_protocols_states_and_the_same_transactional_ids():
     plan = write_plan(tasks(), config_handle="h", report_key="k")
     first, new = plan["partitions"]
+    # The metadata as the broker holds what confluent-kafka commits (with its NUL): both writers store the same.
     assert first == {
         "spark_partition": 0, "topic": "orders", "partition": 0,
         "transactional_id": SPEC.partition_transactional_id("orders", 0),
-        "commit": {"offset": 15, "metadata": BatchMarker(Q, 4).encode()},
-        "skip_when": {"offset": 15, "metadata": BatchMarker(Q, 4).encode()},
-        "produce_when": {"offset": 10, "metadata": BatchMarker(Q, 3).encode()},
+        "commit": {"offset": 15, "metadata": BatchMarker(Q, 4).encode() + "\0"},
+        "skip_when": {"offset": 15, "metadata": BatchMarker(Q, 4).encode() + "\0"},
+        "produce_when": {"offset": 10, "metadata": BatchMarker(Q, 3).encode() + "\0"},
         "produce_when_nothing_committed": False, "describe": "orders-0 [10, 15)",
     }
     # A partition new in the batch: only "nothing committed" is its state before the batch.
@@ -80,9 +81,9 @@ def test_armed_faults_travel_with_the_plan():
 
 def test_an_inconsistent_partition_is_the_protocols_own_error():
     error = typed_task_error(failed(kind="inconsistent", topic="orders", partition=0, offset=12,
-                                    metadata=BatchMarker(Q, 3).encode()), tasks())
+                                    metadata=BatchMarker(Q, 3).encode() + "\0"), tasks())
     assert isinstance(error, InconsistentOffsetsError)
-    assert "orders-0" in error.message and "offset 12" in error.message
+    assert "orders-0" in error.message and f"offset 12 (marker {BatchMarker(Q, 3).encode()})" in error.message
 
 
 def test_a_state_the_protocol_accepts_is_reported_as_a_disagreement():
