@@ -37,13 +37,17 @@ system:
 	elif sudo -n true 2>/dev/null; then echo "make system: sudo apt-get install $(SYSTEM_PACKAGES)"; sudo sh -c '$(APT_INSTALL)'; \
 	else echo "make system: not root: skipping apt-get install $(SYSTEM_PACKAGES); the browser tests will skip" >&2; fi
 
-$(STAMP): setup.cfg pyproject.toml $(CONSTRAINTS)
+# The JVM executor writer's Maven module (`executor_writer: jvm`): a change to it rebuilds the jar.
+JVM_SOURCES := $(shell find jvm -type f -not -path 'jvm/target/*' 2>/dev/null)
+
+$(STAMP): setup.cfg pyproject.toml $(CONSTRAINTS) $(JVM_SOURCES)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[$(EXTRAS)]" -c $(CONSTRAINTS)
 	# The Spark provider pulls in pyspark-client, which shares the `pyspark` import name and
 	# lacks Spark's jars: put the full distribution back on top, at the tested version.
 	$(PY) -m pip install -q --force-reinstall --no-deps "pyspark==$(PYSPARK_PIN)"
+	# Resolves the Kafka and connector jars and builds jvm/ (mvn package) into $$EOS_HOME/jars/eos-executor-writer.
 	$(VENV)/bin/eos jars
 	touch $(STAMP)
 
@@ -80,4 +84,4 @@ constraints: install
 	mv $(CONSTRAINTS).new $(CONSTRAINTS)
 
 clean:
-	rm -rf $(VENV) .cache build *.egg-info
+	rm -rf $(VENV) .cache build *.egg-info jvm/target

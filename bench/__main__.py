@@ -44,6 +44,8 @@ class Config:
     # The throughput table again on an input where every k-th record carries a header (0: not run):
     # users' records do, on some rows, and the writers must not slow down on the mix.
     throughput_headers_every: int = 10
+    # Only these modes of the throughput table (``--letters``, e.g. b,c_e,c_j); ``None``: every mode.
+    throughput_letters: tuple[str, ...] | None = None
     control_records: int = 400_000
     control_batches: tuple[int, ...] = (10_000, 100_000)
     # The cost is a count (markers per batch), not a timing: one repetition of each layout and batch size.
@@ -152,14 +154,16 @@ def run_benches(selected: list[str], config: Config, work_dir: Path, results: di
             def do_throughput() -> dict[str, Any]:
                 nonlocal data
                 result, data = throughput.run(bootstrap, work_dir, records=config.records, batch=config.batch,
-                                              repetitions=config.repetitions, cores=config.throughput_cores)
+                                              repetitions=config.repetitions, cores=config.throughput_cores,
+                                              letters=config.throughput_letters)
                 return result
 
             guarded("throughput", do_throughput)
             if config.throughput_headers_every:
                 guarded("throughput_mixed_headers", lambda: throughput.run(
                     bootstrap, work_dir, records=config.records, batch=config.batch, repetitions=config.repetitions,
-                    cores=config.throughput_cores, headers_every=config.throughput_headers_every)[0])
+                    cores=config.throughput_cores, headers_every=config.throughput_headers_every,
+                    letters=config.throughput_letters)[0])
         if "cluster" in selected:
             def do_cluster() -> dict[str, Any]:
                 nonlocal data
@@ -213,6 +217,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, metavar="N",
                         help="max_offsets_per_trigger of the throughput table (default 100,000)")
     parser.add_argument("--repetitions", type=int, metavar="N", help="repetitions of the throughput table (default 3)")
+    parser.add_argument("--letters", metavar="L,L", type=lambda v: tuple(v.split(",")),
+                        help="throughput table: only these modes (a, b, n, c_d, c_e, c_j; default all)")
+    parser.add_argument("--cores", metavar="N,N", type=lambda v: tuple(int(c) for c in v.split(",")),
+                        help="throughput table: local cores of the Spark jobs (default 1,2)")
+    parser.add_argument("--headers-every", type=int, metavar="K",
+                        help="throughput table on a mixed-headers input too, a header every K records (0: not run)")
     parser.add_argument("--keep-work", action="store_true", help="keep the temporary folder (job logs, checkpoints)")
     parser.add_argument("--render", type=Path, metavar="JSON",
                         help="only rewrite the markdown, chart (and LATEST.md) from a results JSON; runs nothing")
@@ -228,6 +238,10 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("records", "batch", "repetitions"):
         if getattr(args, name):
             config = replace(config, **{name: getattr(args, name)})
+    for name, field_name in (("letters", "throughput_letters"), ("cores", "throughput_cores"),
+                             ("headers_every", "throughput_headers_every")):
+        if getattr(args, name) is not None:
+            config = replace(config, **{field_name: getattr(args, name)})
 
     # A SIGTERM to the bench must still stop the broker and the jobs (the finally blocks run).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -238,7 +252,10 @@ def main(argv: list[str] | None = None) -> int:
         "command": "python -m bench" + (" --quick" if args.quick else "")
         + "".join(f" --only {name}" for name in args.only or [])
         + "".join(f" --{name} {getattr(args, name)}" for name in ("records", "batch", "repetitions")
-                  if getattr(args, name)),
+                  if getattr(args, name))
+        + (f" --letters {','.join(args.letters)}" if args.letters else "")
+        + (f" --cores {','.join(map(str, args.cores))}" if args.cores else "")
+        + (f" --headers-every {args.headers_every}" if args.headers_every is not None else ""),
         "started": started.strftime("%Y-%m-%d %H:%M:%S"), "machine": _machine(), "versions": _versions(),
         "git_commit": _git_commit(), "loadavg_start": os.getloadavg(), "config": asdict(config),
     }}

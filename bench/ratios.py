@@ -2,7 +2,8 @@
 
 A mode key is a letter, and for the Spark jobs the number of local cores: ``a`` (raw
 transactional producer), ``b@2`` (at-least-once on ``local[2]``), ``n@1`` (Spark's noop sink on
-``local[1]``), ``c_d@2`` (exactly-once, driver writer), ``c_e@1`` (exactly-once, executor writers).
+``local[1]``), ``c_d@2`` (exactly-once, driver writer), ``c_e@1`` (exactly-once, executor writers),
+``c_j@2`` (exactly-once, executor writers with ``executor_writer: jvm``).
 Each repetition runs every mode once, back to back, so the runs of one repetition pair up: a
 ratio per repetition cancels most of the load the shared machine put on that repetition.
 """
@@ -21,12 +22,13 @@ LETTERS = {
     "n": "noop sink (Spark alone, writes nothing)",
     "c_d": "exactly-once, driver writer",
     "c_e": "exactly-once, executor writers",
+    "c_j": "exactly-once, executor writers in the JVM (executor_writer: jvm)",
 }
 #: The Spark jobs among the letters: they run once per master.
-SPARK_LETTERS = ("b", "n", "c_d", "c_e")
+SPARK_LETTERS = ("b", "n", "c_d", "c_e", "c_j")
 #: Ratios of the medians (and per repetition) reported for every master: (numerator, denominator).
 RATIO_PAIRS = (("c_e", "b"), ("c_e", "n"), ("c_d", "b"), ("c_d", "n"), ("b", "n"), ("c_e", "c_d"), ("c_e", "a"),
-               ("b", "a"))
+               ("b", "a"), ("c_j", "b"), ("c_j", "c_e"), ("c_j", "n"))
 #: The issue's targets on those ratios (at every master).
 RATIO_TARGETS = {"c_e/b": 1.0, "c_e/n": 0.85, "c_d/b": 0.8}
 #: CPU µs per record of all the job's processes: the executor writers' over Spark's Kafka writer's, at most.
@@ -55,9 +57,13 @@ def label(key: str) -> str:
     return text if cores is None else f"{text}, {master(cores)}"
 
 
-def ordered_keys(cores: Sequence[int]) -> list[str]:
-    """Run order within one repetition: the raw producer, then per master b, n, c_d, c_e back to back."""
-    return ["a"] + [mode_key(letter, c) for c in cores for letter in SPARK_LETTERS]
+def ordered_keys(cores: Sequence[int], letters: Sequence[str] | None = None) -> list[str]:
+    """Run order within one repetition: the raw producer, then per master b, n, c_d, c_e, c_j back to back.
+
+    :param letters: only these modes (``a`` among them for the raw producer); ``None``: all.
+    """
+    keys = ["a"] + [mode_key(letter, c) for c in cores for letter in SPARK_LETTERS]
+    return keys if letters is None else [k for k in keys if split_key(k)[0] in letters]
 
 
 #: The field of a run that ratios compare: records/s over all batches, or without batch 0 (its warm-up).

@@ -12,8 +12,9 @@ transactional id prefix; output topics are deleted after each run. Modes (:mod:`
   first ``begin_transaction`` to the last commit; ``init_transactions`` is excluded.
 * (b) at-least-once (Spark's Kafka writer), (n) Spark's ``noop`` sink (``eos run --mode noop``,
   benchmark only: the same source and transform, writing nothing: what Spark alone costs),
-  (c_d) exactly-once with ``writers: driver`` (one transaction per batch) and (c_e) with
-  ``writers: executors`` (one transaction per input partition, in the tasks); each once per
+  (c_d) exactly-once with ``writers: driver`` (one transaction per batch), (c_e) with
+  ``writers: executors`` (one transaction per input partition, in the tasks' Python workers) and
+  (c_j) the same with ``executor_writer: jvm`` (the tasks in the executor JVM); each once per
   master (``eos run --master local[1]`` and ``local[2]``), identity transform, available-now
   trigger. Their processing time is the sum of Spark's ``triggerExecution`` durations over all
   batches (the ``EOS-PROGRESS`` lines), which excludes JVM startup, SparkSession creation and
@@ -61,7 +62,9 @@ PARTITIONS = 4
 CORES = (1, 2)
 #: Per Spark letter: ``eos run --mode`` and the spec's ``writers``.
 JOB_MODES = {"b": (AT_LEAST_ONCE, "auto"), "n": (NOOP, "auto"), "c_d": (EXACTLY_ONCE, "driver"),
-             "c_e": (EXACTLY_ONCE, "executors")}
+             "c_e": (EXACTLY_ONCE, "executors"), "c_j": (EXACTLY_ONCE, "executors")}
+#: Per Spark letter whose executor writers are not the default (Python) ones: the spec's ``executor_writer``.
+EXECUTOR_WRITERS = {"c_j": "jvm"}
 
 
 ARROW_SETTINGS = ("spark.sql.execution.arrow.maxRecordsPerBatch", "spark.sql.execution.arrow.maxBytesPerBatch")
@@ -174,7 +177,8 @@ def job_run(bootstrap: str, work_dir: Path, data: ThroughputInput, key: str, bat
     if mode != NOOP:
         create_topics(bootstrap, [output], PARTITIONS)
     _, spec_file = write_spec(work_dir, bootstrap, name=name, input_topics=[data.topic], output_topic=output,
-                              max_offsets_per_trigger=batch, writers=writers, spark_conf=spark_conf)
+                              max_offsets_per_trigger=batch, writers=writers, spark_conf=spark_conf,
+                              executor_writer=EXECUTOR_WRITERS.get(letter, "python"))
     load = loadavg()
     job = Job(spec_file, mode, work_dir / name / "job.log", master=master).start(sample_memory=True)
     returncode = job.wait(timeout_s)
@@ -219,9 +223,9 @@ def job_run(bootstrap: str, work_dir: Path, data: ThroughputInput, key: str, bat
 
 def run(bootstrap: str, work_dir: Path, *, records: int, batch: int, repetitions: int,
         data: ThroughputInput | None = None, cores: tuple[int, ...] = CORES,
-        headers_every: int = 0) -> tuple[dict[str, Any], ThroughputInput]:
+        headers_every: int = 0, letters: tuple[str, ...] | None = None) -> tuple[dict[str, Any], ThroughputInput]:
     data = data or prepare_input(bootstrap, records, headers_every=headers_every)
-    keys = ordered_keys(cores)
+    keys = ordered_keys(cores, letters)
     runs: dict[str, list[dict[str, Any] | None]] = {key: [] for key in keys}
     failures: list[dict[str, Any]] = []
     timeout_s = 600 + records / 500

@@ -166,9 +166,10 @@ def topic_factory(bootstrap: str) -> Callable[..., str]:
 
 @pytest.fixture(scope="session")
 def connector_jars() -> list[Path]:
-    from airflow_provider_eos.devstack.jars import spark_connector_jars
+    from airflow_provider_eos.devstack.jars import executor_writer_jar, spark_connector_jars
 
-    return spark_connector_jars()
+    # The JVM executor writer's jar beside the connector's, as spark-submit gets it for `executor_writer: jvm`.
+    return [*spark_connector_jars(), executor_writer_jar()]
 
 
 @pytest.fixture(scope="session")

@@ -141,6 +141,8 @@ def _jars(args: argparse.Namespace) -> int:
 
     print(f"kafka={jars.kafka_jars_dir()}")
     print(f"spark-kafka={jars.spark_kafka_jars_dir()}")
+    if (jars.EXECUTOR_WRITER_MODULE / "pom.xml").is_file():  # a checkout: build the JVM executor writer too
+        print(f"executor-writer={jars.executor_writer_jar()}")
     print(jars.eos_home() / "jars")
     return ExitCode.OK
 
@@ -251,7 +253,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     broker.add_argument("--timeout", type=float, default=120, help="seconds a restart may take to rejoin")
     broker.set_defaults(handler=_devstack_broker)
 
-    jars = commands.add_parser("jars", help="resolve (if needed) and print the jars directories")
+    jars = commands.add_parser("jars", help="resolve (if needed) and print the jars directories; in a checkout, "
+                               "also build the JVM executor writer (jvm/)")
     jars.set_defaults(handler=_jars)
 
     run = commands.add_parser("run", help="run a pipeline's Spark job through spark-submit")

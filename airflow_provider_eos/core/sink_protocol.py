@@ -204,6 +204,64 @@ def decide_partition(
     )
 
 
+@dataclass(frozen=True)
+class PartitionExpectation:
+    """The committed states of one input partition that :func:`decide_partition` accepts, as exact values.
+
+    For a writer that compares instead of deciding (the JVM executor writer, docs/design-notes.md
+    note 32): it gets these values, matches what it reads against them with :meth:`decide` (the
+    same comparison in Java), and on no match fails with what it found, which the driver hands to
+    :func:`decide_partition` for the error. Built by :func:`partition_expectation` from
+    :func:`_classify`'s rules; ``tests/unit/test_partition_expectation.py`` checks the two agree.
+
+    :param skip_at: the offset with marker ``N``: batch ``N`` already committed this partition.
+    :param produce_at: the start offset with marker ``N-1`` (``None`` when batch ``N`` has no previous
+        batch for this partition).
+    :param produce_when_nothing_committed: "nothing committed" is the state before batch ``N`` (the
+        query's first batch, or a partition new in this batch).
+    """
+
+    tp: TopicPartition
+    skip_at: CommittedOffset
+    produce_at: CommittedOffset | None
+    produce_when_nothing_committed: bool
+
+    def decide(self, committed: CommittedOffset | None) -> BatchAction | None:
+        """What a writer comparing exact values decides; ``None``: inconsistent (no state matches)."""
+        if committed is None:
+            return BatchAction.PRODUCE if self.produce_when_nothing_committed else None
+        if committed == self.skip_at:
+            return BatchAction.SKIP_REPLAY
+        if committed == self.produce_at:
+            return BatchAction.PRODUCE
+        return None
+
+
+def partition_expectation(
+    tp: TopicPartition,
+    *,
+    query_id: str,
+    batch_id: int,
+    start: OffsetMap,
+    end: OffsetMap,
+    is_first_batch: bool | None = None,
+) -> PartitionExpectation:
+    """The exact states :func:`_classify` calls "committed by this batch" and "by the previous batch".
+
+    A marker decodes to ``(query_id, n)`` exactly when its text is ``BatchMarker(query_id, n).encode()``
+    (the format admits one spelling of each), so comparing metadata strings decides as
+    :func:`_classify` does.
+
+    :raises MarkerError: if the query id or batch id cannot form a marker.
+    """
+    first = batch_id == 0 if is_first_batch is None else is_first_batch
+    skip_at = CommittedOffset(end[tp], BatchMarker(query_id, batch_id).encode())
+    produce_at = None
+    if batch_id > 0 and tp in start:
+        produce_at = CommittedOffset(start[tp], BatchMarker(query_id, batch_id - 1).encode())
+    return PartitionExpectation(tp, skip_at, produce_at, tp not in start or first)
+
+
 def offsets_to_commit(query_id: str, batch_id: int, end: OffsetMap) -> dict[TopicPartition, tuple[int, str]]:
     """The offsets the sink commits in batch ``N``'s transaction: ``end`` with marker ``N``.
 

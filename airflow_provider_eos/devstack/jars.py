@@ -152,6 +152,64 @@ def spark_connector_jars(*, resolve: bool = True) -> list[Path]:
     return selected
 
 
+#: The JVM executor writer's Maven module: a checkout's ``jvm/`` (``make install`` builds it through ``eos jars``).
+EXECUTOR_WRITER_MODULE = Path(__file__).resolve().parents[2] / "jvm"
+EXECUTOR_WRITER_JAR = "eos-executor-writer.jar"
+_WRITER_FIX = ("run `make install` (or `eos jars`) in a checkout of airflow-provider-eos, which builds jvm/ with "
+               "Maven; or set the spec's `executor_writer: python`")
+
+
+def _module_fingerprint(module: Path) -> str:
+    digest = hashlib.sha256(pyspark_version().encode())
+    for path in sorted(p for p in module.rglob("*") if p.is_file() and "target" not in p.relative_to(module).parts):
+        digest.update(path.relative_to(module).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def executor_writer_jar(*, build: bool = True) -> Path:
+    """The JVM executor writer's jar (``executor_writer: jvm``), built from ``jvm/`` when missing or stale.
+
+    It lands in ``$EOS_HOME/jars/eos-executor-writer/`` beside the connector's jars; spark-submit
+    gets it with ``--jars`` (:func:`airflow_provider_eos.spark.submit_command.connector_arguments`).
+
+    :param build: run Maven if the jar is missing or older than its sources; ``False`` (spark-submit
+        at task time) raises instead.
+    :raises PrerequisiteError: naming the fix, when the jar is missing and cannot (or may not) be built.
+    """
+    target = eos_home() / "jars" / "eos-executor-writer"
+    jar = target / EXECUTOR_WRITER_JAR
+    module = EXECUTOR_WRITER_MODULE
+    if not (module / "pom.xml").is_file():
+        if jar.is_file():
+            return jar  # an installed package: the jar a checkout's `make install` built
+        raise PrerequisiteError(f"the JVM executor writer's jar {jar} does not exist", fix=_WRITER_FIX)
+    fingerprint = _module_fingerprint(module)
+    stamp = target / _STAMP
+    if jar.is_file() and stamp.is_file() and stamp.read_text().strip() == fingerprint:
+        return jar
+    if not build:
+        state = "is older than its sources in" if jar.is_file() else "is not built from"
+        raise PrerequisiteError(f"the JVM executor writer's jar {jar} {state} {module}", fix=_WRITER_FIX)
+    mvn = require_tool("mvn", "install Apache Maven 3.8+ (Debian: `apt-get install maven`).")
+    require_java()
+    target.mkdir(parents=True, exist_ok=True)
+    log = target / "maven.log"
+    command = [mvn, "-B", "-q", "-gs", str(_MAVEN_DIR / "settings.xml"), "-f", str(module / "pom.xml"), "package",
+               f"-Dspark.version={pyspark_version()}"]
+    with log.open("w") as out:
+        result = run_bounded(command, timeout_s=MAVEN_TIMEOUT_S, error=PrerequisiteError,
+                             fix=f"read {log}; check network access to Maven Central and rerun `eos jars`.",
+                             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    built = module / "target" / EXECUTOR_WRITER_JAR
+    if result.returncode != 0 or not built.is_file():
+        tail = "\n".join(log.read_text().splitlines()[-20:])
+        raise PrerequisiteError(f"Maven could not build {module} (exit {result.returncode}):\n{tail}",
+                                fix=f"read {log}; check network access to Maven Central and rerun `eos jars`.")
+    shutil.copy(built, jar)
+    stamp.write_text(fingerprint)
+    return jar
+
+
 def kafka_classpath() -> str:
     """A Java classpath with every Kafka jar."""
     return str(kafka_jars_dir() / "*")

@@ -28,6 +28,24 @@ class GroupOffsetsError(EosError):
     """The sink group's offsets could not be read or written."""
 
 
+#: What confluent-kafka (librdkafka) adds to every metadata string it commits: it sends the string with
+#: its terminating NUL byte (``strlen + 1``), so the broker stores ``marker + "\0"``, and it reads a stored
+#: string back up to its first NUL. A client that sends and reads exact bytes (the Java client of the
+#: JVM executor writer) must write and compare that stored form, or the two writers' markers differ
+#: (and librdkafka's copy of a metadata without the NUL is read past its end).
+_STORED_TERMINATOR = "\0"
+
+
+def stored_metadata(metadata: str) -> str:
+    """The bytes the broker holds for ``metadata`` when this package commits it (with librdkafka's NUL)."""
+    return metadata + _STORED_TERMINATOR
+
+
+def metadata_read_back(stored: str) -> str:
+    """What this package's reads make of stored metadata ``stored``: the text up to its first NUL."""
+    return stored.split(_STORED_TERMINATOR, 1)[0]
+
+
 def read_committed_offsets(
     admin: AdminClient, group_id: str, partitions: Iterable[TopicPartition], *, timeout_s: float = 30,
     stable_timeout_s: float = 60,

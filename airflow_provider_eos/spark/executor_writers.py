@@ -4,6 +4,11 @@ The driver reads nothing but small values: the batch scan's input partitions (fr
 reader), checked against the WAL; the tasks' ``EOS-TASK`` stats (one row each). Then it commits,
 under ``<prefix>-0``, the input partitions that had no task (no new input) and that are not yet
 at marker N, so every input partition ends the batch at its end offset with marker N.
+
+The tasks themselves run in PySpark's Python workers (:class:`PythonTasks`, the spec's
+``executor_writer: python``) or in the executor JVM (:class:`~.jvm_writer.JvmTasks`,
+``executor_writer: jvm``): the same transactional ids, markers and order inside a task, and the
+same ``EOS-TASK`` lines; everything on this page is shared.
 """
 
 from __future__ import annotations
@@ -11,7 +16,8 @@ from __future__ import annotations
 import json
 import logging
 import os
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 from airflow_provider_eos.core.errors import ScanRangeMismatchError
 from airflow_provider_eos.core.plan_alignment import (
@@ -22,6 +28,7 @@ from airflow_provider_eos.core.plan_alignment import (
     map_input_partitions,
 )
 from airflow_provider_eos.core.sink_protocol import BatchAction, decide_partition, offsets_to_commit
+from airflow_provider_eos.core.spec import ExecutorWriter, PipelineSpec
 from airflow_provider_eos.core.topic_partition import OffsetMap, TopicPartition
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
 from airflow_provider_eos.spark.faults import BatchFaults, FaultPoint
@@ -34,16 +41,66 @@ if TYPE_CHECKING:
 
     from airflow_provider_eos.spark.sink_clients import SinkClients
 
-__all__ = ["ExecutorWriters"]
+__all__ = ["BatchTasks", "ExecutorWriters", "PythonTasks", "TaskRunner", "task_runner"]
 
 log = logging.getLogger("airflow_provider_eos.sink")
 
 
-class ExecutorWriters:
-    """Writes each batch in one transaction per input partition, in the Spark tasks."""
+@dataclass(frozen=True)
+class BatchTasks:
+    """What every write task of one batch is given: the batch's WAL range and the scan's checked input partitions.
 
-    def __init__(self, clients: SinkClients) -> None:
+    :param faults: test-only fault points (inert unless armed), read from the driver's environment.
+    """
+
+    spec: PipelineSpec
+    query_id: str
+    batch_id: int
+    start: OffsetMap
+    end: OffsetMap
+    mapping: InputPartitionMap
+    faults: TaskFaults
+
+
+class TaskRunner(Protocol):
+    """Runs one write task per input partition over the batch's output frame; returns each task's ``EOS-TASK`` line."""
+
+    def run(self, batch: DataFrame, tasks: BatchTasks) -> list[str]: ...
+
+    def close(self) -> None: ...
+
+
+class PythonTasks:
+    """The tasks in PySpark's Python workers (``mapInArrow``), confluent-kafka producers cached per worker."""
+
+    def run(self, batch: DataFrame, tasks: BatchTasks) -> list[str]:
+        task = PartitionWriteTask(tasks.spec, tasks.query_id, tasks.batch_id, tasks.start, tasks.end, tasks.mapping,
+                                  tasks.faults)
+        return [row.eos_task for row in output_frame(batch).mapInArrow(task, TASK_STATS_SCHEMA).collect()]
+
+    def close(self) -> None:
+        """The producers live in the Python workers, which Spark stops."""
+
+
+def task_runner(spec: PipelineSpec) -> TaskRunner:
+    """The spec's ``executor_writer``: the Python workers' tasks, or the JVM writer's (``jvm/``)."""
+    if spec.executor_writer is ExecutorWriter.JVM:
+        from airflow_provider_eos.spark.jvm_writer import JvmTasks
+
+        return JvmTasks(spec)
+    return PythonTasks()
+
+
+class ExecutorWriters:
+    """Writes each batch in one transaction per input partition, in the Spark tasks.
+
+    :param clients: the driver's clients (checkpoint, admin, the producer of partitions without a task).
+    :param tasks: what runs the tasks; by default the spec's ``executor_writer``.
+    """
+
+    def __init__(self, clients: SinkClients, tasks: TaskRunner | None = None) -> None:
         self.clients = clients
+        self.tasks = tasks or task_runner(clients.spec)
 
     def write(self, batch: DataFrame, batch_id: int, plan: BatchPlan, faults: BatchFaults) -> BatchStats:
         checkpoint = self.clients.checkpoint
@@ -55,13 +112,13 @@ class ExecutorWriters:
         cross_check(mapping, start=start, end=end)
         clock = Stopwatch()
         spec = self.clients.spec
-        task = PartitionWriteTask(spec, query_id, batch_id, start, end, mapping,
-                                  TaskFaults.from_environment((os.getpid(), os.getppid()), spec.transaction_timeout_ms))
+        tasks = BatchTasks(spec, query_id, batch_id, start, end, mapping,
+                           TaskFaults.from_environment((os.getpid(), os.getppid()), spec.transaction_timeout_ms))
         faults.hit(FaultPoint.BEFORE_PRODUCE)
-        rows = output_frame(batch).mapInArrow(task, TASK_STATS_SCHEMA).collect()
-        reports = [json.loads(row.eos_task) for row in rows]
-        for row in rows:
-            log.info("EOS-TASK %s", row.eos_task)
+        lines = self.tasks.run(batch, tasks)
+        reports = [json.loads(line) for line in lines]
+        for line in lines:
+            log.info("EOS-TASK %s", line)
         tasks_ms = clock.lap()
         _require_one_report_per_task(batch_id, mapping, reports)
         driver_committed = self._commit_partitions_without_task(query_id, batch_id, start, end, mapping)
@@ -76,6 +133,7 @@ class ExecutorWriters:
             commit_ms=max((r["commit_ms"] for r in reports), default=0) + clock.lap(),
             extra={
                 "writers": "executors",
+                "executor_writer": spec.executor_writer.value,
                 "tasks": len(reports),
                 "tasks_ms": tasks_ms,
                 "partitions_produced": len(produced),
@@ -85,6 +143,9 @@ class ExecutorWriters:
                 "producers_replaced": sum(1 for r in reports if r["producer_replaced"]),
             },
         )
+
+    def close(self) -> None:
+        self.tasks.close()
 
     def _commit_partitions_without_task(self, query_id: str, batch_id: int, start: OffsetMap, end: OffsetMap,
                                         mapping: InputPartitionMap) -> list[TopicPartition]:

@@ -67,6 +67,8 @@ class TaskStats:
     producer_replaced: bool = False
     #: The Python worker's interpreter: shows whether tasks ran a packed environment (``eos package``).
     python: str = field(default_factory=lambda: sys.executable)
+    #: Which executor writer ran the task (the JVM writer's lines say ``jvm``).
+    writer: str = "python"
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)

@@ -58,20 +58,24 @@ class Stopwatch:
         return int(elapsed * 1000)
 
 
-def output_frame(batch: DataFrame) -> DataFrame:
+def output_frame(batch: DataFrame, *, arrow: bool = True) -> DataFrame:
     """The transform's output as the writers read it: key/value as binary, the optional columns kept.
 
-    key/value are cast to binary: a transform may return strings, Kafka wants bytes. A record without
-    headers travels with an empty headers array, never a null one: the writers hand these columns to
-    ``mapInArrow``, whose Arrow writer (Spark 4) asks the Arrow batch's size after every row, and a list
-    column's size refills the offsets of all null rows since its last non-null one, so a column of
-    nulls (Spark's Kafka source for records without headers) costs O(n²) per Arrow batch: 10.5 against
-    0.8 µs per row at 10,000 rows (``python -m bench.arrow_columns``).
+    key/value are cast to binary: a transform may return strings, Kafka wants bytes. For the writers
+    that read it through Arrow (``arrow``), a record without headers travels with an empty headers
+    array, never a null one: they hand these columns to ``mapInArrow``, whose Arrow writer (Spark 4)
+    asks the Arrow batch's size after every row, and a list column's size refills the offsets of all
+    null rows since its last non-null one, so a column of nulls (Spark's Kafka source for records
+    without headers) costs O(n²) per Arrow batch: 10.5 against 0.8 µs per row at 10,000 rows
+    (``python -m bench.arrow_columns``). The JVM executor writer reads Spark's rows as they are: a null
+    there costs one check, an empty array a copy per row.
     """
     from pyspark.sql import functions as F
 
     wanted = [F.col("key").cast("binary").alias("key"), F.col("value").cast("binary").alias("value")]
-    if "headers" in batch.columns:
+    if "headers" in batch.columns and not arrow:
+        wanted.append(F.col("headers"))
+    elif "headers" in batch.columns:
         none = F.array().cast(batch.schema["headers"].dataType)
         wanted.append(F.coalesce(F.col("headers"), none).alias("headers"))
     wanted.extend(F.col(optional) for optional in (DLQ_REASON_COLUMN, *_ORIGIN_COLUMNS) if optional in batch.columns)

@@ -125,4 +125,7 @@ class ExactlyOnceKafkaSink:
         log.info("EOS-BATCH %s", json.dumps(asdict(stats), sort_keys=True))
 
     def close(self) -> None:
-        self.clients.close()
+        try:
+            self.executor_writers.close()
+        finally:
+            self.clients.close()

@@ -21,7 +21,7 @@ from pathlib import Path
 from airflow_provider_eos.core.driver import ENTRY_SCRIPT
 from airflow_provider_eos.core.errors import PrerequisiteError, SubmissionError
 from airflow_provider_eos.core.secrets import SPARK_REDACTION_REGEX
-from airflow_provider_eos.core.spec import Mode, PipelineSpec
+from airflow_provider_eos.core.spec import ExecutorWriter, Mode, PipelineSpec
 from airflow_provider_eos.core.spec.submission import Connector, check_python_environment, url_scheme
 from airflow_provider_eos.kafka.settings.java import SPARK_OPTIONS_REDACTION_REGEX
 from airflow_provider_eos.spark.job_environment import ENVIRONMENT_ALIAS, EXECUTOR_PYTHON
@@ -165,6 +165,7 @@ def plan_submit(
     cluster = (deploy_mode or "client") == "cluster"
     run_mode = mode if mode == BENCH_NOOP_MODE else Mode(mode).value
     jars, connector_conf = connector_arguments(connector or spec.connector)
+    jars = [*jars, *writer_jars(spec)]
     archive = _archive_location(python_environment) if python_environment else spec.python_environment
     env: dict[str, str] = {}
     conf = {**DEFAULT_CONF, **connector_conf}
@@ -214,6 +215,18 @@ def _archive_location(given: str) -> str:
         return check_python_environment(location) or location
     except ValueError as err:
         raise SubmissionError(str(err), fix="give the archive `eos package` wrote (.tar.gz), or its URL") from None
+
+
+def writer_jars(spec: PipelineSpec) -> list[str]:
+    """The JVM executor writer's jar when the spec asks for it (``executor_writer: jvm``), shipped like the connector.
+
+    :raises PrerequisiteError: the jar is not built (or older than its sources), naming the fix.
+    """
+    if spec.executor_writer is not ExecutorWriter.JVM:
+        return []
+    from airflow_provider_eos.devstack.jars import executor_writer_jar
+
+    return [str(executor_writer_jar(build=False))]
 
 
 def connector_arguments(connector: Connector | None) -> tuple[list[str], dict[str, str]]:

@@ -18,6 +18,11 @@ first task of batch N to get there SIGKILL the driver after producing and before
 ``slow_transaction@N`` stalls that task past ``transaction.timeout.ms`` before its commit.
 (``before_produce`` and ``after_kafka_commit`` fire on the driver, around the tasks.)
 
+The JVM executor writer (``executor_writer: jvm``) has the same points (``jvm/``, ``TaskFaults.java``),
+armed by the same environment through :meth:`TaskFaults.armed`, which the driver puts in the write's
+plan. Its worker is the executor JVM (in local mode the driver's): a "killed worker" there is the
+task attempt dying as a crash leaves it, its producer closed without ending its transaction.
+
 A task fault fires once across every process of the run: the first to create its claim file
 (``O_EXCL``, named after the driver's pid) fires; a retried task, which runs in a new Python
 worker, finds the file and passes. ``EOS_FAULT_REPORT`` also gets the ``EOS-FAULT`` line.
@@ -81,6 +86,18 @@ class TaskFaults:
         if not name.startswith("task_"):
             return TaskFaults()
         return TaskFaults(TaskFaultPoint(name), int(batch), int(partition or ANY_PARTITION), report, driver_pids)
+
+    def armed(self) -> dict | None:
+        """What is armed, for the JVM writer's same points (``jvm/``, ``TaskFaults.java``); ``None``: nothing.
+
+        The claim folder is the driver's temporary folder: the Python points claim in the worker's,
+        which on one host (every test and the local masters) is the same.
+        """
+        if self.point is None:
+            return None
+        return {"point": self.point.value, "batch_id": self.batch_id, "partition": self.partition,
+                "report": self.report, "driver_pids": list(self.driver_pids), "stall_s": self.stall_s,
+                "claim_dir": tempfile.gettempdir()}
 
     def hit(self, point: TaskFaultPoint, batch_id: int, partition: int) -> None:
         """Reached ``point`` for Kafka partition ``partition`` of batch ``batch_id``."""

@@ -24,15 +24,24 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.chaos]
 FAULT_BATCH = 2
 
 
-# CI: after_produce and after_kafka_commit per writer. before_produce (nothing reached Kafka) takes the
-# same replay path as after_produce without the aborted records: `make test-long` runs it.
-@pytest.mark.parametrize("writers", ["driver", "executors"])
-@pytest.mark.parametrize("point", [pytest.param("before_produce", marks=pytest.mark.long),
-                                   "after_produce", "after_kafka_commit"])
+# CI: after_kafka_commit (the replay skipped) per writer, after_produce (the open transaction aborted) on
+# the driver writer; on the executor writers the secured DAG test crashes after_produce, recovers and
+# resumes. before_produce (nothing reached Kafka) takes the same replay path as after_produce without the
+# aborted records. `make test-long` runs them all.
+# "executors/jvm": the executor writers with `executor_writer: jvm` (the same points, in the executor JVM).
+def _in_ci(point: str, writers: str) -> bool:
+    return point == "after_kafka_commit" or (point == "after_produce" and writers == "driver")
+
+
+@pytest.mark.parametrize(("point", "writers"), [
+    pytest.param(point, writers, id=f"{point}-{writers}", marks=() if _in_ci(point, writers) else pytest.mark.long)
+    for point in ("before_produce", "after_produce", "after_kafka_commit")
+    for writers in ("driver", "executors", "executors/jvm")])
 def test_crash_at_named_point_then_restart_is_exactly_once(bootstrap, tmp_path, point, writers):
     """Under executor writers ``after_produce`` is the driver killed by a task with its transaction open.
     The driver writer's spill of the killed batch is left behind and removed by the replay."""
-    harness = PipelineHarness(bootstrap, tmp_path, writers=writers)
+    writers, _, executor_writer = writers.partition("/")
+    harness = PipelineHarness(bootstrap, tmp_path, writers=writers, executor_writer=executor_writer or "python")
     records, valid_ids, malformed = json_events(2000, malformed_every=41)
     harness.produce_input(records, aborted_every=3)
 
@@ -73,9 +82,12 @@ def test_crash_at_named_point_then_restart_is_exactly_once(bootstrap, tmp_path, 
 
 
 # CI: the driver writer here, the executor writers in the soak subset's slow_transaction fault.
-@pytest.mark.parametrize("writers", ["driver", pytest.param("executors", marks=pytest.mark.long)])
+@pytest.mark.parametrize("writers", ["driver", pytest.param("executors", marks=pytest.mark.long),
+                                     pytest.param("executors/jvm", marks=pytest.mark.long)])
 def test_batch_slower_than_transaction_timeout_is_aborted_and_replayed_once(bootstrap, tmp_path, writers):
-    harness = PipelineHarness(bootstrap, tmp_path, transaction_timeout_ms=6000, writers=writers)
+    writers, _, executor_writer = writers.partition("/")
+    harness = PipelineHarness(bootstrap, tmp_path, transaction_timeout_ms=6000, writers=writers,
+                              executor_writer=executor_writer or "python")
     records, valid_ids, malformed = json_events(1500, malformed_every=29)
     harness.produce_input(records)
 

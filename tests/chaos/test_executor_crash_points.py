@@ -1,6 +1,11 @@
 """The executor writers' crash points (DESIGN.md 2b), each asserting that the fault really hit,
 random SIGKILLs of Python workers and drivers over 200,000 records, and the at-least-once control
-under the same schedule."""
+under the same schedule.
+
+The crash points run on both executor writers (``executor_writer``): the Python workers' tasks,
+whose "worker killed" is a SIGKILL of the Python worker, and the JVM writer's, whose worker is
+the executor JVM (the driver's, in local mode): there the attempt dies as a crash leaves it, its
+producer closed without ending its transaction, and Spark retries it (``TaskFaults.java``)."""
 
 from __future__ import annotations
 
@@ -34,12 +39,20 @@ FAULT_BATCH = 1
 RETRYING_MASTER = "local[2,4]"
 
 
-def _harness(bootstrap, tmp_path, **kwargs) -> PipelineHarness:
-    return PipelineHarness(bootstrap, tmp_path, writers="executors", **kwargs)
+#: Both executor writers run the crash points.
+EXECUTOR_WRITERS = pytest.mark.parametrize("executor_writer", ["python", "jvm"])
+#: Both, the JVM one as a long proof (`make test-long`): CI keeps the JVM writer's task killed with its
+#: transaction open (a retry fencing it), and its driver crash after Kafka committed (tests/chaos/test_crash_points.py).
+PYTHON_IN_CI = pytest.mark.parametrize("executor_writer", ["python", pytest.param("jvm", marks=pytest.mark.long)])
 
 
-def test_python_worker_killed_after_producing_and_before_its_commit(bootstrap, tmp_path):
-    harness = _harness(bootstrap, tmp_path, master=RETRYING_MASTER)
+def _harness(bootstrap, tmp_path, executor_writer: str = "python", **kwargs) -> PipelineHarness:
+    return PipelineHarness(bootstrap, tmp_path, writers="executors", executor_writer=executor_writer, **kwargs)
+
+
+@EXECUTOR_WRITERS
+def test_python_worker_killed_after_producing_and_before_its_commit(bootstrap, tmp_path, executor_writer):
+    harness = _harness(bootstrap, tmp_path, executor_writer, master=RETRYING_MASTER)
     records, valid_ids, malformed = json_events(1500, malformed_every=41)
     harness.produce_input(records, aborted_every=3)
 
@@ -57,8 +70,9 @@ def test_python_worker_killed_after_producing_and_before_its_commit(bootstrap, t
     assert retried[0]["attempt"] == 1 and "offsets to be stable" not in result.log, retried
 
 
-def test_python_worker_killed_after_its_commit_and_before_it_reports(bootstrap, tmp_path):
-    harness = _harness(bootstrap, tmp_path, master=RETRYING_MASTER)
+@PYTHON_IN_CI
+def test_python_worker_killed_after_its_commit_and_before_it_reports(bootstrap, tmp_path, executor_writer):
+    harness = _harness(bootstrap, tmp_path, executor_writer, master=RETRYING_MASTER)
     records, valid_ids, malformed = json_events(1500, malformed_every=41)
     harness.produce_input(records)
 
@@ -72,10 +86,11 @@ def test_python_worker_killed_after_its_commit_and_before_it_reports(bootstrap, 
     assert max(output_ids(harness.output_values("read_uncommitted")).values()) == 1
 
 
-def test_driver_killed_after_some_partitions_committed(bootstrap, tmp_path):
+@PYTHON_IN_CI
+def test_driver_killed_after_some_partitions_committed(bootstrap, tmp_path, executor_writer):
     # One core: the tasks run one after the other, so the first task commits its partition and kills
     # the driver, and the other never starts. (Which Kafka partition Spark runs first is its choice.)
-    harness = _harness(bootstrap, tmp_path, master="local[1]")
+    harness = _harness(bootstrap, tmp_path, executor_writer, master="local[1]")
     records, valid_ids, malformed = json_events(1500, malformed_every=41)
     harness.produce_input(records)
 
@@ -254,13 +269,15 @@ def test_at_least_once_control_duplicates_under_the_same_schedule(bootstrap, tmp
     assert sum(c - 1 for c in produced.values() if c > 1) > 0, "the control must show duplicates"
 
 
-def test_a_speculative_attempt_on_another_host_stays_exactly_once(bootstrap, tmp_path, spark_standalone):
+@PYTHON_IN_CI
+def test_a_speculative_attempt_on_another_host_stays_exactly_once(bootstrap, tmp_path, spark_standalone,
+                                                                  executor_writer):
     """Speculation on the standalone cluster: a task of batch 1 stalls (its transaction open), Spark
     launches a copy on the other worker's host, the copy's init_transactions fences the stalled
     attempt and commits; Spark's event log proves the copy was speculative."""
     events = tmp_path / "spark-events"
     events.mkdir()
-    harness = _harness(bootstrap, tmp_path, master=spark_standalone.master_url)
+    harness = _harness(bootstrap, tmp_path, executor_writer, master=spark_standalone.master_url)
     harness.with_overrides(spark_conf={
         **harness.spec.spark_conf, "spark.executor.memory": "512m", "spark.cores.max": "2",
         "spark.speculation": "true", "spark.speculation.interval": "200ms", "spark.speculation.multiplier": "1.5",

@@ -50,10 +50,13 @@ def _grant(spec_file: Path, principal: str, role: str, admin_config: Path) -> st
 
 
 # CI runs the executor writers (the partitions' own transactional ids under the job's prefix ACL); the
-# driver writer's one id under the same ACL is a long proof (`make test-long`).
-@pytest.mark.parametrize("writers", [pytest.param("driver", marks=pytest.mark.long), "executors"])
+# driver writer's one id under the same ACL is a long proof (`make test-long`), and so is the JVM executor
+# writer (its client settings travel to the driver JVM by py4j and to the tasks in their closure).
+@pytest.mark.parametrize(("writers", "executor_writer"), [
+    pytest.param("driver", "python", marks=pytest.mark.long), ("executors", "python"),
+    pytest.param("executors", "jvm", marks=pytest.mark.long)])
 def test_three_principals_crash_recover_resume_and_no_password_leaks(
-    airflow_home, secured_kafka, secured_admin_settings, spark_standalone, tmp_path, writers
+    airflow_home, secured_kafka, secured_admin_settings, spark_standalone, tmp_path, writers, executor_writer
 ):
     admin = dict(secured_admin_settings)
     users = {role: f"eos-{role}-{uuid.uuid4().hex[:6]}" for role in ROLES}
@@ -66,7 +69,8 @@ def test_three_principals_crash_recover_resume_and_no_password_leaks(
     spark_local.mkdir()
     event_log.mkdir()
     # The spec carries no credentials: each task's connection does.
-    harness = PipelineHarness(admin, tmp_path / "pipeline", writers=writers, max_offsets_per_trigger=250,
+    harness = PipelineHarness(admin, tmp_path / "pipeline", writers=writers, executor_writer=executor_writer,
+                              max_offsets_per_trigger=250,
                               spec_kafka={"bootstrap.servers": admin["bootstrap.servers"]})
     # A secret Spark setting too (as an S3 checkpoint's key would be): it must stay off the command line.
     spark_secret = f"s3-{uuid.uuid4().hex}"
@@ -136,9 +140,10 @@ def test_three_principals_crash_recover_resume_and_no_password_leaks(
 
     # No password anywhere it must not be.
     # spark-submit's shell script execs the JVM at once: what runs is the driver JVM and the Python
-    # driver here, the executor JVMs and their Python workers under the cluster's workers.
-    assert sampler.samples > 20 and {"driver jvm", "python driver", "executor", "python worker"} \
-        <= sampler.processes_seen, (sampler.samples, sampler.processes_seen)
+    # driver here, the executor JVMs and their Python workers under the cluster's workers; the JVM
+    # executor writer's tasks need no Python worker (json_enrich has no Python UDF).
+    seen = {"driver jvm", "python driver", "executor", *(["python worker"] if executor_writer == "python" else [])}
+    assert sampler.samples > 20 and seen <= sampler.processes_seen, (sampler.samples, sampler.processes_seen)
     assert sampler.leaks == [], sampler.leaks
     # The submit tasks' private spec copies were seen while they ran (private), and are gone.
     assert {path.name for path in sampler.private_copies_seen} >= {"spec.yaml"}, sampler.private_copies_seen

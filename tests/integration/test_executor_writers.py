@@ -2,7 +2,9 @@
 
 Both writers give exact output; ``auto`` picks executors for an aligned plan and the driver for a
 shuffle or a stateful plan, and says why; ``writers: executors`` refuses a plan it cannot run;
-every input partition commits each batch, also one whose rows were all filtered out.
+every input partition commits each batch, also one whose rows were all filtered out. The
+writing tests run on both executor writers (``executor_writer``: the Python workers' tasks and the
+JVM writer's), and records with and without headers keep theirs.
 """
 
 from __future__ import annotations
@@ -10,13 +12,22 @@ from __future__ import annotations
 import json
 
 import pytest
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from airflow_provider_eos.core.spec import Writers
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
+from tests.support.kafka import client_settings, consume_all
 from tests.support.pipeline import JobResult, PipelineHarness, assert_exactly_once, json_events
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+#: Both executor writers: PySpark's Python workers, and the executor JVM (the jvm/ module).
+#: Both, the JVM one as a long proof: in CI the JVM writer runs the mixed-headers test, the switch between
+#: writers and one crash point of each kind (tests/chaos), which already take it through a plain run.
+PYTHON_IN_CI = pytest.mark.parametrize("executor_writer", ["python", pytest.param("jvm", marks=pytest.mark.long)])
+#: Both, the Python one as a long proof: test_headers_through_writers runs its mixed headers in CI.
+JVM_IN_CI = pytest.mark.parametrize("executor_writer", [pytest.param("python", marks=pytest.mark.long), "jvm"])
 
 
 def writers_lines(result: JobResult) -> list[str]:
@@ -36,8 +47,9 @@ def group_markers(harness: PipelineHarness) -> dict[int, tuple[int, int]]:
     return {tp.partition: (c.offset, c.marker.batch_id) for tp, c in committed.items() if c is not None}
 
 
-def test_auto_runs_json_enrich_on_executor_writers_exactly_once(bootstrap, tmp_path):
-    harness = PipelineHarness(bootstrap, tmp_path, partitions=3)
+@PYTHON_IN_CI
+def test_auto_runs_json_enrich_on_executor_writers_exactly_once(bootstrap, tmp_path, executor_writer):
+    harness = PipelineHarness(bootstrap, tmp_path, partitions=3, executor_writer=executor_writer)
     records, valid_ids, malformed = json_events(1500, malformed_every=37)
     harness.produce_input(records, aborted_every=2)
 
@@ -49,6 +61,7 @@ def test_auto_runs_json_enrich_on_executor_writers_exactly_once(bootstrap, tmp_p
     assert choice is not None and choice.writers is Writers.EXECUTORS and choice.requested is Writers.AUTO
     tasks = task_lines(result)
     batches = result.batch_lines()
+    assert tasks and {t["writer"] for t in tasks} == {executor_writer}, tasks[:2]
     # One task per input partition with data in every batch; each task's counts add up to the batch's.
     for batch in batches:
         own = [t for t in tasks if t["batch_id"] == batch["batch_id"]]
@@ -66,8 +79,9 @@ def test_auto_runs_json_enrich_on_executor_writers_exactly_once(bootstrap, tmp_p
     assert_exactly_once(harness, valid_ids, malformed)
 
 
-def test_a_partition_whose_rows_are_all_filtered_out_still_commits(bootstrap, tmp_path):
-    harness = PipelineHarness(bootstrap, tmp_path, partitions=2, writers="executors",
+@PYTHON_IN_CI
+def test_a_partition_whose_rows_are_all_filtered_out_still_commits(bootstrap, tmp_path, executor_writer):
+    harness = PipelineHarness(bootstrap, tmp_path, partitions=2, writers="executors", executor_writer=executor_writer,
                               transform="tests.support.transforms:drop_every_other_partition")
     records, _, _ = json_events(600)
     harness.produce_input(records)
@@ -111,3 +125,51 @@ def test_executors_refuse_a_shuffle_naming_it_and_auto_runs_it_on_the_driver(boo
     assert line.startswith("driver reason=ShuffleExchangeExec "), line
     assert sorted(harness.output_values()) == sorted(v for _, v in records)
     assert json.loads(line.split(" ", 2)[2])["writers"] == "driver"
+
+
+@JVM_IN_CI
+def test_records_with_and_without_headers_keep_theirs_exactly(bootstrap, tmp_path, executor_writer):
+    """A mix in every batch: a third of the records carry headers (one with a null value), the rest none."""
+    harness = PipelineHarness(bootstrap, tmp_path, partitions=2, writers="executors", executor_writer=executor_writer,
+                              transform=None, max_offsets_per_trigger=200)
+    expected = {}
+    producer = Producer({**client_settings(harness.bootstrap), "transactional.id": f"{harness.name}-headers"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for i in range(900):
+        key, value = f"user{i % 7}".encode(), f"value-{i}".encode()
+        headers = [("trace-id", f"t{i}".encode()), ("empty", None)] if i % 3 == 0 else []
+        producer.produce(harness.input_topic, key=key, value=value, headers=headers or None)
+        expected[value] = (key, headers)
+    producer.commit_transaction(60)
+
+    result = harness.run()
+    assert result.returncode == 0, result.log[-3000:]
+    assert len(result.batch_lines()) >= 2 and all(t["action"] == "produce" for t in task_lines(result))
+    found = consume_all(harness.bootstrap, harness.output_topic)
+    assert sorted(m.value() for m in found) == sorted(expected), "every record once, nothing else"
+    assert {m.value(): (m.key(), list(m.headers() or [])) for m in found} == expected
+    # Keys land where both writers and Java producers put them (murmur2), so ordering per key holds.
+    by_key = {}
+    for m in found:
+        by_key.setdefault(m.key(), set()).add(m.partition())
+    assert all(len(partitions) == 1 for partitions in by_key.values()), by_key
+
+
+def test_switching_executor_writers_between_runs_stays_exactly_once(bootstrap, tmp_path):
+    """Both writers commit the same bytes (the markers as the broker holds confluent-kafka's commits), so a
+    pipeline may move from one executor writer to the other and back between runs."""
+    harness = PipelineHarness(bootstrap, tmp_path, partitions=2, writers="executors", max_offsets_per_trigger=250)
+    valid, bad = [], []
+    for run, executor_writer in enumerate(("python", "jvm", "python")):
+        records, valid_ids, malformed = json_events(600, malformed_every=53, prefix=f"r{run}-")
+        valid += valid_ids
+        bad += malformed
+        harness.produce_input(records)
+        harness.with_overrides(executor_writer=executor_writer)
+        result = harness.run()
+        assert result.returncode == 0, result.log[-3000:]
+        tasks = task_lines(result)
+        assert tasks and {t["writer"] for t in tasks} == {executor_writer}, tasks[:2]
+        assert all(t["action"] == "produce" for t in tasks), tasks
+        assert_exactly_once(harness, valid, bad)

@@ -65,6 +65,8 @@ class PipelineHarness:
     transaction_timeout_ms: int = 60_000
     trigger: str = "available_now"
     writers: str = "auto"
+    #: What runs the executor writers' tasks: ``python`` (PySpark workers) or ``jvm`` (the jvm/ module).
+    executor_writer: str = "python"
     master: str = "local[2]"
     name: str = field(default_factory=lambda: f"p{uuid.uuid4().hex[:8]}")
     runs: int = 0
@@ -82,7 +84,7 @@ class PipelineHarness:
             checkpoint_location=str(self.work_dir / "checkpoint"), trigger=self.trigger,
             max_offsets_per_trigger=self.max_offsets_per_trigger,
             transaction_timeout_ms=self.transaction_timeout_ms, transform=self.transform, writers=self.writers,
-            spark_conf=dict(TEST_SPARK_CONF),
+            executor_writer=self.executor_writer, spark_conf=dict(TEST_SPARK_CONF),
         )
         self.spec_file = self.work_dir / "spec.yaml"
         self._write_spec()

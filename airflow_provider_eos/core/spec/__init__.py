@@ -5,7 +5,7 @@ typo fails the DAG parse or the first task with a message naming the field, the 
 fix, instead of failing inside Spark or Kafka later.
 
 - :mod:`.model`: :class:`PipelineSpec` (fields, validators, derived values, JSON), :class:`Mode`
-  and :class:`Writers`;
+  :class:`Writers` and :class:`ExecutorWriter`;
 - :mod:`.field_rules`: the rules for names, topics, trigger, starting offsets, transform;
 - :mod:`.kafka_keys`: the rules for the shared ``kafka`` client config;
 - :mod:`.validation_errors`: pydantic's errors as one :class:`SpecError`;
@@ -24,12 +24,13 @@ from airflow_provider_eos.core.spec.folder import (
     scan_spec_folder,
 )
 from airflow_provider_eos.core.spec.kafka_keys import RESERVED_KAFKA_KEYS
-from airflow_provider_eos.core.spec.model import Mode, PipelineSpec, Writers
+from airflow_provider_eos.core.spec.model import ExecutorWriter, Mode, PipelineSpec, Writers
 
 __all__ = [
     "RESERVED_KAFKA_KEYS",
     "SPEC_SUFFIXES",
     "TRIGGER_AVAILABLE_NOW",
+    "ExecutorWriter",
     "Mode",
     "PipelineSpec",
     "SpecFolder",

@@ -27,7 +27,7 @@ from airflow_provider_eos.core.spec.kafka_keys import check_kafka_keys, check_ka
 from airflow_provider_eos.core.spec.submission import Connector, check_python_environment
 from airflow_provider_eos.core.spec.validation_errors import spec_error
 
-__all__ = ["Mode", "PipelineSpec", "Writers"]
+__all__ = ["ExecutorWriter", "Mode", "PipelineSpec", "Writers"]
 
 
 class Mode(StrEnum):
@@ -43,6 +43,18 @@ class Writers(StrEnum):
     AUTO = "auto"
     DRIVER = "driver"
     EXECUTORS = "executors"
+
+
+class ExecutorWriter(StrEnum):
+    """What runs the executor writers' tasks (DESIGN.md 2b; docs/design-notes.md note 32).
+
+    ``python``: confluent-kafka producers in PySpark's Python workers (``mapInArrow``); ``jvm``: the
+    Kafka Java client in the executor JVM (the ``jvm/`` module's data source). Same transactional
+    ids, markers and task order; the protocol's decisions stay in Python either way.
+    """
+
+    PYTHON = "python"
+    JVM = "jvm"
 
 
 class PipelineSpec(BaseModel):
@@ -89,6 +101,9 @@ class PipelineSpec(BaseModel):
     #: Where the exactly-once sink writes: ``auto`` decides from the query's plan at start,
     #: ``driver`` is one transaction per batch, ``executors`` one per input partition (DESIGN.md 2).
     writers: Writers = Writers.AUTO
+    #: What runs the executor writers' tasks (``writers: executors``, or ``auto`` choosing them):
+    #: ``python`` (the default until measurements decide) or ``jvm`` (needs the writer's jar, ``make install``).
+    executor_writer: ExecutorWriter = ExecutorWriter.PYTHON
     #: How Spark's Kafka connector reaches the cluster (jars by path/URL or Maven packages); ``None``:
     #: the jars the devstack resolved on this machine (``eos jars``).
     connector: Connector | None = None

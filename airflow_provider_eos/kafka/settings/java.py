@@ -24,6 +24,7 @@ from airflow_provider_eos.core.errors import KafkaConfigError
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.kafka.settings.java_security import java_sasl, java_ssl
 from airflow_provider_eos.kafka.settings.keys import SETTINGS, Dropped, Refused, Renamed
+from airflow_provider_eos.kafka.settings.librdkafka import common_config, sink_producer_config
 from airflow_provider_eos.kafka.settings.values import (
     JAVA,
     as_bool,
@@ -38,7 +39,9 @@ __all__ = [
     "SPARK_OPTIONS_REDACTION_REGEX",
     "SPARK_PREFIX",
     "JavaRole",
+    "java_admin_config",
     "java_client_config",
+    "java_sink_producer_config",
     "spark_sink_options",
     "spark_source_options",
 ]
@@ -217,3 +220,41 @@ def spark_sink_options(spec: PipelineSpec) -> dict[str, str]:
     :raises KafkaConfigError: for a setting the Java producer cannot take.
     """
     return _spark_options(java_client_config(spec.kafka, "producer"))
+
+
+#: librdkafka's default ``batch.size`` (bytes per partition batch): the Python writer's producers
+#: batch up to it, the Java producer's default is 16 KiB.
+_LIBRDKAFKA_BATCH_SIZE = 1_000_000
+
+
+def java_sink_producer_config(spec: PipelineSpec) -> dict[str, str]:
+    """The exactly-once sink's transactional producer in the Java client's dialect (the JVM executor writer).
+
+    The Python writer's own settings (:func:`~airflow_provider_eos.kafka.settings.librdkafka.sink_producer_config`:
+    acks=all, idempotence, the transaction timeout, the spec's compression, linger and batch size,
+    ``message.timeout.ms`` within the transaction timeout) translated key by key, without the
+    ``transactional.id``: the JVM writer sets each input partition's (``spec.partition_transactional_id``).
+    Where librdkafka's default differs and the spec says nothing, the Java producer gets librdkafka's
+    (``batch.size``), so both writers batch alike. A transaction timeout below the Java request
+    timeout lowers ``request.timeout.ms`` with it (the Java producer requires
+    ``delivery.timeout.ms >= linger.ms + request.timeout.ms``; librdkafka has no such rule).
+    Holds secrets.
+
+    :raises KafkaConfigError: for a setting the Java producer cannot take.
+    """
+    librdkafka = {k: v for k, v in sink_producer_config(spec).items() if k != "transactional.id"}
+    librdkafka.setdefault("batch.size", _LIBRDKAFKA_BATCH_SIZE)
+    linger = int(librdkafka.get("linger.ms", librdkafka.get("queue.buffering.max.ms", 5)))
+    delivery = int(librdkafka["message.timeout.ms"])
+    timeouts = ("request.timeout.ms", "socket.timeout.ms")
+    if not any(k in librdkafka for k in timeouts) and delivery < linger + _JAVA_REQUEST_TIMEOUT_MS:
+        librdkafka["request.timeout.ms"] = max(1_000, delivery - linger)
+    return java_client_config(librdkafka, "producer")
+
+
+def java_admin_config(spec: PipelineSpec) -> dict[str, str]:
+    """The spec's connection settings for a Java admin client (the JVM executor writer's offset reads). Holds secrets.
+
+    :raises KafkaConfigError: for a setting the Java client cannot take.
+    """
+    return java_client_config(common_config(spec), "producer")

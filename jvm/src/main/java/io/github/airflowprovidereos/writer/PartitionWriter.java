@@ -1,0 +1,266 @@
+package io.github.airflowprovidereos.writer;
+
+import java.util.Map;
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.Callback;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.RetriableException;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.connector.write.DataWriter;
+import org.apache.spark.sql.connector.write.WriterCommitMessage;
+import org.apache.spark.unsafe.types.UTF8String;
+
+/**
+ * One input partition's write (the Python writer's {@code PartitionWriteTask}, in the same order).
+ *
+ * <p>Before any row is read (in the constructor, which Spark calls before it pulls the rows):
+ * a retried attempt, or a partition this JVM's producer did not write last, starts a fresh
+ * producer, whose {@code initTransactions} fences the earlier holder and aborts its open
+ * transaction (a stable read behind a dead attempt's pending offsets would wait for the
+ * transaction timeout); then the group's committed offset is read and matched against the plan:
+ * skip (marker N already there), produce, or fail naming what was found. To produce, the task
+ * begins the transaction and first adds the partition's end offset with marker N, a request the
+ * coordinator refuses to a producer another holder fenced: a cached producer found fenced is
+ * replaced once and the decision taken again. Then {@link #write} produces every row and
+ * {@link #commit} flushes and commits: the task commits its own transaction.
+ */
+final class PartitionWriter implements DataWriter<InternalRow> {
+    private final WritePlan plan;
+    private final WritePlan.PartitionPlan part;
+    private final RowRecords rows;
+    private final TransactionalProducers.Lease lease;
+    private final TaskStats stats;
+    private final UTF8String topic;
+    private final SendFailures sendFailures = new SendFailures();
+    private KafkaProducer<byte[], byte[]> producer;
+    private long lapStart = System.nanoTime();
+    private long opened;
+    private boolean inTransaction;
+    private boolean crashed;
+    private long deadWithoutTopic;
+
+    /** The first failed delivery of the transaction; one instance serves every record. */
+    private static final class SendFailures implements Callback {
+        volatile Exception first;
+
+        @Override
+        public void onCompletion(RecordMetadata metadata, Exception exception) {
+            if (exception != null && first == null) {
+                first = exception;
+            }
+        }
+    }
+
+    PartitionWriter(WritePlan plan, Map<String, String> producerConfig, Map<String, String> adminConfig,
+                    RowRecords rows, int sparkPartition, int attempt) {
+        this.plan = plan;
+        this.part = plan.partition(sparkPartition);
+        this.rows = rows;
+        this.topic = UTF8String.fromString(part.topic);
+        this.stats = new TaskStats(plan.batchId, sparkPartition, attempt, part.topic, part.partition);
+        this.lease = TransactionalProducers.acquire(part.transactionalId, producerConfig);
+        try {
+            start(adminConfig, attempt);
+        } catch (RuntimeException | Error e) {
+            // Spark neither aborts nor closes a writer whose creation failed.
+            abandon();
+            lease.release();
+            throw e;
+        }
+    }
+
+    private void start(Map<String, String> adminConfig, int attempt) {
+        Long last = lease.lastCommittedBatch();
+        if (attempt > 0 || (last != null && last != plan.batchId - 1)) {
+            // A retry: the earlier attempt may have died inside its transaction, its offsets still pending.
+            // Otherwise another JVM wrote this partition since: the cached producer is fenced for sure.
+            lease.drop();
+        }
+        TopicPartition tp = new TopicPartition(part.topic, part.partition);
+        for (int round = 0; round < 2; round++) {
+            KafkaProducer<byte[], byte[]> candidate;
+            try {
+                candidate = lease.producer();
+            } catch (RuntimeException e) {
+                throw TaskFailure.kafka(e, "init", part.transactionalId, plan.batchId, false);
+            }
+            stats.producerCreated = lease.fresh();
+            OffsetAndMetadata committed = readCommitted(adminConfig, tp);
+            WritePlan.Decision decision = part.decide(committed);
+            if (decision == WritePlan.Decision.SKIP_REPLAY) {
+                stats.action = "skip_replay";
+                return;
+            }
+            if (decision == WritePlan.Decision.INCONSISTENT) {
+                throw TaskFailure.of("inconsistent", "topic", part.topic, "partition", part.partition,
+                        "offset", committed == null ? null : committed.offset(),
+                        "metadata", committed == null ? null : committed.metadata());
+            }
+            producer = candidate; // from here on, a failure aborts (or drops) this producer's transaction
+            try {
+                candidate.beginTransaction();
+                inTransaction = true;
+                opened = System.nanoTime();
+                // First, so a producer another holder fenced is found before any row is read.
+                candidate.sendOffsetsToTransaction(
+                        Map.of(tp, new OffsetAndMetadata(part.commitOffset, part.commitMetadata)),
+                        new ConsumerGroupMetadata(plan.groupId));
+            } catch (RuntimeException e) {
+                if (!lease.fresh() && TaskFailure.isFenced(e)) {
+                    lease.drop();
+                    producer = null;
+                    inTransaction = false;
+                    stats.producerReplaced = true;
+                    continue;
+                }
+                throw failed(e, "offsets");
+            }
+            return;
+        }
+        throw TaskFailure.of("fenced_twice", "transactional_id", part.transactionalId, "batch_id", plan.batchId);
+    }
+
+    private OffsetAndMetadata readCommitted(Map<String, String> adminConfig, TopicPartition tp) {
+        try {
+            return CommittedOffsets.read(adminConfig, plan.groupId, tp);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while reading the group's offsets", e);
+        } catch (Exception e) {
+            throw TaskFailure.of("group_offsets", "group_id", plan.groupId, "topic", part.topic,
+                    "partition", part.partition, "detail", String.valueOf(e));
+        }
+    }
+
+    @Override
+    public void write(InternalRow row) {
+        if (producer == null) {
+            return; // skip_replay: the partition's output is already committed
+        }
+        String foreign = rows.foreignSource(row, topic, part.partition);
+        if (foreign != null) {
+            throw TaskFailure.of("foreign_rows", "spark_partition", stats.sparkPartition, "column", foreign,
+                    "found", rows.sourceValue(row, foreign));
+        }
+        boolean dead = rows.isDeadLetter(row);
+        if (dead) {
+            if (plan.dlqTopic == null) {
+                deadWithoutTopic++; // refused in commit, with the count, before the transaction commits
+                return;
+            }
+            stats.rowsDlq++;
+        } else {
+            stats.rowsOut++;
+        }
+        try {
+            producer.send(rows.record(row, plan.outputTopic, plan.dlqTopic, dead), sendFailures);
+        } catch (RuntimeException e) {
+            throw failed(e, "produce");
+        }
+    }
+
+    @Override
+    public WriterCommitMessage commit() {
+        if (producer == null) {
+            return new TaskReport(stats.toJson());
+        }
+        if (deadWithoutTopic > 0) {
+            abandon();
+            throw TaskFailure.of("no_dlq_topic", "dead", deadWithoutTopic);
+        }
+        try {
+            producer.flush();
+            if (sendFailures.first != null) {
+                throw sendFailures.first instanceof RuntimeException
+                        ? (RuntimeException) sendFailures.first : new IllegalStateException(sendFailures.first);
+            }
+            stats.produceMs = lap();
+            for (String point : new String[] {TaskFaults.TASK_STALL, TaskFaults.SLOW_TRANSACTION,
+                    TaskFaults.KILL_DRIVER_BEFORE_COMMIT, TaskFaults.TASK_AFTER_PRODUCE}) {
+                crashIf(plan.faults.hit(point, plan.batchId, part.partition), point);
+            }
+            commitTransaction();
+            inTransaction = false;
+            lease.committed(plan.batchId);
+            stats.commitMs = lap();
+        } catch (TaskFailure e) {
+            throw e;
+        } catch (RuntimeException e) {
+            throw failed(e, "produce");
+        }
+        crashIf(plan.faults.hit(TaskFaults.TASK_AFTER_COMMIT, plan.batchId, part.partition), "after commit");
+        crashIf(plan.faults.hit(TaskFaults.TASK_KILL_DRIVER, plan.batchId, part.partition), "after commit");
+        return new TaskReport(stats.toJson());
+    }
+
+    private void commitTransaction() {
+        long deadline = opened + plan.transactionTimeoutMs * 1_000_000L;
+        while (true) {
+            try {
+                producer.commitTransaction();
+                return;
+            } catch (RetriableException e) {
+                // The Java producer lets a commit that timed out be called again; the outcome is the broker's.
+                if (System.nanoTime() > deadline) {
+                    throw e;
+                }
+            }
+        }
+    }
+
+    private void crashIf(TaskFaults.Outcome outcome, String where) {
+        if (outcome == TaskFaults.Outcome.CRASH_TASK) {
+            crashed = true;
+            lease.drop(); // the crashed attempt's producer goes with it, its transaction left as it was
+            throw TaskFailure.of("fault", "where", where, "batch_id", plan.batchId, "partition", part.partition);
+        }
+    }
+
+    /** Abort after a Kafka failure (or give the producer up) and name the failure for the driver. */
+    private TaskFailure failed(RuntimeException error, String stage) {
+        boolean outlived = inTransaction && (System.nanoTime() - opened) / 1_000_000L >= plan.transactionTimeoutMs;
+        abandon();
+        return TaskFailure.kafka(error, stage, part.transactionalId, plan.batchId, outlived);
+    }
+
+    /**
+     * End the open transaction: abort it if the producer still can, and drop the producer either
+     * way (simpler than the Python writer's keep-after-abortable-error, at the cost of one
+     * {@code initTransactions} in the next task after a failure; that init also aborts whatever
+     * an abort here could not).
+     */
+    private void abandon() {
+        if (inTransaction && producer != null && !crashed) {
+            try {
+                producer.abortTransaction();
+            } catch (RuntimeException ignored) {
+                // The next producer's initTransactions aborts it.
+            }
+        }
+        inTransaction = false;
+        lease.drop();
+        producer = null;
+    }
+
+    @Override
+    public void abort() {
+        if (!crashed && inTransaction) {
+            abandon();
+        }
+    }
+
+    @Override
+    public void close() {
+        lease.release();
+    }
+
+    private long lap() {
+        long now = System.nanoTime();
+        long elapsed = (now - lapStart) / 1_000_000L;
+        lapStart = now;
+        return elapsed;
+    }
+}

@@ -1,0 +1,208 @@
+package io.github.airflowprovidereos.writer;
+
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+/**
+ * The executor JVM's transactional producers, one per transactional id and producer config.
+ *
+ * <p>A producer is created and {@code initTransactions}-ed on first use, which fences every
+ * earlier holder of the id and aborts what it left open. It is kept between batches (Spark runs
+ * the same input partition's task in any executor, so a kept producer can be stale: the task
+ * asks {@link Lease#lastCommittedBatch()} and the coordinator's answer to its first request).
+ * A task holds its entry's lock from {@link #acquire} to {@link Lease#release}, so two attempts
+ * of one partition in this JVM (speculation) take turns instead of sharing a transaction.
+ * Entries idle for {@link #IDLE_MS} are closed by the next acquire: a JVM that outlives a query
+ * (local mode in tests, a long-lived executor) does not keep its connections forever.
+ */
+public final class TransactionalProducers {
+    static final long IDLE_MS = TimeUnit.MINUTES.toMillis(10);
+    private static final Map<String, Entry> CACHE = new ConcurrentHashMap<>();
+
+    private TransactionalProducers() {
+    }
+
+    /** One cached producer and what the tasks learned about it. */
+    static final class Entry {
+        final String transactionalId;
+        final String configFingerprint;
+        final Map<String, String> config;
+        final ReentrantLock lock = new ReentrantLock();
+        KafkaProducer<byte[], byte[]> producer;
+        boolean fresh;
+        Long lastCommittedBatch;
+        volatile long lastUsedMs = System.currentTimeMillis();
+
+        Entry(String transactionalId, String configFingerprint, Map<String, String> config) {
+            this.transactionalId = transactionalId;
+            this.configFingerprint = configFingerprint;
+            this.config = config;
+        }
+    }
+
+    /** A task's hold on one entry; {@link #release} it in the writer's close. */
+    public static final class Lease {
+        private final Entry entry;
+        private boolean released;
+
+        private Lease(Entry entry) {
+            this.entry = entry;
+        }
+
+        /**
+         * The initialized producer, created (fencing every earlier holder of the id) when there is none.
+         *
+         * @return the producer
+         */
+        public KafkaProducer<byte[], byte[]> producer() {
+            if (entry.producer == null) {
+                Properties props = new Properties();
+                props.putAll(entry.config);
+                props.put("transactional.id", entry.transactionalId);
+                // Instances, not class names: no class loading by name across Spark's class loaders.
+                KafkaProducer<byte[], byte[]> created =
+                        new KafkaProducer<>(props, new ByteArraySerializer(), new ByteArraySerializer());
+                try {
+                    created.initTransactions();
+                } catch (RuntimeException e) {
+                    created.close(Duration.ZERO);
+                    throw e;
+                }
+                entry.producer = created;
+                entry.fresh = true;
+            }
+            return entry.producer;
+        }
+
+        /** Whether the producer was created (fencing every earlier holder) since its last commit. */
+        public boolean fresh() {
+            return entry.fresh;
+        }
+
+        /** The batch this producer last committed; {@code null}: none since it was created. */
+        public Long lastCommittedBatch() {
+            return entry.lastCommittedBatch;
+        }
+
+        /** The producer committed {@code batchId}. */
+        public void committed(long batchId) {
+            entry.fresh = false;
+            entry.lastCommittedBatch = batchId;
+        }
+
+        /**
+         * Forget the producer: the next use creates one, whose {@code initTransactions} aborts what
+         * this one left open. Closed at once, without ending its transaction (a graceful close would
+         * abort it, a crash would not: the fault points rely on the latter).
+         */
+        public void drop() {
+            if (entry.producer != null) {
+                entry.producer.close(Duration.ZERO);
+            }
+            entry.producer = null;
+            entry.fresh = false;
+            entry.lastCommittedBatch = null;
+        }
+
+        /** Let the next task of this id in this JVM have the entry. */
+        public void release() {
+            if (!released) {
+                released = true;
+                entry.lastUsedMs = System.currentTimeMillis();
+                entry.lock.unlock();
+            }
+        }
+    }
+
+    /**
+     * Hold the entry of {@code transactionalId} with {@code config} until {@link Lease#release}.
+     *
+     * @param transactionalId the input partition's id
+     * @param config the producer's settings (without the id and serializers)
+     * @return the lease
+     */
+    public static Lease acquire(String transactionalId, Map<String, String> config) {
+        closeIdle();
+        String fingerprint = fingerprint(config);
+        Entry entry = CACHE.computeIfAbsent(transactionalId + "\u0000" + fingerprint,
+                k -> new Entry(transactionalId, fingerprint, new HashMap<>(config)));
+        entry.lock.lock();
+        return new Lease(entry);
+    }
+
+    /**
+     * Close every idle producer made with {@code config} (the sink's close, in local mode where
+     * the executors are the driver's JVM).
+     *
+     * @param config the producer settings the sink registered
+     * @return how many were closed
+     */
+    public static int closeAll(Map<String, String> config) {
+        String fingerprint = fingerprint(config);
+        int closed = 0;
+        for (Iterator<Entry> it = CACHE.values().iterator(); it.hasNext(); ) {
+            Entry entry = it.next();
+            if (entry.configFingerprint.equals(fingerprint) && entry.lock.tryLock()) {
+                try {
+                    if (entry.producer != null) {
+                        entry.producer.close(Duration.ofSeconds(5));
+                        closed++;
+                    }
+                    it.remove();
+                } finally {
+                    entry.lock.unlock();
+                }
+            }
+        }
+        return closed;
+    }
+
+    private static void closeIdle() {
+        long now = System.currentTimeMillis();
+        for (Iterator<Entry> it = CACHE.values().iterator(); it.hasNext(); ) {
+            Entry entry = it.next();
+            if (now - entry.lastUsedMs > IDLE_MS && entry.lock.tryLock()) {
+                try {
+                    if (entry.producer != null) {
+                        entry.producer.close(Duration.ofSeconds(1));
+                    }
+                    it.remove();
+                } finally {
+                    entry.lock.unlock();
+                }
+            }
+        }
+    }
+
+    /** A digest of the settings: the cache keeps no secret in its keys. */
+    static String fingerprint(Map<String, String> config) {
+        try {
+            MessageDigest digest = MessageDigest.getInstance("SHA-256");
+            for (Map.Entry<String, String> e : new TreeMap<>(config).entrySet()) {
+                digest.update(e.getKey().getBytes(StandardCharsets.UTF_8));
+                digest.update((byte) 0);
+                digest.update(String.valueOf(e.getValue()).getBytes(StandardCharsets.UTF_8));
+                digest.update((byte) 1);
+            }
+            StringBuilder hex = new StringBuilder();
+            for (byte b : digest.digest()) {
+                hex.append(String.format("%02x", b));
+            }
+            return hex.toString();
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+}

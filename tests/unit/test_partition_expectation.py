@@ -1,0 +1,73 @@
+"""The exact states a comparing writer (the JVM executor writer) is given agree with ``decide_partition``.
+
+Over a grid of committed values (nothing, start or end offsets or others, markers of this batch,
+the previous one, another batch or query, a zero-padded batch, garbage, no metadata) for the
+first batch, a later batch and a partition new in the batch: the expectation's match and the
+protocol's decision are the same, an inconsistency included (``None`` against the error).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from airflow_provider_eos.core.errors import InconsistentOffsetsError
+from airflow_provider_eos.core.markers import BatchMarker, CommittedOffset
+from airflow_provider_eos.core.sink_protocol import BatchAction, decide_partition, partition_expectation
+from airflow_provider_eos.core.topic_partition import TopicPartition
+
+Q = "5f0c2b7e-9a41-4c3e-8d2a-1b6f3e9c7a10"
+OTHER_Q = "a3e1d9c4-7b2f-4e08-9c51-6d4f2a8b0e37"
+TP = TopicPartition("orders", 0)
+NEW = TopicPartition("orders", 1)
+
+
+def _metadata(batch_id: int) -> list[str]:
+    found = ["", "not a marker", f"eos2:{Q}:{batch_id}", f"eos1:{Q}:0{batch_id}", f"eos1:{Q}:{batch_id} "]
+    for n in {batch_id, batch_id - 1, batch_id + 1, 0}:
+        if n >= 0:
+            found += [BatchMarker(Q, n).encode(), BatchMarker(OTHER_Q, n).encode()]
+    return found
+
+
+def _committed(batch_id: int, offsets: list[int]) -> list[CommittedOffset | None]:
+    return [None, *(CommittedOffset(o, m) for o, m in itertools.product(offsets, _metadata(batch_id)))]
+
+
+def _protocol(tp: TopicPartition, batch_id: int, start: dict, end: dict, committed) -> BatchAction | None:
+    try:
+        return decide_partition(tp, query_id=Q, batch_id=batch_id, start=start, end=end, committed=committed,
+                                group_id="g")
+    except InconsistentOffsetsError:
+        return None
+
+
+@pytest.mark.parametrize(("batch_id", "tp", "start", "end"), [
+    (0, TP, {TP: 0}, {TP: 50}),
+    (0, TP, {TP: 30}, {TP: 30}),
+    (7, TP, {TP: 100}, {TP: 180}),
+    (7, TP, {TP: 100}, {TP: 100}),
+    (7, NEW, {TP: 100}, {TP: 180, NEW: 20}),
+    (1, TP, {TP: 0}, {TP: 9}),
+])
+def test_the_expectation_decides_as_the_protocol(batch_id, tp, start, end):
+    expected = partition_expectation(tp, query_id=Q, batch_id=batch_id, start=start, end=end)
+    offsets = sorted({start.get(tp, 0), end[tp], end[tp] + 1, max(0, start.get(tp, 0) - 1)})
+    cases = _committed(batch_id, offsets)
+    for committed in cases:
+        assert expected.decide(committed) == _protocol(tp, batch_id, start, end, committed), committed
+    # The grid reaches every outcome where the protocol has it.
+    outcomes = {expected.decide(c) for c in cases}
+    assert {BatchAction.SKIP_REPLAY, None} <= outcomes and BatchAction.PRODUCE in outcomes
+
+
+def test_the_first_batch_and_a_new_partition_produce_on_nothing_committed_only():
+    first = partition_expectation(TP, query_id=Q, batch_id=0, start={TP: 0}, end={TP: 5})
+    assert (first.produce_at, first.produce_when_nothing_committed) == (None, True)
+    new = partition_expectation(NEW, query_id=Q, batch_id=4, start={TP: 0}, end={TP: 5, NEW: 3})
+    assert (new.produce_at, new.produce_when_nothing_committed) == (None, True)
+    later = partition_expectation(TP, query_id=Q, batch_id=4, start={TP: 2}, end={TP: 5})
+    assert later.produce_at == CommittedOffset(2, BatchMarker(Q, 3).encode())
+    assert not later.produce_when_nothing_committed
+    assert later.skip_at == CommittedOffset(5, BatchMarker(Q, 4).encode())
