@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from airflow_provider_eos.core import transactions as txn
 from airflow_provider_eos.core.acls import Acl, Operation, ResourceType, required_acls
@@ -29,48 +29,38 @@ from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.kafka.acls_admin import acl_admin, apply_acls
 from airflow_provider_eos.kafka.settings.kafka_python import kafka_python_config
 from airflow_provider_eos.usecases.abort import abort_open_transactions
+from tests.support.partition_verification import until_accepted, verification_off
 
 pytestmark = pytest.mark.integration
-
-VERIFICATION = "transaction.partition.verification.enable"
-
-
-def _set_verification(admin: AdminClient, value: str | None) -> None:
-    broker = str(admin.describe_cluster().result(30).nodes[0].id)
-    op = AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE
-    entry = ConfigEntry(VERIFICATION, value or "", incremental_operation=op)
-    for future in admin.incremental_alter_configs([ConfigResource("BROKER", broker,
-                                                                  incremental_configs=[entry])]).values():
-        future.result(30)
-
 
 @pytest.fixture
 def unverified_broker(secured_admin_settings: dict[str, Any]) -> Iterator[AdminClient]:
     """The secured broker with partition verification off for this test (a dynamic broker setting), then on."""
     admin = AdminClient(dict(secured_admin_settings))
-    _set_verification(admin, "false")
-    try:
+    with verification_off(admin, secured_admin_settings["bootstrap.servers"]):
         yield admin
-    finally:
-        _set_verification(admin, None)
 
 
 def make_hanging(admin_settings: dict[str, Any], transactional_id: str, topic: str) -> None:
     """Leave a transaction of ``transactional_id`` open for good on ``topic``-1 (its coordinator never hears of it)."""
     from kafka import KafkaProducer
+    from kafka.errors import InvalidTxnStateError
     from kafka.structs import TopicPartition
 
-    producer = KafkaProducer(**kafka_python_config(admin_settings), transactional_id=transactional_id)
-    try:
-        producer.init_transactions()
-        producer.begin_transaction()
-        # Marked as added, so no AddPartitionsToTxn is sent for it: the coordinator never learns of partition 1.
-        producer._transaction_manager._partitions_in_transaction.add(TopicPartition(topic, 1))
-        producer.send(topic, b"hanging", partition=1).get(30)
-        producer.send(topic, b"known", partition=0).get(30)
-        producer.abort_transaction()
-    finally:
-        producer.close()
+    def attempt() -> None:
+        producer = KafkaProducer(**kafka_python_config(admin_settings), transactional_id=transactional_id)
+        try:
+            producer.init_transactions()
+            producer.begin_transaction()
+            # Marked as added, so no AddPartitionsToTxn is sent for it: the coordinator never learns of partition 1.
+            producer._transaction_manager._partitions_in_transaction.add(TopicPartition(topic, 1))
+            producer.send(topic, b"hanging", partition=1).get(30)
+            producer.send(topic, b"known", partition=0).get(30)
+            producer.abort_transaction()
+        finally:
+            producer.close()
+
+    until_accepted(attempt, lambda outcome: isinstance(outcome, InvalidTxnStateError))
 
 
 @pytest.fixture

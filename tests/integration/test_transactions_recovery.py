@@ -12,22 +12,20 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import fcntl
 import json
 import os
 import signal
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+from confluent_kafka.admin import AdminClient
 
 from airflow_provider_eos.core.errors import UnsafeToActError
 from airflow_provider_eos.core.spec import PipelineSpec
@@ -36,10 +34,9 @@ from airflow_provider_eos.core.transactions import Action, Outcome, TxnState
 from airflow_provider_eos.kafka import transactions_admin as ta
 from airflow_provider_eos.usecases.abort import abort_open_transactions
 from tests.support.kafka import consume_all, end_offsets
+from tests.support.partition_verification import INVALID_TXN_STATE, until_accepted, verification_off
 
 pytestmark = pytest.mark.integration
-
-_INVALID_TXN_STATE = 48
 
 # A transaction that stays open for the whole test unless someone aborts it.
 LONG_TIMEOUT_MS = 600_000
@@ -91,32 +88,6 @@ def open_transaction_and_sigkill(
         process.stderr.close()
 
 
-@contextlib.contextmanager
-def partition_verification_disabled(bootstrap: str) -> Iterator[None]:
-    """Switch ``transaction.partition.verification.enable`` off on broker 1, and back to its default.
-
-    The setting is broker-wide and both xdist workers share the broker: without a lock, one
-    worker's restore lands inside the other's window and its batch is refused (error 48).
-    """
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-
-    def alter(op: AlterConfigOpType, value: str | None) -> None:
-        entry = ConfigEntry("transaction.partition.verification.enable", value, incremental_operation=op)
-        resource = ConfigResource("BROKER", "1", incremental_configs=[entry])
-        for future in admin.incremental_alter_configs([resource]).values():
-            future.result(30)
-
-    lock = Path(tempfile.gettempdir()) / f"eos-test-verification-{bootstrap.replace(':', '-')}.lock"
-    with lock.open("a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        alter(AlterConfigOpType.SET, "false")
-        try:
-            yield
-        finally:
-            alter(AlterConfigOpType.DELETE, None)
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def make_hanging_transaction(bootstrap: str, txn_id: str, topic: str, partition: int) -> tuple[int, int, int]:
     """Leave a real hanging transaction on ``topic``/``partition`` and return (producer id, epoch, offset).
 
@@ -155,16 +126,17 @@ def make_hanging_transaction(bootstrap: str, txn_id: str, topic: str, partition:
         request = ProduceRequest(
             transactional_id=txn_id, acks=-1, timeout_ms=30_000, topic_data=[topic_data], min_version=3, max_version=9
         )
-        with partition_verification_disabled(bootstrap):
-            # Dynamic broker configs apply asynchronously: until this one has, the leader refuses
-            # the batch with INVALID_TXN_STATE (48) and writes nothing, so sending again is safe.
-            deadline = time.monotonic() + 30
-            while True:
-                response = admin._manager.run(admin._manager.send, request, 1)
-                (result,) = response.responses[0].partition_responses
-                if result.error_code != _INVALID_TXN_STATE or time.monotonic() > deadline:
-                    break
-                time.sleep(0.2)
+
+        def produce() -> Any:
+            return admin._manager.run(admin._manager.send, request, 1)
+
+        def refused(response: Any) -> bool:
+            return not isinstance(response, Exception) and \
+                response.responses[0].partition_responses[0].error_code == INVALID_TXN_STATE
+
+        with verification_off(AdminClient({"bootstrap.servers": bootstrap}), bootstrap):
+            response = until_accepted(produce, refused)
+        (result,) = response.responses[0].partition_responses
         assert result.error_code == 0, response
         return description.producer_id, description.producer_epoch, result.base_offset
     finally:
