@@ -21,6 +21,9 @@ def _eos(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(EOS), *args], capture_output=True, text=True, timeout=300, check=False)
 
 
+# A second deployment beside the shared one (started by the same LocalAirflow code) costs a minute of both
+# cores: the CLI's own up/status/down output runs in `make test-long`.
+@pytest.mark.long
 def test_up_prints_the_ui_and_login_status_and_down_stop_everything(tmp_path: Path) -> None:
     state = tmp_path / "devstack"
     try:
