@@ -257,4 +257,6 @@ def java_admin_config(spec: PipelineSpec) -> dict[str, str]:
 
     :raises KafkaConfigError: for a setting the Java client cannot take.
     """
+    # The key table has no admin role: connection settings (bootstrap, SASL, TLS) are the same for every
+    # Java client, and the producer role translates them as they are.
     return java_client_config(common_config(spec), "producer")
