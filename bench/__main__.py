@@ -44,7 +44,7 @@ class Config:
     # The throughput table again on an input where every k-th record carries a header (0: not run):
     # users' records do, on some rows, and the writers must not slow down on the mix.
     throughput_headers_every: int = 10
-    # Only these modes of the throughput table (``--letters``, e.g. b,c_e,c_j); ``None``: every mode.
+    # Only these modes of the throughput table (``--letters``, e.g. b,c_e,c_p); ``None``: every mode.
     throughput_letters: tuple[str, ...] | None = None
     control_records: int = 400_000
     control_batches: tuple[int, ...] = (10_000, 100_000)
@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="max_offsets_per_trigger of the throughput table (default 100,000)")
     parser.add_argument("--repetitions", type=int, metavar="N", help="repetitions of the throughput table (default 3)")
     parser.add_argument("--letters", metavar="L,L", type=lambda v: tuple(v.split(",")),
-                        help="throughput table: only these modes (a, b, n, c_d, c_e, c_j; default all)")
+                        help="throughput table: only these modes (a, b, n, c_d, c_e, c_p; default all)")
     parser.add_argument("--cores", metavar="N,N", type=lambda v: tuple(int(c) for c in v.split(",")),
                         help="throughput table: local cores of the Spark jobs (default 1,2)")
     parser.add_argument("--headers-every", type=int, metavar="K",

@@ -193,11 +193,12 @@ def write_spec(
     transaction_timeout_ms: int = 60_000,
     spark_conf: dict[str, str] | None = None,
     writers: str = "auto",
-    executor_writer: str = "python",
+    executor_writer: str | None = None,
 ) -> tuple[PipelineSpec, Path]:
     """A spec with a fresh checkpoint, group and prefix under ``work_dir/name``; returns it and its file.
 
-    ``writers`` and ``executor_writer`` are the spec's fields; they matter for exactly-once only.
+    ``writers`` and ``executor_writer`` are the spec's fields (``None``: the spec's default); they
+    matter for exactly-once only.
     """
     folder = work_dir / name
     folder.mkdir(parents=True, exist_ok=True)
@@ -207,7 +208,8 @@ def write_spec(
         output_topic=output_topic, group_id=f"{name}-sink", transactional_id_prefix=f"{name}-txn",
         checkpoint_location=str(folder / "checkpoint"), trigger=trigger,
         max_offsets_per_trigger=max_offsets_per_trigger, transaction_timeout_ms=transaction_timeout_ms,
-        spark_conf={**SPARK_CONF, **(spark_conf or {})}, writers=writers, executor_writer=executor_writer,
+        spark_conf={**SPARK_CONF, **(spark_conf or {})}, writers=writers,
+        **({"executor_writer": executor_writer} if executor_writer else {}),
     )
     spec_file = folder / "spec.yaml"
     spec_file.write_text(yaml.safe_dump(spec.to_dict()))

@@ -3,7 +3,7 @@
 A mode key is a letter, and for the Spark jobs the number of local cores: ``a`` (raw
 transactional producer), ``b@2`` (at-least-once on ``local[2]``), ``n@1`` (Spark's noop sink on
 ``local[1]``), ``c_d@2`` (exactly-once, driver writer), ``c_e@1`` (exactly-once, executor writers),
-``c_j@2`` (exactly-once, executor writers with ``executor_writer: jvm``).
+``c_p@2`` (exactly-once, executor writers with ``executor_writer: python``).
 Each repetition runs every mode once, back to back, so the runs of one repetition pair up: a
 ratio per repetition cancels most of the load the shared machine put on that repetition.
 """
@@ -21,14 +21,16 @@ LETTERS = {
     "b": "at-least-once (Spark's Kafka writer)",
     "n": "noop sink (Spark alone, writes nothing)",
     "c_d": "exactly-once, driver writer",
-    "c_e": "exactly-once, executor writers",
-    "c_j": "exactly-once, executor writers in the JVM (executor_writer: jvm)",
+    "c_e": "exactly-once, executor writers (in the executor JVM, the default)",
+    "c_p": "exactly-once, executor writers in Python workers (executor_writer: python)",
 }
 #: The Spark jobs among the letters: they run once per master.
-SPARK_LETTERS = ("b", "n", "c_d", "c_e", "c_j")
+SPARK_LETTERS = ("b", "n", "c_d", "c_e", "c_p")
+#: The executor writers' letters: the default (JVM) one and the Python one.
+EXECUTOR_LETTERS = ("c_e", "c_p")
 #: Ratios of the medians (and per repetition) reported for every master: (numerator, denominator).
 RATIO_PAIRS = (("c_e", "b"), ("c_e", "n"), ("c_d", "b"), ("c_d", "n"), ("b", "n"), ("c_e", "c_d"), ("c_e", "a"),
-               ("b", "a"), ("c_j", "b"), ("c_j", "c_e"), ("c_j", "n"))
+               ("b", "a"), ("c_p", "b"), ("c_p", "c_e"), ("c_p", "n"))
 #: The issue's targets on those ratios (at every master).
 RATIO_TARGETS = {"c_e/b": 1.0, "c_e/n": 0.85, "c_d/b": 0.8}
 #: CPU µs per record of all the job's processes: the executor writers' over Spark's Kafka writer's, at most.
@@ -58,7 +60,7 @@ def label(key: str) -> str:
 
 
 def ordered_keys(cores: Sequence[int], letters: Sequence[str] | None = None) -> list[str]:
-    """Run order within one repetition: the raw producer, then per master b, n, c_d, c_e, c_j back to back.
+    """Run order within one repetition: the raw producer, then per master b, n, c_d, c_e, c_p back to back.
 
     :param letters: only these modes (``a`` among them for the raw producer); ``None``: all.
     """

@@ -13,8 +13,8 @@ transactional id prefix; output topics are deleted after each run. Modes (:mod:`
 * (b) at-least-once (Spark's Kafka writer), (n) Spark's ``noop`` sink (``eos run --mode noop``,
   benchmark only: the same source and transform, writing nothing: what Spark alone costs),
   (c_d) exactly-once with ``writers: driver`` (one transaction per batch), (c_e) with
-  ``writers: executors`` (one transaction per input partition, in the tasks' Python workers) and
-  (c_j) the same with ``executor_writer: jvm`` (the tasks in the executor JVM); each once per
+  ``writers: executors`` (one transaction per input partition, in the tasks: the default JVM
+  writer) and (c_p) the same with ``executor_writer: python`` (in the tasks' Python workers); each once per
   master (``eos run --master local[1]`` and ``local[2]``), identity transform, available-now
   trigger. Their processing time is the sum of Spark's ``triggerExecution`` durations over all
   batches (the ``EOS-PROGRESS`` lines), which excludes JVM startup, SparkSession creation and
@@ -62,11 +62,13 @@ PARTITIONS = 4
 CORES = (1, 2)
 #: Per Spark letter: ``eos run --mode`` and the spec's ``writers``.
 JOB_MODES = {"b": (AT_LEAST_ONCE, "auto"), "n": (NOOP, "auto"), "c_d": (EXACTLY_ONCE, "driver"),
-             "c_e": (EXACTLY_ONCE, "executors"), "c_j": (EXACTLY_ONCE, "executors")}
-#: Per Spark letter whose executor writers are not the default (Python) ones: the spec's ``executor_writer``.
-EXECUTOR_WRITERS = {"c_j": "jvm"}
+             "c_e": (EXACTLY_ONCE, "executors"), "c_p": (EXACTLY_ONCE, "executors")}
+#: Per Spark letter whose executor writers are not the default (JVM) ones: the spec's ``executor_writer``.
+EXECUTOR_WRITERS = {"c_p": "python"}
 
 
+#: A task's times (``EOS-TASK``): ``open_ms`` (of which ``init_ms``) is the part of ``produce_ms`` before its first row.
+TASK_TIMES = ("produce_ms", "commit_ms", "open_ms", "init_ms")
 ARROW_SETTINGS = ("spark.sql.execution.arrow.maxRecordsPerBatch", "spark.sql.execution.arrow.maxBytesPerBatch")
 #: CPU of all the job's processes per input record: in all (start-up included), and in steady state
 #: (after batch 0). The raw producer (a) has none: it runs in the bench's own process.
@@ -156,8 +158,10 @@ def sink_figures(job: Job, progress: list[dict[str, Any]]) -> dict[str, Any]:
         # the worker's cached one is dropped without asking (created), or found fenced (replaced).
         figures["producers_created"] = sum(e.get("producers_created") or 0 for e in extras)
         figures["producers_replaced"] = sum(e.get("producers_replaced") or 0 for e in extras)
-        figures["task_ms_total"] = {k: sum(t.get(k) or 0 for t in tasks) for k in ("produce_ms", "commit_ms")}
-        figures["task_ms"] = {k: summarize([t.get(k) or 0 for t in tasks], 0) for k in ("produce_ms", "commit_ms")}
+        figures["task_ms_total"] = {k: sum(t.get(k) or 0 for t in tasks) for k in TASK_TIMES}
+        figures["task_ms"] = {k: summarize([t.get(k) or 0 for t in tasks], 0) for k in TASK_TIMES}
+        figures["batch0_task_ms_total"] = {k: sum(t.get(k) or 0 for t in tasks if t.get("batch_id") == 0)
+                                           for k in TASK_TIMES}
         figures["task_lines"] = len(tasks)
     return figures
 
@@ -178,7 +182,7 @@ def job_run(bootstrap: str, work_dir: Path, data: ThroughputInput, key: str, bat
         create_topics(bootstrap, [output], PARTITIONS)
     _, spec_file = write_spec(work_dir, bootstrap, name=name, input_topics=[data.topic], output_topic=output,
                               max_offsets_per_trigger=batch, writers=writers, spark_conf=spark_conf,
-                              executor_writer=EXECUTOR_WRITERS.get(letter, "python"))
+                              executor_writer=EXECUTOR_WRITERS.get(letter))
     load = loadavg()
     job = Job(spec_file, mode, work_dir / name / "job.log", master=master).start(sample_memory=True)
     returncode = job.wait(timeout_s)

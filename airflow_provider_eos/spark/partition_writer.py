@@ -59,8 +59,14 @@ class TaskStats:
     action: str
     rows_out: int = 0
     rows_dlq: int = 0
+    #: From the task's start to its flush: ``open_ms``, then every row produced.
     produce_ms: int = 0
     commit_ms: int = 0
+    #: Of ``produce_ms``, before the first row: the producer's init (``init_ms``), the group's stable
+    #: offsets read, the transaction begun and its offsets added. Batch 0 pays the inits.
+    open_ms: int = 0
+    #: Of ``open_ms``, creating the producer and its ``init_transactions`` (0 with a cached producer).
+    init_ms: int = 0
     #: The task created its producer (first use in this worker, or the cached one was another batch's).
     producer_created: bool = False
     #: The cached producer turned out fenced by another worker and was replaced before any row was read.
@@ -156,8 +162,11 @@ class PartitionWriteTask:
             # producer is fenced for sure, so start afresh instead of asking the broker.
             writer.drop()
         for _ in range(2):
+            before_init = clock.peek()
             writer.producer()
             stats.producer_created = writer.fresh
+            if writer.fresh:
+                stats.init_ms += clock.peek() - before_init
             if self._decide(clients, input_range) is BatchAction.SKIP_REPLAY:
                 stats.action = "skip_replay"
                 return stats
@@ -171,6 +180,7 @@ class PartitionWriteTask:
                     writer.drop()
                     stats.producer_replaced = True
                     continue
+                stats.open_ms = clock.peek()
                 for rows in batches:
                     self._check_rows(rows, input_range)
                     require_dlq_topic(spec, dead_letters(rows))

@@ -57,6 +57,10 @@ class Stopwatch:
         elapsed, self._last = now - self._last, now
         return int(elapsed * 1000)
 
+    def peek(self) -> int:
+        """Milliseconds since the last lap, without starting a new one."""
+        return int((time.monotonic() - self._last) * 1000)
+
 
 def output_frame(batch: DataFrame, *, arrow: bool = True) -> DataFrame:
     """The transform's output as the writers read it: key/value as binary, the optional columns kept.

@@ -10,6 +10,7 @@ JVM writer's), and records with and without headers keep theirs.
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 
 import pytest
 from confluent_kafka import Producer
@@ -17,6 +18,7 @@ from confluent_kafka.admin import AdminClient
 
 from airflow_provider_eos.core.spec import Writers
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
+from airflow_provider_eos.spark.partition_writer import TaskStats
 from tests.support.kafka import client_settings, consume_all
 from tests.support.pipeline import JobResult, PipelineHarness, assert_exactly_once, json_events
 
@@ -62,6 +64,10 @@ def test_auto_runs_json_enrich_on_executor_writers_exactly_once(bootstrap, tmp_p
     tasks = task_lines(result)
     batches = result.batch_lines()
     assert tasks and {t["writer"] for t in tasks} == {executor_writer}, tasks[:2]
+    # Both writers' lines carry the Python writer's fields, and a task's times nest: init within open
+    # (before the first row) within produce.
+    assert all(t.keys() == {f.name for f in fields(TaskStats)} for t in tasks), tasks[0]
+    assert all(0 <= t["init_ms"] <= t["open_ms"] <= t["produce_ms"] for t in tasks if t["action"] == "produce")
     # One task per input partition with data in every batch; each task's counts add up to the batch's.
     for batch in batches:
         own = [t for t in tasks if t["batch_id"] == batch["batch_id"]]
@@ -171,5 +177,6 @@ def test_switching_executor_writers_between_runs_stays_exactly_once(bootstrap, t
         assert result.returncode == 0, result.log[-3000:]
         tasks = task_lines(result)
         assert tasks and {t["writer"] for t in tasks} == {executor_writer}, tasks[:2]
+        assert all(t.keys() == {f.name for f in fields(TaskStats)} for t in tasks), tasks[0]
         assert all(t["action"] == "produce" for t in tasks), tasks
         assert_exactly_once(harness, valid, bad)

@@ -32,10 +32,10 @@ def test_mode_keys_round_trip_and_order() -> None:
     assert mode_key("c_e", 2) == "c_e@2"
     assert split_key("c_e@2") == ("c_e", 2)
     assert split_key("a") == ("a", None)
-    assert ordered_keys((1, 2)) == ["a", "b@1", "n@1", "c_d@1", "c_e@1", "c_j@1", "b@2", "n@2", "c_d@2", "c_e@2",
-                                    "c_j@2"]
-    assert ordered_keys((2,), ("b", "c_e", "c_j")) == ["b@2", "c_e@2", "c_j@2"]
-    assert label("c_e@1") == "(c_e) exactly-once, executor writers, local[1]"
+    assert ordered_keys((1, 2)) == ["a", "b@1", "n@1", "c_d@1", "c_e@1", "c_p@1", "b@2", "n@2", "c_d@2", "c_e@2",
+                                    "c_p@2"]
+    assert ordered_keys((2,), ("b", "c_e", "c_p")) == ["b@2", "c_e@2", "c_p@2"]
+    assert label("c_e@1") == "(c_e) exactly-once, executor writers (in the executor JVM, the default), local[1]"
 
 
 def test_median_ratio_and_missing_modes() -> None:

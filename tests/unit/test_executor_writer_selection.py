@@ -28,10 +28,10 @@ SPEC = PipelineSpec(
 )
 
 
-def test_python_stays_the_default_and_the_switch_is_validated():
-    assert SPEC.executor_writer is ExecutorWriter.PYTHON
-    assert isinstance(task_runner(SPEC), PythonTasks)
-    assert isinstance(task_runner(SPEC.with_overrides(executor_writer="jvm")), JvmTasks)
+def test_jvm_is_the_default_and_the_switch_is_validated():
+    assert SPEC.executor_writer is ExecutorWriter.JVM
+    assert isinstance(task_runner(SPEC), JvmTasks)
+    assert isinstance(task_runner(SPEC.with_overrides(executor_writer="python")), PythonTasks)
     with pytest.raises(SpecError, match="executor_writer"):
         SPEC.with_overrides(executor_writer="scala")
 
@@ -93,5 +93,5 @@ def test_the_built_writer_jar_goes_with_the_connector_jars(jvm_spec_file, tmp_pa
         _plan(jvm_spec_file, tmp_path, connector)
     # The Python writer's spec ships no writer jar.
     python_spec = tmp_path / "python.yaml"
-    python_spec.write_text(yaml.safe_dump(SPEC.to_dict()))
+    python_spec.write_text(yaml.safe_dump(SPEC.with_overrides(executor_writer="python").to_dict()))
     assert _plan(python_spec, tmp_path, connector).jars == connector.jars

@@ -14,6 +14,7 @@ import yaml
 from airflow_provider_eos.core.errors import PrerequisiteError, SubmissionError
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.spec.submission import Connector
+from airflow_provider_eos.devstack.jars import executor_writer_jar
 from airflow_provider_eos.spark.submit_command import SubmitPlan, plan_submit
 
 KAFKA_PACKAGE = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"
@@ -65,7 +66,8 @@ def test_without_a_packed_environment_driver_and_executors_run_this_interpreter(
     command = submit.command("spark-submit", "local[2]")
     assert "--archives" not in command and "--files" not in command
     assert "spark.pyspark.python" not in confs(command)
-    assert option(command, "--jars") == jar
+    # The default executor writer's jar goes with the connector's.
+    assert option(command, "--jars") == f"{jar},{executor_writer_jar(build=False)}"
     assert command[-4:] == ["--spec", str(spec_file), "--mode", "exactly-once"]
 
 
@@ -118,14 +120,15 @@ def test_urls_are_the_clusters_to_fetch(spec_file, tmp_path):
     url = "https://repo.example.com/jars/spark-sql-kafka-0-10_2.13-4.2.0.jar"
     submit = plan(spec_file, tmp_path, connector=Connector(jars=[url]),
                   python_environment="hdfs://nn:8020/envs/eos-job-env.tar.gz")
-    assert submit.jars == [url]
+    assert submit.jars == [url, str(executor_writer_jar(build=False))]
     assert submit.archives == ["hdfs://nn:8020/envs/eos-job-env.tar.gz#environment"]
 
 
-def test_maven_packages_go_to_spark_with_the_users_repository_and_no_jars(spec_file, tmp_path):
+def test_maven_packages_go_to_spark_with_the_users_repository_and_no_connector_jars(spec_file, tmp_path):
     connector = Connector(packages=[KAFKA_PACKAGE], repositories=["https://repo.example.com/maven2"])
     command = plan(spec_file, tmp_path, connector=connector).command("spark-submit", "local[2]")
-    assert "--jars" not in command
+    # Only the executor writer's own jar, which no Maven repository serves.
+    assert option(command, "--jars") == str(executor_writer_jar(build=False))
     conf = confs(command)
     assert conf["spark.jars.packages"] == KAFKA_PACKAGE
     assert conf["spark.jars.repositories"] == "https://repo.example.com/maven2"

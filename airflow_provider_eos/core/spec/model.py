@@ -102,8 +102,10 @@ class PipelineSpec(BaseModel):
     #: ``driver`` is one transaction per batch, ``executors`` one per input partition (DESIGN.md 2).
     writers: Writers = Writers.AUTO
     #: What runs the executor writers' tasks (``writers: executors``, or ``auto`` choosing them):
-    #: ``python`` (the default until measurements decide) or ``jvm`` (needs the writer's jar, ``make install``).
-    executor_writer: ExecutorWriter = ExecutorWriter.PYTHON
+    #: ``jvm`` (the default: a Java data-source writer in the executor JVMs, whose producers outlive
+    #: tasks; needs the writer's jar, which ``make install`` builds) or ``python`` (PySpark's Python
+    #: workers, for a machine without the jar). Why JVM by default: docs/design-notes.md.
+    executor_writer: ExecutorWriter = ExecutorWriter.JVM
     #: How Spark's Kafka connector reaches the cluster (jars by path/URL or Maven packages); ``None``:
     #: the jars the devstack resolved on this machine (``eos jars``).
     connector: Connector | None = None

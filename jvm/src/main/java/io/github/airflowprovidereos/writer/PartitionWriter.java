@@ -82,12 +82,16 @@ final class PartitionWriter implements DataWriter<InternalRow> {
         TopicPartition tp = new TopicPartition(part.topic, part.partition);
         for (int round = 0; round < 2; round++) {
             KafkaProducer<byte[], byte[]> candidate;
+            long beforeInit = System.nanoTime();
             try {
                 candidate = lease.producer();
             } catch (RuntimeException e) {
                 throw TaskFailure.kafka(e, "init", part.transactionalId, plan.batchId, false);
             }
             stats.producerCreated = lease.fresh();
+            if (lease.fresh()) {
+                stats.initMs += (System.nanoTime() - beforeInit) / 1_000_000L;
+            }
             OffsetAndMetadata committed = readCommitted(adminConfig, tp);
             WritePlan.Decision decision = part.decide(committed);
             if (decision == WritePlan.Decision.SKIP_REPLAY) {
@@ -118,6 +122,7 @@ final class PartitionWriter implements DataWriter<InternalRow> {
                 }
                 throw failed(e, "offsets");
             }
+            stats.openMs = (System.nanoTime() - lapStart) / 1_000_000L;
             return;
         }
         throw TaskFailure.of("fenced_twice", "transactional_id", part.transactionalId, "batch_id", plan.batchId);

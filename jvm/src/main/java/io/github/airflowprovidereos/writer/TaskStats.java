@@ -20,6 +20,10 @@ public final class TaskStats {
     public long rowsDlq;
     public long produceMs;
     public long commitMs;
+    /** Of {@code produceMs}, before the first row: the producer's init, the offsets read, begin and offsets added. */
+    public long openMs;
+    /** Of {@code openMs}, creating the producer and its {@code initTransactions} (0 with a cached producer). */
+    public long initMs;
     /** The task created its producer (first use in this JVM, or the cached one could not serve). */
     public boolean producerCreated;
     /** The cached producer was found fenced by another holder of the id and replaced before any row was read. */
@@ -46,6 +50,8 @@ public final class TaskStats {
         fields.put("rows_dlq", rowsDlq);
         fields.put("produce_ms", produceMs);
         fields.put("commit_ms", commitMs);
+        fields.put("open_ms", openMs);
+        fields.put("init_ms", initMs);
         fields.put("producer_created", producerCreated);
         fields.put("producer_replaced", producerReplaced);
         // The Python writer names its worker's interpreter here; this writer runs in the executor JVM.

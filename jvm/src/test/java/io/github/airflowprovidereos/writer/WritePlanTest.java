@@ -58,7 +58,7 @@ class WritePlanTest {
         stats.rowsOut = 7;
         JsonNode json = WritePlan.JSON.readTree(stats.toJson());
         for (String field : new String[] {"batch_id", "spark_partition", "attempt", "topic", "partition", "action",
-            "rows_out", "rows_dlq", "produce_ms", "commit_ms", "producer_created", "producer_replaced"}) {
+            "rows_out", "rows_dlq", "produce_ms", "commit_ms", "open_ms", "init_ms", "producer_created", "producer_replaced"}) {
             assertTrue(json.has(field), field);
         }
         assertEquals("produce", json.get("action").asText());
