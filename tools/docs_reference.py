@@ -102,7 +102,8 @@ def connector_fields() -> str:
 
 def preflight_rules() -> str:
     """The pre-flight catalog: one row per rule, in code order."""
-    rows = ((f"`{rule.code}`", rule.severity.value, rule.title, rule.fix) for rule in sorted(RULES, key=lambda r: r.code))
+    ordered = sorted(RULES, key=lambda rule: rule.code)
+    rows = ((f"`{rule.code}`", rule.severity.value, rule.title, rule.fix) for rule in ordered)
     return _table(("code", "severity", "checks", "fix"), rows)
 
 

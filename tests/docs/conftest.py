@@ -1,4 +1,4 @@
-"""The docs tests need MkDocs, which ``make install`` installs (the ``docs`` extra): without it they fail, never skip."""
+"""The docs tests need MkDocs, which ``make install`` installs (the ``docs`` extra): without it they fail, not skip."""
 
 from __future__ import annotations
 

@@ -26,7 +26,9 @@ VALUES += [("Signal", value) for value in typing.get_args(Signal)]
 
 @pytest.mark.parametrize(("kind", "value"), VALUES, ids=[f"{kind}.{value}" for kind, value in VALUES])
 def test_the_runbook_names_it(kind: str, value: str) -> None:
-    assert f"`{value}`" in RUNBOOK.read_text(), f"docs/runbook.md does not name {kind} `{value}`: say what it means and what to run"
+    assert f"`{value}`" in RUNBOOK.read_text(), (
+        f"docs/runbook.md does not name {kind} `{value}`: say what it means and what to run"
+    )
 
 
 def test_every_verdict_has_its_own_section() -> None:

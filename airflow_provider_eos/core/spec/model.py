@@ -38,7 +38,7 @@ class Mode(StrEnum):
 
 
 class Writers(StrEnum):
-    """Where the exactly-once sink writes (docs/architecture.md, "The writers"): the driver, the executors, or chosen per plan."""
+    """Where the exactly-once sink writes: the driver, the executors, or chosen per plan (docs/architecture.md)."""
 
     AUTO = "auto"
     DRIVER = "driver"
