@@ -6,9 +6,9 @@ STAMP := $(VENV)/.eos-installed
 # The tested versions (Airflow's convention): setup.cfg declares ranges, this file pins a run.
 CONSTRAINTS := constraints-3.11.txt
 PYSPARK_PIN = $$(sed -n 's/^pyspark==//p' $(CONSTRAINTS))
-# The Spark side (spark-submit, the job) and the test tools; an Airflow worker that only runs
-# pre-flight, health and recovery installs the package without extras.
-EXTRAS ?= spark,dev
+# The Spark side (spark-submit, the job), the test tools and the docs site (the suite builds it);
+# an Airflow worker that only runs pre-flight, health and recovery installs the package without extras.
+EXTRAS ?= spark,dev,docs
 PYTEST_ARGS ?=
 SOAK_ARGS ?=
 # Two pytest workers (pytest-xdist) sharing one broker, one secured broker, one YARN cluster and one
@@ -26,7 +26,7 @@ SYSTEM_PACKAGES := chromium fonts-liberation
 CHROMIUM ?= chromium
 APT_INSTALL := apt-get -qq update && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(SYSTEM_PACKAGES)
 
-.PHONY: install system demo test test-long durations lint bench soak constraints clean
+.PHONY: install system demo test test-long durations lint docs bench soak constraints clean
 
 install: system $(STAMP)
 
@@ -57,6 +57,13 @@ demo: install
 lint: install
 	$(VENV)/bin/ruff check .
 
+# The documentation site (mkdocs.yml, docs/) into site/: first the pages generated from the code (the spec
+# reference, its JSON schema, the pre-flight catalog), then a --strict build, so a broken link or a missing
+# page fails here (tests/docs builds it the same way in `make test`).
+docs: install
+	$(PY) -m tools.docs_reference
+	$(PY) -m mkdocs build --strict --site-dir site
+
 test: lint
 	$(PYTEST) --durations=30 $(PYTEST_ARGS)
 
@@ -84,4 +91,4 @@ constraints: install
 	mv $(CONSTRAINTS).new $(CONSTRAINTS)
 
 clean:
-	rm -rf $(VENV) .cache build *.egg-info jvm/target
+	rm -rf $(VENV) .cache build *.egg-info jvm/target site

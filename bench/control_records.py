@@ -1,4 +1,4 @@
-"""The control-record cost of the executor writers (DESIGN.md 2b "Cost"), measured on 4x4 and 16x16 partitions.
+"""The control-record cost of the executor writers (docs/architecture.md), measured on 4x4 and 16x16 partitions.
 
 The executor writers commit one transaction per input partition with data, and every commit
 writes one transaction marker (a control record) into each output partition the transaction

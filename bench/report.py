@@ -393,7 +393,7 @@ def analyze(results: dict[str, Any]) -> list[str]:
                          "`_produce` for batches without headers and dead letters (no per-record header and DLQ "
                          "work), producing per Arrow record batch while the next one streams in instead of one "
                          "`toArrow()` + `to_pydict()`, and for scale the executor-mode sink (writers on executors, "
-                         "DESIGN.md section 2)." + _spread(tp, "c/b"))
+                         "docs/architecture.md)." + _spread(tp, "c/b"))
     if "c/a" in targets and not targets["c/a"]["pass"]:
         t = targets["c/a"]
         read_only = (prof.get("spark-read-only") or {}).get("records_per_s")

@@ -6,7 +6,7 @@ healthily; a processing-time job runs until stopped, so ``submit_stream`` and ``
 run side by side and the sensor fails when the stream turns unhealthy; ``stop_stream`` then
 stops the driver deliberately and waits until it is gone.
 
-Recovery never acts on a live job (DESIGN.md section 3): ``confirm_driver_gone`` waits until
+Recovery never acts on a live job (docs/architecture.md, recovery): ``confirm_driver_gone`` waits until
 every task on the running path is done, lets recovery run only if a task that ran the driver
 failed or ``stop_stream`` stopped it, and only on positive evidence that no process of this
 run's driver is left. A failed pre-flight therefore aborts nothing: the pipeline may be running

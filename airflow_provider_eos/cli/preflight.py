@@ -1,4 +1,4 @@
-"""``eos preflight``: the pre-flight catalog (DESIGN.md section 4) outside Airflow.
+"""``eos preflight``: the pre-flight catalog (docs/preflight-rules.md) outside Airflow.
 
 Calls :func:`airflow_provider_eos.usecases.preflight.preflight`, the function the pre-flight
 operator calls. The folder of every pipeline's spec (for the sharing rules) is ``--specs-dir``,

@@ -1,6 +1,6 @@
 """The job's driver as recovery sees it: which driver a submission started, and whether it is gone.
 
-DESIGN.md section 3, "Never act on a live job": recovery aborts and fences only once the driver
+docs/architecture.md, "Never act on a live job": recovery aborts and fences only once the driver
 is *positively* gone. A submission tags every process it starts (spark-submit, the Python
 driver, local executors and their Python workers) with a driver token in their environment; the
 token is derived from the DAG run, so every task of the run names the same driver without

@@ -101,7 +101,7 @@ def must_recreate_producer(failure: KafkaFailure) -> bool:
     A fatal error leaves nothing to reuse, and an error that does not ask for an abort leaves the
     transaction in a state only a new producer clears; after a timeout the classic transaction
     protocol librdkafka speaks cannot tell which requests the broker saw, so it starts afresh
-    (DESIGN.md section 2b). An abortable error keeps the producer once the abort went through.
+    (docs/architecture.md, executor writers). An abortable error keeps the producer once the abort went through.
     """
     recreated = (ProducerFencedError, TransactionTimedOutError, UnknownProducerIdError)
     return failure.fatal or not failure.txn_requires_abort or classify_sink_failure(failure) in recreated

@@ -1,4 +1,4 @@
-"""The sink's per-batch decision (DESIGN.md section 2, step 2), free of any Kafka client.
+"""The sink's per-batch decision (docs/architecture.md, the protocol), free of any Kafka client.
 
 Before producing batch ``N`` the sink compares the sink group's committed offsets (and their
 batch markers) with the batch's planned range from the checkpoint. Exactly one of three things
@@ -181,7 +181,7 @@ def decide_partition(
     group_id: str,
     is_first_batch: bool | None = None,
 ) -> BatchAction:
-    """The executor writers' decision for one input partition (DESIGN.md 2b): write it or skip it as a replay.
+    """The executor writers' decision for one input partition (docs/architecture.md): write it or skip it as a replay.
 
     Each partition commits in its own transaction, so partitions of one batch may stand on both
     sides of it after a crash; each decides alone, by the same rule as :func:`decide_batch`.

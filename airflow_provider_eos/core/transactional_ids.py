@@ -1,9 +1,9 @@
 """The one owner of the transactional-id scheme: ``<prefix>-<writer index>`` and ``<prefix>-<t>_<p>``.
 
-- ``<prefix>-<writer index>``: the driver writer's producer is ``<prefix>-0`` (DESIGN.md 2a); the
+- ``<prefix>-<writer index>``: the driver writer's producer is ``<prefix>-0`` (docs/architecture.md, driver writer); the
   executor writers' driver also commits the partitions without a task under ``<prefix>-0``.
 - ``<prefix>-<t>_<p>``: the executor writer of input partition ``p`` of the spec's ``t``-th input
-  topic (DESIGN.md 2b), in the style of Kafka Streams' task ids. One id per input partition,
+  topic (docs/architecture.md, executor writers), in the style of Kafka Streams' task ids. One id per input partition,
   stable across batches, restarts and executors, so a retried, speculative or zombie attempt is
   fenced by the next ``init_transactions`` for the same partition, and the number of ids stays
   bounded by the number of input partitions (never one per batch).

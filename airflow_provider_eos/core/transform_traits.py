@@ -1,7 +1,7 @@
 """What a transform says about itself: the :func:`stateful_transform` marker, read at run time and from source.
 
 The executor writers need a plan where each Spark task holds the rows of one input partition
-(DESIGN.md 2b); a stateful transform (windows, aggregations, deduplication, stream-stream joins)
+(docs/architecture.md); a stateful transform (windows, aggregations, deduplication, stream-stream joins)
 never gives one. The job finds that out from the executed plan at start, with Spark. A transform
 can also say it up front::
 

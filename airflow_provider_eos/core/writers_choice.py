@@ -1,4 +1,4 @@
-"""The writer a query uses (DESIGN.md section 2), decided once at its start and kept with its checkpoint.
+"""The writer a query uses (docs/architecture.md, the writers), decided once at its start and kept with its checkpoint.
 
 ``writers: auto`` resolves to the driver or the executor writers from the first batch's executed
 plan. Verification and health must know which one ran, because the same committed offsets mean

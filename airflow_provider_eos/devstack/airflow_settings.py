@@ -3,7 +3,7 @@
 Pure models and functions, no processes: :mod:`airflow_provider_eos.devstack.airflow_deployment`
 starts the daemons and records an :class:`AirflowDeploymentInfo` in ``airflow-deployment.json``.
 
-The deployment is a small production Airflow on one machine, as DESIGN.md section 7 asks: an
+The deployment is a small production Airflow on one machine, as the project asks (docs/design-notes.md note 26): an
 api-server, a scheduler with the LocalExecutor, a dag-processor and a triggerer, each its own
 process (``airflow standalone`` runs the same four, but as threads of one command that a test
 cannot stop one part of). The metadata DB is SQLite: Airflow 3 runs the LocalExecutor on it

@@ -1,4 +1,4 @@
-"""Acting on open transactions: fence a lingering one, abort a hanging one (DESIGN.md section 3).
+"""Acting on open transactions: fence a lingering one, abort a hanging one (docs/architecture.md, recovery).
 
 The scans and the client live in :mod:`airflow_provider_eos.kafka.transactions_admin`; this
 module only changes Kafka, row by row of an abort plan the use case decided.

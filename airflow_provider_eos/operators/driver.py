@@ -1,6 +1,6 @@
 """The pipeline DAG's driver steps: stop the stream deliberately, and confirm the driver is gone before recovery.
 
-DESIGN.md section 3, "Never act on a live job". Recovery (abort, verify) runs only after a task
+docs/architecture.md, "Never act on a live job". Recovery (abort, verify) runs only after a task
 that ran the driver failed, or after :class:`StopPipelineDriverOperator` stopped it, and only
 once :class:`ConfirmDriverGoneOperator` has positive evidence that no process of the driver is
 left. Both find the driver by the run's driver token

@@ -1,4 +1,4 @@
-"""The pre-flight task (DESIGN.md section 4): run the rule catalog before a pipeline starts.
+"""The pre-flight task (docs/preflight-rules.md): run the rule catalog before a pipeline starts.
 
 The operator calls the use case ``eos preflight`` calls
 (:func:`airflow_provider_eos.usecases.preflight.preflight`), logs the report's table, and makes

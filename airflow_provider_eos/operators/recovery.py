@@ -1,4 +1,4 @@
-"""Recovery tasks (DESIGN.md section 3): abort open transactions, verify, rewind, align.
+"""Recovery tasks (docs/architecture.md, recovery): abort open transactions, verify, rewind, align.
 
 Each operator calls the use case ``eos abort``, ``eos verify``, ``eos repair rewind`` and ``eos
 repair align`` call (:mod:`airflow_provider_eos.usecases`), logs its text and returns its data

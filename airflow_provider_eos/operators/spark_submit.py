@@ -252,7 +252,7 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         """Tag the submission's processes with the run's driver token and record where they run.
 
         The XCom ``driver`` is what the recovery branch reads to stop the driver and to establish
-        that it is gone before it aborts anything (DESIGN.md section 3).
+        that it is gone before it aborts anything (docs/architecture.md, recovery).
         """
         token = driver_token(pipeline, context["ti"].dag_id, context["run_id"])
         self.env_vars = {**(self.env_vars or {}), DRIVER_TOKEN_ENV: token}
@@ -264,7 +264,7 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         self.log.info("spark-submit starts without %d variables of this worker's environment (pass what the job "
                       "needs in env_vars)", len(withheld(os.environ)))
         # The identity beyond the host name (boot, pid namespace, user): an observer elsewhere cannot mistake
-        # a live driver for a gone one (DESIGN.md section 3).
+        # a live driver for a gone one (docs/architecture.md, recovery).
         handle = DriverHandle(
             pipeline=pipeline, token=token, master=str(self._hook._connection["master"]),
             deploy_mode=str(self._hook._connection["deploy_mode"] or "client"),

@@ -1,4 +1,4 @@
-"""Supervise a running exactly-once pipeline from Airflow (DESIGN.md section 5).
+"""Supervise a running exactly-once pipeline from Airflow (docs/architecture.md, supervision).
 
 :class:`StreamingQueryHealthSensor` checks the pipeline's health once, synchronously, and if
 that does not settle it, defers to

@@ -1,4 +1,4 @@
-"""The driver writer (DESIGN.md 2a): one transaction per batch under ``<prefix>-0``, for any plan.
+"""The driver writer (docs/architecture.md): one transaction per batch under ``<prefix>-0``, for any plan.
 
 Per micro-batch: read the planned range from the checkpoint WAL, read the sink group's committed
 offsets and markers, let the core decide produce / skip-replay / refuse, all before any Spark

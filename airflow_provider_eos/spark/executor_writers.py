@@ -1,4 +1,4 @@
-"""The executor writers' driver side (DESIGN.md 2b): check the batch's plan, run one write task per input partition.
+"""The executor writers' driver side (docs/architecture.md): check the plan, run one write task per input partition.
 
 The driver reads nothing but small values: the batch scan's input partitions (from the plan
 reader), checked against the WAL; the tasks' ``EOS-TASK`` stats (one row each). Then it commits,

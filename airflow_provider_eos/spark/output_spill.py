@@ -1,6 +1,6 @@
 """The driver writer's output spill: the batch's output goes from the tasks to the driver through files.
 
-DESIGN.md 2a asks that the driver writer's memory not grow with the batch. Streaming the output
+docs/architecture.md (driver writer) asks that the driver writer's memory not grow with the batch. Streaming the output
 through Spark to the driver does not get there: ``toArrow()`` collects it, and
 ``toLocalIterator`` makes the driver JVM hold a whole partition's result plus the prefetched one
 (measured: driver JVM 686 -> 1,435 MB for 100k -> 1M records; ``docs/design-notes.md`` item 12).

@@ -1,4 +1,4 @@
-"""The executor writers' task (DESIGN.md 2b): one transaction per input partition, in the task holding its rows.
+"""The executor writers' task (docs/architecture.md): one transaction per input partition, in the task holding its rows.
 
 :class:`PartitionWriteTask` is what the driver ships to every task of the batch (through
 ``mapInArrow``): plain values only (the spec, the batch's WAL range and the scan's input

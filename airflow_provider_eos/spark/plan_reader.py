@@ -1,6 +1,6 @@
 """Read a micro-batch's executed plan and its Kafka scan's input ranges from Spark, inside ``foreachBatch``.
 
-The one place that looks into Spark's JVM objects for the executor writers (DESIGN.md 2b); it
+The one place that looks into Spark's JVM objects for the executor writers (docs/architecture.md, executor writers); it
 returns plain values (:class:`~airflow_provider_eos.core.plan_alignment.BatchPlan`) that
 :mod:`airflow_provider_eos.core.plan_alignment` judges. Written against Spark 4.2:
 

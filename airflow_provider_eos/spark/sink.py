@@ -1,4 +1,4 @@
-"""The exactly-once Kafka sink (DESIGN.md section 2), used as ``foreachBatch``: picks a writer and runs it.
+"""The exactly-once Kafka sink (docs/architecture.md), used as ``foreachBatch``: picks a writer and runs it.
 
 At its first batch the sink decides which writer runs the query (``writers`` in the spec; for
 ``auto`` from the executed plan: executors when it is partition-aligned with the Kafka source,

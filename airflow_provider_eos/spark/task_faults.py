@@ -1,4 +1,4 @@
-"""Test-only fault injection inside the executor writers' tasks (DESIGN.md 2b crash points).
+"""Test-only fault injection inside the executor writers' tasks, at their crash points (docs/architecture.md).
 
 Armed exactly like :mod:`.faults` (both ``EOS_FAULT_INJECTION`` and ``EOS_FAULT_INJECTION_ACK``),
 read on the driver and shipped with the task, with a setting ``<point>@<batch>:<kafka partition>``:

@@ -1,4 +1,4 @@
-"""Abort: end the pipeline's lingering and hanging transactions (DESIGN.md section 3).
+"""Abort: end the pipeline's lingering and hanging transactions (docs/architecture.md, recovery).
 
 Scan, check that the job is gone, act, rescan: the decisions (what is lingering, hanging, safe)
 are :mod:`airflow_provider_eos.core.transactions`, the admin calls

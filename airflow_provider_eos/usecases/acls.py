@@ -1,4 +1,4 @@
-"""ACLs: the least-privilege set of a role on a pipeline, printed, or applied as an administrator (DESIGN.md 9).
+"""ACLs: the least-privilege set of a role on a pipeline, printed, or applied as an administrator (docs/security.md).
 
 The set is :func:`airflow_provider_eos.core.acls.required_acls`; applying it goes through
 :mod:`airflow_provider_eos.kafka.acls_admin` with the administrator's settings from a JSON file,

@@ -1,4 +1,4 @@
-"""Health: sample the pipeline and evaluate the lag rules and signals over the samples (DESIGN.md section 5).
+"""Health: sample the pipeline and evaluate the lag rules and signals over the samples (docs/architecture.md).
 
 The samples are taken by :func:`airflow_provider_eos.kafka.health_probe.probe` (I/O only); the
 rules are :mod:`airflow_provider_eos.core.health`. :func:`evaluate` is also what the health

@@ -1,4 +1,4 @@
-"""The liveness gate: no recovery action changes anything while the pipeline looks alive (DESIGN.md section 3).
+"""The liveness gate: no recovery action changes anything while the pipeline looks alive (docs/architecture.md).
 
 Abort, rewind and align each act on what a running query also writes: its transactions, its
 checkpoint, its sink group's offsets. Before executing, each reads the same two signs of life

@@ -1,4 +1,4 @@
-"""Pre-flight: gather the facts live and run the rule catalog before a pipeline starts (DESIGN.md section 4)."""
+"""Pre-flight: gather the facts live and run the rule catalog before a pipeline starts (docs/preflight-rules.md)."""
 
 from __future__ import annotations
 

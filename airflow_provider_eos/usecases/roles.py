@@ -1,4 +1,4 @@
-"""Which role's ACLs a use case runs on: a refusal inside it names that role's grant (DESIGN.md section 9).
+"""Which role's ACLs a use case runs on: a refusal inside it names that role's grant (docs/security.md).
 
 The Kafka call sites raise :class:`~airflow_provider_eos.core.errors.AclMissingError` naming the
 request and the ACL; only the use case knows whose task it was (recovery's verify, health's

@@ -1,4 +1,4 @@
-"""Verify: compare the sink group's committed offsets and markers with the checkpoint (DESIGN.md section 3)."""
+"""Verify: compare the sink group's committed offsets and markers with the checkpoint (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The executor writers' crash points (DESIGN.md 2b), each asserting that the fault really hit,
+"""The executor writers' crash points (docs/architecture.md), each asserting that the fault really hit,
 random SIGKILLs of Python workers and drivers over 200,000 records, and the at-least-once control
 under the same schedule.
 

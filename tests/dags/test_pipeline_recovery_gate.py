@@ -1,4 +1,4 @@
-"""eos_pipeline's recovery branch never acts on a live job (DESIGN.md section 3), in dag.test().
+"""eos_pipeline's recovery branch never acts on a live job (docs/architecture.md, recovery), in dag.test().
 
 - pre-flight fails: nothing is stopped or aborted; a live producer's transaction under the
   prefix stays open and still commits;

@@ -1,4 +1,4 @@
-"""The driver writer without a collect (DESIGN.md 2a, docs/design-notes.md item 12), real broker and real Spark.
+"""The driver writer without a collect (docs/architecture.md, docs/design-notes.md item 12), real broker and real Spark.
 
 The tasks spill the output as Arrow files under the checkpoint and the driver produces from them:
 the end-to-end job on ``writers: driver`` stays exact, the spill folder is gone after the batch,

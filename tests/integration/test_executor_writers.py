@@ -1,4 +1,4 @@
-"""Executor writers against the real broker and real Spark (spark-submit subprocesses), DESIGN.md 2b.
+"""Executor writers against the real broker and real Spark (spark-submit subprocesses), docs/architecture.md.
 
 Both writers give exact output; ``auto`` picks executors for an aligned plan and the driver for a
 shuffle or a stateful plan, and says why; ``writers: executors`` refuses a plan it cannot run;

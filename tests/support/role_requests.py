@@ -18,7 +18,7 @@ ones whose refusal the code expects and works around are left out, each with the
   (the hanging transaction is then only reported).
 
 The transactional ids a role touches are an open set (one per writer and input partition, and
-whatever ListTransactions finds under the prefix): by the naming scheme (DESIGN.md, transactional
+whatever ListTransactions finds under the prefix): by the naming scheme (docs/architecture.md, transactional
 ids: ``<prefix>-<writer>`` and ``<prefix>-<t>_<p>``) they are exactly the ids starting
 ``<prefix>-``, the ``PREFIXED`` resource :func:`pipeline_ids`. Topics and the group are named
 literally.

@@ -101,7 +101,8 @@ def test_markdown_shows_modes_ratios_scaling_control_and_where_the_time_goes(tmp
     results["targets"] = evaluate_targets(results)
     results["analysis"] = analyze(results)
     text = markdown(results)
-    assert "| (c_e) exactly-once, executor writers (in the executor JVM, the default), local[2] | 16,000 / 17,000 / 18,500 |" in text
+    assert ("| (c_e) exactly-once, executor writers (in the executor JVM, the default), local[2] "
+            "| 16,000 / 17,000 / 18,500 |") in text
     assert "| (n) noop sink (Spark alone, writes nothing), local[1] |" in text
     assert "| c_e/b (target >= 1.0) | **1.05** (0.90 / 1.05 / 1.10) | **0.94** (0.89 / 0.94 / 1.03) |" in text
     assert "| c_e/b without batch 0 (no target; warm-up left out) | 1.05 (0.90 / 1.05 / 1.10) |" in text
@@ -127,7 +128,8 @@ def test_targets_hold_in_steady_state_too_and_cpu_per_record_is_a_target() -> No
     assert targets["cpu:c_e/b@1"]["pass"] is True and targets["cpu:c_e/b@1"]["measured"] == "1.05"
     assert targets["cpu:c_e/b@2"]["pass"] is False and "30.0 vs 20.0" in targets["cpu:c_e/b@2"]["note"]
     text = markdown({**results, "targets": list(targets.values()), "analysis": analyze(results)})
-    assert "| (c_e) exactly-once, executor writers (in the executor JVM, the default), local[2] | 30.0 / - | 1.50 / - |" in text
+    assert ("| (c_e) exactly-once, executor writers (in the executor JVM, the default), local[2] "
+            "| 30.0 / - | 1.50 / - |") in text
 
 
 def test_the_mixed_headers_input_has_its_own_section_and_targets() -> None:

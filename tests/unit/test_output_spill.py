@@ -1,4 +1,4 @@
-"""The driver writer's output spill and its protocol around it (DESIGN.md 2a, docs/design-notes.md item 12):
+"""The driver writer's output spill and its protocol around it (docs/architecture.md, docs/design-notes.md item 12):
 files written and read one Arrow batch at a time, only reported files read, folders removed; the
 skip-replay decision before any Spark work, the transaction only after the Spark job."""
 

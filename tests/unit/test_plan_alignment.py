@@ -1,4 +1,4 @@
-"""Partition alignment of a micro-batch plan (DESIGN.md 2b): each rule on plain plan trees."""
+"""Partition alignment of a micro-batch plan (docs/architecture.md, executor writers): each rule on plain plan trees."""
 
 from __future__ import annotations
 

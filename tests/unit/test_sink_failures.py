@@ -127,7 +127,7 @@ def test_unknown_producer_id_aborted_and_other_say_what_happens_next() -> None:
     [
         (KafkaFailure("_FENCED", fatal=True), True),
         (KafkaFailure("UNSUPPORTED_VERSION", fatal=True), True),
-        # librdkafka's classic protocol: after a timeout the producer starts afresh (DESIGN.md 2b).
+        # librdkafka's classic protocol: after a timeout the producer starts afresh (docs/architecture.md).
         (KafkaFailure("_MSG_TIMED_OUT", txn_requires_abort=True), True),
         (KafkaFailure("UNKNOWN_PRODUCER_ID", txn_requires_abort=True), True),
         # Nothing asked for an abort: only a new producer's init_transactions clears the transaction.

@@ -1,4 +1,4 @@
-"""EosSparkSubmitOperator keeps connection secrets off the command line, out of XCom and logs (DESIGN.md 8).
+"""EosSparkSubmitOperator keeps connection secrets off the command line, out of XCom and logs (docs/security.md).
 
 The operator runs for real against real Airflow connections (``AIRFLOW_CONN_*``); only the
 Spark provider hook's ``submit`` is replaced, by a recorder that looks at what spark-submit

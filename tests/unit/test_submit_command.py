@@ -1,4 +1,4 @@
-"""The spark-submit plan: the packed environment, the spec's travel, the connector jars (DESIGN.md section 8).
+"""The spark-submit plan: the packed environment, the spec's travel, the connector jars (docs/clusters.md).
 
 Plans are built for real (entry script, zipped package); nothing is submitted.
 """

@@ -1,4 +1,4 @@
-"""Verification verdicts (DESIGN.md section 3), per partition and overall."""
+"""Verification verdicts (docs/architecture.md, verdicts), per partition and overall."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Verification per writer (DESIGN.md section 3): executor writers may leave batch C+1 on some partitions only.
+"""Verification per writer (docs/architecture.md): executor writers may leave batch C+1 on some partitions only.
 
 With the executor writers (one transaction per input partition) a crash in the middle of batch
 C+1 leaves some partitions at marker C+1 (KAFKA_AHEAD_SAFE) and the rest at C (IN_SYNC): that is

@@ -1,4 +1,4 @@
-"""Least privilege (DESIGN.md section 9): the ACLs each role needs on a pipeline, and whether a principal has them.
+"""Least privilege (docs/security.md): the ACLs each role needs on a pipeline, and whether a principal has them.
 
 - :mod:`.model`: one ACL (:class:`Acl`, Kafka's resource types, patterns and operations), the roles;
 - :mod:`.roles`: :func:`required_acls`, the minimal set of each role, every ACL with its reason;

@@ -37,7 +37,7 @@ CLUSTER_RESOURCE_NAME = "kafka-cluster"
 ANY_HOST = "*"
 
 Role = Literal["job", "recovery", "health"]
-#: The roles with a set of their own (DESIGN.md section 9).
+#: The roles with a set of their own (docs/security.md).
 ROLES: tuple[Role, ...] = ("job", "recovery", "health")
 
 

@@ -1,4 +1,4 @@
-"""The least-privilege ACL set of each role on one pipeline (DESIGN.md section 9), each ACL with its reason.
+"""The least-privilege ACL set of each role on one pipeline (docs/security.md), each ACL with its reason.
 
 Every ACL below names the Kafka requests that need it, as Kafka's broker authorizes them
 (``KafkaApis``): a request the role's code sends and the operation the broker checks for it.

@@ -1,4 +1,4 @@
-"""Health of a running pipeline, judged from what exists without the job's cooperation (DESIGN.md section 5).
+"""Health of a running pipeline, judged from what exists without the job's cooperation (docs/architecture.md).
 
 A *sample* (:class:`HealthSample`, :mod:`.samples`) is one look at the pipeline: per input
 partition the last stable offset (LSO, ``read_committed`` end), the high watermark (HWM), the

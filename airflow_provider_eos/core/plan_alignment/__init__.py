@@ -1,4 +1,4 @@
-"""Partition alignment of a micro-batch plan with its Kafka source (DESIGN.md 2b), without Spark.
+"""Partition alignment of a micro-batch plan with its Kafka source (docs/architecture.md), without Spark.
 
 - :mod:`.plan`: the plan as plain values (:class:`PlanNode`, :class:`InputRange`, :class:`BatchPlan`),
   read from Spark by :mod:`airflow_provider_eos.spark.plan_reader`;

@@ -1,4 +1,4 @@
-"""Is a micro-batch plan partition-aligned with its Kafka source (DESIGN.md 2b)?
+"""Is a micro-batch plan partition-aligned with its Kafka source (docs/architecture.md, executor writers)?
 
 Executor writers give Spark partition ``i`` of the batch the transaction of the Kafka partition
 that the scan's input partition ``i`` reads. That is right only when every row of output

@@ -1,4 +1,4 @@
-"""Pre-flight validation (DESIGN.md section 4): a catalog of rules run before a pipeline starts.
+"""Pre-flight validation (docs/preflight-rules.md): a catalog of rules run before a pipeline starts.
 
 Every rule has a stable code, a severity and a fix. Codes group by area, one module each:
 

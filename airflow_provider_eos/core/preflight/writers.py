@@ -1,4 +1,4 @@
-"""EOS313-EOS317: the writers (DESIGN.md sections 2 and 4), as far as they can be told without Spark.
+"""EOS313-EOS317: the writers (docs/architecture.md: writers, pre-flight), as far as they can be told without Spark.
 
 Whether a plan is partition-aligned is decided by the job at start, from the executed plan. Before
 that, pre-flight can still tell: executor writers asked for outside the exactly-once mode; a

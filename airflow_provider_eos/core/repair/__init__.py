@@ -1,6 +1,6 @@
 """Repairs for the verification verdicts: rewind the checkpoint, align the sink group.
 
-Both repairs follow the same rules (DESIGN.md section 3):
+Both repairs follow the same rules (docs/architecture.md, recovery):
 
 * **Dry run by default.** ``plan_*`` only reads; :func:`rewind` executes only when asked.
 * **Idempotent.** Executing a plan whose work is already done is a no-op.

@@ -1,6 +1,6 @@
 """Aligning the sink group to the checkpoint: commit ``offsets/C`` with marker ``C``.
 
-The repair for ``NO_MARKER`` (DESIGN.md section 3). It refuses on ``KAFKA_BEHIND`` (would lose
+The repair for ``NO_MARKER`` (docs/architecture.md, recovery). It refuses on ``KAFKA_BEHIND`` (would lose
 output), ``KAFKA_AHEAD_SAFE`` (would duplicate the replay) and ``DIVERGED`` unless forced. The
 plan holds every offset and metadata it replaces, so the group can be put back; committing it
 needs Kafka and is the shell's job.

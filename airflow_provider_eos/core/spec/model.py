@@ -38,7 +38,7 @@ class Mode(StrEnum):
 
 
 class Writers(StrEnum):
-    """Where the exactly-once sink writes (DESIGN.md section 2): the driver, the executors, or chosen per plan."""
+    """Where the exactly-once sink writes: the driver, the executors, or chosen per plan (docs/architecture.md)."""
 
     AUTO = "auto"
     DRIVER = "driver"
@@ -46,7 +46,7 @@ class Writers(StrEnum):
 
 
 class ExecutorWriter(StrEnum):
-    """What runs the executor writers' tasks (DESIGN.md 2b; docs/design-notes.md note 32).
+    """What runs the executor writers' tasks (docs/architecture.md, "The writers"; docs/design-notes.md note 32).
 
     ``python``: confluent-kafka producers in PySpark's Python workers (``mapInArrow``); ``jvm``: the
     Kafka Java client in the executor JVM (the ``jvm/`` module's data source). Same transactional
@@ -78,19 +78,20 @@ class PipelineSpec(BaseModel):
     dlq_topic: str | None = None
     #: The sink group: holds the offsets committed inside transactions, with batch markers.
     group_id: str
-    #: Prefix of the sink's transactional ids (``<prefix>-<writer index>``).
+    #: Prefix of the sink's transactional ids: ``<prefix>-0`` for the driver writer, ``<prefix>-<t>_<p>`` for the
+    #: executor writer of partition ``p`` of the ``t``-th input topic (counted from 0).
     transactional_id_prefix: str
     #: Spark checkpoint location: a local path or an fsspec URL (``s3a://`` is read as ``s3://``).
     checkpoint_location: str
     #: ``"available_now"`` or a processing-time interval such as ``"10 seconds"``.
     trigger: str = TRIGGER_AVAILABLE_NOW
-    #: Spark ``maxOffsetsPerTrigger``; ``None`` for no limit.
+    #: Spark ``maxOffsetsPerTrigger``: the most input records per batch; ``null`` for no limit.
     max_offsets_per_trigger: int | None = 10000
     #: Spark ``startingOffsets``: ``"earliest"``, ``"latest"`` or a JSON ``{"topic":{"0":42}}``.
     starting_offsets: str = "earliest"
     #: Producer ``transaction.timeout.ms`` of the sink.
     transaction_timeout_ms: int = 60000
-    #: ``"module:function"`` applied to the input DataFrame; ``None`` passes rows through.
+    #: ``"module:function"`` applied to the input DataFrame; ``null`` passes rows through.
     transform: str | None = None
     #: Extra Spark configuration for the job.
     spark_conf: dict[str, str] = {}
@@ -99,18 +100,18 @@ class PipelineSpec(BaseModel):
     #: Delivery guarantee of the sink.
     mode: Mode = Mode.EXACTLY_ONCE
     #: Where the exactly-once sink writes: ``auto`` decides from the query's plan at start,
-    #: ``driver`` is one transaction per batch, ``executors`` one per input partition (DESIGN.md 2).
+    #: ``driver`` is one transaction per batch, ``executors`` one per input partition.
     writers: Writers = Writers.AUTO
     #: What runs the executor writers' tasks (``writers: executors``, or ``auto`` choosing them):
     #: ``jvm`` (the default: a Java data-source writer in the executor JVMs, whose producers outlive
     #: tasks; needs the writer's jar, which ``make install`` builds) or ``python`` (PySpark's Python
     #: workers, for a machine without the jar). Why JVM by default: docs/design-notes.md.
     executor_writer: ExecutorWriter = ExecutorWriter.JVM
-    #: How Spark's Kafka connector reaches the cluster (jars by path/URL or Maven packages); ``None``:
+    #: How Spark's Kafka connector reaches the cluster (jars by path/URL or Maven packages); ``null``:
     #: the jars the devstack resolved on this machine (``eos jars``).
     connector: Connector | None = None
     #: A packed Python environment (``eos package``) shipped with ``--archives``: executors run its
-    #: interpreter instead of the submitting machine's; ``None``: the submitting machine's interpreter.
+    #: interpreter instead of the submitting machine's; ``null``: the submitting machine's interpreter.
     python_environment: str | None = None
 
     # -- field validation (pydantic runs these in field order, so later fields see earlier ones) --

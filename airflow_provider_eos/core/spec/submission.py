@@ -1,6 +1,6 @@
 """How a pipeline's job travels to a cluster: the connector jars and the packed Python environment.
 
-The job runs on nodes that do not share the Airflow worker's files (DESIGN.md section 8), so the
+The job runs on nodes that do not share the Airflow worker's files (docs/clusters.md), so the
 user chooses how Spark's Kafka connector reaches them and may give a packed Python environment
 (``eos package``). Both are plain values here; :mod:`airflow_provider_eos.spark.submit_command`
 turns them into spark-submit arguments.

@@ -1,7 +1,7 @@
 """Open transactions after a failure: which are lingering, which are hanging, and whether to act.
 
 Two kinds of open transaction pin the last stable offset (LSO) of the pipeline's output and
-stall every ``read_committed`` consumer (DESIGN.md section 3):
+stall every ``read_committed`` consumer (docs/architecture.md, recovery):
 
 *Lingering* (:mod:`.lingering`)
     A transaction under the pipeline's prefix that its coordinator still lists as ongoing;

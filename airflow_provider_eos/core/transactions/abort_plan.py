@@ -1,6 +1,6 @@
 """The abort plan: what recovery does with every open transaction a scan found.
 
-Nothing outside the prefix is ever touched (DESIGN.md section 3): ongoing transactions under the
+Nothing outside the prefix is ever touched (docs/architecture.md, recovery): ongoing transactions under the
 prefix are fenced, completing ones are left to their coordinator, hanging ones are aborted with
 AbortTransaction unless the coordinator attributes them to an id outside the prefix (reported,
 left). Planning changes nothing; the Kafka I/O that carries a plan out lives in

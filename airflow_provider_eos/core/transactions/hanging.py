@@ -6,7 +6,7 @@ partition in that producer's transaction. Only the admin AbortTransaction (a Wri
 abort sent to the leader) clears it. :func:`find_hanging` is the logic of Apache Kafka's own
 ``kafka-transactions.sh find-hanging`` (``TransactionsCommand.FindHangingTransactionsCommand``).
 
-Whose it is decides what recovery may do (DESIGN.md section 3): one the coordinator attributes
+Whose it is decides what recovery may do (docs/architecture.md, recovery): one the coordinator attributes
 to an id under the prefix is the pipeline's; one attributed to another id is only reported; one
 attributed to no id at all sits on the pipeline's own output or dead-letter partitions and no
 coordinator will ever finish it, whoever wrote it, so it is the pipeline's to abort.

@@ -4,7 +4,7 @@ A transaction under the prefix that its coordinator still lists as ongoing, e.g.
 driver was killed between ``begin_transaction`` and ``commit_transaction``. The broker aborts
 it after its ``transaction.timeout.ms``; recovery can abort it at once by *fencing*:
 ``init_transactions`` with the same transactional id aborts the open transaction and bumps the
-producer epoch (DESIGN.md section 3).
+producer epoch (docs/architecture.md, recovery).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Never act on a live job: the signs that the pipeline may still be running (DESIGN.md section 3).
+"""Never act on a live job: the signs that the pipeline may still be running (docs/architecture.md, recovery).
 
 Aborting a live job's transaction fences it and makes its next commit fail, so recovery acts
 only when nothing says the job is alive. :func:`evaluate_safety` is the decision, pure and

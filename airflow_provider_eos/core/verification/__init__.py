@@ -2,7 +2,7 @@
 
 Per input partition, the checkpoint (last committed batch ``C``, last planned batch, the
 write-ahead log ``offsets/N``, query id ``Q``) is compared with the sink group's committed
-offset and its batch marker (DESIGN.md section 3), giving one :class:`Verdict` per partition
+offset and its batch marker (docs/architecture.md, verdicts), giving one :class:`Verdict` per partition
 and overall: ``IN_SYNC < KAFKA_AHEAD_SAFE < KAFKA_BEHIND < NO_MARKER < DIVERGED``.
 
 - :mod:`.verdict`: the verdicts, their table and ranking, and the per-partition row;

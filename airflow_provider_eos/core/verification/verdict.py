@@ -1,4 +1,4 @@
-"""The verification verdicts and the row that carries one per input partition (DESIGN.md section 3).
+"""The verification verdicts and the row that carries one per input partition (docs/architecture.md, verdicts).
 
 Per input partition, the checkpoint (last committed batch ``C``, last planned batch, the
 write-ahead log ``offsets/N``, query id ``Q``) is compared with the sink group's committed
@@ -39,7 +39,7 @@ __all__ = ["PartitionVerdict", "Verdict"]
 
 
 class Verdict(enum.StrEnum):
-    """Per-partition and overall verification verdicts (DESIGN.md section 3)."""
+    """Per-partition and overall verification verdicts (docs/architecture.md, verdicts)."""
 
     IN_SYNC = "IN_SYNC"
     KAFKA_AHEAD_SAFE = "KAFKA_AHEAD_SAFE"

@@ -1,4 +1,4 @@
-"""Which writer a verification judges by, and where that came from (DESIGN.md sections 2 and 3).
+"""Which writer a verification judges by, and where that came from (docs/architecture.md: writers, verdicts).
 
 The same committed offsets mean different things for the two writers: partitions at batch
 ``C+1`` beside partitions at ``C`` are a normal mid-batch crash of the executor writers (one

@@ -181,7 +181,7 @@ def test_a_recorded_writer_that_cannot_be_read_is_not_checked() -> None:
 
 
 def test_control_records_per_batch_is_input_times_output_plus_the_offsets_partition() -> None:
-    # The bench's 4x4 and 16x16 layouts (DESIGN.md 2b, issue 10).
+    # The bench's 4x4 and 16x16 layouts (docs/architecture.md, executor writers, issue 10).
     assert control_records_per_batch(4, 4) == 20
     assert control_records_per_batch(16, 16) == 272
     assert control_records_per_batch(16, 16, 2) == 304
