@@ -4,8 +4,9 @@ Issue 11 asks for the throughput of the executor writers on 1 vs 2 workers. The 
 standalone cluster of two one-core workers (the devstack's own, :mod:`airflow_provider_eos.devstack.spark_cluster`)
 and runs the throughput input through (c_e) the executor writers and, as the reference, (b)
 Spark's at-least-once writer, each with ``spark.cores.max`` 1 (one executor: one worker) and 2
-(one executor on each worker), client deploy mode, interleaved per repetition like the
-throughput table. Timing and checks are those of :func:`bench.throughput.job_run`.
+(one executor on each worker), and on two workers also (n) Spark alone and (c_d) the driver
+writer, so the ratio targets hold on the cluster too; client deploy mode, interleaved per
+repetition like the throughput table. Timing and checks are those of :func:`bench.throughput.job_run`.
 """
 
 from __future__ import annotations
@@ -17,15 +18,16 @@ from bench.common import log, summarize
 from bench.ratios import LETTERS, mode_key, ratios, scaling
 from bench.throughput import ThroughputInput, job_run
 
-#: The Spark letters measured on the cluster, and the workers each run may use.
-LETTERS_ON_CLUSTER = ("b", "c_e")
-WORKERS = (1, 2)
+#: The Spark letters measured on the cluster per number of workers: the scaling pair on both, every
+#: letter of a ratio target on two.
+LETTERS_ON_CLUSTER = {1: ("b", "c_e"), 2: ("b", "n", "c_d", "c_e")}
+WORKERS = tuple(LETTERS_ON_CLUSTER)
 
 
 def run(bootstrap: str, work_dir: Path, *, data: ThroughputInput, batch: int, repetitions: int) -> dict[str, Any]:
     from airflow_provider_eos.devstack.spark_cluster import SparkCluster
 
-    keys = [mode_key(letter, n) for n in WORKERS for letter in LETTERS_ON_CLUSTER]
+    keys = [mode_key(letter, n) for n, letters in LETTERS_ON_CLUSTER.items() for letter in letters]
     runs: dict[str, list[dict[str, Any] | None]] = {key: [] for key in keys}
     failures: list[dict[str, Any]] = []
     cluster = SparkCluster(work_dir / "bench-spark-cluster")
@@ -55,7 +57,7 @@ def run(bootstrap: str, work_dir: Path, *, data: ThroughputInput, batch: int, re
                for key, items in runs.items()}
     return {"master": "spark standalone, client deploy mode, one-core workers", "workers": list(WORKERS),
             "repetitions": repetitions, "records": len(data.records), "max_offsets_per_trigger": batch,
-            "modes": summary, "ratios": ratios(summary, runs, WORKERS)["of_medians"],
+            "modes": summary, **_ratio_fields(summary, runs),
             "scaling": scaling(summary, runs, min(WORKERS), max(WORKERS)), "failures": failures}
 
 
@@ -74,3 +76,9 @@ def markdown(result: dict[str, Any]) -> list[str]:
             "Scaling from 1 to 2 workers (median records/s): " + ", ".join(
                 f"{letter} {s['of_medians']}x" for letter, s in result["scaling"].items()) + "."]
     return out
+
+
+def _ratio_fields(summary: dict[str, Any], runs: dict[str, list[dict[str, Any] | None]]) -> dict[str, Any]:
+    """The ratios of the medians and per repetition, in the throughput table's shape (its targets read both)."""
+    found = ratios(summary, runs, WORKERS)
+    return {"ratios": found["of_medians"], "paired_ratios": found["paired"]}

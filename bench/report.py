@@ -7,6 +7,7 @@ from typing import Any
 
 from bench.report_chart import chart, eos_latency
 from bench.report_writers import (
+    cluster_ratio_targets,
     control_note,
     control_section,
     is_writers_format,
@@ -64,6 +65,7 @@ def evaluate_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
                 f"{lat['rate_per_s']:,} rec/s for {lat['duration_s']} s, trigger {lat['trigger_ms']:,} ms")
         else:
             add("p99", p99, None, f"{p99:,.0f} ms", "at-least-once's latency was not measured in this run")
+    rows += cluster_ratio_targets(results.get("cluster") or {})
     cluster_scaling = (results.get("cluster") or {}).get("scaling") or {}
     mine, base = (cluster_scaling.get(letter, {}).get("of_medians") for letter in ("c_e", "b"))
     if mine is not None and base is not None:

@@ -55,6 +55,23 @@ def ratio_targets(tp: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def cluster_ratio_targets(cluster: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ratio targets on the standalone cluster's two workers (absent: the cluster bench did not run)."""
+    from bench.ratios import target_verdict
+
+    rows = []
+    for name, target in RATIO_TARGETS.items():
+        key = f"{name}@2"
+        if "ratios" not in cluster or key not in cluster["ratios"]:
+            continue
+        value = cluster["ratios"][key]
+        passed, note = target_verdict(value, (cluster.get("paired_ratios") or {}).get(key), target)
+        rows.append({"key": f"cluster:{key}", "target": f"{name} on the standalone cluster, 2 workers >= {target}",
+                     "value": value, "measured": "-" if value is None else f"{value:.2f}", "pass": passed,
+                     "note": note})
+    return rows
+
+
 def _cpu_target(tp: dict[str, Any], cores: int) -> dict[str, Any]:
     mine, base, limit = CPU_TARGET
     figure = "cpu_us_per_record"

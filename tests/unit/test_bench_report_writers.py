@@ -141,3 +141,16 @@ def test_the_mixed_headers_input_has_its_own_section_and_targets() -> None:
     assert targets["c_e/b@2:headers"]["target"] == "c_e/b on local[2] >= 1.0 (a header on every 10th)"
     text = markdown({**results, "targets": list(targets.values()), "analysis": analyze(results)})
     assert "## Throughput, input with a header on every 10th record" in text
+
+
+def test_the_ratio_targets_hold_on_the_clusters_two_workers_too() -> None:
+    from bench.report_writers import cluster_ratio_targets
+
+    cluster = {"ratios": {"c_e/b@2": 1.02, "c_e/n@2": 0.8, "c_d/b@2": None, "c_e/b@1": 0.5},
+               "paired_ratios": {"c_e/b@2": {"n": 3, "min": 0.95, "median": 1.01, "max": 1.1}}}
+    rows = {row["key"]: row for row in cluster_ratio_targets(cluster)}
+    assert set(rows) == {"cluster:c_e/b@2", "cluster:c_e/n@2", "cluster:c_d/b@2"}
+    assert rows["cluster:c_e/b@2"]["pass"] is True and "0.95 / 1.01 / 1.10" in rows["cluster:c_e/b@2"]["note"]
+    assert rows["cluster:c_e/n@2"]["pass"] is False
+    assert rows["cluster:c_d/b@2"]["pass"] is None and rows["cluster:c_d/b@2"]["measured"] == "-"
+    assert cluster_ratio_targets({}) == []
