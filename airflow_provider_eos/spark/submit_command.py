@@ -21,7 +21,7 @@ from pathlib import Path
 from airflow_provider_eos.core.driver import ENTRY_SCRIPT
 from airflow_provider_eos.core.errors import PrerequisiteError, SubmissionError
 from airflow_provider_eos.core.secrets import SPARK_REDACTION_REGEX
-from airflow_provider_eos.core.spec import ExecutorWriter, Mode, PipelineSpec
+from airflow_provider_eos.core.spec import ExecutorWriter, Mode, PipelineSpec, Writers
 from airflow_provider_eos.core.spec.submission import Connector, check_python_environment, url_scheme
 from airflow_provider_eos.kafka.settings.java import SPARK_OPTIONS_REDACTION_REGEX
 from airflow_provider_eos.spark.job_environment import ENVIRONMENT_ALIAS, EXECUTOR_PYTHON
@@ -220,9 +220,12 @@ def _archive_location(given: str) -> str:
 def writer_jars(spec: PipelineSpec) -> list[str]:
     """The JVM executor writer's jar when the spec asks for it (``executor_writer: jvm``), shipped like the connector.
 
+    Only where executor writers may run: a pipeline on the driver writer or at-least-once needs no jar.
+
     :raises PrerequisiteError: the jar is not built (or older than its sources), naming the fix.
     """
-    if spec.executor_writer is not ExecutorWriter.JVM:
+    if (spec.executor_writer is not ExecutorWriter.JVM or spec.mode is not Mode.EXACTLY_ONCE
+            or spec.writers is Writers.DRIVER):
         return []
     from airflow_provider_eos.devstack.jars import executor_writer_jar
 

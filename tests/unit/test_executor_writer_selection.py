@@ -95,3 +95,8 @@ def test_the_built_writer_jar_goes_with_the_connector_jars(jvm_spec_file, tmp_pa
     python_spec = tmp_path / "python.yaml"
     python_spec.write_text(yaml.safe_dump(SPEC.with_overrides(executor_writer="python").to_dict()))
     assert _plan(python_spec, tmp_path, connector).jars == connector.jars
+    # Nor does a pipeline no executor writer can run: the driver writer's, or at-least-once.
+    for overrides in ({"writers": "driver"}, {"mode": "at-least-once"}):
+        other = tmp_path / f"{next(iter(overrides.values()))}.yaml"
+        other.write_text(yaml.safe_dump(SPEC.with_overrides(**overrides).to_dict()))
+        assert _plan(other, tmp_path, connector).jars == connector.jars, overrides
