@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from airflow_provider_eos.core.errors import EosError
+from airflow_provider_eos.core.errors import EosError, PrerequisiteError
 from airflow_provider_eos.core.preflight import (
     DEFAULT_LONGEST_EXPECTED_PAUSE_MS,
     PreflightError,
@@ -18,6 +18,7 @@ from airflow_provider_eos.core.preflight import (
     evaluate,
 )
 from airflow_provider_eos.core.transform_traits import TransformTraits, traits_from_source
+from airflow_provider_eos.devstack.jars import executor_writer_jar
 from airflow_provider_eos.kafka.cluster_facts import gather_facts
 from airflow_provider_eos.usecases.clients import PipelineClients
 from airflow_provider_eos.usecases.result import Outcome, UseCaseResult
@@ -119,7 +120,8 @@ def read_transform_traits(reference: str | None) -> TransformTraits:
 
 
 def with_writers_facts(facts: PreflightFacts, clients: PipelineClients) -> PreflightFacts:
-    """Add what the writers rules (EOS313-EOS317) read: the checkpoint's writers record and the transform's traits.
+    """Add what the writers rules (EOS313-EOS318) read: the checkpoint's writers record, the transform's
+    traits and the JVM executor writer's jar.
 
     A fact that cannot be read stays ``None`` with the reason in ``unavailable``, so its rules
     report "not checked" and the others still run.
@@ -138,4 +140,10 @@ def with_writers_facts(facts: PreflightFacts, clients: PipelineClients) -> Prefl
     except PreflightError as exc:
         unavailable["transform_traits"] = exc.message
         log.warning("pre-flight: could not read the transform's traits: %s", exc.message)
-    return dataclasses.replace(facts, checkpoint=checkpoint, transform_traits=traits, unavailable=unavailable)
+    jar = None
+    try:
+        jar = str(executor_writer_jar(build=False))
+    except PrerequisiteError as exc:
+        unavailable["executor_writer_jar"] = exc.message
+    return dataclasses.replace(facts, checkpoint=checkpoint, transform_traits=traits, executor_writer_jar=jar,
+                               unavailable=unavailable)

@@ -13,7 +13,7 @@ Every rule has a stable code, a severity and a fix. Codes group by area, one mod
     Spark and the checkpoint: ``read_committed`` source, ``failOnDataLoss``, no async progress
     tracking, ``maxOffsetsPerTrigger``, durable checkpoint storage, the checkpoint belongs to
     this pipeline, ``spark.sql.streaming.minBatchesToRetain`` keeps what verify and rewind read;
-    and (:mod:`.writers`, EOS313-EOS317) the writers as far as they can be told without Spark:
+    and (:mod:`.writers`, EOS313-EOS318) the writers as far as they can be told without Spark:
     executor writers only in exactly-once mode and with a transform that does not declare itself
     stateful, their control-record cost, the writer recorded in the checkpoint vs the spec's, and no
     driver writer (a stateful transform under `auto`) on an hdfs:// checkpoint.

@@ -124,6 +124,8 @@ class PreflightFacts:
     :param transform_traits: what the spec's transform declares about itself (the
         ``stateful_transform`` marker), read from its source without Spark.
     :param permissions: what the job principal may do (EOS5xx), learned from its ACLs or by probes.
+    :param executor_writer_jar: where the JVM executor writer's jar is on this machine, the one that
+        submits the job (EOS318); ``None`` with the reason in ``unavailable`` when it is missing or stale.
     :param unavailable: why a fact is ``None`` (fact name -> reason), shown in "not checked".
     """
 
@@ -143,4 +145,5 @@ class PreflightFacts:
     longest_expected_pause_ms: int = DEFAULT_LONGEST_EXPECTED_PAUSE_MS
     transform_traits: TransformTraits | None = None
     permissions: PermissionFacts | None = None
+    executor_writer_jar: str | None = None
     unavailable: Mapping[str, str] = field(default_factory=dict)

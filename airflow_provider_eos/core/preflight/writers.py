@@ -1,10 +1,11 @@
-"""EOS313-EOS317: the writers (docs/architecture.md: writers, pre-flight), as far as they can be told without Spark.
+"""EOS313-EOS318: the writers (docs/architecture.md: writers, pre-flight), as far as they can be told without Spark.
 
 Whether a plan is partition-aligned is decided by the job at start, from the executed plan. Before
 that, pre-flight can still tell: executor writers asked for outside the exactly-once mode; a
 transform that declares itself stateful (:func:`~airflow_provider_eos.core.transform_traits.
 stateful_transform`) under ``writers: executors``; what the executor writers cost in transaction
-markers; and a writer recorded in the checkpoint that the spec no longer asks for.
+markers; a writer recorded in the checkpoint that the spec no longer asks for; and the JVM
+executor writer's jar where the job is submitted from.
 
 **Control records.** Every transaction writes one marker (a control record) into each partition
 it touched, the sink group's ``__consumer_offsets`` partition included. The driver writer's one
@@ -22,7 +23,7 @@ from __future__ import annotations
 from airflow_provider_eos.core.checkpoint.webhdfs import is_hdfs_location
 from airflow_provider_eos.core.preflight.facts import PreflightFacts
 from airflow_provider_eos.core.preflight.model import Outcome, Severity, failed, not_checked, passed, rule, unknown
-from airflow_provider_eos.core.spec import Mode, PipelineSpec, Writers
+from airflow_provider_eos.core.spec import ExecutorWriter, Mode, PipelineSpec, Writers
 
 __all__ = ["CONTROL_RECORD_SHARE_LIMIT", "control_records_per_batch"]
 
@@ -225,3 +226,25 @@ def _driver_writer_storage(facts: PreflightFacts) -> Outcome:
             "that is not partition-aligned would pick the driver writer, which the job refuses on hdfs://"
         )
     return passed(f"checkpoint {location!r} is on hdfs:// with the executor writers, which need no spill")
+
+
+@rule(
+    "EOS318",
+    Severity.ERROR,
+    "the JVM executor writer's jar is installed where the job is submitted from",
+    "run `make install` (or `eos jars`) in a checkout of airflow-provider-eos, install the wheel, which carries "
+    "the jar, or set `executor_writer: python`",
+)
+def _executor_writer_jar(facts: PreflightFacts) -> Outcome:
+    spec = facts.spec
+    if spec.executor_writer is not ExecutorWriter.JVM:
+        return passed(f"executor_writer is {spec.executor_writer.value!r}: no jar to ship")
+    if spec.mode is not Mode.EXACTLY_ONCE or spec.writers is Writers.DRIVER:
+        return passed(f"writers {spec.writers.value!r} with mode {spec.mode.value!r}: no executor writer runs, "
+                      "no jar to ship")
+    if facts.executor_writer_jar is not None:
+        return passed(f"the JVM executor writer's jar is {facts.executor_writer_jar}")
+    reason = facts.unavailable.get("executor_writer_jar")
+    if reason is None:
+        return not_checked("not checked: where the JVM executor writer's jar is was not read")
+    return failed(f"executor_writer is 'jvm' (the default) but {reason}: spark-submit would refuse to start the job")

@@ -75,6 +75,10 @@ BROKER = {
 }
 
 
+#: Where the JVM executor writer's jar is on the submitting machine (EOS318).
+JAR = "/opt/eos/jars/eos-executor-writer/eos-executor-writer.jar"
+
+
 def good_facts() -> PreflightFacts:
     spec = good_spec()
     other = good_spec(
@@ -100,6 +104,7 @@ def good_facts() -> PreflightFacts:
         checkpoint=CheckpointFacts("s3a://bucket/checkpoints/orders", True, QUERY, 3, 3),
         master="spark://master:7077",
         producer_config=sink_producer_config(spec),
+        executor_writer_jar=JAR,
         permissions=PermissionFacts(principal=JOB_PRINCIPAL, method=CheckMethod.DESCRIBE_ACLS,
                                     bindings=tuple(required_acls(spec, JOB_PRINCIPAL, "job"))),
     )

@@ -1,4 +1,4 @@
-"""EOS313-EOS317: the writers, told without Spark; pass on good facts and fail naming the values."""
+"""EOS313-EOS318: the writers, told without Spark; pass on good facts and fail naming the values."""
 
 from __future__ import annotations
 
@@ -77,6 +77,8 @@ def partitions(inputs: int, outputs: int, dlq: int = 4) -> Mutation:
 
 
 executors = spec(writers="executors")
+no_jar = facts_(executor_writer_jar=None,
+                unavailable={"executor_writer_jar": "the JVM executor writer's jar /x.jar is not built from /src/jvm"})
 executors_fraud = spec(writers="executors", transform=FRAUD)
 HDFS = "hdfs://127.0.0.1:9000/eos/checkpoints/orders"
 
@@ -110,6 +112,10 @@ PASSES: list[Case] = [
     ("EOS317", spec(writers="executors", checkpoint_location=HDFS), ["executor writers, which need no spill"]),
     ("EOS317", then(spec(checkpoint_location=HDFS, transform=ENRICH), facts_(transform_traits=STATELESS)),
      ["writers 'auto'", "not partition-aligned would pick the driver writer"]),
+    ("EOS318", lambda f: f, ["the JVM executor writer's jar is /opt/eos/jars/"]),
+    ("EOS318", then(spec(executor_writer="python"), no_jar), ["'python'", "no jar to ship"]),
+    ("EOS318", then(spec(writers="driver"), no_jar), ["'driver'", "no executor writer runs"]),
+    ("EOS318", then(spec(mode="at-least-once"), no_jar), ["'at-least-once'", "no executor writer runs"]),
 ]
 
 FAILS: list[Case] = [
@@ -134,6 +140,8 @@ FAILS: list[Case] = [
     ("EOS317", then(spec(checkpoint_location=HDFS, transform=FRAUD), facts_(transform_traits=STATEFUL)),
      ["writers is 'auto'", "declares itself stateful", "fraud_alerts.py", "picks the driver writer",
       f"checkpoint {HDFS!r} is on hdfs://", "no WebHDFS address", "refuse to start"]),
+    ("EOS318", then(spec(writers="executors"), no_jar), ["'jvm' (the default)", "is not built from /src/jvm",
+                                                          "spark-submit would refuse"]),
 ]
 
 
@@ -191,7 +199,12 @@ def test_control_records_per_batch_is_input_times_output_plus_the_offsets_partit
 
 def test_the_writers_rules_are_catalogued_with_their_severities() -> None:
     report = evaluate(good_facts())
-    severities = {f.code: f.severity.value for f in report.findings if f.code in {"EOS313", "EOS314", "EOS315",
-                                                                                  "EOS316", "EOS317"}}
+    codes = {"EOS313", "EOS314", "EOS315", "EOS316", "EOS317", "EOS318"}
+    severities = {f.code: f.severity.value for f in report.findings if f.code in codes}
     assert severities == {"EOS313": "ERROR", "EOS314": "ERROR", "EOS315": "WARNING", "EOS316": "WARNING",
-                          "EOS317": "ERROR"}
+                          "EOS317": "ERROR", "EOS318": "ERROR"}
+
+
+def test_the_jar_not_looked_for_is_not_checked() -> None:
+    result = finding(dataclasses.replace(good_facts(), executor_writer_jar=None), "EOS318")
+    assert result.status is Status.NOT_CHECKED
