@@ -108,11 +108,10 @@ def acls(
         raise AclError("--apply needs the administrator's settings",
                        fix="pass --admin-config FILE: a JSON object of librdkafka settings of a principal with ALTER "
                        "on the cluster (the secured devstack prints it as client.config=...), not the spec's")
-    from airflow_provider_eos.kafka.acls_admin import apply_acls, load_admin_settings
-    from airflow_provider_eos.kafka.reachability import reachable_admin
+    from airflow_provider_eos.kafka.acls_admin import acl_admin, apply_acls, load_admin_settings
 
     # The same probe, and words, as every use case's first contact (PipelineClients.require_kafka).
-    admin = reachable_admin("acl-admin", load_admin_settings(admin_config), timeout_s=connect_timeout_s)
+    admin = acl_admin(load_admin_settings(admin_config), timeout_s=connect_timeout_s)
     created, present = apply_acls(admin, wanted, timeout_s=timeout_s)
     report = AclSetReport(pipeline=spec.name, principal=principal, role=checked_role, acls=tuple(wanted),
                           applied=True, created=tuple(created), already_present=tuple(present), **checked)
