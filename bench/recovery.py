@@ -109,7 +109,7 @@ def run_once(bootstrap: str, work_dir: Path, *, records: int, batch: int, kill_b
     log(f"recovery rep {rep + 1}: killed mid-batch {kill_batch} (LSO pinned: {pinned}); restarting "
         f"(load {load['1m']})")
     t0 = time.perf_counter()
-    abort_s, abort_code, abort = _eos("abort", "--spec", str(spec_file), "--force")
+    abort_s, abort_code, abort = _eos("abort", "--spec", str(spec_file), "--execute", "--force")
     verify_s, verify_code, verify = _eos("verify", "--spec", str(spec_file))
     if verify_code != 0:
         raise RuntimeError(f"recovery: eos verify said {verify.get('overall')} (exit {verify_code}): {verify}")

@@ -12,6 +12,9 @@ failed or ``stop_stream`` stopped it, and only on positive evidence that no proc
 run's driver is left. A failed pre-flight therefore aborts nothing: the pipeline may be running
 somewhere else. The recovery tasks abort what the dead driver left open and verify the offsets,
 so the next run starts from a known state; the run still ends failed. No task passes ``force``.
+
+Both abort tasks act (``dry_run=False``, stated here because every abort is a dry run unless told):
+``abort_lingering`` before the job starts, ``recover_abort`` after its driver is confirmed gone.
 """
 
 from __future__ import annotations
@@ -69,7 +72,7 @@ with DAG(
     preflight = EosPreflightOperator(task_id="preflight", spec_path=SPEC_PATH, specs_dir=str(SPECS_DIR),
                                      kafka_conn_id=JOB)
     abort_lingering = AbortOpenTransactionsOperator(
-        task_id="abort_lingering", spec_path=SPEC_PATH, kafka_conn_id=RECOVERY
+        task_id="abort_lingering", spec_path=SPEC_PATH, dry_run=False, kafka_conn_id=RECOVERY
     )
     verify = VerifyCommittedOffsetsOperator(task_id="verify", spec_path=SPEC_PATH, kafka_conn_id=RECOVERY)
 
@@ -104,7 +107,8 @@ with DAG(
         stopped_by="stop_stream", trigger_rule=TriggerRule.ALL_DONE,
     )
     recover_abort = AbortOpenTransactionsOperator(
-        task_id="recover_abort", spec_path=SPEC_PATH, driver_gone_task_id="confirm_driver_gone", kafka_conn_id=RECOVERY,
+        task_id="recover_abort", spec_path=SPEC_PATH, dry_run=False, driver_gone_task_id="confirm_driver_gone",
+        kafka_conn_id=RECOVERY,
     )
     recover_verify = VerifyCommittedOffsetsOperator(
         task_id="recover_verify", spec_path=SPEC_PATH, kafka_conn_id=RECOVERY

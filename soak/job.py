@@ -134,7 +134,7 @@ class JobControl:
         started = time.monotonic()
         abort = None
         for attempt in range(1, 4):
-            abort = eos_command(["abort", "--force"], spec_file)
+            abort = eos_command(["abort", "--execute", "--force"], spec_file)
             if abort.returncode == 0:
                 break
             log(f"  eos abort --force exited {abort.returncode} (attempt {attempt}): "

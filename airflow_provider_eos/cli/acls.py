@@ -26,7 +26,7 @@ def _acls(args: argparse.Namespace) -> int:
     specs_dir = args.specs_dir or configured_specs_directory()
     result = acls(PipelineSpec.load(args.spec), args.principal, args.role, admin_config=args.admin_config,
                   apply=args.apply, hanging_abort=args.hanging_abort,
-                  other_specs=None if specs_dir is None else load_specs(specs_dir))
+                  other_specs=None if specs_dir is None else load_specs(specs_dir), connect_timeout_s=args.timeout)
     return emit(args, result)
 
 
@@ -42,6 +42,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         "authenticated by --admin-config (not the spec's settings); applying twice changes nothing. A set whose "
         "PREFIXED transactional-id pattern covers another pipeline's ids ('orders-' covers 'orders-eu-0') is "
         "reported and never applied. Exit 0: printed or applied; 1: the set covers another pipeline's ids; 2: error.",
+        kafka_when="only --apply talks to Kafka",
     )
     parser.add_argument("--principal", required=True, help="the principal to grant, e.g. User:orders-job")
     parser.add_argument("--role", required=True, help="job, recovery or health")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from airflow_provider_eos.cli.output import ExitCode
+from airflow_provider_eos.cli.output import ExitCode, Report, add_json_flag
 
 __all__ = ["register"]
 
@@ -21,41 +21,53 @@ def _up(args: argparse.Namespace) -> int:
     from airflow_provider_eos.devstack.broker import LocalKafka
     from airflow_provider_eos.devstack.spark_cluster import SparkCluster
 
+    report = Report(args)
     airflow = LocalAirflow(args.state_dir)
     broker = LocalKafka(airflow.state_dir).status()
     cluster = SparkCluster(airflow.state_dir).status()
     master = args.spark_master or (cluster.info.master_url if cluster and cluster.healthy else "local[2]")
     info = airflow.up(specs_dir=args.specs_dir, dags_folder=args.dags_folder,
                       bootstrap_servers=broker.bootstrap_servers if broker else None, spark_master=master)
-    print(f"Airflow {info.url} home={info.airflow_home} pids={','.join(str(d.pid) for d in info.daemons)}")
-    print(f"pipelines={info.specs_dir} (put spec files here; the DAGs list them within seconds)")
-    print(f"connections: spark_default={master}"
-          + (f" kafka_default={broker.bootstrap_servers}" if broker else " (no devstack broker: no kafka_default)"))
-    print(f"login: user={info.user} password={info.password()}  ({info.password_file})")
-    print(f"ui={info.url}")
-    return ExitCode.OK
+    report.line(f"Airflow {info.url} home={info.airflow_home} pids={','.join(str(d.pid) for d in info.daemons)}")
+    report.line(f"pipelines={info.specs_dir} (put spec files here; the DAGs list them within seconds)")
+    kafka_line = f" kafka_default={broker.bootstrap_servers}" if broker else " (no devstack broker: no kafka_default)"
+    report.line(f"connections: spark_default={master}{kafka_line}")
+    report.line(f"login: user={info.user} password={info.password()}  ({info.password_file})")
+    report.line(f"ui={info.url}")
+    # The password file's path, not the password: JSON output ends up in logs and CI artifacts.
+    report.data.update(url=info.url, airflow_home=str(info.airflow_home), specs_dir=str(info.specs_dir),
+                       daemons={d.component: d.pid for d in info.daemons}, user=info.user,
+                       password_file=str(info.password_file), spark_default=master,
+                       kafka_default=broker.bootstrap_servers if broker else None)
+    return report.finish()
 
 
 def _down(args: argparse.Namespace) -> int:
     from airflow_provider_eos.devstack.airflow_deployment import LocalAirflow
 
-    print("airflow stopped and removed" if LocalAirflow(args.state_dir).down() else "no Airflow deployment was running")
-    return ExitCode.OK
+    report = Report(args)
+    stopped = LocalAirflow(args.state_dir).down()
+    report.line("airflow stopped and removed" if stopped else "no Airflow deployment was running")
+    report.data["stopped"] = bool(stopped)
+    return report.finish()
 
 
 def _status(args: argparse.Namespace) -> int:
     from airflow_provider_eos.devstack.airflow_deployment import LocalAirflow
 
+    report = Report(args)
     airflow = LocalAirflow(args.state_dir)
     info = airflow.running()
     if info is None:
         recorded = airflow.recorded()
-        print("no Airflow deployment runs" + (f" (recorded in {airflow.state_file}, not all of it runs: "
-                                              "`eos airflow up` starts it anew)" if recorded else ""))
-        return ExitCode.FINDING
-    print(f"Airflow {info.url} runs: {', '.join(f'{d.component}={d.pid}' for d in info.daemons)}")
-    print(f"ui={info.url}")
-    return ExitCode.OK
+        report.line("no Airflow deployment runs" + (f" (recorded in {airflow.state_file}, not all of it runs: "
+                                                    "`eos airflow up` starts it anew)" if recorded else ""))
+        report.data.update(running=False, recorded=bool(recorded), state_file=str(airflow.state_file))
+        return report.finish(ExitCode.FINDING)
+    report.line(f"Airflow {info.url} runs: {', '.join(f'{d.component}={d.pid}' for d in info.daemons)}")
+    report.line(f"ui={info.url}")
+    report.data.update(running=True, url=info.url, daemons={d.component: d.pid for d in info.daemons})
+    return report.finish()
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -74,6 +86,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         sub = subcommands.add_parser(name, help=help_text)
         sub.add_argument("--state-dir", default=None,
                          help="the devstack folder (default $EOS_HOME/devstack); Airflow lives in <state-dir>/airflow")
+        add_json_flag(sub)
         sub.set_defaults(handler=handler)
         if name == "up":
             sub.add_argument("--specs-dir", default=None,

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from airflow_provider_eos.cli.output import ExitCode, add_spec_argument
+from airflow_provider_eos.cli.output import ExitCode, Report, add_json_flag, add_spec_argument
 
 if TYPE_CHECKING:
     from airflow_provider_eos.devstack.broker import BrokerInfo
+    from airflow_provider_eos.devstack.yarn_state import YarnClusterInfo
 
 __all__ = ["register"]
 
@@ -34,6 +35,7 @@ def _devstack_up(args: argparse.Namespace) -> int:
         check_worker_settings(args.spark_workers, 1, args.spark_worker_memory)  # before the broker starts
     from airflow_provider_eos.devstack.yarn import YarnMiniCluster
 
+    report = Report(args)
     kafka = LocalKafka(args.state_dir, security=args.security)
     spark, yarn = SparkCluster(kafka.state_dir), YarnMiniCluster(kafka.state_dir)
     if kafka.status() is None:
@@ -41,42 +43,65 @@ def _devstack_up(args: argparse.Namespace) -> int:
         spark.down()
         yarn.down()
     info = kafka.up(transaction_max_timeout_ms=args.transaction_max_timeout_ms, brokers=args.brokers)
-    print(f"Kafka {info.bootstrap_servers} pid={info.pid} security={info.security} logs={info.log_file}")
+    report.data["kafka"] = _broker_data(info)
+    report.line(f"Kafka {info.bootstrap_servers} pid={info.pid} security={info.security} logs={info.log_file}")
     if len(info.nodes) > 1:
-        _print_nodes(info)
+        _print_nodes(report, info)
     if args.spark_workers:
         cluster = spark.up(workers=args.spark_workers, worker_memory=args.spark_worker_memory)
-        print(f"Spark {cluster.master_url} ui={cluster.webui_url} workers={cluster.workers} "
-              f"pids={','.join(map(str, cluster.pids()))} logs={cluster.log_dir}")
-        print(f"spark.master={cluster.master_url}")
+        report.data["spark"] = {"master_url": cluster.master_url, "webui_url": cluster.webui_url,
+                                "workers": cluster.workers, "pids": cluster.pids(), "log_dir": str(cluster.log_dir)}
+        report.line(f"Spark {cluster.master_url} ui={cluster.webui_url} workers={cluster.workers} "
+                    f"pids={','.join(map(str, cluster.pids()))} logs={cluster.log_dir}")
+        report.line(f"spark.master={cluster.master_url}")
     if args.yarn:
         hadoop = yarn.up()
-        print(f"YARN {hadoop.resourcemanager_url} hdfs={hadoop.namenode_url} webhdfs={hadoop.webhdfs_url} "
-              f"logs={hadoop.log_file}")
-        print(f"HADOOP_CONF_DIR={hadoop.hadoop_conf_dir}")
-    _print_client_lines(info)
-    return ExitCode.OK
+        report.data["yarn"] = _yarn_data(hadoop)
+        report.line(f"YARN {hadoop.resourcemanager_url} hdfs={hadoop.namenode_url} webhdfs={hadoop.webhdfs_url} "
+                    f"logs={hadoop.log_file}")
+        report.line(f"HADOOP_CONF_DIR={hadoop.hadoop_conf_dir}")
+    _print_client_lines(report, info)
+    return report.finish()
 
 
-def _print_nodes(info: BrokerInfo) -> None:
+def _broker_data(info: BrokerInfo) -> dict[str, Any]:
+    """The broker as ``--json`` shows it: where to connect, its processes and logs (never a password)."""
+    return {
+        "bootstrap_servers": info.bootstrap_servers, "pid": info.pid, "security": info.security,
+        "log_file": str(info.log_file), "transaction_max_timeout_ms": info.transaction_max_timeout_ms,
+        "client_config": None if info.client_config is None else str(info.client_config),
+        "nodes": [{"node_id": n.node_id, "port": n.port, "pid": n.pid, "running": n.running(),
+                   "log_file": str(n.layout.log_file)} for n in info.nodes],
+    }
+
+
+def _yarn_data(hadoop: YarnClusterInfo) -> dict[str, Any]:
+    return {"resourcemanager_url": hadoop.resourcemanager_url, "namenode_url": hadoop.namenode_url,
+            "webhdfs_url": hadoop.webhdfs_url, "log_file": str(hadoop.log_file),
+            "hadoop_conf_dir": str(hadoop.hadoop_conf_dir)}
+
+
+def _print_nodes(report: Report, info: BrokerInfo) -> None:
     for node in info.nodes:
         state = "running" if node.running() else "not running"
-        print(f"broker {node.node_id} {state} 127.0.0.1:{node.port} pid={node.pid} logs={node.layout.log_file}")
+        report.line(f"broker {node.node_id} {state} 127.0.0.1:{node.port} pid={node.pid} logs={node.layout.log_file}")
 
 
 def _devstack_broker(args: argparse.Namespace) -> int:
     from airflow_provider_eos.devstack.broker import LocalKafka
 
+    report = Report(args)
     node = LocalKafka(args.state_dir).fault(args.action, args.node_id, timeout_s=args.timeout)
-    print(f"broker {node.node_id} {args.action}: pid={node.pid} 127.0.0.1:{node.port}")
-    return ExitCode.OK
+    report.data.update(node_id=node.node_id, action=args.action, pid=node.pid, port=node.port)
+    report.line(f"broker {node.node_id} {args.action}: pid={node.pid} 127.0.0.1:{node.port}")
+    return report.finish()
 
 
-def _print_client_lines(info: BrokerInfo) -> None:
+def _print_client_lines(report: Report, info: BrokerInfo) -> None:
     """The last lines of ``up`` and ``status``: the admin's settings file (secured only), then bootstrap.servers."""
     if info.client_config is not None:
-        print(f"client.config={info.client_config}")  # the path only: the file holds the admin's password
-    print(f"bootstrap.servers={info.bootstrap_servers}")
+        report.line(f"client.config={info.client_config}")  # the path only: the file holds the admin's password
+    report.line(f"bootstrap.servers={info.bootstrap_servers}")
 
 
 def _devstack_down(args: argparse.Namespace) -> int:
@@ -85,21 +110,25 @@ def _devstack_down(args: argparse.Namespace) -> int:
     from airflow_provider_eos.devstack.spark_cluster import SparkCluster
     from airflow_provider_eos.devstack.yarn import YarnMiniCluster
 
+    report = Report(args)
     kafka = LocalKafka(args.state_dir)
     # The clusters first: the broker's down removes the folder once nothing else is left in it.
-    if LocalAirflow(kafka.state_dir).down():
-        print("airflow stopped")
-    if SparkCluster(kafka.state_dir).down():
-        print("spark cluster stopped")
-    if YarnMiniCluster(kafka.state_dir).down():
-        print("yarn cluster stopped")
+    stopped = {"airflow": LocalAirflow(kafka.state_dir).down(), "spark": SparkCluster(kafka.state_dir).down(),
+               "yarn": YarnMiniCluster(kafka.state_dir).down()}
+    for name, done_here in stopped.items():
+        if done_here:
+            report.line(f"{name} stopped" if name == "airflow" else f"{name} cluster stopped")
     done = kafka.down()
     for node in done.left_alone:
-        print(f"broker {node.node_id} (pid {node.pid}) was not running: that pid now runs another program, left alone")
-    print("stopped and removed" if done else "no devstack broker was running; state removed")
+        report.line(f"broker {node.node_id} (pid {node.pid}) was not running: that pid now runs another program, "
+                    "left alone")
+    report.line("stopped and removed" if done else "no devstack broker was running; state removed")
     if done.kept:
-        print(f"kept {kafka.state_dir}: it holds {', '.join(done.kept)}, not the devstack's to remove")
-    return ExitCode.OK
+        report.line(f"kept {kafka.state_dir}: it holds {', '.join(done.kept)}, not the devstack's to remove")
+    report.data.update(state_dir=str(kafka.state_dir), broker_stopped=bool(done), kept=list(done.kept),
+                       left_alone=[node.node_id for node in done.left_alone], **{f"{k}_stopped": bool(v)
+                                                                                for k, v in stopped.items()})
+    return report.finish()
 
 
 def _devstack_status(args: argparse.Namespace) -> int:
@@ -107,44 +136,55 @@ def _devstack_status(args: argparse.Namespace) -> int:
     from airflow_provider_eos.devstack.spark_cluster import SparkCluster
     from airflow_provider_eos.devstack.yarn import YarnMiniCluster
 
+    report = Report(args)
     kafka = LocalKafka(args.state_dir)
     info = kafka.status()
     spark = SparkCluster(kafka.state_dir).status()
     yarn = YarnMiniCluster(kafka.state_dir).status()
+    report.data.update(state_dir=str(kafka.state_dir), kafka=None if info is None else _broker_data(info),
+                       spark=None, yarn=None)
     if info is None:
-        print(f"not running (state dir {kafka.state_dir})")
+        report.line(f"not running (state dir {kafka.state_dir})")
     else:
-        print(f"running pid={info.pid} security={info.security} logs={info.log_file} "
-              f"transaction.max.timeout.ms={info.transaction_max_timeout_ms}")
+        report.line(f"running pid={info.pid} security={info.security} logs={info.log_file} "
+                    f"transaction.max.timeout.ms={info.transaction_max_timeout_ms}")
         if len(info.nodes) > 1:
-            _print_nodes(info)
+            _print_nodes(report, info)
     if spark is not None:
         cluster = spark.info
         health = "running" if spark.healthy else "degraded" if spark.master_running else "master not running"
-        print(f"spark {health} master={cluster.master_url} ui={cluster.webui_url} "
-              f"workers={spark.workers_alive}/{cluster.workers} alive logs={cluster.log_dir}")
-        print(f"spark.master={cluster.master_url}")
+        report.data["spark"] = {"health": health, "master_url": cluster.master_url, "webui_url": cluster.webui_url,
+                                "workers_alive": spark.workers_alive, "workers": cluster.workers,
+                                "log_dir": str(cluster.log_dir)}
+        report.line(f"spark {health} master={cluster.master_url} ui={cluster.webui_url} "
+                    f"workers={spark.workers_alive}/{cluster.workers} alive logs={cluster.log_dir}")
+        report.line(f"spark.master={cluster.master_url}")
     if yarn is not None:
         hadoop = yarn.info
-        print(f"yarn {'running' if yarn.healthy else 'not running'} rm={hadoop.resourcemanager_url} "
-              f"hdfs={hadoop.namenode_url} nodes={yarn.nodes_running} logs={hadoop.log_file}")
-        print(f"HADOOP_CONF_DIR={hadoop.hadoop_conf_dir}")
+        report.data["yarn"] = {**_yarn_data(hadoop), "running": yarn.healthy, "nodes_running": yarn.nodes_running}
+        report.line(f"yarn {'running' if yarn.healthy else 'not running'} rm={hadoop.resourcemanager_url} "
+                    f"hdfs={hadoop.namenode_url} nodes={yarn.nodes_running} logs={hadoop.log_file}")
+        report.line(f"HADOOP_CONF_DIR={hadoop.hadoop_conf_dir}")
     if info is None:
-        return ExitCode.FINDING
-    _print_client_lines(info)
+        return report.finish(ExitCode.FINDING)
+    _print_client_lines(report, info)
     healthy = (spark is None or spark.healthy) and (yarn is None or yarn.healthy)
-    return ExitCode.OK if healthy else ExitCode.FINDING
+    return report.finish(ExitCode.OK if healthy else ExitCode.FINDING)
 
 
 def _jars(args: argparse.Namespace) -> int:
     from airflow_provider_eos.devstack import jars
 
-    print(f"kafka={jars.kafka_jars_dir()}")
-    print(f"spark-kafka={jars.spark_kafka_jars_dir()}")
+    report = Report(args)
+    found = {"kafka": jars.kafka_jars_dir(), "spark-kafka": jars.spark_kafka_jars_dir()}
     if (jars.EXECUTOR_WRITER_MODULE / "pom.xml").is_file():  # a checkout: build the JVM executor writer too
-        print(f"executor-writer={jars.executor_writer_jar()}")
-    print(jars.eos_home() / "jars")
-    return ExitCode.OK
+        found["executor-writer"] = jars.executor_writer_jar()
+    for name, path in found.items():
+        report.line(f"{name}={path}")
+    report.line(str(jars.eos_home() / "jars"))
+    report.data.update({name.replace("-", "_"): str(path) for name, path in found.items()},
+                       jars_home=str(jars.eos_home() / "jars"))
+    return report.finish()
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -213,6 +253,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         sub.add_argument("--state-dir", default=None,
                          help="folder of the broker and the cluster (default $EOS_HOME/devstack): new, empty or made "
                          "by the devstack; down removes only what the devstack wrote there")
+        add_json_flag(sub)
         sub.set_defaults(handler=handler)
         if name == "up":
             sub.add_argument(
@@ -251,10 +292,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     broker.add_argument("node_id", type=int, metavar="ID", help="the broker's node id (see `eos devstack status`)")
     broker.add_argument("--state-dir", default=None, help="the devstack's folder, as given to `up`")
     broker.add_argument("--timeout", type=float, default=120, help="seconds a restart may take to rejoin")
+    add_json_flag(broker)
     broker.set_defaults(handler=_devstack_broker)
 
     jars = commands.add_parser("jars", help="resolve (if needed) and print the jars directories; in a checkout, "
                                "also build the JVM executor writer (jvm/)")
+    add_json_flag(jars)
     jars.set_defaults(handler=_jars)
 
     run = commands.add_parser("run", help="run a pipeline's Spark job through spark-submit")

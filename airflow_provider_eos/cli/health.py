@@ -26,7 +26,7 @@ def _health(args: argparse.Namespace) -> int:
     from airflow_provider_eos.usecases.health import health
 
     result = health(
-        PipelineClients.from_spec_file(args.spec),
+        PipelineClients.from_spec_file(args.spec, connect_timeout_s=args.timeout),
         samples=args.samples,
         interval_s=args.interval,
         thresholds=dict(args.threshold or []) or None,

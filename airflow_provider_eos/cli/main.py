@@ -5,19 +5,22 @@ commands (:mod:`~airflow_provider_eos.cli.devstack`) drive the devstack and spar
 others (:mod:`~airflow_provider_eos.cli.preflight`, :mod:`~airflow_provider_eos.cli.health`,
 :mod:`~airflow_provider_eos.cli.recovery`) call the same use-case functions the Airflow
 operators call (:mod:`airflow_provider_eos.usecases`) and print the result through
-:mod:`~airflow_provider_eos.cli.output`. Heavy modules are imported when a command runs, so
+:mod:`~airflow_provider_eos.cli.output`; progress (:mod:`airflow_provider_eos.core.progress`) goes to
+stderr. Heavy modules are imported when a command runs, so
 ``eos --help`` imports neither Airflow, PySpark nor a Kafka client.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Sequence
 
 from airflow_provider_eos.cli import acls, airflow, devstack, health, package, preflight, recovery
 from airflow_provider_eos.cli.output import emit_crash, emit_error
 from airflow_provider_eos.core.errors import EosError
+from airflow_provider_eos.core.progress import PROGRESS_LOGGER, show_on
 
 __all__ = ["build_parser", "main"]
 
@@ -38,6 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one ``eos`` command and return its exit code (see :class:`~airflow_provider_eos.cli.output.ExitCode`)."""
     args = build_parser().parse_args(argv)
+    # What a command waits on (retries, builds, a cluster starting) shows on stderr; stdout keeps the result.
+    shown = show_on(sys.stderr)
     try:
         return int(args.handler(args) or 0)
     except EosError as exc:
@@ -46,6 +51,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Python's own exit code for an uncaught exception is 1, which every command uses for a
         # finding: a script that branches on 1 would take a crash for a verdict.
         return int(emit_crash(args, exc))
+    finally:
+        logging.getLogger(PROGRESS_LOGGER).removeHandler(shown)
 
 
 if __name__ == "__main__":

@@ -30,9 +30,22 @@ if TYPE_CHECKING:
     from airflow_provider_eos.usecases.result import Outcome, UseCaseResult
 
 __all__ = [
-    "ExitCode", "add_json_flag", "add_pipeline_command", "add_spec_argument", "emit", "emit_crash", "emit_error",
+    "DEFAULT_KAFKA_TIMEOUT_S",
+    "ExitCode",
+    "Report",
+    "add_json_flag",
+    "add_kafka_timeout",
+    "add_pipeline_command",
+    "add_spec_argument",
+    "emit",
+    "emit_crash",
+    "emit_error",
     "print_json",
 ]
+
+#: ``--timeout``'s default: the same as :data:`airflow_provider_eos.kafka.reachability.DEFAULT_CONNECT_TIMEOUT_S`
+#: (a test holds them equal; importing it here would import confluent-kafka for ``eos --help``).
+DEFAULT_KAFKA_TIMEOUT_S = 5.0
 
 #: The fix of an error no command foresaw.
 CRASH_FIX = ("this is an error eos does not expect: the traceback on stderr says where it happened; "
@@ -62,6 +75,18 @@ def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the machine-readable result (JSON)")
 
 
+def add_kafka_timeout(parser: argparse.ArgumentParser, *, when: str = "") -> None:
+    """``--timeout SECONDS``: how long a command waits for any Kafka broker to answer before it fails.
+
+    :param when: when the command talks to Kafka at all, if not always (e.g. "with --apply").
+    """
+    parser.add_argument(
+        "--timeout", type=float, default=DEFAULT_KAFKA_TIMEOUT_S, metavar="SECONDS",
+        help=f"seconds to wait for any Kafka broker to answer before failing (default {DEFAULT_KAFKA_TIMEOUT_S:g})"
+        + (f"; {when}" if when else ""),
+    )
+
+
 def add_pipeline_command(
     commands: argparse._SubParsersAction,
     name: str,
@@ -69,16 +94,19 @@ def add_pipeline_command(
     *,
     summary: str,
     description: str,
+    kafka_when: str = "",
 ) -> argparse.ArgumentParser:
-    """Add a command that runs a use case on one pipeline: ``--spec FILE`` and ``--json``, run by ``handler``.
+    """Add a command that runs a use case on one pipeline: ``--spec FILE``, ``--json`` and ``--timeout``.
 
     :param summary: the command's line in ``eos --help``.
     :param description: the command's own ``--help`` text.
+    :param kafka_when: when the use case talks to Kafka, if not always (``--timeout``'s help says so).
     :return: the command's parser, for its own arguments.
     """
     parser = commands.add_parser(name, help=summary, description=description)
     add_spec_argument(parser)
     add_json_flag(parser)
+    add_kafka_timeout(parser, when=kafka_when)
     parser.set_defaults(handler=handler)
     return parser
 
@@ -95,6 +123,30 @@ def emit(args: argparse.Namespace, result: UseCaseResult[Any]) -> ExitCode:
     else:
         print(result.render())
     return ExitCode.of(result.outcome)
+
+
+class Report:
+    """A command's own report (devstack, Airflow, package, jars): text lines as they come, or one JSON object.
+
+    Without ``--json`` each :meth:`line` prints at once (a long ``devstack up`` shows the broker
+    before the clusters start); with it nothing prints until :meth:`finish` prints :attr:`data`
+    with the ``outcome`` (``ok`` or ``finding``), as a use case's result does.
+    """
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.as_json = bool(getattr(args, "json", False))
+        self.data: dict[str, Any] = {}
+
+    def line(self, text: str) -> None:
+        """One line of the text report (nothing with ``--json``)."""
+        if not self.as_json:
+            print(text, flush=True)
+
+    def finish(self, code: ExitCode = ExitCode.OK) -> ExitCode:
+        """Print the JSON object (with ``--json``) and return ``code``."""
+        if self.as_json:
+            print_json({**self.data, "outcome": "ok" if code is ExitCode.OK else "finding"})
+        return code
 
 
 def emit_error(args: argparse.Namespace, exc: EosError) -> ExitCode:

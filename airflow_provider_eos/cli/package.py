@@ -2,8 +2,10 @@
 
 Prints what it did, then ``environment=ARCHIVE`` on its own last line: the value for the spec's
 ``python_environment``, ``eos run --environment`` or the operator's ``python_environment``.
-Building takes a minute or more; an archive built from the same inputs is reused (``--force``
-rebuilds). See :mod:`airflow_provider_eos.spark.job_environment` for what is inside and why.
+Building takes a minute or more, each step said on stderr as it starts and every 15 s while it
+runs (:func:`~airflow_provider_eos.core.progress.heartbeat`); an archive built from the same
+inputs is reused (``--force`` rebuilds). See :mod:`airflow_provider_eos.spark.job_environment`
+for what is inside and why.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from airflow_provider_eos.cli.output import ExitCode
+from airflow_provider_eos.cli.output import Report, add_json_flag
 
 __all__ = ["register"]
 
@@ -23,11 +25,14 @@ def _package(args: argparse.Namespace) -> int:
         python=args.python, constraints=Path(args.constraints) if args.constraints else None,
         extra_requirements=tuple(args.requirements), python_prefix=args.python_prefix,
     )
+    report = Report(args)
     built = build_job_environment(Path(args.out), recipe, force=args.force)
     what = "reused (inputs unchanged)" if built.reused else f"built in {built.seconds:.0f} s"
-    print(f"{built.archive} {what}; recipe {built.fingerprint[:12]}; Python {recipe.python_version}")
-    print(f"environment={built.archive}")
-    return ExitCode.OK
+    report.line(f"{built.archive} {what}; recipe {built.fingerprint[:12]}; Python {recipe.python_version}")
+    report.line(f"environment={built.archive}")
+    report.data.update(environment=str(built.archive), reused=built.reused, seconds=round(built.seconds, 1),
+                       fingerprint=built.fingerprint, python_version=recipe.python_version)
+    return report.finish()
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -50,4 +55,5 @@ def register(commands: argparse._SubParsersAction) -> None:
     package.add_argument("--python-prefix", default=None,
                          help="where cluster nodes have the base Python, if not where it is here (e.g. /usr)")
     package.add_argument("--force", action="store_true", help="rebuild even if the inputs are unchanged")
+    add_json_flag(package)
     package.set_defaults(handler=_package)

@@ -23,7 +23,7 @@ def _preflight(args: argparse.Namespace) -> int:
     from airflow_provider_eos.usecases.preflight import preflight
 
     result = preflight(
-        PipelineClients.from_spec_file(args.spec),
+        PipelineClients.from_spec_file(args.spec, connect_timeout_s=args.timeout),
         specs_dir=args.specs_dir or configured_specs_directory(),
         master=args.master,
     )

@@ -3,56 +3,61 @@
 Each handler calls the use case the recovery operators call (:mod:`airflow_provider_eos.usecases`)
 and prints its result (:mod:`airflow_provider_eos.cli.output`). Exit codes: ``0`` fine (verify:
 ``IN_SYNC`` or ``KAFKA_AHEAD_SAFE``, or nothing committed yet; abort: nothing of the pipeline
-left open; a repair planned or done), ``1`` a finding that needs action (verify: any other
+(left) open; a repair planned or done), ``1`` a finding that needs action (verify: any other
 verdict; abort: transactions left open, or a dry run that found some; align: the group still
 disagrees after committing), ``2`` an error (bad spec, unreachable broker, no checkpoint to
 repair, a refused repair or abort).
 
-Every action that changes something refuses while the pipeline looks alive (a checkpoint commit
-within the quiet period, a transaction under the prefix younger than its timeout) unless
-``--force``; a repair executed with ``--expect-plan FP`` (the fingerprint its dry run printed)
-refuses a plan that is no longer that one. In the ``eos_manual_recovery`` form the same force
-is the Force switch, and the confirmation then reads ``<action> <pipeline> force``.
+Every action that changes something is a dry run unless ``--execute`` (abort, rewind and align
+alike, as their operators unless ``dry_run=False``), and refuses while the pipeline looks alive
+(a checkpoint commit within the quiet period, a transaction under the prefix younger than its
+timeout) unless ``--force``; a repair executed with ``--expect-plan FP`` (the fingerprint its dry
+run printed) refuses a plan that is no longer that one. In the ``eos_manual_recovery`` form the
+same force is the Force switch, and the confirmation then reads ``<action> <pipeline> force``.
 """
 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from airflow_provider_eos.cli.output import add_pipeline_command, emit
+
+if TYPE_CHECKING:
+    from airflow_provider_eos.usecases.clients import PipelineClients
 
 __all__ = ["register"]
 
 
-def _verify(args: argparse.Namespace) -> int:
+def _clients(args: argparse.Namespace) -> PipelineClients:
     from airflow_provider_eos.usecases.clients import PipelineClients
+
+    return PipelineClients.from_spec_file(args.spec, connect_timeout_s=args.timeout)
+
+
+def _verify(args: argparse.Namespace) -> int:
     from airflow_provider_eos.usecases.verify import verify
 
-    return emit(args, verify(PipelineClients.from_spec_file(args.spec)))
+    return emit(args, verify(_clients(args)))
 
 
 def _abort(args: argparse.Namespace) -> int:
     from airflow_provider_eos.usecases.abort import abort
-    from airflow_provider_eos.usecases.clients import PipelineClients
 
-    return emit(args, abort(PipelineClients.from_spec_file(args.spec), force=args.force, execute=not args.dry_run))
+    return emit(args, abort(_clients(args), force=args.force, execute=args.execute))
 
 
 def _rewind(args: argparse.Namespace) -> int:
-    from airflow_provider_eos.usecases.clients import PipelineClients
     from airflow_provider_eos.usecases.rewind import rewind
 
-    clients = PipelineClients.from_spec_file(args.spec)
-    return emit(args, rewind(clients, to_batch=args.to_batch, execute=args.execute, force=args.force,
+    return emit(args, rewind(_clients(args), to_batch=args.to_batch, execute=args.execute, force=args.force,
                              expected_plan=args.expect_plan))
 
 
 def _align(args: argparse.Namespace) -> int:
     from airflow_provider_eos.usecases.align import align
-    from airflow_provider_eos.usecases.clients import PipelineClients
 
-    clients = PipelineClients.from_spec_file(args.spec)
-    return emit(args, align(clients, execute=args.execute, force=args.force, expected_plan=args.expect_plan))
+    return emit(args, align(_clients(args), execute=args.execute, force=args.force, expected_plan=args.expect_plan))
 
 
 #: What --force overrides, the same words for every action (the form's Force help says the same).
@@ -69,13 +74,19 @@ def register(commands: argparse._SubParsersAction) -> None:
         "abort",
         _abort,
         summary="abort open (lingering and hanging) transactions under the pipeline's transactional id prefix",
-        description="Fence ongoing transactions under the prefix and abort hanging ones on the output and "
-        "dead-letter partitions; ids outside the prefix are never touched. Refuses while the job looks "
-        "alive unless --force. Exit 0: nothing left open; 1: something is (or, with --dry-run, was found) "
-        "open; 2: error or refusal.",
+        description="A dry run unless --execute, as every repair: scan and report what is open. With --execute, "
+        "fence ongoing transactions under the prefix and abort hanging ones on the output and dead-letter "
+        "partitions; ids outside the prefix are never touched. --execute refuses while the job looks alive "
+        "unless --force. Exit 0: nothing (left) open; 1: something is (or, in a dry run, was found) open; "
+        "2: error or refusal.",
     )
-    abort.add_argument("--force", action="store_true", help=f"act even though {_ALIVE}; nothing else is overridden")
-    abort.add_argument("--dry-run", action="store_true", help="scan and report only; change nothing")
+    actions = abort.add_mutually_exclusive_group()
+    actions.add_argument("--execute", action="store_true",
+                         help="fence and abort (default: dry run, scan and report only)")
+    # The default now; still accepted so that scripts written when abort acted by default keep working.
+    actions.add_argument("--dry-run", action="store_true", help=argparse.SUPPRESS)
+    abort.add_argument("--force", action="store_true",
+                       help=f"execute even though {_ALIVE}; nothing else is overridden")
 
     add_pipeline_command(
         commands,
@@ -98,6 +109,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         "rewind",
         _rewind,
         summary="rewind the checkpoint to batch K (later files move into a backup folder)",
+        kafka_when="a dry run with --to-batch needs none",
         description="Moves offsets/ and commits/ (and state versions) after batch K into a timestamped "
         "backup folder next to the checkpoint; nothing is deleted, and the folder's EOS-REWIND.json lists what "
         "moved, written before each move. Stop the query first: --execute refuses while the pipeline looks alive "

@@ -114,6 +114,36 @@ class KafkaLoginError(EosError):
     """
 
 
+class KafkaUnreachableError(EosError):
+    """No broker of ``bootstrap.servers`` answered within the wait: one sentence naming the brokers, the fix.
+
+    Raised by the one reachability probe (:mod:`airflow_provider_eos.kafka.reachability`) that every
+    use case runs before its first Kafka request, through
+    :class:`~airflow_provider_eos.usecases.clients.PipelineClients`: a cluster that is down fails in
+    seconds with these words, whichever command or operator asked, instead of after each client's own
+    request timeout with each client's own words. Retryable: the brokers may be back by then.
+
+    :param brokers: the ``bootstrap.servers`` tried.
+    :param timeout_s: how long the probe waited.
+    :param last_error: what the client last said about its connections (refused, unresolvable host ...).
+    """
+
+    def __init__(self, brokers: str, timeout_s: float, *, last_error: str | None = None) -> None:
+        self.brokers, self.timeout_s, self.last_error = brokers, timeout_s, last_error
+        super().__init__(
+            f"no Kafka broker answered at {brokers} within {timeout_s:g} s" + (f": {last_error}" if last_error else ""),
+            fix=UNREACHABLE_FIX,
+        )
+
+
+#: The fix of :class:`KafkaUnreachableError`, the same for every command and operator.
+UNREACHABLE_FIX = (
+    "check that the brokers run and that bootstrap.servers names them (the spec's kafka settings, or the Airflow "
+    "kafka connection that replaces them); a cluster slow to answer needs a longer wait: `eos ... --timeout SECONDS`, "
+    "or the operators' kafka_connect_timeout_s"
+)
+
+
 class AclMissingError(EosError):
     """The broker refused a request for want of an ACL; names the request, the ACL it needs and who grants it.
 

@@ -7,6 +7,9 @@ often and for how long, with the last error as its cause. :meth:`RetryPolicy.pol
 condition ("the rescan shows nothing left to abort") and returns the last value read, settled or
 not, because such waits report what is left rather than fail.
 
+A wait that lasts shows progress (:mod:`airflow_provider_eos.core.progress`): a line after two
+seconds, then every ten, so that a person at a terminal sees what is awaited and for how long.
+
 The policies that recognise a client's errors live beside that client (for Kafka:
 :mod:`airflow_provider_eos.kafka.retriable`); this module knows no client.
 """
@@ -34,6 +37,7 @@ from tenacity.retry import retry_base
 from tenacity.stop import stop_base
 
 from airflow_provider_eos.core.errors import RetryExhaustedError
+from airflow_provider_eos.core.progress import Cadence, say
 
 __all__ = ["RetryPolicy", "Settled", "never"]
 
@@ -185,6 +189,8 @@ class RetryPolicy:
         on_give_up: Callable[[RetryCallState], object],
         sleep: Callable[[float], object] | None,
     ) -> Retrying:
+        cadence = Cadence()
+
         def before_sleep(state: RetryCallState) -> None:
             outcome = state.outcome
             reason = outcome.exception() if outcome is not None and outcome.failed else "not yet"
@@ -193,6 +199,11 @@ class RetryPolicy:
                 "%s: waiting for %s (attempt %d: %s); next attempt in %.1f s",
                 what, self.waiting_for, state.attempt_number, reason, state.upcoming_sleep,
             )
+            # The log line above is for debugging; a person waiting sees a line now and then instead.
+            elapsed = state.seconds_since_start or 0.0
+            if cadence.due(elapsed):
+                say(f"{what}: waiting for {self.waiting_for} ({elapsed:.0f} s so far, attempt "
+                    f"{state.attempt_number}; {self.describe()})")
 
         stops: list[stop_base] = []
         if self.timeout_s is not None:

@@ -17,6 +17,7 @@ import subprocess
 from pathlib import Path
 
 from airflow_provider_eos.core.errors import PrerequisiteError
+from airflow_provider_eos.core.progress import heartbeat
 from airflow_provider_eos.subprocesses import run_bounded
 
 KAFKA_VERSION = "4.1.1"
@@ -99,7 +100,8 @@ def _resolve(pom_name: str, target: Path, properties: dict[str, str], *, resolve
         mvn, "-B", "-q", "-gs", str(_MAVEN_DIR / "settings.xml"), "-f", str(build_dir / "pom.xml"),
         "package", f"-Djars.dir={target}", *(f"-D{k}={v}" for k, v in properties.items()),
     ]
-    with log.open("w") as out:
+    # A first resolution downloads hundreds of jars for minutes, printing only to its log.
+    with heartbeat(f"resolving the jars of {pom_name} with Maven", detail=f"log: {log}"), log.open("w") as out:
         result = run_bounded(command, timeout_s=MAVEN_TIMEOUT_S, error=PrerequisiteError,
                              fix=f"read {log} (a stalled download, a proxy); check network access to Maven Central "
                              "and rerun `eos jars`.", stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
@@ -196,7 +198,8 @@ def executor_writer_jar(*, build: bool = True) -> Path:
     log = target / "maven.log"
     command = [mvn, "-B", "-q", "-gs", str(_MAVEN_DIR / "settings.xml"), "-f", str(module / "pom.xml"), "package",
                f"-Dspark.version={pyspark_version()}"]
-    with log.open("w") as out:
+    with heartbeat(f"building the JVM executor writer ({module.name}) with Maven", detail=f"log: {log}"), \
+            log.open("w") as out:
         result = run_bounded(command, timeout_s=MAVEN_TIMEOUT_S, error=PrerequisiteError,
                              fix=f"read {log}; check network access to Maven Central and rerun `eos jars`.",
                              stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)

@@ -25,6 +25,7 @@ import urllib.request
 from pathlib import Path
 
 from airflow_provider_eos.core.errors import PrerequisiteError, YarnClusterError
+from airflow_provider_eos.core.progress import say
 from airflow_provider_eos.core.retry import RetryPolicy
 from airflow_provider_eos.devstack.broker_nodes import pid_alive
 from airflow_provider_eos.devstack.jars import _resolve, eos_home, pyspark_jars_dir, require_java
@@ -136,6 +137,8 @@ class YarnMiniCluster(RecordedDaemons[YarnClusterInfo]):
         java = require_java()
         version = pyspark_hadoop_version()
         jars = hadoop_minicluster_jars_dir(version)
+        # A minute or more on a small machine: the wait's own progress lines follow (core.retry).
+        say(f"starting the Hadoop MiniCluster {version} (HDFS + YARN); logs: {self._yarn_dir / 'cluster.log'}")
         deadline = time.monotonic() + timeout_s
         for attempt in range(1, _START_ATTEMPTS + 1):
             (self._fresh_work_dir() / "tmp").mkdir()

@@ -28,7 +28,7 @@ from confluent_kafka.admin import ResourceType as KafkaResourceType
 
 from airflow_provider_eos.core.acls import Acl, AclError, Operation, PatternType, Permission, ResourceType
 from airflow_provider_eos.core.retry import RetryPolicy
-from airflow_provider_eos.kafka.login import connected_admin
+from airflow_provider_eos.kafka.reachability import DEFAULT_CONNECT_TIMEOUT_S, reachable_admin
 
 __all__ = [
     "ACLS_VISIBLE",
@@ -85,9 +85,13 @@ def load_admin_settings(path: str | Path) -> dict[str, Any]:
     return settings
 
 
-def acl_admin(settings: Mapping[str, Any]) -> AdminClient:
-    """A confluent-kafka admin client on ``settings`` (librdkafka keys)."""
-    return connected_admin("acl-admin", dict(settings))
+def acl_admin(settings: Mapping[str, Any], *, timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S) -> AdminClient:
+    """A confluent-kafka admin client on ``settings`` (librdkafka keys), once a broker answered.
+
+    :raises KafkaUnreachableError: no broker answered within ``timeout_s`` (the probe every use case runs).
+    :raises KafkaLoginError: the cluster refused the administrator's login.
+    """
+    return reachable_admin("acl-admin", dict(settings), timeout_s=timeout_s)
 
 
 def to_binding(acl: Acl) -> AclBinding:

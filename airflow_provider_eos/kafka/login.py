@@ -23,18 +23,20 @@ if TYPE_CHECKING:
     from confluent_kafka import KafkaError
     from confluent_kafka.admin import AdminClient
 
-__all__ = ["LOGIN_TIMEOUT_S", "check_login", "connected_admin"]
+__all__ = ["LOGIN_TIMEOUT_S", "check_login", "connected_admin", "has_login", "login_refused"]
 
 #: How long to wait for the first answer before leaving the outcome to the caller's own requests.
 LOGIN_TIMEOUT_S = 15.0
 
 
-def _has_login(settings: Mapping[str, Any]) -> bool:
+def has_login(settings: Mapping[str, Any]) -> bool:
+    """Whether connecting with ``settings`` involves a login the cluster may refuse (SASL or TLS)."""
     protocol = str(settings.get("security.protocol", "plaintext")).lower()
     return protocol.startswith("sasl") or protocol == "ssl"
 
 
-def _refused(error: KafkaError, settings: Mapping[str, Any]) -> KafkaLoginError:
+def login_refused(error: KafkaError, settings: Mapping[str, Any]) -> KafkaLoginError:
+    """The :class:`KafkaLoginError` of a refusal the client's error callback received."""
     from confluent_kafka import KafkaError
 
     servers = settings.get("bootstrap.servers")
@@ -64,7 +66,7 @@ def connected_admin(role: str, settings: Mapping[str, Any], *, timeout_s: float 
     from confluent_kafka import KafkaError
     from confluent_kafka.admin import AdminClient
 
-    if not _has_login(settings):
+    if not has_login(settings):
         return AdminClient(with_client_logger(role, settings))
     refusals: list[KafkaError] = []
 
@@ -79,7 +81,7 @@ def connected_admin(role: str, settings: Mapping[str, Any], *, timeout_s: float 
     while not answered.done() and not refusals and time.monotonic() < deadline:
         admin.poll(0.1)
     if refusals:
-        raise _refused(refusals[0], settings)
+        raise login_refused(refusals[0], settings)
     return admin
 
 

@@ -101,7 +101,7 @@ STABLE_OFFSETS = RetryPolicy(
     first_delay_s=0.05,
     max_delay_s=1.0,
     fix="a transaction that commits offsets to the sink group is still open: if no job runs, abort lingering "
-    "transactions (`eos abort --spec <spec file>`); otherwise check the brokers' health",
+    "transactions (`eos abort --spec <spec file> --execute`); otherwise check the brokers' health",
 )
 
 TRANSACTION_COMMIT = RetryPolicy(

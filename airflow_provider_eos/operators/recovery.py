@@ -64,12 +64,13 @@ class AbortOpenTransactionsOperator(EosUseCaseOperator):
 
     Run it after a failure and before restarting the job, so ``read_committed`` consumers of the
     output move on. Logs the report's table and returns its data (XCom); fails when a
-    transaction under the prefix is left open (after aborting, or found by a dry run).
+    transaction under the prefix is left open (after aborting, or found by a dry run). A dry run
+    unless ``dry_run=False``, as the rewind and align operators and ``eos abort`` (``--execute``).
 
     :param force: act even if the job looks alive (a recent checkpoint commit, or an ongoing
         transaction younger than its timeout); fencing then breaks a live job's next commit.
         (templated)
-    :param dry_run: only report what would be aborted. (templated)
+    :param dry_run: only report what would be aborted (the default); ``False`` aborts. (templated)
     :param driver_gone_task_id: a task of this run that established that the driver is gone
         (:class:`~airflow_provider_eos.operators.driver.ConfirmDriverGoneOperator`); its
         observation is the positive evidence that lets the abort end the dead driver's young
@@ -83,7 +84,7 @@ class AbortOpenTransactionsOperator(EosUseCaseOperator):
         self,
         *,
         force: bool | str = False,
-        dry_run: bool | str = False,
+        dry_run: bool | str = True,
         driver_gone_task_id: str | None = None,
         **kwargs: Any,
     ) -> None:
@@ -91,7 +92,7 @@ class AbortOpenTransactionsOperator(EosUseCaseOperator):
         self.force = force
         self.dry_run = dry_run
         self.driver_gone_task_id = driver_gone_task_id
-        self._dry_run = False
+        self._dry_run = True
 
     def execute(self, context: Context) -> dict[str, Any]:
         """Scan, abort unless dry-running, rescan; return the report."""

@@ -39,7 +39,7 @@ from airflow_provider_eos.core.flags import parse_flag
 from airflow_provider_eos.core.presentation import DEFAULT_MAX_CHARS, ResultHeading, error_card, text_card
 from airflow_provider_eos.hooks.checkpoint_storage import CheckpointStorageHook
 from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
-from airflow_provider_eos.usecases.clients import PipelineClients
+from airflow_provider_eos.usecases.clients import DEFAULT_CONNECT_TIMEOUT_S, PipelineClients
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -169,6 +169,9 @@ class EosUseCaseOperator(ResultFieldMixin, BaseOperator):
     :param checkpoint_conn_id: an Airflow connection with the checkpoint storage credentials
         (see :class:`~airflow_provider_eos.hooks.checkpoint_storage.CheckpointStorageHook`);
         ``None`` uses the worker's ambient credentials. (templated)
+    :param kafka_connect_timeout_s: how long the first contact waits for any broker to answer
+        before the task fails with ``KafkaUnreachableError`` (retried as configured); the CLI's
+        ``--timeout``.
 
     After execution the ``result`` field holds the result's card (see the module docstring).
     """
@@ -181,12 +184,14 @@ class EosUseCaseOperator(ResultFieldMixin, BaseOperator):
         spec_path: str,
         kafka_conn_id: str | None = None,
         checkpoint_conn_id: str | None = None,
+        kafka_connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.spec_path = spec_path
         self.kafka_conn_id = kafka_conn_id
         self.checkpoint_conn_id = checkpoint_conn_id
+        self.kafka_connect_timeout_s = kafka_connect_timeout_s
         self.result = ""
         self._pipeline_name: str | None = None
 
@@ -203,7 +208,7 @@ class EosUseCaseOperator(ResultFieldMixin, BaseOperator):
             "Pipeline %r from %s; Kafka %s from %s", spec.name, self.spec_path, spec.kafka["bootstrap.servers"], source
         )
         storage = CheckpointStorageHook(self.checkpoint_conn_id or None).get_storage_options(spec.checkpoint_location)
-        return PipelineClients(spec, storage)
+        return PipelineClients(spec, storage, connect_timeout_s=self.kafka_connect_timeout_s)
 
     @contextmanager
     def use_case_failures(self, use_case: str) -> Iterator[None]:

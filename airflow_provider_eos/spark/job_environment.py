@@ -41,6 +41,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from airflow_provider_eos.core.errors import JobEnvironmentError
+from airflow_provider_eos.core.progress import heartbeat
 from airflow_provider_eos.subprocesses import run_bounded
 
 __all__ = [
@@ -218,7 +219,8 @@ def _recorded_fingerprint(archive: Path) -> str | None:
 
 
 def _run(command: list[str], step: str, log_file: Path) -> None:
-    with log_file.open("a") as out:
+    # Each step takes from seconds to minutes and prints only to its log: say what runs, and that it still does.
+    with heartbeat(step, detail=f"log: {log_file}"), log_file.open("a") as out:
         out.write(f"$ {' '.join(command)}\n")
         out.flush()
         try:
@@ -291,7 +293,8 @@ def build_job_environment(
         _install_package(pip, work, log_file)
         packed = work / out.name
         try:
-            venv_pack.pack(prefix=str(venv), output=str(packed), python_prefix=recipe.python_prefix)
+            with heartbeat("packing the environment (venv-pack)"):
+                venv_pack.pack(prefix=str(venv), output=str(packed), python_prefix=recipe.python_prefix)
         except Exception as exc:  # venv-pack raises its own VenvPackException and OSErrors
             raise JobEnvironmentError(f"venv-pack could not pack {venv}: {exc}",
                                       fix=f"read {log_file}; an editable install cannot be packed") from exc

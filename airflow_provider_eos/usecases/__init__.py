@@ -34,6 +34,11 @@ Decisions where the two shells used to differ:
 - **rewind and align, executed**: the same liveness gate as the abort (:mod:`.liveness`) before
   anything moves or is committed, ``UnsafeToActError`` unless forced; given the fingerprint of
   the dry run the person read (``expected_plan``), any other plan is a ``RepairError``.
+- **abort, rewind and align**: dry runs unless ``execute=True`` (``--execute``, ``dry_run=False``); the
+  DAGs state their choice on every such task.
+- **Kafka down**: every use case asks :meth:`PipelineClients.require_kafka` before its first Kafka
+  request; no answer within ``connect_timeout_s`` (``--timeout``, the operators'
+  ``kafka_connect_timeout_s``) is one ``KafkaUnreachableError`` naming the brokers, retryable.
 - **pre-flight**: a failed ERROR rule is a finding; warnings and "not checked" are not.
 - **health**: UNHEALTHY is a finding; DEGRADED too when strict.
 

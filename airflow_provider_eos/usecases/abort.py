@@ -53,21 +53,24 @@ class AbortOutcome(UseCaseResult[txn.AbortReport]):
 
 @runs_as("recovery")
 def abort(
-    clients: PipelineClients, *, force: bool = False, execute: bool = True, driver_gone: str | None = None
+    clients: PipelineClients, *, force: bool = False, execute: bool = False, driver_gone: str | None = None
 ) -> AbortOutcome:
-    """Abort what is open under the pipeline's prefix (or, without ``execute``, report what would be).
+    """Report what is open under the pipeline's prefix and, only with ``execute``, abort it.
 
-    The liveness check reads the checkpoint's newest commit with the clients' storage options.
-    Anything left open (after acting, or found by a dry run) is a finding.
+    A dry run by default, as every state-changing use case (rewind, align). The liveness check
+    reads the checkpoint's newest commit with the clients' storage options. Anything left open
+    (after acting, or found by a dry run) is a finding.
 
     :param force: act even if the job looks alive; fencing then breaks a live job's next commit.
-    :param execute: ``False`` for a dry run: scan and report, change nothing, never refuse.
+    :param execute: abort; without it (the default) a dry run: scan and report, change nothing, never refuse.
     :param driver_gone: positive evidence that the job's driver is gone (an observation, see
         :mod:`airflow_provider_eos.core.driver`); young transactions are then the dead driver's.
     :raises UnsafeToActError: if there is something to abort, the job looks alive and not ``force``.
+    :raises KafkaUnreachableError: if no broker answers within the clients' ``connect_timeout_s``.
     :raises TransactionsAdminError: if the cluster cannot be read.
     """
     spec = clients.spec
+    clients.require_kafka()
     report = abort_open_transactions(
         spec, force=force, execute=execute, storage_options=clients.storage_options, driver_gone=driver_gone
     )
@@ -79,7 +82,7 @@ def abort(
     elif not report.executed:
         summary = f"{len(open_rows)} open transaction(s) under prefix {prefix!r} would be aborted"
         next_step = (
-            "Make sure the job is gone, then abort them (eos abort --spec FILE; in Airflow "
+            "Make sure the job is gone, then abort them (eos abort --spec FILE --execute; in Airflow "
             "AbortOpenTransactionsOperator with dry_run=False)."
         )
     else:
@@ -124,7 +127,7 @@ def abort_open_transactions(
     spec: PipelineSpec,
     *,
     force: bool = False,
-    execute: bool = True,
+    execute: bool = False,
     now: dt.datetime | None = None,
     hanging_min_age_ms: int | None = None,
     quiet_period_ms: int | None = None,
@@ -141,7 +144,7 @@ def abort_open_transactions(
 
     :param spec: the pipeline.
     :param force: act even if the job looks alive (recent checkpoint commit, young transaction).
-    :param execute: ``False`` for a dry run: scan and report, change nothing, never refuse.
+    :param execute: abort; without it (the default) a dry run: scan and report, change nothing, never refuse.
     :param now: the current time (default: now); ages and the safety check use it.
     :param hanging_min_age_ms: age above which an open partition transaction is a hanging
         candidate (default: the brokers' ``transaction.max.timeout.ms``, as Kafka's tool).

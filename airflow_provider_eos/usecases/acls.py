@@ -20,6 +20,7 @@ from airflow_provider_eos.core.acls import (
     required_acls,
     transactional_id_pattern,
 )
+from airflow_provider_eos.kafka.reachability import DEFAULT_CONNECT_TIMEOUT_S
 from airflow_provider_eos.usecases.result import Outcome, UseCaseResult
 
 if TYPE_CHECKING:
@@ -61,6 +62,7 @@ def acls(
     hanging_abort: bool = False,
     other_specs: Iterable[PipelineSpec] | None = None,
     timeout_s: float = 30,
+    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
 ) -> AclsOutcome:
     """The ACLs ``principal`` needs as ``role`` on ``spec``; with ``apply``, create the missing ones.
 
@@ -74,6 +76,9 @@ def acls(
     :param hanging_abort: recovery only: include the rights to abort hanging transactions
         (``ALTER`` on the cluster: an administrator's right; see :mod:`airflow_provider_eos.core.acls.roles`).
     :param other_specs: the other known pipelines (the specs folder); ``None``: not checked.
+    :param timeout_s: per admin request of the apply.
+    :param connect_timeout_s: how long the apply waits for any broker to answer
+        (:class:`~airflow_provider_eos.core.errors.KafkaUnreachableError` after that).
     :raises AclError: for a principal that is not ``User:NAME``, an unknown role, ``apply`` without
         a usable admin config, a set that covers another pipeline's ids with ``apply``, or a refused
         or unconfirmed apply.
@@ -105,7 +110,8 @@ def acls(
                        "on the cluster (the secured devstack prints it as client.config=...), not the spec's")
     from airflow_provider_eos.kafka.acls_admin import acl_admin, apply_acls, load_admin_settings
 
-    admin = acl_admin(load_admin_settings(admin_config))
+    # The same probe, and words, as every use case's first contact (PipelineClients.require_kafka).
+    admin = acl_admin(load_admin_settings(admin_config), timeout_s=connect_timeout_s)
     created, present = apply_acls(admin, wanted, timeout_s=timeout_s)
     report = AclSetReport(pipeline=spec.name, principal=principal, role=checked_role, acls=tuple(wanted),
                           applied=True, created=tuple(created), already_present=tuple(present), **checked)

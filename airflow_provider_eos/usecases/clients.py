@@ -4,6 +4,12 @@ A shell (the CLI, an operator) makes one :class:`PipelineClients` per call from 
 checkpoint storage options it has: the CLI has the worker's ambient credentials (``{}``), an
 operator the options of its checkpoint connection. Every use case then reads the checkpoint and
 Kafka through it, so no use case can be called with the credentials of one shell missing.
+
+Kafka is reached through it too, and asked first whether any broker answers
+(:meth:`PipelineClients.require_kafka`, the probe of :mod:`airflow_provider_eos.kafka.reachability`):
+a cluster that is down fails every use case within ``connect_timeout_s`` with one
+:class:`~airflow_provider_eos.core.errors.KafkaUnreachableError`, the same sentence in the CLI and
+in a task log. A use case that needs no Kafka (a rewind's dry run to a given batch) never probes.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.errors import CheckpointError
 from airflow_provider_eos.core.secrets import redact_config
 from airflow_provider_eos.kafka.group_offsets import sink_group_offsets
+from airflow_provider_eos.kafka.reachability import DEFAULT_CONNECT_TIMEOUT_S
 from airflow_provider_eos.kafka.settings import admin_config
 
 if TYPE_CHECKING:
@@ -27,7 +34,7 @@ if TYPE_CHECKING:
     from airflow_provider_eos.core.spec import PipelineSpec
     from airflow_provider_eos.core.transactions import Transaction
 
-__all__ = ["DEFAULT_TIMEOUT_S", "PipelineClients"]
+__all__ = ["DEFAULT_CONNECT_TIMEOUT_S", "DEFAULT_TIMEOUT_S", "PipelineClients"]
 
 #: Per Kafka admin request.
 DEFAULT_TIMEOUT_S = 30.0
@@ -41,34 +48,51 @@ class PipelineClients:
     :param storage_options: fsspec options for the checkpoint location (credentials ...); ``{}``
         means the ambient credentials.
     :param timeout_s: per Kafka admin request.
+    :param connect_timeout_s: how long the first contact waits for any broker to answer.
     """
 
     spec: PipelineSpec
     storage_options: Mapping[str, Any] = field(default_factory=dict)
     timeout_s: float = DEFAULT_TIMEOUT_S
+    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
 
     def __repr__(self) -> str:
         # The storage options hold credentials (an account key, a token): shown redacted.
         return (f"{type(self).__name__}(spec={self.spec!r}, storage_options={redact_config(self.storage_options)!r}, "
-                f"timeout_s={self.timeout_s!r})")
+                f"timeout_s={self.timeout_s!r}, connect_timeout_s={self.connect_timeout_s!r})")
 
     @classmethod
-    def from_spec_file(cls, spec_file: str | Path) -> PipelineClients:
+    def from_spec_file(
+        cls, spec_file: str | Path, *, connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
+    ) -> PipelineClients:
         """The clients of the pipeline in ``spec_file``, with the ambient storage credentials (the CLI's way).
 
         :raises SpecError: if the file is missing or invalid.
         """
         from airflow_provider_eos.core.spec import PipelineSpec
 
-        return cls(PipelineSpec.load(spec_file))
+        return cls(PipelineSpec.load(spec_file), connect_timeout_s=connect_timeout_s)
 
     @cached_property
     def admin(self) -> AdminClient:
-        """A confluent-kafka admin client on the spec's connection settings (made on first use)."""
-        from airflow_provider_eos.kafka.login import connected_admin
+        """A confluent-kafka admin client on the spec's connection settings, made on first use once a broker answered.
 
-        # A refused login fails here, naming the user, instead of timing out in the first request.
-        return connected_admin("admin", admin_config(self.spec))
+        :raises KafkaUnreachableError: no broker answered within ``connect_timeout_s``.
+        :raises KafkaLoginError: the cluster refused the login (naming the user) instead of timing out later.
+        """
+        from airflow_provider_eos.kafka.reachability import reachable_admin
+
+        return reachable_admin("admin", admin_config(self.spec), timeout_s=self.connect_timeout_s)
+
+    def require_kafka(self) -> None:
+        """Fail now, within ``connect_timeout_s``, unless a broker answers: call before any Kafka client of a use case.
+
+        Probed once per :class:`PipelineClients`; the admin client it made serves the use case's requests.
+
+        :raises KafkaUnreachableError: no broker answered.
+        :raises KafkaLoginError: the cluster refused the login.
+        """
+        self.admin  # noqa: B018  # made (and probed) on first use, then cached
 
     @cached_property
     def checkpoint(self) -> CheckpointReader:
@@ -91,11 +115,13 @@ class PipelineClients:
 
     def committed_offsets(self) -> CommittedOffsets:
         """The sink group's committed offsets and markers on every partition a verification compares."""
+        self.require_kafka()
         return sink_group_offsets(self.admin, self.spec, self.checkpoint, timeout_s=self.timeout_s)
 
     def transactions_under_prefix(self) -> list[Transaction]:
         """The transactions listed under the spec's transactional id prefix (the liveness gate's second sign)."""
         from airflow_provider_eos.kafka.transactions_admin import admin_client, scan_prefix
 
+        self.require_kafka()
         with admin_client(self.spec, timeout_ms=int(self.timeout_s * 1000)) as admin:
             return scan_prefix(admin, self.spec.transactional_id_prefix)

@@ -20,6 +20,7 @@ from airflow_provider_eos.core.health import (
     LagWindow,
 )
 from airflow_provider_eos.core.health import evaluate as evaluate_window
+from airflow_provider_eos.core.progress import say
 from airflow_provider_eos.kafka.health_probe import HealthProbeError, probe
 from airflow_provider_eos.usecases.result import Outcome, UseCaseResult
 from airflow_provider_eos.usecases.roles import role_refusal, runs_as
@@ -35,8 +36,8 @@ __all__ = ["HealthOutcome", "evaluate", "health"]
 _ADVICE = {
     "lag": "check that the job runs and keeps up with its input (a STOP or STALL lag means it does not commit)",
     "commit_age": "check that the job runs: its checkpoint has not committed for longer than the threshold",
-    "hanging": "abort the hanging transactions once the job is gone (eos abort --spec FILE)",
-    "lingering": "abort the lingering transactions once the job is gone (eos abort --spec FILE)",
+    "hanging": "abort the hanging transactions once the job is gone (eos abort --spec FILE --execute)",
+    "lingering": "abort the lingering transactions once the job is gone (eos abort --spec FILE --execute)",
 }
 
 
@@ -106,6 +107,7 @@ def health(
     :param strict: DEGRADED is a finding too (by default only UNHEALTHY is).
     :raises HealthProbeError: if ``samples`` < 1, or metadata or offsets cannot be read.
     :raises HealthError: if a threshold override is invalid.
+    :raises KafkaUnreachableError: if no broker answers within the clients' ``connect_timeout_s``.
     """
     spec = clients.spec
     if samples < 1:
@@ -113,9 +115,11 @@ def health(
     # Checked before sampling: a mistyped override must not cost the samples' wait first.
     if not isinstance(thresholds, HealthThresholds):
         thresholds = HealthThresholds.from_spec(spec).with_overrides(thresholds)
+    clients.require_kafka()
     window = LagWindow(max_samples=max(max_samples, samples))
     for index in range(samples):
         if index:
+            say(f"health: sample {index} of {samples} taken; the next in {interval_s:g} s")
             time.sleep(interval_s)
         window.add(probe(spec, storage_options=clients.storage_options, timeout_s=clients.timeout_s))
     report = evaluate(spec, window, thresholds=thresholds)

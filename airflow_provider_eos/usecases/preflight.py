@@ -54,8 +54,10 @@ def preflight(
         spec's ``spark_conf``, else that rule is "not checked".
     :param longest_expected_pause_ms: how long the pipeline may be stopped and still resume.
     :raises PreflightError: if the cluster cannot be described at all.
+    :raises KafkaUnreachableError: if no broker answers within the clients' ``connect_timeout_s``.
     """
     spec = clients.spec
+    clients.require_kafka()
     facts = gather_facts(
         spec,
         specs_dir=specs_dir,

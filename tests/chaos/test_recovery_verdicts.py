@@ -159,9 +159,9 @@ def test_transaction_left_open_by_a_sigkilled_driver_is_listed_and_aborted(boots
     else:  # the partitions' own ids; the one whose task killed the driver at least
         partition_ids = {harness.spec.partition_transactional_id(harness.input_topic, p) for p in range(partitions)}
         assert listed and set(listed) <= partition_ids, (listed, found.stderr)
-    refused = eos("abort", "--spec", str(harness.spec_file))
+    refused = eos("abort", "--spec", str(harness.spec_file), "--execute")
     assert refused.returncode == 2, "a transaction younger than the timeout is refused without --force"
-    aborted = eos("abort", "--spec", str(harness.spec_file), "--force")
+    aborted = eos("abort", "--spec", str(harness.spec_file), "--execute", "--force")
     assert aborted.returncode == 0, aborted.stderr
 
     assert end_offsets(bootstrap, harness.output_topic, partitions, committed=True) == end_offsets(

@@ -23,6 +23,10 @@ def test_dagbag_has_the_three_dags_no_import_errors_and_parses_fast(airflow_home
     assert parsed["heavy_modules"] == [], "DAG files must not import Spark or dataframe libraries at parse time"
     assert parsed["seconds"] < 30
     assert parsed["params"]["eos_manual_recovery"]["dry_run"] is True
+    # Every abort is a dry run unless told: the pipeline's two aborts act, the form's follow its switch.
+    assert parsed["dry_runs"]["eos_pipeline"] == {"abort_lingering": False, "recover_abort": False}
+    assert set(parsed["dry_runs"]["eos_manual_recovery"]) == {"abort", "rewind", "align"}
+    assert set(parsed["dry_runs"]["eos_manual_recovery"].values()) == {"{{ params.dry_run != false }}"}
 
 
 def test_each_role_authenticates_with_its_own_kafka_connection(airflow_home, tmp_path):

@@ -113,9 +113,9 @@ def build_abort(spec_path: str):
     from airflow_provider_eos.operators.recovery import AbortOpenTransactionsOperator
 
     with new_dag("eos_recovery", params={"force": True}) as dag:
-        refused = AbortOpenTransactionsOperator(task_id="abort_refused", spec_path=spec_path)
+        refused = AbortOpenTransactionsOperator(task_id="abort_refused", spec_path=spec_path, dry_run=False)
         forced = AbortOpenTransactionsOperator(
-            task_id="abort", spec_path=spec_path, force="{{ params.force }}", trigger_rule="all_done"
+            task_id="abort", spec_path=spec_path, dry_run=False, force="{{ params.force }}", trigger_rule="all_done"
         )
         refused >> forced
     return dag

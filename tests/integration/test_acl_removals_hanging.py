@@ -84,7 +84,7 @@ def pipeline(secured_admin_settings: dict[str, Any], unverified_broker: AdminCli
 
 
 def _abort(spec: PipelineSpec) -> txn.AbortReport:
-    return abort_open_transactions(spec, force=True, hanging_min_age_ms=0, settle_timeout_s=10)
+    return abort_open_transactions(spec, force=True, execute=True, hanging_min_age_ms=0, settle_timeout_s=10)
 
 
 def _hanging_rows(report: txn.AbortReport) -> list[txn.AbortRow]:

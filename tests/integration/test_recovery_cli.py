@@ -283,31 +283,31 @@ def test_errors_exit_2_with_the_fix(pipeline: Pipeline, tmp_path: Path) -> None:
 def test_abort_lists_refuses_and_aborts_a_sigkilled_transaction(pipeline: Pipeline, bootstrap: str) -> None:
     pipeline.write_checkpoint(planned=2, committed=2)
     spec = str(pipeline.spec_file)
-    code, clean = eos_json("abort", "--spec", spec)
+    code, clean = eos_json("abort", "--spec", spec, "--execute")
     assert code == 0 and clean["ok"] is True and clean["rows"] == [] and clean["executed"] is True, clean
 
     output = json.loads(pipeline.spec_file.read_text())["output_topic"]
     txn_id = f"{pipeline.prefix}-0"
     open_transaction_and_sigkill(bootstrap, txn_id, output, partition=0)
     try:
-        code, dry = eos_json("abort", "--spec", spec, "--dry-run")
+        code, dry = eos_json("abort", "--spec", spec)  # a dry run unless --execute
         assert code == 1 and dry["executed"] is False, dry
         assert [(r["kind"], r["transactional_id"], r["outcome"]) for r in dry["rows"]] == [
             ("lingering", txn_id, "would abort (dry run)")
         ]
         assert dry["offsets_before"][0]["pinned"] is True
 
-        refused = eos("abort", "--spec", spec)
+        refused = eos("abort", "--spec", spec, "--execute")
         assert refused.returncode == 2 and txn_id in refused.stderr and "--force" in refused.stderr
-        code, error = eos_json("abort", "--spec", spec)
+        code, error = eos_json("abort", "--spec", spec, "--execute")
         assert code == 2 and error["error"] == "UnsafeToActError"
 
-        forced = eos("abort", "--spec", spec, "--force")
+        forced = eos("abort", "--spec", spec, "--execute", "--force")
         assert forced.returncode == 0, forced.stdout + forced.stderr
         for expected in (txn_id, "abort by fencing", "aborted", "LSO before", "Forced despite"):
             assert expected in forced.stdout, expected
 
-        code, after = eos_json("abort", "--spec", spec)
+        code, after = eos_json("abort", "--spec", spec, "--execute")
         assert code == 0 and after["rows"] == [] and after["offsets_after"][0]["pinned"] is False, after
     finally:
         from tests.integration.test_transactions_recovery import fence_quietly

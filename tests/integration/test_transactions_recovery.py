@@ -250,11 +250,11 @@ def test_sigkilled_transaction_is_lingering_then_aborted_and_read_committed_move
 
         # The transaction is younger than its timeout: the job may be alive, so no action without force.
         with pytest.raises(UnsafeToActError) as refused:
-            abort_open_transactions(spec)
+            abort_open_transactions(spec, execute=True)
         assert ours in str(refused.value) and "--force" in str(refused.value)
         assert ongoing_ids(bootstrap, {ours}) == {ours: "Ongoing"}
 
-        report = abort_open_transactions(spec, force=True)
+        report = abort_open_transactions(spec, force=True, execute=True)
         assert report.executed and report.safety.forced and report.ok, report.render()
         assert [(r.transactional_id, r.outcome) for r in report.rows] == [(ours, Outcome.ABORTED)]
         after = {o.tp.partition: o for o in report.offsets_after}
@@ -314,7 +314,7 @@ def test_hanging_transactions_found_like_kafkas_tool_ours_aborted_foreign_left(
         # With the broker's real maximum (15 minutes) they are too young to be called hanging.
         assert abort_open_transactions(spec, execute=False).rows == ()
 
-        report = abort_open_transactions(spec, hanging_min_age_ms=0)
+        report = abort_open_transactions(spec, hanging_min_age_ms=0, execute=True)
         assert report.executed and not report.safety.reasons, report.render()
         summary = {(r.transactional_id, r.action, r.outcome) for r in report.rows}
         assert summary == {
@@ -342,7 +342,7 @@ def test_a_recent_checkpoint_commit_refuses_unless_forced(bootstrap: str, topic_
     write_checkpoint(Path(spec.checkpoint_location), commit_age_s=5)
 
     # Nothing open: nothing to refuse, but the report says the job looks alive.
-    idle = abort_open_transactions(spec)
+    idle = abort_open_transactions(spec, execute=True)
     assert idle.ok and idle.rows == () and not idle.safety.safe and not idle.safety.forced
     assert "newest commit" in idle.render()
 
@@ -350,11 +350,11 @@ def test_a_recent_checkpoint_commit_refuses_unless_forced(bootstrap: str, topic_
         make_hanging_transaction(bootstrap, f"{prefix}-0", output, 0)
         time.sleep(0.1)
         with pytest.raises(UnsafeToActError) as refused:
-            abort_open_transactions(spec, hanging_min_age_ms=0)
+            abort_open_transactions(spec, hanging_min_age_ms=0, execute=True)
         assert "newest commit" in str(refused.value) and "--force" in str(refused.value)
         assert len(tool_find_hanging(bootstrap, output)) == 1  # refused means untouched
 
-        forced = abort_open_transactions(spec, hanging_min_age_ms=0, force=True)
+        forced = abort_open_transactions(spec, hanging_min_age_ms=0, force=True, execute=True)
         assert forced.ok and forced.safety.forced, forced.render()
         assert [(r.kind, r.outcome) for r in forced.rows] == [("hanging", Outcome.ABORTED)]
         assert tool_find_hanging(bootstrap, output) == []
@@ -366,7 +366,7 @@ def test_nothing_open_and_an_old_commit_is_a_clean_noop(bootstrap: str, topic_fa
     output = topic_factory("out")
     spec = make_spec(bootstrap, tmp_path, output, f"eos-{uuid.uuid4().hex[:8]}", transaction_timeout_ms=60_000)
     write_checkpoint(Path(spec.checkpoint_location), commit_age_s=3600)
-    report = abort_open_transactions(spec)
+    report = abort_open_transactions(spec, execute=True)
     assert report.executed and report.ok and report.safety.safe and report.rows == () and report.remaining == ()
     assert [(o.tp, o.pinned) for o in report.offsets_after] == [(TopicPartition(output, 0), False)]
     assert "nothing under the prefix is open" in report.render()

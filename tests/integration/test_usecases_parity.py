@@ -221,16 +221,16 @@ def test_abort_dry_run_with_an_open_transaction_and_the_refusal(
     pipeline: CheckpointedPipeline, open_transaction: str
 ) -> None:
     spec = str(pipeline.spec_path)
-    data = assert_same(
-        cli("abort", "--spec", spec, "--dry-run"), recovery("abort", pipeline, dry_run=True), outcome="finding"
-    )
+    # Both shells dry-run by default (as for rewind and align).
+    data = assert_same(cli("abort", "--spec", spec), recovery("abort", pipeline), outcome="finding")
     assert data["executed"] is False
     assert [(r["transactional_id"], r["outcome"]) for r in data["rows"]] == [
         (open_transaction, "would abort (dry run)")
     ]
 
     # Executing while the job looks alive (a young transaction, a fresh commit) is refused by both.
-    error = assert_same(cli("abort", "--spec", spec), recovery("abort", pipeline), outcome="error")
+    error = assert_same(cli("abort", "--spec", spec, "--execute"), recovery("abort", pipeline, dry_run=False),
+                        outcome="error")
     assert error["error"] == "UnsafeToActError" and open_transaction in error["message"]
 
 

@@ -159,7 +159,7 @@ def test_killing_the_task_kills_the_yarn_application_then_recovery_runs_on_the_h
     # Recovery, as the DAG's recovery branch runs it, against the hdfs:// checkpoint.
     clients = PipelineClients(harness.spec)
     evidence = f"YARN application {app_id} is KILLED by the ResourceManager's word"
-    aborted = abort(clients, driver_gone=evidence)
+    aborted = abort(clients, execute=True, driver_gone=evidence)
     assert aborted.ok, aborted.render()
     verified = verify(clients)
     assert verified.report.overall.value in ("IN_SYNC", "KAFKA_AHEAD_SAFE"), verified.render()

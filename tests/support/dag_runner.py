@@ -90,6 +90,9 @@ def _parse(out: str) -> None:
                    for d in bag.dag_ids},
         "kafka_conn_ids": {d: {t.task_id: t.kafka_conn_id for t in bag.get_dag(d).tasks if hasattr(t, "kafka_conn_id")}
                            for d in bag.dag_ids},
+        # Set by the state-changing operators; BaseOperator's own dry_run is a method.
+        "dry_runs": {d: {t.task_id: t.dry_run for t in bag.get_dag(d).tasks
+                         if isinstance(getattr(t, "dry_run", None), bool | str)} for d in bag.dag_ids},
         "docs": {d: bag.get_dag(d).doc_md or "" for d in bag.dag_ids},
         "pipeline_enums": {d: bag.get_dag(d).params.get_param("pipeline").schema.get("enum")
                            for d in bag.dag_ids if "pipeline" in bag.get_dag(d).params},

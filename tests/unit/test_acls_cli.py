@@ -116,7 +116,7 @@ def test_apply_authenticates_with_the_admin_config_never_the_spec(
         monkeypatch: pytest.MonkeyPatch, spec_file: Path, admin_file: Path) -> None:
     seen: dict[str, Any] = {}
 
-    def fake_admin(settings: dict[str, Any]) -> object:
+    def fake_admin(settings: dict[str, Any], **_: Any) -> object:
         seen["settings"] = settings
         return "admin-client"
 

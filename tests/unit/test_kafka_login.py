@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from confluent_kafka import KafkaError
 
-from airflow_provider_eos.kafka.login import _has_login, _refused
+from airflow_provider_eos.kafka.login import has_login as _has_login
+from airflow_provider_eos.kafka.login import login_refused as _refused
 
 SETTINGS = {"bootstrap.servers": "broker:9094", "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
             "sasl.username": "orders-job", "sasl.password": "p4ss-w0rd-91"}

@@ -45,6 +45,11 @@ class ScriptedClients(PipelineClients):
     reads: list[CommittedOffsets] = field(default_factory=list)
     transactions: list[Transaction] = field(default_factory=list)
 
+    @property
+    def admin(self) -> Any:  # type: ignore[override]
+        # No broker: the scripted reads stand in for it, and the probe has nothing to ask.
+        return "scripted admin"
+
     def committed_offsets(self) -> CommittedOffsets:
         return self.reads.pop(0) if len(self.reads) > 1 else self.reads[0]
 

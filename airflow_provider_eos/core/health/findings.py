@@ -207,7 +207,7 @@ def hanging_findings(gaps: Iterable[PartitionGap], th: HealthThresholds) -> list
             f"{gap.tp} ({gap.role})",
             f"LSO {gap.lso} < HWM {gap.hwm} and unmoved for {format_age(gap.pinned_for_ms)} "
             f"(hanging after {format_age(th.hang_after_ms)}): an open transaction pins it; "
-            "read_committed readers are stuck; run `eos abort`",
+            "read_committed readers are stuck; run `eos abort --execute`",
         )
         for gap in gaps
         if gap.state == "hanging"
@@ -267,7 +267,7 @@ def open_transactions(
                     f"ongoing for {format_age(item.age_ms)}, longer than {format_age(limit)}: its producer is "
                     "gone and it pins the LSO of "
                     + (", ".join(str(tp) for tp in partitions) or "its partitions")
-                    + "; run `eos abort`",
+                    + "; run `eos abort --execute`",
                 )
             )
     return tuple(rows), findings

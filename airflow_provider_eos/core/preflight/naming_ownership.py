@@ -55,8 +55,8 @@ def _no_live_members(facts: PreflightFacts) -> Outcome:
     "EOS402",
     Severity.WARNING,
     "no lingering transactions under the prefix",
-    "abort them before starting: `eos abort --spec FILE` or AbortOpenTransactionsOperator (the pipeline DAG's "
-    "next task); the broker aborts them by itself after their timeout",
+    "abort them before starting: `eos abort --spec FILE --execute` or AbortOpenTransactionsOperator (the pipeline "
+    "DAG's next task); the broker aborts them by itself after their timeout",
 )
 def _no_lingering(facts: PreflightFacts) -> Outcome:
     # A warning, not an error: aborting them is the recovery step that follows pre-flight, and

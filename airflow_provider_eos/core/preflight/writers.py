@@ -162,8 +162,8 @@ def _control_records(facts: PreflightFacts) -> Outcome:
     Severity.WARNING,
     "the writer recorded in the checkpoint is the spec's",
     "nothing to change if the switch is intended: the job records the new writer when it starts. Before that, "
-    "run `eos verify --spec FILE`: a batch in flight is judged by the recorded writer, and `eos abort --spec FILE` "
-    "aborts transactions it left open under the prefix",
+    "run `eos verify --spec FILE`: a batch in flight is judged by the recorded writer, and "
+    "`eos abort --spec FILE --execute` aborts transactions it left open under the prefix",
 )
 def _recorded_writers(facts: PreflightFacts) -> Outcome:
     spec = facts.spec

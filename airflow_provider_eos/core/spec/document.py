@@ -113,6 +113,12 @@ def read_spec_document(file: Path) -> SpecDocument:
     :raises SpecError: naming the file if its suffix is not a spec's, or it is missing,
         unreadable, too large, malformed, an alias bomb or empty; never quoting its content.
     """
+    if not file.exists():
+        # Before the suffix: "orders.yml" mistyped as "orders.yaml.txt" is first of all not there.
+        raise SpecError(
+            f"spec file {str(file)!r} does not exist",
+            fix="check the path (relative paths resolve against the current directory)",
+        )
     if file.suffix.lower() not in SPEC_SUFFIXES:
         raise SpecError(
             f"spec file {str(file)!r} has suffix {file.suffix!r}; pipeline specs are YAML or JSON",

@@ -99,7 +99,7 @@ class AbortReport(FrozenModel):
             else:
                 lines.append("Rescan: nothing under the prefix is open any more.")
         elif any(row.action.acts for row in self.rows):
-            lines.append("Run without --dry-run (execute=True) to abort the rows marked 'abort'.")
+            lines.append("Run with --execute (operators: dry_run=False) to abort the rows marked 'abort'.")
         return "\n".join(lines)
 
     def _headline(self) -> str:

@@ -96,7 +96,7 @@ def test_report_not_ok_when_an_abort_failed_or_ours_remain() -> None:
     assert not failed.ok and failed.failures[0].detail == "boom"
     dry = AbortReport(executed=False, rows=(row.with_outcome(Outcome.WOULD_ABORT),), remaining=(row,), **base)
     assert not dry.ok
-    assert "without --dry-run" in dry.render()
+    assert "with --execute" in dry.render()
     empty = AbortReport(executed=True, rows=(), **base)
     assert empty.ok and "(no rows)" in empty.render() and "nothing open" in empty.render()
 
