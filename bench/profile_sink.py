@@ -98,7 +98,7 @@ def _main(argv: list[str] | None = None) -> int:
     from pyspark.sql.streaming import StreamingQueryListener
 
     from airflow_provider_eos.core.spec import PipelineSpec
-    from airflow_provider_eos.devstack.jars import spark_connector_jars
+    from airflow_provider_eos.devstack.jars import executor_writer_jar, spark_connector_jars
     from airflow_provider_eos.spark import job as job_module
     from airflow_provider_eos.spark.sink import ExactlyOnceKafkaSink
     from airflow_provider_eos.spark.submit_command import DEFAULT_CONF
@@ -135,7 +135,9 @@ def _main(argv: list[str] | None = None) -> int:
     job_module.ExactlyOnceKafkaSink = ProfiledSink  # type: ignore[misc]
     spec = PipelineSpec.load(args.spec)
     builder = SparkSession.builder.master("local[2]").appName("eos-bench-profile")
-    builder = builder.config("spark.jars", ",".join(str(j) for j in spark_connector_jars()))
+    # The connector's jars and, for the default executor writer, its own (as `eos run` adds them).
+    jars = [*spark_connector_jars(), executor_writer_jar(build=False)]
+    builder = builder.config("spark.jars", ",".join(str(j) for j in jars))
     for key, value in {**DEFAULT_CONF, **spec.spark_conf}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

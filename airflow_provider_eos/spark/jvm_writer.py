@@ -103,7 +103,7 @@ class JvmTasks:
             try:
                 registry = jvm.io.github.airflowprovidereos.writer.DriverRegistry
                 registry.version()
-            except Py4JError as exc:
+            except (Py4JError, TypeError) as exc:  # py4j: an unknown class is a JavaPackage, not callable
                 raise PrerequisiteError(
                     f"`executor_writer: jvm` needs the JVM executor writer ({_REGISTRY}), which is not on the "
                     "Spark driver's classpath", fix=_MISSING_JAR_FIX) from exc

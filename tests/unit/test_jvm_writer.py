@@ -117,3 +117,19 @@ def test_rows_of_another_partition_and_dead_letters_without_a_topic():
 def test_a_failure_the_jvm_did_not_name_is_left_alone():
     assert task_failure(RuntimeError("Job aborted: java.lang.OutOfMemoryError")) is None
     assert typed_task_error(RuntimeError("EOS-TASK-FAILURE:!!!"), tasks()) is None
+
+
+def test_a_driver_without_the_writers_classes_is_told_how_to_get_them():
+    from types import SimpleNamespace
+
+    from airflow_provider_eos.core.errors import PrerequisiteError
+    from airflow_provider_eos.spark.jvm_writer import JvmTasks
+
+    class JavaPackage:  # what py4j answers for a class the driver's classpath does not have: not callable
+        def __getattr__(self, name: str) -> JavaPackage:
+            return JavaPackage()
+
+    frame = SimpleNamespace(sparkSession=SimpleNamespace(sparkContext=SimpleNamespace(_jvm=JavaPackage())))
+    with pytest.raises(PrerequisiteError, match="not on the Spark driver's classpath") as raised:
+        JvmTasks(SPEC)._driver_registry(frame)
+    assert "make install" in raised.value.fix
