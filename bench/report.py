@@ -133,13 +133,18 @@ def markdown(results: dict[str, Any]) -> str:
     out.append("")
     out.append(f"Versions: {meta['versions']}. One broker (Kafka {meta['kafka']}, KRaft, single node, "
                "started by the bench); jobs via `eos run --master local[2]`"
-               + (" (the throughput table: local[1] and local[2])" if is_writers_format(results.get("throughput"))
-                  else "") + ", `spark.driver.memory=1g`.")
+               + (" (the throughput table: " + " and ".join(f"local[{c}]" for c in results["throughput"]["cores"])
+                  + ")" if is_writers_format(results.get("throughput")) else "") + ", `spark.driver.memory=1g`.")
     out.append("")
     out.append(f"Load (`os.getloadavg()` 1-minute, recorded before each measurement): "
                f"{meta['load_summary']}. The machine is shared with other engineers' test runs; "
                "every figure below was measured under that load.")
     out.append("")
+    if meta.get("disturbances"):
+        out += ["**Disturbed:**", "", *[f"- {line}" for line in meta["disturbances"]], ""]
+    if meta.get("reruns"):
+        # A bench of the run that failed for a reason outside what it measures, run again on its own.
+        out += ["**Run again separately:**", "", *[f"- {line}" for line in meta["reruns"]], ""]
     if results.get("errors"):
         out += ["**Errors:**", ""]
         out += [f"- {name}: {_error_line(error)}" for name, error in results["errors"].items()]

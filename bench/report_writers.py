@@ -206,7 +206,8 @@ def batch_breakdown(tp: dict[str, Any], letter: str, cores: int) -> dict[str, An
         result.update(tasks_share=tasks / batch_ms, produce_slot_share=produce / slots if slots else None,
                       commit_slot_share=commit / slots if slots else None,
                       rest_ms_per_batch=(batch_ms - tasks) / batches if batches else None)
-        text = (f"the write job (`mapInArrow`: read, transform, produce and commit in the tasks) {tasks / batch_ms:.0%}"
+        job = "the JVM writer's data-source write" if letter == "c_e" else "`mapInArrow`"
+        text = (f"the write job ({job}: read, transform, produce and commit in the tasks) {tasks / batch_ms:.0%}"
                 f", the rest (Spark's per-batch work, plan read and WAL cross-check, driver commits) "
                 f"{1 - tasks / batch_ms:.0%}; of the write job's {cores} task slot(s), tasks spent "
                 f"{produce / slots:.0%} reading and producing (of which {opening / slots:.0%} opening the "
@@ -220,7 +221,7 @@ def batch_breakdown(tp: dict[str, Any], letter: str, cores: int) -> dict[str, An
         result.update(producers_replaced=replaced, producers_created=created)
         if task_count and all("producers_created" in r for r in runs):
             text += (f"; {created} of {task_count} tasks created their producer (the first in {where}, or the "
-                     "partition's last batch ran in another one), {replaced} found a cached one fenced")
+                     f"partition's last batch ran in another one), {replaced} found a cached one fenced")
         elif task_count and all("producers_replaced" in r for r in runs):
             text += (f"; {replaced} of {task_count} tasks found their cached producer fenced by another holder "
                      "and re-initialised it")

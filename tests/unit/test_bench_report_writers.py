@@ -110,7 +110,7 @@ def test_markdown_shows_modes_ratios_scaling_control_and_where_the_time_goes(tmp
     assert "Failed runs (left out of the statistics): c_d@1 rep 2: RuntimeError: boom." in text
     assert "| 4x4 | 10,000 | c_e@2 | 9,000 / 9,000 / 9,000 | 10,800 | 4 | 4 | 16 (16) | 1.6 |" in text
     assert "**local[2]: c_e/b = 0.94 (miss), c_e/n = 0.57 (miss).**" in text
-    assert "the write job (`mapInArrow`" in text and "What would close it" in text
+    assert "the write job (the JVM writer's data-source write" in text and "What would close it" in text
     assert ("- **control records (no target).** 4x4: batch 10,000: 1.6 markers per 1,000 records, c_e 10,800 rec/s "
             "without batch 0, c_e/b 0.90, c_e/c_d 1.12") in text
     chart(results, tmp_path / "chart.png")
