@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,8 @@ def test_the_job_needs_the_kafka_client_and_arrow_but_neither_airflow_nor_pyspar
 def test_the_recipe_pins_the_source_trees_constraints():
     recipe = EnvironmentRecipe.current()
     repo = Path(__file__).resolve().parents[2]
-    assert recipe.constraints == (repo / "constraints-3.11.txt").read_text()
+    this_python = f"{sys.version_info.major}.{sys.version_info.minor}"
+    assert recipe.constraints == (repo / f"constraints-{this_python}.txt").read_text()
     assert recipe.requirements == tuple(job_requirements())
 
 
