@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import configparser
+import functools
 import importlib.metadata
 import re
 import sys
@@ -52,13 +53,18 @@ def _imports() -> dict[str, set[str]]:
     return found
 
 
+@functools.cache
+def _top_level_distributions() -> dict[str, list[str]]:
+    return importlib.metadata.packages_distributions()  # a walk of every installed distribution: once
+
+
 def _providers(module: str) -> set[str]:
     """The distributions that can provide ``module`` (Airflow's providers share the ``airflow`` namespace)."""
     parts = module.split(".")
     if parts[:2] == ["airflow", "providers"] and len(parts) > 2:
         # airflow.providers.apache.kafka.hooks -> apache-airflow-providers-apache-kafka (or -apache)
         return {f"apache-airflow-providers-{'-'.join(parts[2:n])}" for n in range(3, len(parts) + 1)}
-    return {_normalized(d) for d in importlib.metadata.packages_distributions().get(parts[0], [])}
+    return {_normalized(d) for d in _top_level_distributions().get(parts[0], [])}
 
 
 def test_every_third_party_import_is_declared():
