@@ -1,10 +1,18 @@
 # One-command entry points; each creates the virtualenv, installs and resolves the jars itself.
+# Python 3.11, 3.12 or 3.13 (`make install PYTHON=python3.12`). A name the shell cannot run (pyenv's
+# shim for a version that is installed but not selected) is looked up among pyenv's versions.
 PYTHON ?= python3.11
-VENV := .venv
+PYTHON_EXE := $(shell $(PYTHON) -c 'import sys; print(sys.executable)' 2>/dev/null || \
+	PYENV_VERSION="$$(pyenv whence $(PYTHON) 2>/dev/null | tail -1)" pyenv which $(PYTHON) 2>/dev/null)
+PYVER := $(shell $(PYTHON_EXE) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+# 3.11 keeps `.venv` (the tools and docs name it); another version gets its own, so two never clobber.
+VENV ?= $(if $(filter 3.11,$(PYVER)),.venv,.venv-$(PYVER))
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.eos-installed
-# The tested versions (Airflow's convention): setup.cfg declares ranges, this file pins a run.
-CONSTRAINTS := constraints-3.11.txt
+# The tested versions (Airflow's convention): setup.cfg declares ranges, one file per Python pins a run.
+# A new version's first file: make constraints PYTHON=python3.13 CONSTRAINTS=constraints-3.12.txt
+CONSTRAINTS ?= constraints-$(PYVER).txt
+CONSTRAINTS_OUT := constraints-$(PYVER).txt
 PYSPARK_PIN = $$(sed -n 's/^pyspark==//p' $(CONSTRAINTS))
 # The Spark side (spark-submit, the job), the test tools and the docs site (the suite builds it);
 # an Airflow worker that only runs pre-flight, health and recovery installs the package without extras.
@@ -41,7 +49,8 @@ system:
 JVM_SOURCES := $(shell find jvm -type f -not -path 'jvm/target/*' 2>/dev/null)
 
 $(STAMP): setup.cfg pyproject.toml $(CONSTRAINTS) $(JVM_SOURCES)
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@test -n "$(PYVER)" || { echo "make: $(PYTHON) does not run (PYTHON=python3.11, python3.12 or python3.13)" >&2; exit 1; }
+	test -x $(PY) || $(PYTHON_EXE) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[$(EXTRAS)]" -c $(CONSTRAINTS)
 	# The Spark provider pulls in pyspark-client, which shares the `pyspark` import name and
@@ -87,8 +96,8 @@ soak: test-long
 
 # After moving a range in setup.cfg and a green `make test`: record the versions that passed.
 constraints: install
-	{ sed -n '1,2p' $(CONSTRAINTS); $(PY) -m pip freeze --exclude-editable | grep -vi '^airflow-provider-eos'; } > $(CONSTRAINTS).new
-	mv $(CONSTRAINTS).new $(CONSTRAINTS)
+	{ sed -n '1,2p' $(CONSTRAINTS); $(PY) -m pip freeze --exclude-editable | grep -vi '^airflow-provider-eos'; } > $(CONSTRAINTS_OUT).new
+	mv $(CONSTRAINTS_OUT).new $(CONSTRAINTS_OUT)
 
 clean:
 	rm -rf $(VENV) .cache build *.egg-info jvm/target site

@@ -11,12 +11,16 @@ __version__ = "0.1.0"
 
 def get_provider_info() -> dict:
     """Return the provider metadata Airflow's ProvidersManager reads through the entry point."""
+    from airflow_provider_eos.configuration import provider_config
+
     return {
         "package-name": "airflow-provider-eos",
         "name": "Exactly-once Kafka/Spark pipelines (EOS)",
         "description": "End-to-end exactly-once Kafka -> Spark -> Kafka pipelines: pre-flight, "
         "supervision, lingering-transaction recovery and offset verification.",
         "versions": [__version__],
+        # The [eos] section of Airflow's configuration (each EOS_* variable wins over its option).
+        "config": provider_config(),
         "integrations": [
             {
                 "integration-name": "Apache Kafka (exactly-once)",

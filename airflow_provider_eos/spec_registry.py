@@ -17,12 +17,12 @@ definition, and what monitoring of import errors watches) shows it without remov
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from airflow_provider_eos.configuration import setting
 from airflow_provider_eos.core.errors import SpecError
 from airflow_provider_eos.core.spec import scan_spec_folder
 
@@ -84,13 +84,13 @@ class DiscoveredSpecs(BaseModel):
 
 
 def configured_specs_directory() -> Path | None:
-    """The folder ``$EOS_SPECS_DIR`` names, or ``None`` when it is unset or empty."""
-    value = os.environ.get(SPECS_DIR_ENV)
+    """The folder ``$EOS_SPECS_DIR`` (else Airflow's ``[eos] specs_dir``) names, or ``None`` when neither is set."""
+    value = setting("specs_dir")
     return Path(value).expanduser().resolve() if value else None
 
 
 def specs_directory(default: Path) -> Path:
-    """The configured specs folder (``$EOS_SPECS_DIR``), else ``default``."""
+    """The configured specs folder (``$EOS_SPECS_DIR`` or ``[eos] specs_dir``), else ``default``."""
     return configured_specs_directory() or Path(default).expanduser().resolve()
 
 

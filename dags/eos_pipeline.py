@@ -19,7 +19,6 @@ Both abort tasks act (``dry_run=False``, stated here because every abort is a dr
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pendulum
@@ -28,6 +27,7 @@ from airflow.sdk import DAG, Param, task
 from airflow.sdk.exceptions import AirflowFailException
 from airflow.task.trigger_rule import TriggerRule
 
+from airflow_provider_eos.configuration import setting
 from airflow_provider_eos.operators.driver import ConfirmDriverGoneOperator, StopPipelineDriverOperator
 from airflow_provider_eos.operators.preflight import EosPreflightOperator
 from airflow_provider_eos.operators.recovery import AbortOpenTransactionsOperator, VerifyCommittedOffsetsOperator
@@ -40,7 +40,7 @@ SPECS_DIR = specs_directory(Path(__file__).parent / "pipelines")
 # An invalid spec file is skipped here and named in the docs (and by dags/eos_spec_errors.py).
 DISCOVERED = discover(SPECS_DIR)
 SPECS = DISCOVERED.specs
-SPARK_CONN_ID = os.environ.get("EOS_SPARK_CONN_ID", "spark_default")
+SPARK_CONN_ID = setting("spark_conn_id")  # $EOS_SPARK_CONN_ID, else [eos] spark_conn_id (spark_default)
 SPEC_PATH = "{{ spec_path_of(params.pipeline) }}"
 # Each role's principal (its own ACLs, `eos acls`); None: the spec's own kafka settings.
 JOB, RECOVERY, HEALTH = kafka_conn_id("job"), kafka_conn_id("recovery"), kafka_conn_id("health")

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import platform
 import sys
 from collections.abc import Sequence
 
+from airflow_provider_eos import __version__
 from airflow_provider_eos.cli import acls, airflow, devstack, health, package, preflight, recovery
 from airflow_provider_eos.cli.output import emit_crash, emit_error
 from airflow_provider_eos.core.errors import EosError
@@ -32,6 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Exactly-once Kafka -> Spark -> Kafka pipelines: run, verify, recover. Exit codes of every "
         "command: 0 ok, 1 a finding that needs action, 2 an error (the message says why and what to do).",
     )
+    parser.add_argument("--version", action="version",
+                        version=f"%(prog)s {__version__} (airflow-provider-eos, Python {platform.python_version()})")
     commands = parser.add_subparsers(dest="command", required=True)
     for group in (devstack, airflow, package, recovery, preflight, health, acls):
         group.register(commands)

@@ -48,7 +48,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     package.add_argument("--python", default=None,
                          help="base interpreter of the environment (default: this one; same minor version)")
     package.add_argument("--constraints", default=None,
-                         help="pip constraints file (default: the source tree's constraints-3.11.txt, "
+                         help="pip constraints file (default: the source tree's constraints-3.X.txt of this Python, "
                          "else the versions installed here)")
     package.add_argument("--with", dest="requirements", action="append", default=[], metavar="REQUIREMENT",
                          help="another requirement to install, e.g. your transforms' package (repeatable)")

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from airflow_provider_eos.configuration import setting
 from airflow_provider_eos.core.errors import PrerequisiteError
 from airflow_provider_eos.core.progress import heartbeat
 from airflow_provider_eos.subprocesses import run_bounded
@@ -30,8 +31,8 @@ _ARTIFACT_NAME = re.compile(r"^(?P<artifact>.+?)-\d[\w.\-]*\.jar$")
 
 
 def eos_home() -> Path:
-    """Where caches and the devstack live: ``$EOS_HOME`` or ``~/.cache/airflow-provider-eos``."""
-    return Path(os.environ.get("EOS_HOME", Path.home() / ".cache" / "airflow-provider-eos")).expanduser()
+    """Where caches and the devstack live: ``$EOS_HOME``, ``[eos] home`` or ``~/.cache/airflow-provider-eos``."""
+    return Path(setting("home") or Path.home() / ".cache" / "airflow-provider-eos").expanduser()
 
 
 def require_tool(name: str, install_hint: str) -> str:
@@ -157,8 +158,11 @@ def spark_connector_jars(*, resolve: bool = True) -> list[Path]:
 #: The JVM executor writer's Maven module: a checkout's ``jvm/`` (``make install`` builds it through ``eos jars``).
 EXECUTOR_WRITER_MODULE = Path(__file__).resolve().parents[2] / "jvm"
 EXECUTOR_WRITER_JAR = "eos-executor-writer.jar"
-_WRITER_FIX = ("run `make install` (or `eos jars`) in a checkout of airflow-provider-eos, which builds jvm/ with "
-               "Maven; or set the spec's `executor_writer: python`")
+#: Where a wheel carries the jar (setup.py's build step builds jvm/ into the package).
+PACKAGED_EXECUTOR_WRITER_JAR = Path(__file__).resolve().parents[1] / "jars" / EXECUTOR_WRITER_JAR
+_WRITER_FIX = ("reinstall airflow-provider-eos from a wheel that carries it, or run `make install` (or `eos jars`) "
+               "in a checkout of airflow-provider-eos, which builds jvm/ with Maven; or set the spec's "
+               "`executor_writer: python`")
 
 
 def _module_fingerprint(module: Path) -> str:
@@ -169,15 +173,18 @@ def _module_fingerprint(module: Path) -> str:
 
 
 def executor_writer_jar(*, build: bool = True) -> Path:
-    """The JVM executor writer's jar (``executor_writer: jvm``), built from ``jvm/`` when missing or stale.
+    """The JVM executor writer's jar (``executor_writer: jvm``): the wheel's, else built from ``jvm/``.
 
-    It lands in ``$EOS_HOME/jars/eos-executor-writer/`` beside the connector's jars; spark-submit
+    An installed wheel carries it in the package (:data:`PACKAGED_EXECUTOR_WRITER_JAR`). A checkout builds
+    it when missing or stale into ``$EOS_HOME/jars/eos-executor-writer/`` beside the connector's jars; spark-submit
     gets it with ``--jars`` (:func:`airflow_provider_eos.spark.submit_command.connector_arguments`).
 
     :param build: run Maven if the jar is missing or older than its sources; ``False`` (spark-submit
         at task time) raises instead.
     :raises PrerequisiteError: naming the fix, when the jar is missing and cannot (or may not) be built.
     """
+    if PACKAGED_EXECUTOR_WRITER_JAR.is_file():
+        return PACKAGED_EXECUTOR_WRITER_JAR  # built from this very version's jvm/ when the wheel was
     target = eos_home() / "jars" / "eos-executor-writer"
     jar = target / EXECUTOR_WRITER_JAR
     module = EXECUTOR_WRITER_MODULE

@@ -134,7 +134,7 @@ def _interpreter_version(python: str) -> str:
                                 capture_output=True, text=True, check=True, timeout=60)
     except (OSError, subprocess.SubprocessError) as exc:
         raise JobEnvironmentError(f"the interpreter {python!r} does not run: {exc}",
-                                  fix="pass --python with the path of a Python 3.11 interpreter") from exc
+                                  fix="pass --python with the path of a Python 3.11, 3.12 or 3.13 interpreter") from exc
     return result.stdout.strip()
 
 

@@ -41,18 +41,30 @@ def test_requirements_are_ranges_and_spark_is_an_extra():
     assert {"pyspark", "pyarrow", "pandas"} <= spark
 
 
-def test_constraints_pin_every_requirement_in_range():
+def test_every_supported_python_has_its_constraints_file():
+    import configparser
+
+    cfg = configparser.ConfigParser()
+    cfg.read(REPO / "setup.cfg")
+    classified = set(re.findall(r"Programming Language :: Python :: (3\.\d+)$", cfg["metadata"]["classifiers"], re.M))
+    assert classified == {"3.11", "3.12", "3.13"}
+    assert cfg["options"]["python_requires"] == ">=3.11,<3.14"
+    assert {p.name for p in REPO.glob("constraints-3.*.txt")} == {f"constraints-{v}.txt" for v in classified}
+
+
+@pytest.mark.parametrize("constraints", ["constraints-3.11.txt", "constraints-3.12.txt", "constraints-3.13.txt"])
+def test_constraints_pin_every_requirement_in_range(constraints: str):
     from packaging.requirements import Requirement
 
     pins = dict(
-        line.split("==", 1) for line in (REPO / "constraints-3.11.txt").read_text().splitlines()
+        line.split("==", 1) for line in (REPO / constraints).read_text().splitlines()
         if "==" in line and not line.startswith("#")
     )
     pins = {name.lower().replace("_", "-"): version for name, version in pins.items()}
     for line in _requirements("install_requires") + _requirements("spark") + _requirements("dev"):
         requirement = Requirement(line)
         name = requirement.name.lower().replace("_", "-")
-        assert name in pins, f"{name} has no tested version in constraints-3.11.txt (run `make constraints`)"
+        assert name in pins, f"{name} has no tested version in {constraints} (run `make constraints`)"
         assert requirement.specifier.contains(pins[name]), f"{name}=={pins[name]} is outside {requirement.specifier}"
 
 

@@ -97,8 +97,8 @@ class CheckpointReader:
         except ImportError as err:
             raise CheckpointError(
                 f"checkpoint location {self.location!r} needs an fsspec filesystem that is not installed: {err}",
-                fix="install the fsspec implementation for this scheme (e.g. s3fs for s3a://, gcsfs "
-                "for gs://, adlfs for abfs://)",
+                fix="install the provider's extra for this scheme: pip install \"airflow-provider-eos[s3]\" "
+                "(s3fs, for s3:// and s3a://), [gcs] (gcsfs, for gs://) or [azure] (adlfs, for abfs://)",
             ) from err
         except (ValueError, TypeError) as err:
             raise CheckpointError(

@@ -1,0 +1,120 @@
+"""The deployment settings: an ``EOS_*`` environment variable or an option of Airflow's ``[eos]`` section.
+
+Each setting is read through :func:`setting`, in this order:
+
+1. the ``EOS_*`` environment variable (it wins: what a deployment set before the ``[eos]`` section
+   existed keeps working, and one process can still be pointed elsewhere);
+2. Airflow's configuration, ``[eos] <option>`` (``airflow.cfg`` or ``AIRFLOW__EOS__<OPTION>``);
+3. the option's default.
+
+Empty values count as unset. The options are declared once, here; :func:`provider_config` gives
+them to Airflow (``get_provider_info()["config"]``), so ``airflow config list`` shows them with
+their descriptions. This module imports no Airflow: the package root and the Spark executors
+import it. Airflow's configuration is read only in a process that has Airflow loaded already
+(DAGs, operators, triggers) or that has an ``airflow.cfg`` to read: importing it elsewhere would
+write a default ``airflow.cfg`` into ``$AIRFLOW_HOME`` as a side effect of, say, ``eos devstack up``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["OPTIONS", "SECTION", "Option", "provider_config", "setting"]
+
+SECTION = "eos"
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting: its ``[eos]`` option, its environment variable, default and description."""
+
+    key: str
+    env: str
+    description: str
+    default: str = ""
+    example: str | None = None
+    version_added: str = "0.1.0"
+
+
+OPTIONS: dict[str, Option] = {
+    option.key: option
+    for option in (
+        Option("specs_dir", "EOS_SPECS_DIR",
+               "The folder of the pipeline spec files the DAGs read (one YAML file per pipeline), also the "
+               "default of `eos preflight --specs-dir` and `eos acls --specs-dir`. Empty: the `pipelines` "
+               "folder next to the DAG files.", example="/opt/airflow/pipelines"),
+        Option("home", "EOS_HOME",
+               "Where the provider keeps its caches (the jars Maven resolves, the JVM executor writer built "
+               "from a checkout) and the local devstack. Empty: ~/.cache/airflow-provider-eos.",
+               example="/var/lib/eos"),
+        Option("kafka_conn_id", "EOS_KAFKA_CONN_ID",
+               "The Airflow `kafka` connection every role's tasks authenticate with, unless the role has its "
+               "own (kafka_conn_id_job, _recovery, _health). Empty: the spec's own `kafka` settings.",
+               example="kafka_eos"),
+        Option("kafka_conn_id_job", "EOS_KAFKA_CONN_ID_JOB",
+               "The `kafka` connection of the job role (pre-flight and the Spark job). Empty: kafka_conn_id.",
+               example="kafka_eos_job"),
+        Option("kafka_conn_id_recovery", "EOS_KAFKA_CONN_ID_RECOVERY",
+               "The `kafka` connection of the recovery role (abort, verify, rewind, align). Empty: kafka_conn_id.",
+               example="kafka_eos_recovery"),
+        Option("kafka_conn_id_health", "EOS_KAFKA_CONN_ID_HEALTH",
+               "The `kafka` connection of the health role (sensors, the scheduled health check). Empty: "
+               "kafka_conn_id.", example="kafka_eos_health"),
+        Option("spark_conn_id", "EOS_SPARK_CONN_ID",
+               "The Airflow `spark` connection eos_pipeline's submit tasks use.", default="spark_default"),
+    )
+}
+
+
+def provider_config() -> dict[str, Any]:
+    """The ``config`` entry of the provider info: the ``[eos]`` section as Airflow's providers declare theirs."""
+    return {
+        SECTION: {
+            "description": "Settings of the exactly-once Kafka/Spark pipelines provider. An EOS_* environment "
+            "variable of the same setting wins over the option (each option names its variable).",
+            "options": {
+                option.key: {
+                    "description": f"{option.description} Environment variable (wins): {option.env}.",
+                    "version_added": option.version_added,
+                    "type": "string",
+                    "example": option.example,
+                    "default": option.default,
+                }
+                for option in OPTIONS.values()
+            },
+        }
+    }
+
+
+def _airflow_config_readable() -> bool:
+    # Loaded already (a DAG, an operator), or a config file to read: no side effect in importing it.
+    if "airflow.configuration" in sys.modules or "airflow.sdk" in sys.modules:
+        return True
+    home = Path(os.environ.get("AIRFLOW_HOME") or Path.home() / "airflow").expanduser()
+    config = Path(os.environ.get("AIRFLOW_CONFIG") or home / "airflow.cfg").expanduser()
+    return config.is_file()
+
+
+def _from_airflow(key: str) -> str | None:
+    if not _airflow_config_readable():
+        # Airflow's own override form, which its configuration would have read.
+        return os.environ.get(f"AIRFLOW__{SECTION.upper()}__{key.upper()}")
+    try:
+        from airflow.configuration import conf
+    except ImportError:  # a Spark executor or a worker without Airflow: environment and defaults only
+        return os.environ.get(f"AIRFLOW__{SECTION.upper()}__{key.upper()}")
+    return conf.get(SECTION, key, fallback=None)
+
+
+def setting(key: str) -> str | None:
+    """The value of ``[eos] <key>``: its ``EOS_*`` variable, else Airflow's configuration, else the default.
+
+    :returns: ``None`` when all three are empty.
+    :raises KeyError: for a key that is not one of :data:`OPTIONS`.
+    """
+    option = OPTIONS[key]
+    return os.environ.get(option.env) or _from_airflow(key) or option.default or None

@@ -1,0 +1,78 @@
+"""The ``[eos]`` section: each ``EOS_*`` variable wins over its option, the option over the default.
+
+Airflow's configuration reads ``AIRFLOW__EOS__<OPTION>`` like a line of ``airflow.cfg``, so the
+tests set options that way; the provider's declaration is checked against Airflow's own schema.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from airflow_provider_eos import get_provider_info
+from airflow_provider_eos.configuration import OPTIONS, SECTION, setting
+from airflow_provider_eos.devstack.jars import eos_home
+from airflow_provider_eos.role_connections import kafka_conn_id
+from airflow_provider_eos.spec_registry import configured_specs_directory
+
+
+@pytest.fixture(autouse=True)
+def _no_settings(monkeypatch):
+    import airflow.configuration  # noqa: F401  (loaded, as in a DAG or a task: the options are read through it)
+
+    for option in OPTIONS.values():
+        monkeypatch.delenv(option.env, raising=False)
+        monkeypatch.delenv(f"AIRFLOW__EOS__{option.key.upper()}", raising=False)
+
+
+def test_the_variable_wins_over_the_option_which_wins_over_the_default(monkeypatch, tmp_path):
+    assert setting("spark_conn_id") == "spark_default" and setting("specs_dir") is None
+    monkeypatch.setenv("AIRFLOW__EOS__SPECS_DIR", str(tmp_path / "from-config"))
+    assert configured_specs_directory() == (tmp_path / "from-config").resolve()
+    monkeypatch.setenv("EOS_SPECS_DIR", str(tmp_path / "from-env"))
+    assert configured_specs_directory() == (tmp_path / "from-env").resolve()
+    monkeypatch.setenv("EOS_SPECS_DIR", "")  # empty counts as unset
+    assert configured_specs_directory() == (tmp_path / "from-config").resolve()
+
+
+def test_home_and_connections_read_the_same_options(monkeypatch, tmp_path):
+    monkeypatch.setenv("AIRFLOW__EOS__HOME", str(tmp_path / "home"))
+    assert eos_home() == tmp_path / "home"
+    monkeypatch.setenv("AIRFLOW__EOS__KAFKA_CONN_ID", "shared")
+    monkeypatch.setenv("AIRFLOW__EOS__KAFKA_CONN_ID_HEALTH", "health_option")
+    assert (kafka_conn_id("job"), kafka_conn_id("health")) == ("shared", "health_option")
+    # The role's own variable, then the role's option, then the shared variable, then the shared option.
+    monkeypatch.setenv("EOS_KAFKA_CONN_ID", "shared_env")
+    assert (kafka_conn_id("job"), kafka_conn_id("health")) == ("shared_env", "health_option")
+    monkeypatch.setenv("EOS_KAFKA_CONN_ID_HEALTH", "health_env")
+    assert kafka_conn_id("health") == "health_env"
+
+
+def test_without_airflow_loaded_nor_a_config_file_no_airflow_cfg_is_written(monkeypatch, tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import sys; from airflow_provider_eos.configuration import setting; "
+            "print(setting('specs_dir'), setting('spark_conn_id'), 'airflow' in sys.modules)")
+    env = {"PATH": "/usr/bin:/bin", "AIRFLOW_HOME": str(tmp_path), "AIRFLOW__EOS__SPECS_DIR": "/specs",
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60,
+                            check=False)
+    assert result.stdout.split() == ["/specs", "spark_default", "False"], result.stderr
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_provider_declares_the_section_as_airflow_s_schema_wants():
+    import airflow
+    import jsonschema
+
+    schema = json.loads((Path(airflow.__file__).parent / "provider_info.schema.json").read_text())
+    info = get_provider_info()
+    jsonschema.validate(info, schema)
+    options = info["config"][SECTION]["options"]
+    assert set(options) == set(OPTIONS)
+    for key, option in OPTIONS.items():
+        assert option.env in options[key]["description"], key
+        assert options[key]["default"] == option.default
