@@ -13,7 +13,8 @@ refuse: the admin client is returned as is.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_eos.core.errors import KafkaLoginError
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from confluent_kafka import KafkaError
     from confluent_kafka.admin import AdminClient
 
-__all__ = ["LOGIN_TIMEOUT_S", "check_login", "connected_admin", "has_login", "login_refused"]
+__all__ = ["LOGIN_TIMEOUT_S", "check_login", "connected_admin", "described_admin", "has_login", "login_refused"]
 
 #: How long to wait for the first answer before leaving the outcome to the caller's own requests.
 LOGIN_TIMEOUT_S = 15.0
@@ -63,16 +64,32 @@ def connected_admin(role: str, settings: Mapping[str, Any], *, timeout_s: float 
         returned and the caller's requests fail as they would have.
     :raises KafkaLoginError: when the cluster refuses the SASL login or the TLS handshake.
     """
-    from confluent_kafka import KafkaError
     from confluent_kafka.admin import AdminClient
 
     if not has_login(settings):
         return AdminClient(with_client_logger(role, settings))
+    return described_admin(role, settings, timeout_s=timeout_s)[0]
+
+
+def described_admin(
+    role: str, settings: Mapping[str, Any], *, timeout_s: float,
+    on_other_error: Callable[[KafkaError], None] | None = None,
+) -> tuple[AdminClient, Future]:
+    """An admin client and its DescribeCluster, once it answered, the login was refused, or ``timeout_s`` passed.
+
+    :param on_other_error: told every error the client reports that is not a login refusal.
+    :raises KafkaLoginError: when the cluster refused the SASL login or the TLS handshake.
+    """
+    from confluent_kafka import KafkaError
+    from confluent_kafka.admin import AdminClient
+
     refusals: list[KafkaError] = []
 
     def on_error(error: KafkaError) -> None:
         if error.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL):
             refusals.append(error)
+        elif on_other_error is not None:
+            on_other_error(error)
 
     admin = AdminClient({**with_client_logger(role, settings), "error_cb": on_error})
     answered = admin.describe_cluster(request_timeout=timeout_s)
@@ -82,7 +99,7 @@ def connected_admin(role: str, settings: Mapping[str, Any], *, timeout_s: float 
         admin.poll(0.1)
     if refusals:
         raise login_refused(refusals[0], settings)
-    return admin
+    return admin, answered
 
 
 def check_login(settings: Mapping[str, Any], *, timeout_s: float = LOGIN_TIMEOUT_S) -> None:

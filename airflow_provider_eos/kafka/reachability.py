@@ -12,13 +12,11 @@ one sentence naming the brokers and the client's last word on its connections.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_eos.core.errors import KafkaUnreachableError
-from airflow_provider_eos.kafka.login import login_refused
-from airflow_provider_eos.kafka.settings import with_client_logger
+from airflow_provider_eos.kafka.login import described_admin
 
 if TYPE_CHECKING:
     from confluent_kafka import KafkaError
@@ -56,25 +54,14 @@ def reachable_admin(
     :raises KafkaLoginError: when the cluster refused the SASL login or the TLS handshake.
     """
     from confluent_kafka import KafkaError
-    from confluent_kafka.admin import AdminClient
 
-    refusals: list[KafkaError] = []
     last_said: list[str] = []
 
-    def on_error(error: KafkaError) -> None:
-        if error.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL):
-            refusals.append(error)
-        elif error.code() != KafkaError._ALL_BROKERS_DOWN:  # says less than the transport error before it
+    def on_other_error(error: KafkaError) -> None:
+        if error.code() != KafkaError._ALL_BROKERS_DOWN:  # says less than the transport error before it
             last_said[:] = [error.str()]
 
-    admin = AdminClient({**with_client_logger(role, settings), "error_cb": on_error})
-    answered = admin.describe_cluster(request_timeout=timeout_s)
-    deadline = time.monotonic() + timeout_s
-    # The error callback is served by poll(); the description's future completes on its own.
-    while not answered.done() and not refusals and time.monotonic() < deadline:
-        admin.poll(0.1)
-    if refusals:
-        raise login_refused(refusals[0], settings)
+    admin, answered = described_admin(role, settings, timeout_s=timeout_s, on_other_error=on_other_error)
     if answered.done():
         error = _error_of(answered.exception())
         if error is None or error.code() not in _no_answer_codes():
