@@ -21,7 +21,7 @@ from pathlib import Path
 from airflow_provider_eos.core.driver import ENTRY_SCRIPT
 from airflow_provider_eos.core.errors import PrerequisiteError, SubmissionError
 from airflow_provider_eos.core.secrets import SPARK_REDACTION_REGEX
-from airflow_provider_eos.core.spec import ExecutorWriter, Mode, PipelineSpec, Writers
+from airflow_provider_eos.core.spec import Mode, PipelineSpec
 from airflow_provider_eos.core.spec.submission import Connector, check_python_environment, url_scheme
 from airflow_provider_eos.kafka.settings.java import SPARK_OPTIONS_REDACTION_REGEX
 from airflow_provider_eos.spark.job_environment import ENVIRONMENT_ALIAS, EXECUTOR_PYTHON
@@ -224,8 +224,7 @@ def writer_jars(spec: PipelineSpec) -> list[str]:
 
     :raises PrerequisiteError: the jar is not built (or older than its sources), naming the fix.
     """
-    if (spec.executor_writer is not ExecutorWriter.JVM or spec.mode is not Mode.EXACTLY_ONCE
-            or spec.writers is Writers.DRIVER):
+    if not spec.ships_executor_writer_jar:
         return []
     from airflow_provider_eos.devstack.jars import executor_writer_jar
 

@@ -281,6 +281,13 @@ class PipelineSpec(BaseModel):
             return None
         return parse_interval_ms(self.trigger)
 
+    @property
+    def ships_executor_writer_jar(self) -> bool:
+        """Whether the JVM executor writer may run, so its jar must go with the job: exactly-once,
+        writers not fixed to the driver, ``executor_writer: jvm``."""
+        return (self.executor_writer is ExecutorWriter.JVM and self.mode is Mode.EXACTLY_ONCE
+                and self.writers is not Writers.DRIVER)
+
     def transactional_id(self, writer_index: int = 0) -> str:
         """The transactional id of writer ``writer_index`` (``0``: the driver-mode producer)."""
         return transactional_ids.transactional_id(self.transactional_id_prefix, writer_index)
