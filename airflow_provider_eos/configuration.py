@@ -10,13 +10,15 @@ Each setting is read through :func:`setting`, in this order:
 Empty values count as unset. The options are declared once, here; :func:`provider_config` gives
 them to Airflow (``get_provider_info()["config"]``), so ``airflow config list`` shows them with
 their descriptions. This module imports no Airflow: the package root and the Spark executors
-import it. Airflow's configuration is read only in a process that has Airflow loaded already
-(DAGs, operators, triggers) or that has an ``airflow.cfg`` to read: importing it elsewhere would
-write a default ``airflow.cfg`` into ``$AIRFLOW_HOME`` as a side effect of, say, ``eos devstack up``.
+import it. A process that has Airflow loaded already (DAGs, operators, triggers) reads its
+configuration; any other reads ``AIRFLOW__EOS__<OPTION>`` and the ``airflow.cfg`` file itself,
+since importing Airflow there would configure Airflow's logging and could write a default
+``airflow.cfg`` as a side effect of, say, ``eos devstack up``.
 """
 
 from __future__ import annotations
 
+import configparser
 import os
 import sys
 from dataclasses import dataclass
@@ -90,24 +92,33 @@ def provider_config() -> dict[str, Any]:
     }
 
 
-def _airflow_config_readable() -> bool:
-    # Loaded already (a DAG, an operator), or a config file to read: no side effect in importing it.
-    if "airflow.configuration" in sys.modules or "airflow.sdk" in sys.modules:
-        return True
+def _config_file() -> Path:
     home = Path(os.environ.get("AIRFLOW_HOME") or Path.home() / "airflow").expanduser()
-    config = Path(os.environ.get("AIRFLOW_CONFIG") or home / "airflow.cfg").expanduser()
-    return config.is_file()
+    return Path(os.environ.get("AIRFLOW_CONFIG") or home / "airflow.cfg").expanduser()
 
 
 def _from_airflow(key: str) -> str | None:
-    if not _airflow_config_readable():
-        # Airflow's own override form, which its configuration would have read.
-        return os.environ.get(f"AIRFLOW__{SECTION.upper()}__{key.upper()}")
-    try:
+    if "airflow.configuration" in sys.modules or "airflow.sdk" in sys.modules:
+        # Loaded already (a DAG, an operator, a trigger): its configuration, with every source it knows.
         from airflow.configuration import conf
-    except ImportError:  # a Spark executor or a worker without Airflow: environment and defaults only
-        return os.environ.get(f"AIRFLOW__{SECTION.upper()}__{key.upper()}")
-    return conf.get(SECTION, key, fallback=None)
+
+        return conf.get(SECTION, key, fallback=None)
+    # Elsewhere (the eos CLI, a Spark executor) Airflow is not imported for one option: importing it
+    # configures its logging (kafka-python's INFO lines would then reach stdout) and may write a
+    # default airflow.cfg. Its override variable, then its file, read as Airflow reads them (plain
+    # values; the `_cmd` and `_secret` forms need Airflow loaded).
+    override = os.environ.get(f"AIRFLOW__{SECTION.upper()}__{key.upper()}")
+    if override:
+        return override
+    path = _config_file()
+    if not path.is_file():
+        return None
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read(path)
+    except configparser.Error:
+        return None  # Airflow itself would refuse this file; its own processes say so
+    return parser.get(SECTION, key, fallback=None)
 
 
 def setting(key: str) -> str | None:

@@ -60,9 +60,9 @@ DISTRIBUTION = "airflow-provider-eos"
 ENVIRONMENT_ALIAS = "environment"
 #: The interpreter executors (and a cluster-mode driver) run from the unpacked archive.
 EXECUTOR_PYTHON = f"./{ENVIRONMENT_ALIAS}/bin/python"
-#: Requirements the job never needs on the cluster: Airflow (the submitting side), PySpark (Spark brings it)
+#: Requirements the job never needs on the cluster: Airflow (the submitting side), PySpark and py4j (Spark brings them)
 #: and venv-pack (it builds the archive).
-_NOT_SHIPPED = ("apache-airflow", "pyspark", "venv-pack")
+_NOT_SHIPPED = ("apache-airflow", "pyspark", "py4j", "venv-pack")
 #: Bump when the way an environment is built changes, so old archives are rebuilt.
 _RECIPE_FORMAT = 1
 _RECORD_SUFFIX = ".eos.json"

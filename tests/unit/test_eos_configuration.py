@@ -64,6 +64,26 @@ def test_without_airflow_loaded_nor_a_config_file_no_airflow_cfg_is_written(monk
     assert not list(tmp_path.iterdir())
 
 
+def test_without_airflow_loaded_the_config_file_is_read_without_importing_airflow(tmp_path):
+    """The eos CLI reads the [eos] options from airflow.cfg itself: importing Airflow there would
+    configure Airflow's logging, and client INFO lines would reach the command's stdout."""
+    import subprocess
+    import sys
+
+    (tmp_path / "airflow.cfg").write_text("[core]\nload_examples = False\n\n[eos]\nspecs_dir = /from-file\n")
+    code = ("import sys; from airflow_provider_eos.configuration import setting; "
+            "print(setting('specs_dir'), setting('home'), 'airflow' in sys.modules)")
+    env = {"PATH": "/usr/bin:/bin", "AIRFLOW_HOME": str(tmp_path),
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60,
+                            check=False)
+    assert result.stdout.split() == ["/from-file", "None", "False"], result.stderr
+    env["AIRFLOW__EOS__SPECS_DIR"] = "/from-override"
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60,
+                            check=False)
+    assert result.stdout.split()[0] == "/from-override", result.stderr
+
+
 def test_the_provider_declares_the_section_as_airflow_s_schema_wants():
     import airflow
     import jsonschema
