@@ -160,9 +160,10 @@ EXECUTOR_WRITER_MODULE = Path(__file__).resolve().parents[2] / "jvm"
 EXECUTOR_WRITER_JAR = "eos-executor-writer.jar"
 #: Where a wheel carries the jar (setup.py's build step builds jvm/ into the package).
 PACKAGED_EXECUTOR_WRITER_JAR = Path(__file__).resolve().parents[1] / "jars" / EXECUTOR_WRITER_JAR
-_WRITER_FIX = ("reinstall airflow-provider-eos from a wheel that carries it, or run `make install` (or `eos jars`) "
-               "in a checkout of airflow-provider-eos, which builds jvm/ with Maven; or set the spec's "
-               "`executor_writer: python`")
+#: What to do when the JVM executor writer's jar is missing, wherever that is found (submit, driver).
+EXECUTOR_WRITER_FIX = ("reinstall airflow-provider-eos from a wheel that carries it, or run `make install` "
+                       "(or `eos jars`) in a checkout of airflow-provider-eos, which builds jvm/ with Maven; or "
+                       "set the spec's `executor_writer: python`")
 
 
 def _module_fingerprint(module: Path) -> str:
@@ -191,14 +192,14 @@ def executor_writer_jar(*, build: bool = True) -> Path:
     if not (module / "pom.xml").is_file():
         if jar.is_file():
             return jar  # an installed package: the jar a checkout's `make install` built
-        raise PrerequisiteError(f"the JVM executor writer's jar {jar} does not exist", fix=_WRITER_FIX)
+        raise PrerequisiteError(f"the JVM executor writer's jar {jar} does not exist", fix=EXECUTOR_WRITER_FIX)
     fingerprint = _module_fingerprint(module)
     stamp = target / _STAMP
     if jar.is_file() and stamp.is_file() and stamp.read_text().strip() == fingerprint:
         return jar
     if not build:
         state = "is older than its sources in" if jar.is_file() else "is not built from"
-        raise PrerequisiteError(f"the JVM executor writer's jar {jar} {state} {module}", fix=_WRITER_FIX)
+        raise PrerequisiteError(f"the JVM executor writer's jar {jar} {state} {module}", fix=EXECUTOR_WRITER_FIX)
     mvn = require_tool("mvn", "install Apache Maven 3.8+ (Debian: `apt-get install maven`).")
     require_java()
     target.mkdir(parents=True, exist_ok=True)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_eos.core.errors import PrerequisiteError, SinkError
 from airflow_provider_eos.core.markers import CommittedOffset
 from airflow_provider_eos.core.sink_protocol import offsets_to_commit, partition_expectation
+from airflow_provider_eos.devstack.jars import EXECUTOR_WRITER_FIX
 from airflow_provider_eos.kafka.group_offsets import stored_metadata
 from airflow_provider_eos.kafka.settings import java_admin_config, java_sink_producer_config
 from airflow_provider_eos.spark.jvm_task_errors import typed_task_error
@@ -45,9 +46,6 @@ log = logging.getLogger("airflow_provider_eos.sink")
 DATA_SOURCE = "io.github.airflowprovidereos.writer.ExecutorWriterSource"
 _REGISTRY = "io.github.airflowprovidereos.writer.DriverRegistry"
 _PLAN_OPTION = "eos.plan"
-_MISSING_JAR_FIX = ("run `make install` (it builds jvm/ into $EOS_HOME/jars/eos-executor-writer, which `eos run` and "
-                    "the operator pass to spark-submit with --jars), or set the spec's `executor_writer: python`")
-
 
 def _committed(value: CommittedOffset | None) -> dict[str, Any] | None:
     # The Java client compares and commits exact bytes: the form the broker holds for what this package commits.
@@ -106,7 +104,7 @@ class JvmTasks:
             except (Py4JError, TypeError) as exc:  # py4j: an unknown class is a JavaPackage, not callable
                 raise PrerequisiteError(
                     f"`executor_writer: jvm` needs the JVM executor writer ({_REGISTRY}), which is not on the "
-                    "Spark driver's classpath", fix=_MISSING_JAR_FIX) from exc
+                    "Spark driver's classpath", fix=EXECUTOR_WRITER_FIX) from exc
             registry.putConfig(self._handle, json.dumps(java_sink_producer_config(self.spec)),
                                json.dumps(java_admin_config(self.spec)))
             self._registry = registry
