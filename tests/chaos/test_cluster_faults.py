@@ -49,8 +49,9 @@ def test_a_worker_killed_mid_batch_with_a_transaction_open(bootstrap, tmp_path, 
     restarted. Output exact; the event log shows tasks on both workers and the executor's loss."""
     events = tmp_path / "spark-events"
     events.mkdir()
-    harness = PipelineHarness(bootstrap, tmp_path, writers="executors", partitions=4, max_offsets_per_trigger=800,
-                              master=spark_standalone.master_url)
+    # The Python writer: the stalled task's Python worker names the worker host to kill.
+    harness = PipelineHarness(bootstrap, tmp_path, writers="executors", executor_writer="python", partitions=4,
+                              max_offsets_per_trigger=800, master=spark_standalone.master_url)
     harness.with_overrides(spark_conf={
         **harness.spec.spark_conf, "spark.executor.memory": "512m", "spark.cores.max": "2",
         "spark.eventLog.enabled": "true", "spark.eventLog.dir": events.as_uri(), "spark.eventLog.compress": "false",

@@ -24,24 +24,37 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.chaos]
 FAULT_BATCH = 2
 
 
-# CI: after_kafka_commit (the replay skipped) per writer, after_produce (the open transaction aborted) on
-# the driver writer; on the executor writers the secured DAG test crashes after_produce, recovers and
-# resumes. before_produce (nothing reached Kafka) takes the same replay path as after_produce without the
-# aborted records. `make test-long` runs them all.
-# "executors/jvm": the executor writers with `executor_writer: jvm` (the same points, in the executor JVM).
+# CI: after_produce (the open transaction aborted) on the driver writer, after_kafka_commit (the replay
+# skipped) on the default executor writer; on the executor writers the secured DAG test crashes
+# after_produce, recovers and resumes. before_produce (nothing reached Kafka) takes the same replay path as
+# after_produce without the aborted records. `make test-long` runs them all.
+# "executors" is the default executor writer (the JVM's), "executors/python" the PySpark workers' one.
+WRITERS = ("driver", "executors", "executors/python")
+
+
 def _in_ci(point: str, writers: str) -> bool:
-    return point == "after_kafka_commit" or (point == "after_produce" and writers == "driver")
+    return (point, writers) in {("after_produce", "driver"), ("after_kafka_commit", "executors")}
+
+
+def _marks(point: str, writers: str) -> tuple[pytest.MarkDecorator, ...]:
+    """The default writer's replay skip is also the smoke subset's exactly-once crash test (`make smoke`)."""
+    if not _in_ci(point, writers):
+        return (pytest.mark.long,)
+    return (pytest.mark.smoke,) if writers == "executors" else ()
+
+
+def _harness(bootstrap, tmp_path, writers: str, **kwargs) -> PipelineHarness:
+    writers, _, executor_writer = writers.partition("/")
+    return PipelineHarness(bootstrap, tmp_path, writers=writers, executor_writer=executor_writer or "jvm", **kwargs)
 
 
 @pytest.mark.parametrize(("point", "writers"), [
-    pytest.param(point, writers, id=f"{point}-{writers}", marks=() if _in_ci(point, writers) else pytest.mark.long)
-    for point in ("before_produce", "after_produce", "after_kafka_commit")
-    for writers in ("driver", "executors", "executors/jvm")])
+    pytest.param(point, writers, id=f"{point}-{writers}", marks=_marks(point, writers))
+    for point in ("before_produce", "after_produce", "after_kafka_commit") for writers in WRITERS])
 def test_crash_at_named_point_then_restart_is_exactly_once(bootstrap, tmp_path, point, writers):
     """Under executor writers ``after_produce`` is the driver killed by a task with its transaction open.
     The driver writer's spill of the killed batch is left behind and removed by the replay."""
-    writers, _, executor_writer = writers.partition("/")
-    harness = PipelineHarness(bootstrap, tmp_path, writers=writers, executor_writer=executor_writer or "python")
+    harness = _harness(bootstrap, tmp_path, writers)
     records, valid_ids, malformed = json_events(2000, malformed_every=41)
     harness.produce_input(records, aborted_every=3)
 
@@ -81,13 +94,11 @@ def test_crash_at_named_point_then_restart_is_exactly_once(bootstrap, tmp_path, 
         assert max(uncommitted.values()) == 2
 
 
-# CI: the driver writer here, the executor writers in the soak subset's slow_transaction fault.
-@pytest.mark.parametrize("writers", ["driver", pytest.param("executors", marks=pytest.mark.long),
-                                     pytest.param("executors/jvm", marks=pytest.mark.long)])
+# CI: the default executor writer; the others are long proofs, and so is the soak's slow_transaction fault.
+@pytest.mark.parametrize("writers", [pytest.param(w, marks=() if w == "executors" else pytest.mark.long)
+                                     for w in WRITERS])
 def test_batch_slower_than_transaction_timeout_is_aborted_and_replayed_once(bootstrap, tmp_path, writers):
-    writers, _, executor_writer = writers.partition("/")
-    harness = PipelineHarness(bootstrap, tmp_path, transaction_timeout_ms=6000, writers=writers,
-                              executor_writer=executor_writer or "python")
+    harness = _harness(bootstrap, tmp_path, writers, transaction_timeout_ms=6000)
     records, valid_ids, malformed = json_events(1500, malformed_every=29)
     harness.produce_input(records)
 
@@ -145,9 +156,12 @@ def test_at_least_once_control_duplicates_after_crash(bootstrap, tmp_path):
     assert duplicates == replayed, f"expected batch {FAULT_BATCH} ({replayed} records) written twice, got {duplicates}"
 
 
-@pytest.mark.parametrize("writers", ["driver", "executors"])
+# CI: the default executor writer's zombie (its tasks' producers fenced by the successor's); the driver
+# writer's (one producer) and the Python executor writer's are long proofs.
+@pytest.mark.parametrize("writers", [pytest.param(w, marks=() if w == "executors" else pytest.mark.long)
+                                     for w in WRITERS])
 def test_zombie_driver_is_fenced_and_output_stays_exact(bootstrap, tmp_path, writers):
-    harness = PipelineHarness(bootstrap, tmp_path, transaction_timeout_ms=60_000, writers=writers)
+    harness = _harness(bootstrap, tmp_path, writers, transaction_timeout_ms=60_000)
     records, valid_ids, malformed = json_events(1500, malformed_every=31)
     harness.produce_input(records)
 

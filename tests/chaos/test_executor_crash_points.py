@@ -41,12 +41,12 @@ RETRYING_MASTER = "local[2,4]"
 
 #: Both executor writers run the crash points.
 EXECUTOR_WRITERS = pytest.mark.parametrize("executor_writer", ["python", "jvm"])
-#: Both, the JVM one as a long proof (`make test-long`): CI keeps the JVM writer's task killed with its
-#: transaction open (a retry fencing it), and its driver crash after Kafka committed (tests/chaos/test_crash_points.py).
-PYTHON_IN_CI = pytest.mark.parametrize("executor_writer", ["python", pytest.param("jvm", marks=pytest.mark.long)])
+#: The default (JVM) writer in CI, the Python one as a long proof (`make test-long`): CI keeps the
+#: Python writer's task killed with its transaction open (a retry fencing it) above.
+DEFAULT_IN_CI = pytest.mark.parametrize("executor_writer", [pytest.param("python", marks=pytest.mark.long), "jvm"])
 
 
-def _harness(bootstrap, tmp_path, executor_writer: str = "python", **kwargs) -> PipelineHarness:
+def _harness(bootstrap, tmp_path, executor_writer: str = "jvm", **kwargs) -> PipelineHarness:
     return PipelineHarness(bootstrap, tmp_path, writers="executors", executor_writer=executor_writer, **kwargs)
 
 
@@ -70,7 +70,8 @@ def test_python_worker_killed_after_producing_and_before_its_commit(bootstrap, t
     assert retried[0]["attempt"] == 1 and "offsets to be stable" not in result.log, retried
 
 
-@PYTHON_IN_CI
+@pytest.mark.long  # CI: the kill before the commit above; the retry's skip_replay is the driver kills' too
+@EXECUTOR_WRITERS
 def test_python_worker_killed_after_its_commit_and_before_it_reports(bootstrap, tmp_path, executor_writer):
     harness = _harness(bootstrap, tmp_path, executor_writer, master=RETRYING_MASTER)
     records, valid_ids, malformed = json_events(1500, malformed_every=41)
@@ -86,7 +87,7 @@ def test_python_worker_killed_after_its_commit_and_before_it_reports(bootstrap, 
     assert max(output_ids(harness.output_values("read_uncommitted")).values()) == 1
 
 
-@PYTHON_IN_CI
+@DEFAULT_IN_CI
 def test_driver_killed_after_some_partitions_committed(bootstrap, tmp_path, executor_writer):
     # One core: the tasks run one after the other, so the first task commits its partition and kills
     # the driver, and the other never starts. (Which Kafka partition Spark runs first is its choice.)
@@ -229,7 +230,8 @@ def _schedule(seed: int, kills: int) -> list[tuple[str, float]]:
 
 @pytest.mark.long  # CI: the Python-worker kill points above and the soak subset's driver and worker kills
 def test_random_kills_of_python_workers_and_drivers_over_200k_records(bootstrap, tmp_path):
-    harness = _harness(bootstrap, tmp_path, master=RETRYING_MASTER, partitions=4, max_offsets_per_trigger=4000)
+    harness = _harness(bootstrap, tmp_path, "python", master=RETRYING_MASTER, partitions=4,
+                       max_offsets_per_trigger=4000)
     records, valid_ids, malformed = json_events(200_000, malformed_every=997)
     harness.produce_input(records, aborted_every=10, chunk=2000)
 
@@ -269,7 +271,7 @@ def test_at_least_once_control_duplicates_under_the_same_schedule(bootstrap, tmp
     assert sum(c - 1 for c in produced.values() if c > 1) > 0, "the control must show duplicates"
 
 
-@PYTHON_IN_CI
+@DEFAULT_IN_CI
 def test_a_speculative_attempt_on_another_host_stays_exactly_once(bootstrap, tmp_path, spark_standalone,
                                                                   executor_writer):
     """Speculation on the standalone cluster: a task of batch 1 stalls (its transaction open), Spark

@@ -41,6 +41,7 @@ def verify(harness: PipelineHarness) -> CliResult:
     return eos("verify", "--spec", str(harness.spec_file))
 
 
+@pytest.mark.long  # CI: NO_MARKER and align in test_recovery_cli and test_recovery_operators
 def test_group_deleted_is_no_marker_and_align_repairs_it(bootstrap, tmp_path):
     harness = PipelineHarness(bootstrap, tmp_path)
     records, valid_ids, malformed = json_events(900, malformed_every=37)

@@ -16,6 +16,7 @@ pytestmark = [pytest.mark.airflow]
 SPARK_LOCAL = {"AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"})}
 
 
+@pytest.mark.smoke
 def test_dagbag_has_the_three_dags_no_import_errors_and_parses_fast(airflow_home, tmp_path):
     parsed = parse_dags(tmp_path / "parse.json")
     assert parsed["import_errors"] == {}

@@ -95,6 +95,7 @@ def test_verify_runs_without_a_confirmation_and_shows_the_verdict_table(
     assert "[kafka." not in abort_log, abort_log[-6000:]
 
 
+@pytest.mark.long  # CI: the same through the UI (tests/deployment/test_recovery_ui.py)
 def test_wrong_confirmation_is_refused_before_anything_changes_and_the_right_one_runs(
     pipeline: CheckpointedPipeline, airflow_home: Path, tmp_path: Path
 ) -> None:

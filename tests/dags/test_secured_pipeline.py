@@ -49,12 +49,12 @@ def _grant(spec_file: Path, principal: str, role: str, admin_config: Path) -> st
     return done.stdout + done.stderr
 
 
-# CI runs the executor writers (the partitions' own transactional ids under the job's prefix ACL); the
-# driver writer's one id under the same ACL is a long proof (`make test-long`), and so is the JVM executor
-# writer (its client settings travel to the driver JVM by py4j and to the tasks in their closure).
+# CI runs the default executor writer, the JVM's (the partitions' own transactional ids under the job's
+# prefix ACL; its client settings travel to the driver JVM by py4j and to the tasks in their closure); the
+# driver writer's one id under the same ACL and the Python executor writer are long proofs (`make test-long`).
 @pytest.mark.parametrize(("writers", "executor_writer"), [
-    pytest.param("driver", "python", marks=pytest.mark.long), ("executors", "python"),
-    pytest.param("executors", "jvm", marks=pytest.mark.long)])
+    pytest.param("driver", "python", marks=pytest.mark.long),
+    pytest.param("executors", "python", marks=pytest.mark.long), ("executors", "jvm")])
 def test_three_principals_crash_recover_resume_and_no_password_leaks(
     airflow_home, secured_kafka, secured_admin_settings, spark_standalone, tmp_path, writers, executor_writer
 ):

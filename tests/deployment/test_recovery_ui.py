@@ -47,6 +47,7 @@ def _lines(text: str) -> list[str]:
     return [" ".join(line.split()) for line in text.splitlines() if line.strip()]
 
 
+@pytest.mark.long  # CI: the verdict table after the right confirmation below, and in dag.test
 def test_verify_from_the_form_shows_the_verdict_table(browser: Browser, pipeline: CheckpointedPipeline,
                                                      airflow_api: AirflowApi) -> None:
     pipeline.commit_group(LAST_COMMITTED)
@@ -127,6 +128,7 @@ def test_a_wrong_confirmation_is_refused_in_the_ui_and_the_right_one_runs(
     assert len([row for row in _lines(card) if row.startswith(f"| {pipeline.input_topic}-")]) == PARTITIONS
 
 
+@pytest.mark.long  # CI: the same card, its lag table and label in dag.test (tests/dags/test_manual_recovery_ui.py)
 def test_the_health_check_report_is_a_card_in_the_ui(browser: Browser, pipeline: CheckpointedPipeline,
                                                      airflow_api: AirflowApi) -> None:
     pipeline.produce_input_of(LAST_COMMITTED)

@@ -53,6 +53,7 @@ class PackedEnvironmentHarness(PipelineHarness):
         return [*super()._command(mode), "--environment", str(self.environment)]
 
 
+@pytest.mark.long  # CI: the packed environment runs the pipeline below
 def test_eos_package_builds_the_job_runtime_without_airflow_or_pyspark(job_environment):
     with tarfile.open(job_environment) as archive:
         names = set(archive.getnames())

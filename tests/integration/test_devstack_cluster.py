@@ -102,6 +102,7 @@ def _restore_every_broker(cluster: BrokerInfo) -> None:
     _wait_live(cluster, {n.node_id for n in cluster.nodes})
 
 
+@pytest.mark.long  # CI: the faults' own tests below; `make soak` drives them all
 def test_fault_vocabulary_through_the_cli(kafka_cluster: BrokerInfo) -> None:
     state = ["--state-dir", kafka_cluster.state_dir]
     try:

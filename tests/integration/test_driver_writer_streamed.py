@@ -32,6 +32,7 @@ def spill_lines(result: JobResult) -> list[dict]:
     return result.batch_lines("EOS-SPILL")
 
 
+@pytest.mark.long  # CI: the driver writer end to end in test_fraud_alerts_stateful_with_no_data_batches
 def test_json_enrich_end_to_end_on_the_driver_writer(bootstrap, tmp_path, monkeypatch):
     """test_exactly_once_job's end-to-end test, every assertion of it, with the spec forced to the driver writer."""
     monkeypatch.setattr(job_tests, "PipelineHarness", functools.partial(PipelineHarness, writers="driver"))

@@ -24,12 +24,11 @@ from tests.support.pipeline import JobResult, PipelineHarness, assert_exactly_on
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
-#: Both executor writers: PySpark's Python workers, and the executor JVM (the jvm/ module).
-#: Both, the JVM one as a long proof: in CI the JVM writer runs the mixed-headers test, the switch between
-#: writers and one crash point of each kind (tests/chaos), which already take it through a plain run.
-PYTHON_IN_CI = pytest.mark.parametrize("executor_writer", ["python", pytest.param("jvm", marks=pytest.mark.long)])
-#: Both, the Python one as a long proof: test_headers_through_writers runs its mixed headers in CI.
-JVM_IN_CI = pytest.mark.parametrize("executor_writer", [pytest.param("python", marks=pytest.mark.long), "jvm"])
+#: Both executor writers: the executor JVM (the jvm/ module, the default) and PySpark's Python workers.
+#: CI runs the default; the Python writer is a long proof here (`make test-long`). In CI it runs the
+#: switch between writers below, the mixed headers (test_headers_through_writers) and its own crash
+#: points (tests/chaos/test_executor_crash_points.py), which take it through a plain run.
+DEFAULT_IN_CI = pytest.mark.parametrize("executor_writer", [pytest.param("python", marks=pytest.mark.long), "jvm"])
 
 
 def writers_lines(result: JobResult) -> list[str]:
@@ -49,7 +48,7 @@ def group_markers(harness: PipelineHarness) -> dict[int, tuple[int, int]]:
     return {tp.partition: (c.offset, c.marker.batch_id) for tp, c in committed.items() if c is not None}
 
 
-@PYTHON_IN_CI
+@DEFAULT_IN_CI
 def test_auto_runs_json_enrich_on_executor_writers_exactly_once(bootstrap, tmp_path, executor_writer):
     harness = PipelineHarness(bootstrap, tmp_path, partitions=3, executor_writer=executor_writer)
     records, valid_ids, malformed = json_events(1500, malformed_every=37)
@@ -85,7 +84,7 @@ def test_auto_runs_json_enrich_on_executor_writers_exactly_once(bootstrap, tmp_p
     assert_exactly_once(harness, valid_ids, malformed)
 
 
-@PYTHON_IN_CI
+@DEFAULT_IN_CI
 def test_a_partition_whose_rows_are_all_filtered_out_still_commits(bootstrap, tmp_path, executor_writer):
     harness = PipelineHarness(bootstrap, tmp_path, partitions=2, writers="executors", executor_writer=executor_writer,
                               transform="tests.support.transforms:drop_every_other_partition")
@@ -133,7 +132,7 @@ def test_executors_refuse_a_shuffle_naming_it_and_auto_runs_it_on_the_driver(boo
     assert json.loads(line.split(" ", 2)[2])["writers"] == "driver"
 
 
-@JVM_IN_CI
+@DEFAULT_IN_CI
 def test_records_with_and_without_headers_keep_theirs_exactly(bootstrap, tmp_path, executor_writer):
     """A mix in every batch: a third of the records carry headers (one with a null value), the rest none."""
     harness = PipelineHarness(bootstrap, tmp_path, partitions=2, writers="executors", executor_writer=executor_writer,

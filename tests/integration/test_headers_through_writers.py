@@ -44,9 +44,12 @@ def _as_written(message) -> tuple:
     return message.key(), message.value(), tuple(message.headers() or ())
 
 
-@pytest.mark.parametrize("writers", ["driver", "executors"])
+#: "executors" is the default executor writer (the JVM's); "executors/python" the PySpark workers' one,
+#: whose fast positional produce a batch without headers takes.
+@pytest.mark.parametrize("writers", ["driver", "executors", "executors/python"])
 def test_mixed_headers_pass_through_exactly_on_both_writers(bootstrap, tmp_path, writers):
-    harness = PipelineHarness(bootstrap, tmp_path, writers=writers,
+    writers, _, executor_writer = writers.partition("/")
+    harness = PipelineHarness(bootstrap, tmp_path, writers=writers, executor_writer=executor_writer or "jvm",
                               transform="tests.support.transforms:headers_kept_bad_to_dlq")
     _produce(harness)
 

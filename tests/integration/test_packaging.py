@@ -68,6 +68,7 @@ def test_constraints_pin_every_requirement_in_range(constraints: str):
         assert requirement.specifier.contains(pins[name]), f"{name}=={pins[name]} is outside {requirement.specifier}"
 
 
+@pytest.mark.smoke
 def test_package_root_imports_neither_airflow_nor_pyspark():
     code = (
         "import sys, airflow_provider_eos, airflow_provider_eos.core.errors;"
@@ -78,6 +79,7 @@ def test_package_root_imports_neither_airflow_nor_pyspark():
 
 
 @pytest.mark.spark
+@pytest.mark.smoke
 def test_installed_pyspark_is_the_full_distribution_at_the_pinned_version(spark):
     import pyspark
 
@@ -87,6 +89,7 @@ def test_installed_pyspark_is_the_full_distribution_at_the_pinned_version(spark)
     assert spark.version == pyspark.__version__
 
 
+@pytest.mark.smoke
 def test_connector_jars_match_the_installed_spark(connector_jars):
     names = [j.name for j in connector_jars]
     version = importlib.metadata.version("pyspark")
@@ -95,6 +98,7 @@ def test_connector_jars_match_the_installed_spark(connector_jars):
 
 
 @pytest.mark.airflow
+@pytest.mark.smoke
 def test_airflow_lists_the_provider(airflow_home):
     airflow = Path(sys.executable).with_name("airflow")
     result = subprocess.run(

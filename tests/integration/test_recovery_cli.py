@@ -174,6 +174,7 @@ def test_verify_kafka_ahead_safe_exits_0(pipeline: Pipeline) -> None:
     assert code == 0 and report["overall"] == "KAFKA_AHEAD_SAFE", report
 
 
+@pytest.mark.smoke
 def test_kafka_behind_is_repaired_by_rewind(pipeline: Pipeline) -> None:
     pipeline.write_checkpoint(planned=2, committed=2)
     pipeline.commit_group(1)
@@ -203,6 +204,7 @@ def test_kafka_behind_is_repaired_by_rewind(pipeline: Pipeline) -> None:
     assert code == 0 and again["executed"] is False and again["is_noop"] is True
 
 
+@pytest.mark.smoke
 def test_no_marker_is_repaired_by_align(pipeline: Pipeline) -> None:
     pipeline.write_checkpoint(planned=2, committed=2)
     spec = str(pipeline.spec_file)
@@ -280,6 +282,7 @@ def test_errors_exit_2_with_the_fix(pipeline: Pipeline, tmp_path: Path) -> None:
     assert code == 2 and error["error"] == "RepairError" and "forward" in error["message"]
 
 
+@pytest.mark.smoke
 def test_abort_lists_refuses_and_aborts_a_sigkilled_transaction(pipeline: Pipeline, bootstrap: str) -> None:
     pipeline.write_checkpoint(planned=2, committed=2)
     spec = str(pipeline.spec_file)

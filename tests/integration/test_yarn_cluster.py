@@ -79,6 +79,7 @@ def webhdfs(yarn_cluster: YarnClusterInfo) -> fsspec.AbstractFileSystem:
                              skip_instance_cache=True)
 
 
+@pytest.mark.long  # CI: the pipeline in cluster deploy mode (test_yarn_pipeline)
 def test_pyspark_application_runs_in_cluster_deploy_mode(
     yarn_cluster: YarnClusterInfo, webhdfs: fsspec.AbstractFileSystem, tmp_path: Path
 ) -> None:
@@ -104,6 +105,7 @@ def test_pyspark_application_runs_in_cluster_deploy_mode(
     print(f"\nsubmit-to-finished {submission.wall_s:.1f}s (spark-submit), {app['elapsedTime'] / 1000:.1f}s (YARN)")
 
 
+@pytest.mark.long  # CI: test_yarn_pipeline kills the application through the task
 def test_application_killed_through_the_resourcemanager(yarn_cluster: YarnClusterInfo, tmp_path: Path) -> None:
     script = tmp_path / "sleep_app.py"
     script.write_text(SLEEP_APP)

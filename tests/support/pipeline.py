@@ -65,8 +65,9 @@ class PipelineHarness:
     transaction_timeout_ms: int = 60_000
     trigger: str = "available_now"
     writers: str = "auto"
-    #: What runs the executor writers' tasks: ``python`` (PySpark workers) or ``jvm`` (the jvm/ module).
-    executor_writer: str = "python"
+    #: What runs the executor writers' tasks: ``jvm`` (the jvm/ module, the product's default) or
+    #: ``python`` (PySpark workers).
+    executor_writer: str = "jvm"
     master: str = "local[2]"
     name: str = field(default_factory=lambda: f"p{uuid.uuid4().hex[:8]}")
     runs: int = 0
