@@ -253,11 +253,28 @@ DEFAULT_MASTER = "local[2]"
 NOOP = "noop"
 
 
+def _cpu_figures(sampler: CpuSampler | None, progress: list[tuple[float | None, dict]], name: str
+                 ) -> dict[str, float | None]:
+    """``{name}_s`` while sampled, ``{name}_steady_s`` from the end of batch 0 to the end of the last batch.
+
+    A job's processes start with the sampler; the broker was running before it, so its first sample is
+    what it had used until the job started.
+    """
+    if sampler is None:
+        return {f"{name}_s": None, f"{name}_steady_s": None}
+    times = [t for t, _ in progress]
+    steady = None
+    if len(times) >= 2 and None not in times:
+        steady = round(sampler.between(times[0], times[-1]), 3)  # type: ignore[arg-type]
+    before = sampler.samples[0][1] if name == "broker_cpu" and sampler.samples else 0.0
+    return {f"{name}_s": round(sampler.total_s() - before, 3), f"{name}_steady_s": steady}
+
+
 class Job:
     """The job as a subprocess: ``eos run --spec FILE --master M --mode MODE`` in a new session, log to a file."""
 
     def __init__(self, spec_file: Path, mode: str, log_path: Path, *, env: dict[str, str] | None = None,
-                 master: str = DEFAULT_MASTER) -> None:
+                 master: str = DEFAULT_MASTER, broker_pid: int | None = None) -> None:
         self.spec_file, self.mode, self.log_path, self.master = spec_file, mode, log_path, master
         self.env = {**os.environ, "EOS_LOG_LEVEL": "INFO", **(env or {})}
         if "EOS_FAULT_INJECTION" not in (env or {}):
@@ -267,6 +284,9 @@ class Job:
         self.memory: MemorySampler | None = None
         #: CPU of all the job's processes over time (every job: a loaded machine must not hide a cost).
         self.cpu: CpuSampler | None = None
+        #: The broker's CPU over the same time: it shares the cores, and appending the output costs it.
+        self.broker_pid = broker_pid
+        self.broker_cpu: CpuSampler | None = None
         self.started_at = 0.0
 
     def start(self, *, sample_memory: bool = False) -> Job:
@@ -279,13 +299,16 @@ class Job:
                                                   cwd=self.log_path.parent, start_new_session=True))
         self.cpu = CpuSampler(self.process.pid)
         self.cpu.start()
+        if self.broker_pid is not None:
+            self.broker_cpu = CpuSampler(self.broker_pid, interval_s=0.5)
+            self.broker_cpu.start()
         if sample_memory:
             self.memory = MemorySampler(self.process.pid)
             self.memory.start()
         return self
 
     def _stop_sampling(self) -> None:
-        for sampler in (self.memory, self.cpu):
+        for sampler in (self.memory, self.cpu, self.broker_cpu):
             if sampler is not None:
                 sampler.stop()
 
@@ -327,13 +350,8 @@ class Job:
     def cpu_seconds(self, progress: list[tuple[float | None, dict]]) -> dict[str, float | None]:
         """CPU seconds of all the job's processes: in all (start-up included), and in steady state (from
         the end of batch 0 to the end of the last batch, by the progress lines' log times)."""
-        if self.cpu is None:
-            return {"cpu_s": None, "cpu_steady_s": None}
-        times = [t for t, _ in progress]
-        steady = None
-        if len(times) >= 2 and None not in times:
-            steady = round(self.cpu.between(times[0], times[-1]), 3)  # type: ignore[arg-type]
-        return {"cpu_s": round(self.cpu.total_s(), 3), "cpu_steady_s": steady}
+        figures = {**_cpu_figures(self.cpu, progress, "cpu"), **_cpu_figures(self.broker_cpu, progress, "broker_cpu")}
+        return figures if self.broker_cpu is not None else {k: v for k, v in figures.items() if "broker" not in k}
 
     def text(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

@@ -1,5 +1,8 @@
 """The job's process tree, sampled: peak memory of its driver processes and the CPU of all of them.
 
+The broker's CPU is sampled beside it (:func:`listener_pid`): on a machine whose cores it shares with
+Spark, what the broker spends appending a mode's output is taken from that mode's throughput.
+
 The tree is ``eos run`` (Python) -> spark-submit's JVM (the driver; in local mode the executors too)
 -> the Python driver (``eos_job.py``) and Spark's Python workers. It is found by walking
 ``/proc/<pid>/task/*/children`` from the root every ``interval_s``.
@@ -51,6 +54,18 @@ def tree_pids(root_pid: int) -> list[int]:
         seen.append(pid)
         pending.extend(_children(pid))
     return seen
+
+
+def listener_pid(bootstrap: str) -> int | None:
+    """The process listening on the first ``host:port`` of ``bootstrap`` (the bench's broker), if any."""
+    import psutil
+
+    port = int(bootstrap.split(",")[0].rsplit(":", 1)[1])
+    with contextlib.suppress(psutil.Error):
+        for conn in psutil.net_connections(kind="tcp"):
+            if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port and conn.pid:
+                return conn.pid
+    return None
 
 
 class _Sampler:

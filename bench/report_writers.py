@@ -149,25 +149,43 @@ def throughput_section(tp: dict[str, Any], title: str = "Throughput") -> list[st
     return out
 
 
+#: CPU µs per record of the job's processes: in all, and in steady state.
+JOB_CPU = ("cpu_us_per_record", "cpu_steady_us_per_record")
+
+
 def cpu_lines(tp: dict[str, Any]) -> list[str]:
     """CPU µs per record of all the job's processes (medians), and each exactly-once writer's over (b)'s."""
     modes = tp["modes"]
     if not any((m.get("cpu_us_per_record") or {}).get("median") for m in modes.values()):
         return []
+    brokers = any((m.get("broker_cpu_us_per_record") or {}).get("median") for m in modes.values())
     out = ["", "CPU of all the job's processes (JVM, Python driver, Python workers) per input record, median µs: "
-           "in all (start-up included) / in steady state (after batch 0); ratio over (b) on the same master.", "",
-           "| mode | CPU µs/record (all / steady) | over (b) (all / steady) |", "|---|---|---|"]
+           "in all (start-up included) / in steady state (after batch 0); ratio over (b) on the same master."
+           + (" The broker's CPU over the same runs beside it: it shares the cores with Spark." if brokers else ""),
+           "", "| mode | CPU µs/record (all / steady) | over (b) (all / steady) |"
+           + (" broker CPU µs/record (all / steady) |" if brokers else ""),
+           "|---|---|---|" + ("---|" if brokers else "")]
     for key, mode in modes.items():
-        cells = [(mode.get(f) or {}).get("median") for f in ("cpu_us_per_record", "cpu_steady_us_per_record")]
+        cells = [_median_of(mode, f) for f in JOB_CPU]
         if cells[0] is None:
             continue
         baseline = modes.get("b@" + key.split("@")[1]) if "@" in key else None
-        over = ["-" if c is None or not baseline or not (baseline.get(f) or {}).get("median")
-                else f"{c / baseline[f]['median']:.2f}"
-                for c, f in zip(cells, ("cpu_us_per_record", "cpu_steady_us_per_record"), strict=True)]
-        out.append(f"| {mode['label']} | {' / '.join('-' if c is None else f'{c:.1f}' for c in cells)} | "
-                   f"{' / '.join(over)} |")
+        bases = [_median_of(baseline, f) if baseline else None for f in JOB_CPU]
+        over = ["-" if c is None or not b else f"{c / b:.2f}" for c, b in zip(cells, bases, strict=True)]
+        row = f"| {mode['label']} | {_pair(cells)} | {' / '.join(over)} |"
+        if brokers:
+            broker = [_median_of(mode, f) for f in ("broker_cpu_us_per_record", "broker_cpu_steady_us_per_record")]
+            row += f" {_pair(broker)} |"
+        out.append(row)
     return out
+
+
+def _median_of(mode: dict[str, Any], figure: str) -> float | None:
+    return (mode.get(figure) or {}).get("median")
+
+
+def _pair(cells: list[float | None]) -> str:
+    return " / ".join("-" if c is None else f"{c:.1f}" for c in cells)
 
 
 def breakdown_lines(tp: dict[str, Any]) -> list[str]:

@@ -55,6 +55,7 @@ from bench.common import (
     unique,
     write_spec,
 )
+from bench.process_tree import listener_pid
 from bench.ratios import LETTERS, STEADY_RATE, label, ordered_keys, ratios, scaling, split_key
 
 PARTITIONS = 4
@@ -71,8 +72,11 @@ EXECUTOR_WRITERS = {"c_p": "python"}
 TASK_TIMES = ("produce_ms", "commit_ms", "open_ms", "init_ms")
 ARROW_SETTINGS = ("spark.sql.execution.arrow.maxRecordsPerBatch", "spark.sql.execution.arrow.maxBytesPerBatch")
 #: CPU of all the job's processes per input record: in all (start-up included), and in steady state
-#: (after batch 0). The raw producer (a) has none: it runs in the bench's own process.
-CPU_FIGURES = ("cpu_us_per_record", "cpu_steady_us_per_record")
+#: (after batch 0). The raw producer (a) has none: it runs in the bench's own process. Then the broker's
+#: over the same runs: it shares the machine's cores with Spark, so what it spends appending a mode's
+#: output (nothing for the noop sink) is taken from that mode's throughput.
+CPU_FIGURES = ("cpu_us_per_record", "cpu_steady_us_per_record",
+               "broker_cpu_us_per_record", "broker_cpu_steady_us_per_record")
 
 
 @dataclass
@@ -184,7 +188,8 @@ def job_run(bootstrap: str, work_dir: Path, data: ThroughputInput, key: str, bat
                               max_offsets_per_trigger=batch, writers=writers, spark_conf=spark_conf,
                               executor_writer=EXECUTOR_WRITERS.get(letter))
     load = loadavg()
-    job = Job(spec_file, mode, work_dir / name / "job.log", master=master).start(sample_memory=True)
+    job = Job(spec_file, mode, work_dir / name / "job.log", master=master,
+              broker_pid=listener_pid(bootstrap)).start(sample_memory=True)
     returncode = job.wait(timeout_s)
     wall = time.time() - job.started_at
     progress = job.progress()
@@ -209,6 +214,10 @@ def job_run(bootstrap: str, work_dir: Path, data: ThroughputInput, key: str, bat
         "cpu_us_per_record": round(cpu["cpu_s"] / rows_in * 1e6, 2) if cpu["cpu_s"] and rows_in else None,
         "cpu_steady_us_per_record": round(cpu["cpu_steady_s"] / later_rows * 1e6, 2)
         if cpu["cpu_steady_s"] and later_rows else None,
+        "broker_cpu_us_per_record": round(cpu["broker_cpu_s"] / rows_in * 1e6, 2)
+        if cpu.get("broker_cpu_s") and rows_in else None,
+        "broker_cpu_steady_us_per_record": round(cpu["broker_cpu_steady_s"] / later_rows * 1e6, 2)
+        if cpu.get("broker_cpu_steady_s") and later_rows else None,
     }
     if mode == NOOP:
         return result

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import socket
 import subprocess
 import sys
 import time
 
-from bench.process_tree import CpuSampler
+from bench.process_tree import CpuSampler, listener_pid
 
 # A parent that spins, and starts a child that spins and exits before the parent does.
 SPIN = "import time\nend = time.process_time() + {seconds}\nwhile time.process_time() < end: pass\n"
@@ -28,3 +30,13 @@ def test_the_tree_cpu_counts_a_child_that_exited_and_interpolates_between_sample
     assert sampler.between(started - 10, time.time() + 10) == total - sampler.samples[0][1]
     middle = (sampler.samples[0][0] + sampler.samples[-1][0]) / 2
     assert 0 <= sampler.at(middle) <= total and sampler.between(middle, middle) == 0
+
+
+def test_the_broker_is_found_by_its_listening_port() -> None:
+    with socket.socket() as listening, socket.socket() as bound_only:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        bound_only.bind(("127.0.0.1", 0))
+        assert listener_pid(f"127.0.0.1:{listening.getsockname()[1]},127.0.0.1:1") == os.getpid()
+        # Bound but not listening: no broker there.
+        assert listener_pid(f"127.0.0.1:{bound_only.getsockname()[1]}") is None

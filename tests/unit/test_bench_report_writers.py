@@ -154,3 +154,26 @@ def test_the_ratio_targets_hold_on_the_clusters_two_workers_too() -> None:
     assert rows["cluster:c_e/n@2"]["pass"] is False
     assert rows["cluster:c_d/b@2"]["pass"] is None and rows["cluster:c_d/b@2"]["measured"] == "-"
     assert cluster_ratio_targets({}) == []
+
+
+def test_the_cpu_table_shows_the_brokers_cpu_beside_the_jobs_when_it_was_sampled() -> None:
+    from bench.report_writers import cpu_lines
+
+    def mode(label_: str, job: float, broker: float | None) -> dict:
+        figures = {"cpu_us_per_record": {"median": job}, "cpu_steady_us_per_record": {"median": job * 0.9}}
+        if broker is not None:
+            figures |= {"broker_cpu_us_per_record": {"median": broker},
+                        "broker_cpu_steady_us_per_record": {"median": broker * 0.8}}
+        return {"label": label_, **figures}
+
+    sampled = {"modes": {"n@2": mode("(n) noop", 40.0, 1.5), "b@2": mode("(b) Spark", 60.0, 20.0),
+                         "c_e@2": mode("(c_e) eos", 63.0, 21.0)}}
+    table = "\n".join(cpu_lines(sampled))
+    assert "broker CPU µs/record (all / steady) |" in table
+    assert "| (c_e) eos | 63.0 / 56.7 | 1.05 / 1.05 | 21.0 / 16.8 |" in table
+    assert "| (n) noop | 40.0 / 36.0 | 0.67 / 0.67 | 1.5 / 1.2 |" in table
+    # Older results (no broker sampled): the table keeps its three columns.
+    older = {"modes": {k: mode(v["label"], v["cpu_us_per_record"]["median"], None)
+                       for k, v in sampled["modes"].items()}}
+    assert "broker" not in "\n".join(cpu_lines(older)) and "| (b) Spark | 60.0 / 54.0 | 1.00 / 1.00 |" in "\n".join(
+        cpu_lines(older))
