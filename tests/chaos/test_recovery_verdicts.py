@@ -71,6 +71,7 @@ def test_group_deleted_is_no_marker_and_align_repairs_it(bootstrap, tmp_path):
     assert_exactly_once(harness, valid_ids + more_ids, malformed)
 
 
+@pytest.mark.long  # CI: KAFKA_BEHIND and rewind in test_recovery_cli and test_recovery_operators
 def test_output_missing_batches_is_kafka_behind_and_rewind_repairs_it(bootstrap, tmp_path):
     """Batches K+1..C ran in at-least-once mode against a scratch output topic (a misconfigured
     run on the production checkpoint): their output never reached the real output topic and the
@@ -137,7 +138,10 @@ def test_tampered_offsets_are_diverged(bootstrap, tmp_path):
 
 # CI: the driver writer's one id here; the partitions' ids are aborted in CI by the pipeline DAG's
 # recovery after a crash with executor writers (tests/dags).
-@pytest.mark.parametrize("writers", ["driver", pytest.param("executors", marks=pytest.mark.long)])
+# A long proof (`make test-long`): CI lists and aborts a SIGKILLed process's transaction in
+# test_transactions_recovery and test_recovery_cli, and the pipeline DAG's recovery aborts one.
+@pytest.mark.long
+@pytest.mark.parametrize("writers", ["driver", "executors"])
 def test_transaction_left_open_by_a_sigkilled_driver_is_listed_and_aborted(bootstrap, tmp_path, writers):
     harness = PipelineHarness(bootstrap, tmp_path, transaction_timeout_ms=600_000, writers=writers)
     records, valid_ids, malformed = json_events(900, malformed_every=29)

@@ -70,7 +70,9 @@ def test_eos_package_builds_the_job_runtime_without_airflow_or_pyspark(job_envir
 def test_pipeline_on_the_standalone_cluster_runs_the_packed_environment_exactly_once(
     bootstrap, tmp_path, spark_standalone, job_environment
 ):
-    harness = PackedEnvironmentHarness(bootstrap, tmp_path, partitions=2, writers="executors",
+    # The Python executor writer: its tasks run in the executors' Python, which must be the packed one
+    # (the JVM writer's tasks run no Python for json_enrich).
+    harness = PackedEnvironmentHarness(bootstrap, tmp_path, partitions=2, writers="executors", executor_writer="python",
                                        max_offsets_per_trigger=1000, master=spark_standalone.master_url,
                                        environment=job_environment)
     records, valid_ids, malformed = json_events(3000, malformed_every=41)

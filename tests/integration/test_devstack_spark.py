@@ -46,6 +46,7 @@ def assert_nothing_runs(info: SparkClusterInfo) -> None:
         assert not group_members(pid), f"processes {group_members(pid)} of daemon {pid}'s group still run"
 
 
+@pytest.mark.long  # CI: the suite's own brokers and clusters run side by side
 def test_two_devstacks_with_spark_clusters_side_by_side(tmp_path):
     first, second = tmp_path / "first", tmp_path / "second"
     recorded: list[SparkClusterInfo] = []

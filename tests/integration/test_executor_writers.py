@@ -161,6 +161,7 @@ def test_records_with_and_without_headers_keep_theirs_exactly(bootstrap, tmp_pat
     assert all(len(partitions) == 1 for partitions in by_key.values()), by_key
 
 
+@pytest.mark.long  # CI: the JVM writer commits the markers the Python plan encodes (test_jvm_writer)
 def test_switching_executor_writers_between_runs_stays_exactly_once(bootstrap, tmp_path):
     """Both writers commit the same bytes (the markers as the broker holds confluent-kafka's commits), so a
     pipeline may move from one executor writer to the other and back between runs."""

@@ -131,6 +131,7 @@ def test_application_killed_through_the_resourcemanager(yarn_cluster: YarnCluste
     assert left.settled, f"processes of the killed {app_id} still run: {left.value}"
 
 
+@pytest.mark.long  # CI: the session's YARN cluster is started by the same code
 def test_eos_devstack_up_yarn_status_and_down_from_other_processes(tmp_path: Path) -> None:
     """`eos devstack up --yarn` as a user runs it; `status` and `down` in processes that did not start it."""
     eos = Path(sys.executable).with_name("eos")
