@@ -111,6 +111,7 @@ def _by_partition(harness: PipelineHarness) -> dict[int, list[bytes]]:
     return found
 
 
+@pytest.mark.long  # CI: test_plan_reader names the exchange; auto picks the driver in test_fraud_alerts
 def test_executors_refuse_a_shuffle_naming_it_and_auto_runs_it_on_the_driver(bootstrap, tmp_path):
     harness = PipelineHarness(bootstrap, tmp_path, writers="executors",
                               transform="tests.support.transforms:repartitioned")

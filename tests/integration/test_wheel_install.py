@@ -2,14 +2,18 @@
 
 Builds the wheel from a copy of the source tree, installs it with the ``spark`` extra (what a DAG
 processor needs: eos_pipeline imports the Spark provider's operator) into a new venv through this
-Python's constraints file (pip's cache makes that a copy, not a download), and from a folder that
-is not the checkout, with nothing of the source tree on ``sys.path``: Airflow lists the provider
-and its ``[eos]`` options, the DAGs the wheel ships parse, and ``eos preflight`` checks a spec
-against the session's broker. About 110 s alone (pip's install of the tested versions is 85 s of it).
+Python's constraints file, and from a folder that is not the checkout, with nothing of the source
+tree on ``sys.path``: Airflow lists the provider and its ``[eos]`` options, the DAGs the wheel ships
+parse, and ``eos preflight`` checks a spec against the session's broker.
+
+The installer is uv where the test's own environment has it (``make install`` puts it there): the
+same wheel, extras and constraints resolve to the same distributions, in 15 s instead of pip's 85.
+``EOS_WHEEL_TEST_INSTALLER=pip`` takes pip's path, as the README's quick start does.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -51,8 +55,11 @@ def _run(command: list[str], *, cwd: Path, env: dict[str, str], timeout: float) 
 
 def _clean_env(home: Path) -> dict[str, str]:
     # No PYTHONPATH, no EOS_* or AIRFLOW__* of the suite's: only what a user's shell would have.
-    keep = ("PATH", "HOME", "LANG", "LC_ALL", "JAVA_HOME", "TMPDIR", "PIP_CACHE_DIR", "PIP_INDEX_URL")
-    env = {key: os.environ[key] for key in keep if key in os.environ}
+    # The installers' own settings (index, cache, certificates, proxies) are the user's too.
+    keep = ("PATH", "HOME", "LANG", "LC_ALL", "JAVA_HOME", "TMPDIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
+    installers = ("PIP_", "UV_", "SSL_CERT_", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
+    env = {key: value for key, value in os.environ.items()
+           if key in keep or key.upper().startswith(installers)}
     env.update({"AIRFLOW_HOME": str(home), "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
                 "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
     return env
@@ -80,6 +87,13 @@ def test_the_wheel_carries_what_a_user_needs(wheel: Path):
     assert not [name for name in names if "__pycache__" in name or name.startswith(("tests/", "dags/", "jvm/"))]
 
 
+def _installer(python: Path) -> list[str]:
+    """``pip install`` into the new venv, through uv when it is here and pip was not asked for."""
+    if os.environ.get("EOS_WHEEL_TEST_INSTALLER", "uv") == "uv" and importlib.util.find_spec("uv"):
+        return [sys.executable, "-m", "uv", "pip", "install", "--python", str(python)]
+    return [str(python), "-m", "pip", "install"]
+
+
 def test_pip_install_registers_the_provider_parses_the_dags_and_runs_preflight(
     wheel: Path, tmp_path: Path, bootstrap: str, topic_factory
 ):
@@ -90,7 +104,7 @@ def test_pip_install_registers_the_provider_parses_the_dags_and_runs_preflight(
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", str(venv)], cwd=user, env=env, timeout=300)
     bin_dir = venv / "bin"
-    _run([str(bin_dir / "python"), "-m", "pip", "install", "-q", "--constraint", str(CONSTRAINTS), f"{wheel}[spark]"],
+    _run([*_installer(bin_dir / "python"), "-q", "--constraint", str(CONSTRAINTS), f"{wheel}[spark]"],
          cwd=user, env=env, timeout=900)
     env["PATH"] = f"{bin_dir}:{env['PATH']}"
 
