@@ -194,10 +194,10 @@ def _control(control: dict[str, Any]) -> tuple[Panel, Panel]:
 
 def _scaling(results: dict[str, Any], passed: dict[str, bool | None]) -> Panel:
     tp = results.get("throughput") or {}
-    # Local cores when the throughput table ran on two masters, else the standalone cluster's 1 -> 2 workers.
-    scale_up, title, held = tp.get("scaling") or {}, "Scaling, 1 to 2 local cores", False
-    if not scale_up and (results.get("cluster") or {}).get("scaling"):
-        scale_up, title, held = results["cluster"]["scaling"], "Scaling, 1 to 2 workers", True
+    # The standalone cluster's 1 -> 2 workers, where the target is, else the throughput table's local cores.
+    scale_up, title, held = (results.get("cluster") or {}).get("scaling") or {}, "Scaling, 1 to 2 workers", True
+    if not scale_up:
+        scale_up, title, held = tp.get("scaling") or {}, "Scaling, 1 to 2 local cores", False
     base = (scale_up.get("b") or {}).get("of_medians")
     bars = tuple(Bar(letter, (scale_up.get(letter) or {}).get("of_medians"),
                      *spread((scale_up.get(letter) or {}).get("paired"))[1:],
