@@ -40,10 +40,10 @@ def render(chart: Chart, path: Path, columns: int = 3) -> None:
     """Draw ``chart``'s panels in a grid of ``columns`` and write the PNG to ``path``."""
     rows = max(1, math.ceil(len(chart.panels) / columns))
     fig = figure_class()(figsize=(6.2 * columns, 4.4 * rows + 0.9), dpi=100, layout="constrained")
-    axes = fig.subplots(rows, columns, squeeze=False).flat
+    axes = list(fig.subplots(rows, columns, squeeze=False).flat)
     for ax, panel in zip(axes, chart.panels, strict=False):
         draw_panel(ax, panel)
-    for ax in list(axes)[len(chart.panels):]:
+    for ax in axes[len(chart.panels):]:
         ax.set_axis_off()
     fig.suptitle(f"{chart.title}\n{chart.subtitle}", fontsize=14, fontweight="bold")
     from matplotlib.lines import Line2D
@@ -58,8 +58,10 @@ def render(chart: Chart, path: Path, columns: int = 3) -> None:
 
 def draw_panel(ax: Axes, panel: Panel) -> None:
     """One panel: bars coloured by verdict, whiskers, the target bounds and the value labels."""
-    title = panel.title + (f"\n{panel.note}" if panel.note else "")
-    ax.set_title(title, loc="left", fontsize=11, fontweight="bold" if not panel.note else "normal")
+    ax.set_title(panel.title, loc="left", fontsize=11, fontweight="bold", pad=16 if panel.note else 6)
+    if panel.note:  # under the title, above the plot
+        ax.annotate(panel.note, (0, 1), xycoords="axes fraction", xytext=(0, 4), textcoords="offset points",
+                    fontsize=8.5, style="italic", color="#444444", va="bottom", ha="left")
     if panel.empty:
         ax.text(0.5, 0.5, "not measured in this run", ha="center", va="center", transform=ax.transAxes,
                 color="#777777")
@@ -71,9 +73,10 @@ def draw_panel(ax: Axes, panel: Panel) -> None:
     floor = _floor(panel)
     values = [floor if bar.value is None else bar.value for bar in bars]
     statuses = [bar.status for bar in bars]
-    style = {"color": [COLORS[s] for s in statuses], "edgecolor": "#333333", "linewidth": 0.6,
-             "hatch": [HATCHES.get(s, "") for s in statuses]}
-    (ax.barh if panel.horizontal else ax.bar)(positions, values, 0.7, **style)
+    drawn = (ax.barh if panel.horizontal else ax.bar)(positions, values, 0.7, color=[COLORS[s] for s in statuses],
+                                                      edgecolor="#333333", linewidth=0.6)
+    for patch, status in zip(drawn, statuses, strict=True):
+        patch.set_hatch(HATCHES.get(status, ""))
     _whiskers(ax, panel, positions)
     _targets(ax, panel, positions)
     _labels(ax, panel, positions)
@@ -141,8 +144,9 @@ def _labels(ax: Axes, panel: Panel, positions: list[int]) -> None:
             text = f"{number(bar.value)}  ({'MISS' if status == 'miss' else 'target'} {bar.bound})"
         else:
             text = number(bar.value) + ("\nMISS" if status == "miss" else "")
-        tip = max(v for v in (bar.value, bar.high, bar.target if panel.horizontal else None) if v is not None) \
-            if status != "missing" else _floor(panel)
+        # Past the whisker (and, across, past the target line) so that the label covers neither.
+        ends = [v for v in (bar.value, bar.high, bar.target if panel.horizontal else None) if v is not None]
+        tip = max(ends) if ends else _floor(panel)
         color, weight = ("#b00000", "bold") if status == "miss" else ("#222222", "normal")
         if panel.horizontal:
             ax.annotate(text, (tip, pos), textcoords="offset points", xytext=(4, 0), va="center", ha="left",

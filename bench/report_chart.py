@@ -113,8 +113,9 @@ def _latency(results: dict[str, Any], passed: dict[str, bool | None]) -> Panel:
             held = mode == target_mode and q == 99 and baseline is not None
             bars.append(Bar(f"{letter}\np{q}", figures[f"p{q}"], target=baseline + P99_MARGIN_MS if held else None,
                             at_most=True, passed=passed.get("p99") if held else None))
-    note = f"trigger {trigger:,} ms; target: {LATENCY_LETTERS[target_mode]} p99 <= b p99 + {P99_MARGIN_MS:.0f} ms" \
-        if trigger else ""
+    note = ""
+    if trigger:
+        note = f"trigger {trigger:,} ms; target: {LATENCY_LETTERS[target_mode]} p99 <= b p99 + {P99_MARGIN_MS:.0f} ms"
     return Panel("End-to-end latency", "milliseconds", tuple(bars), category="mode, percentile", note=note)
 
 
