@@ -18,9 +18,10 @@ STAMP := $(VENV)/.eos-installed
 CONSTRAINTS ?= constraints-$(PYVER).txt
 CONSTRAINTS_OUT := constraints-$(PYVER).txt
 PYSPARK_PIN = $$(sed -n 's/^pyspark==//p' $(CONSTRAINTS))
-# The Spark side (spark-submit, the job), the test tools and the docs site (the suite builds it);
-# an Airflow worker that only runs pre-flight, health and recovery installs the package without extras.
-EXTRAS ?= spark,dev,docs
+# The Spark side (spark-submit, the job), the test tools, the docs site (the suite builds it) and the
+# bench's and soak's charts (matplotlib; the suite draws them too); an Airflow worker that only runs
+# pre-flight, health and recovery installs the package without extras.
+EXTRAS ?= spark,dev,docs,bench
 PYTEST_ARGS ?=
 SOAK_ARGS ?=
 # Two pytest workers (pytest-xdist) sharing one broker, one secured broker, one YARN cluster and one

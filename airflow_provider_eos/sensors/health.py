@@ -18,7 +18,10 @@ Either way the report's ``to_dict()`` is the task's XCom ``return_value`` (pushe
 failing, too). Samples that cannot be taken (broker unreachable) fail the task with a
 retryable ``AirflowException`` once ``max_probe_failures`` of them fail in a row; an error no
 retry can change (a missing ACL, a malformed checkpoint: its type's ``retryable`` is false)
-fails it at once, without retry.
+fails it at once, without retry. Every sample first asks whether any broker answers, as every
+use case does: with none answering, it fails within ``kafka_connect_timeout_s`` (5 s) with the
+sentence naming the brokers (``KafkaUnreachableError``), the words of the CLI and the operators;
+the first check, before deferring, fails the task with it (retryable).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from airflow_provider_eos.core.health import (
     watch_outcome,
 )
 from airflow_provider_eos.triggers.health import StreamingQueryHealthTrigger, driver_task_state, event_payload
+from airflow_provider_eos.usecases.clients import DEFAULT_CONNECT_TIMEOUT_S, PipelineClients
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -89,6 +93,8 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
     :param driver_task_id: the task of this run that runs the watched driver; when it fails,
         the watch fails at once (the stream no longer runs) instead of waiting for the health
         rules to notice, so recovery does not wait for the watch.
+    :param kafka_connect_timeout_s: how long each sample waits for any broker to answer before it
+        fails with ``KafkaUnreachableError`` (the operators' parameter; the CLI's ``--timeout``).
     """
 
     template_fields: Sequence[str] = (
@@ -116,6 +122,7 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
         poke_interval: float = 30,
         timeout: float = 3600,
         driver_task_id: str | None = None,
+        kafka_connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
         **kwargs: Any,
     ) -> None:
         super().__init__(poke_interval=poke_interval, timeout=timeout, **kwargs)
@@ -129,6 +136,7 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
         self.checkpoint_conn_id = checkpoint_conn_id
         self.deferrable = deferrable
         self.driver_task_id = driver_task_id
+        self.kafka_connect_timeout_s = kafka_connect_timeout_s
         self._window: LagWindow | None = None
         self._started: pendulum.DateTime | None = None
         self._failures = 0
@@ -177,7 +185,8 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
             self._window = LagWindow(max_samples=self.max_samples)
         try:
             spec, options = self._load()
-            self._window.add(sample(spec, storage_options=options))
+            # New clients per sample: each asks again whether a broker answers (the answer is cached in them).
+            self._window.add(sample(PipelineClients(spec, options, connect_timeout_s=self.kafka_connect_timeout_s)))
             report = evaluate(spec, self._window, thresholds=self.thresholds)
         except EosError as err:
             raise _task_failure(err) from err
@@ -251,6 +260,7 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
                 checkpoint_conn_id=self.checkpoint_conn_id,
                 max_probe_failures=self.max_probe_failures,
                 driver_task=self._driver_task(context),
+                kafka_connect_timeout_s=self.kafka_connect_timeout_s,
             ),
             method_name="execute_complete",
             timeout=dt.timedelta(seconds=self.timeout + self.poke_interval + _DEFER_GRACE_S),

@@ -20,7 +20,10 @@ and fires exactly one event. Its payload is a plain dict:
     rendered text (``None`` if no sample succeeded).
 
 Sampling is blocking I/O (admin requests, checkpoint listing), so it runs in a worker thread
-and never blocks the triggerer's event loop.
+and never blocks the triggerer's event loop. Each sample first asks whether any broker answers
+(the probe every use case runs, :meth:`~airflow_provider_eos.usecases.clients.PipelineClients.require_kafka`):
+with the cluster down, a sample fails within ``kafka_connect_timeout_s`` with the sentence naming the
+brokers, and the ``error`` event after ``max_probe_failures`` of them carries it.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from airflow_provider_eos.core.health import (
     WatchOutcome,
     watch_outcome,
 )
+from airflow_provider_eos.usecases.clients import DEFAULT_CONNECT_TIMEOUT_S, PipelineClients
 
 if TYPE_CHECKING:
     from airflow_provider_eos.core.spec import PipelineSpec
@@ -117,6 +121,8 @@ class StreamingQueryHealthTrigger(BaseTrigger):
     :param max_probe_failures: failed samples in a row before an ``error`` event.
     :param driver_task: ``{"dag_id", "run_id", "task_id"}`` of the task that runs the driver;
         its state is read through the Task SDK before each sample. ``None``: not watched.
+    :param kafka_connect_timeout_s: how long each sample waits for any broker to answer before it
+        fails with ``KafkaUnreachableError`` (the operators' parameter of the same name).
     """
 
     def __init__(
@@ -134,6 +140,7 @@ class StreamingQueryHealthTrigger(BaseTrigger):
         checkpoint_conn_id: str | None = None,
         max_probe_failures: int = 3,
         driver_task: Mapping[str, str] | None = None,
+        kafka_connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
     ) -> None:
         super().__init__()
         self.spec_path = spec_path
@@ -148,6 +155,7 @@ class StreamingQueryHealthTrigger(BaseTrigger):
         self.checkpoint_conn_id = checkpoint_conn_id
         self.max_probe_failures = max_probe_failures
         self.driver_task = dict(driver_task) if driver_task else None
+        self.kafka_connect_timeout_s = float(kafka_connect_timeout_s)
         self._spec: PipelineSpec | None = None
         self._storage_options: dict[str, Any] | None = None
 
@@ -168,6 +176,7 @@ class StreamingQueryHealthTrigger(BaseTrigger):
                 "checkpoint_conn_id": self.checkpoint_conn_id,
                 "max_probe_failures": self.max_probe_failures,
                 "driver_task": self.driver_task,
+                "kafka_connect_timeout_s": self.kafka_connect_timeout_s,
             },
         )
 
@@ -186,10 +195,12 @@ class StreamingQueryHealthTrigger(BaseTrigger):
         return self._spec
 
     def _sample(self) -> HealthSample:
-        """Take one sample (blocking)."""
+        """Take one sample (blocking); new clients each time, so that each sample asks whether a broker answers."""
         from airflow_provider_eos.usecases.health import sample
 
-        return sample(self._load(), storage_options=self._storage_options)
+        spec = self._load()
+        return sample(PipelineClients(spec, self._storage_options or {},
+                                      connect_timeout_s=self.kafka_connect_timeout_s))
 
     def _evaluate(self, window: LagWindow) -> HealthReport:
         from airflow_provider_eos.usecases.health import evaluate

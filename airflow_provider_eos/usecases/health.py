@@ -45,13 +45,21 @@ class HealthOutcome(UseCaseResult[HealthReport]):
     """The health report; a finding when UNHEALTHY (or, strictly, anything but HEALTHY)."""
 
 
-def sample(spec: PipelineSpec, storage_options: Mapping[str, Any] | None = None) -> HealthSample:
+def sample(clients: PipelineClients) -> HealthSample:
     """One health sample as the health role takes it (the sensor's and the trigger's): a refusal names its grant.
 
+    Asks first whether any broker answers (:meth:`PipelineClients.require_kafka`, as :func:`health` and
+    every use case do): a cluster that is down fails the sample within ``connect_timeout_s`` with the
+    sentence naming the brokers, not after each of the probe's requests timed out on its own.
+    Pass a new :class:`PipelineClients` per sample: the answer is cached in it.
+
+    :raises KafkaUnreachableError: no broker answered within the clients' ``connect_timeout_s``.
     :raises AclMissingError: the health principal lacks an ACL of its set.
     """
+    spec = clients.spec
     try:
-        return probe(spec, storage_options=storage_options)
+        clients.require_kafka()
+        return probe(spec, storage_options=clients.storage_options, timeout_s=clients.timeout_s)
     except AclMissingError as refused:
         raise role_refusal(refused, "health", spec) from refused.__cause__
 

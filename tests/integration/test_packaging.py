@@ -61,7 +61,8 @@ def test_constraints_pin_every_requirement_in_range(constraints: str):
         if "==" in line and not line.startswith("#")
     )
     pins = {name.lower().replace("_", "-"): version for name, version in pins.items()}
-    for line in _requirements("install_requires") + _requirements("spark") + _requirements("dev"):
+    for line in _requirements("install_requires") + _requirements("spark") + _requirements("dev") + _requirements(
+            "bench"):
         requirement = Requirement(line)
         name = requirement.name.lower().replace("_", "-")
         assert name in pins, f"{name} has no tested version in {constraints} (run `make constraints`)"

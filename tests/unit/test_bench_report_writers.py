@@ -113,7 +113,7 @@ def test_markdown_shows_modes_ratios_scaling_control_and_where_the_time_goes(tmp
     assert "the write job (the JVM writer's data-source write" in text and "What would close it" in text
     assert ("- **control records (no target).** 4x4: batch 10,000: 1.6 markers per 1,000 records, c_e 10,800 rec/s "
             "without batch 0, c_e/b 0.90, c_e/c_d 1.12") in text
-    chart(results, tmp_path / "chart.png")
+    chart(results, tmp_path / "chart.png")  # the chart's own tests: tests/unit/test_bench_chart.py
     assert (tmp_path / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -91,6 +91,14 @@ def fake_probe(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[list[Calla
     yield install
 
 
+@pytest.fixture
+def kafka_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reachability probe passes (the spec's broker is localhost:1): the tests' fake probe is the sample."""
+    from airflow_provider_eos.usecases.clients import PipelineClients
+
+    monkeypatch.setattr(PipelineClients, "require_kafka", lambda self: None)
+
+
 def first_event(trigger: StreamingQueryHealthTrigger, timeout_s: float = 30) -> dict[str, Any]:
     async def go() -> dict[str, Any]:
         event = await asyncio.wait_for(anext(trigger.run()), timeout_s)
@@ -126,6 +134,7 @@ def test_serialize_round_trip_keeps_every_argument_and_the_window(spec_path: str
         kafka_conn_id="kafka_default",
         checkpoint_conn_id="s3",
         max_probe_failures=5,
+        kafka_connect_timeout_s=2.5,
     )
     classpath, kwargs = original.serialize()
     assert classpath == CLASSPATH
@@ -241,7 +250,8 @@ def test_the_window_is_carried_in_the_trigger_between_polls(spec_path: str, fake
 # -- the sensor's synchronous check and hand-over ----------------------------------------------
 
 
-def test_sensor_checks_once_then_defers_with_its_sample_in_the_trigger(spec_path: str, monkeypatch) -> None:
+def test_sensor_checks_once_then_defers_with_its_sample_in_the_trigger(spec_path: str, monkeypatch,
+                                                                      kafka_answers) -> None:
     from airflow.sdk.exceptions import TaskDeferred
 
     from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
@@ -255,7 +265,8 @@ def test_sensor_checks_once_then_defers_with_its_sample_in_the_trigger(spec_path
 
     monkeypatch.setattr(health_usecase, "probe", fake)
     sensor = StreamingQueryHealthSensor(
-        task_id="health", spec_path=spec_path, poke_interval=7, timeout=600, thresholds={"stop_after_ms": 9000}
+        task_id="health", spec_path=spec_path, poke_interval=7, timeout=600, thresholds={"stop_after_ms": 9000},
+        kafka_connect_timeout_s=3,
     )
     with pytest.raises(TaskDeferred) as deferred:
         sensor.execute({})
@@ -263,12 +274,14 @@ def test_sensor_checks_once_then_defers_with_its_sample_in_the_trigger(spec_path
     handed = deferred.value.trigger
     assert isinstance(handed, StreamingQueryHealthTrigger) and deferred.value.method_name == "execute_complete"
     assert handed.watch == "wait_healthy" and handed.poke_interval == 7 and handed.thresholds == {"stop_after_ms": 9000}
+    assert handed.kafka_connect_timeout_s == 3, "each of the trigger's samples waits as long for a broker"
     assert len(LagWindow.from_dict(handed.window)) == 1
     assert pendulum.parse(handed.timeout_at) > pendulum.parse(handed.committed_after)
     assert deferred.value.timeout.total_seconds() > 600
 
 
-def test_sensor_finishes_without_deferring_when_the_first_check_settles_it(spec_path: str, monkeypatch) -> None:
+def test_sensor_finishes_without_deferring_when_the_first_check_settles_it(spec_path: str, monkeypatch,
+                                                                          kafka_answers) -> None:
     from airflow.sdk.exceptions import AirflowFailException
 
     from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
@@ -305,7 +318,7 @@ def test_sensor_execute_complete_translates_each_outcome(spec_path: str) -> None
     assert not isinstance(raised.value, AirflowFailException)  # retryable
 
 
-def test_sensor_poke_keeps_the_window_between_pokes(spec_path: str, monkeypatch) -> None:
+def test_sensor_poke_keeps_the_window_between_pokes(spec_path: str, monkeypatch, kafka_answers) -> None:
     from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
     from airflow_provider_eos.usecases import health as health_usecase
 
