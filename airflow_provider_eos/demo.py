@@ -196,7 +196,7 @@ def _run(bootstrap: str, work: Path) -> int:
         output_topic="demo-orders-enriched", dlq_topic="demo-orders-dlq", group_id="demo-orders-eos",
         transactional_id_prefix="demo-orders", checkpoint_location=str(work / "checkpoint"),
         trigger="available_now", max_offsets_per_trigger=2000, transaction_timeout_ms=60_000,
-        batch_budget_ms=30_000, transform="airflow_provider_eos.jobs.transforms.json_enrich:transform",
+        batch_budget_ms=30_000, transform="spark_jobs.transforms.json_enrich:transform",
         spark_conf={"spark.driver.memory": "1g"},
     )
     spec_path = work / "specs" / "orders_enrich_demo.yaml"

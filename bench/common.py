@@ -1,7 +1,7 @@
 """What every benchmark shares: load, statistics, topics, input records, and the job as a subprocess.
 
 The job runs exactly as users run it: ``eos run --spec FILE --mode ...`` (spark-submit of
-``airflow_provider_eos/jobs/eos_job.py``), in its own session so the bench can signal its whole process group.
+``spark_jobs/eos_job.py``), in its own session so the bench can signal its whole process group.
 The job logs one ``EOS-PROGRESS`` JSON line per finished batch (Spark's ``triggerExecution``
 duration, rows in, and for exactly-once the sink's collect/produce/commit times); the bench reads
 them from the job's log file.

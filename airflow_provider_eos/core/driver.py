@@ -33,7 +33,7 @@ DRIVER_OWNER_PID_ENV = "EOS_DRIVER_OWNER_PID"
 """The environment variable that tags every process of one submission."""
 
 ENTRY_SCRIPT = "eos_job.py"
-"""The file name of the job's spark-submit application (``airflow_provider_eos/jobs/``): the Python driver runs it."""
+"""The file name of the job's spark-submit application (``spark_jobs/``): the Python driver runs it."""
 
 DRIVER_XCOM_KEY = "driver"
 """The XCom key under which a submit task records its :class:`DriverHandle`."""

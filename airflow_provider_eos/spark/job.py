@@ -1,6 +1,7 @@
 """Build and run the streaming query of a pipeline spec: source -> transform -> sink.
 
-The spark-submit entry (``airflow_provider_eos/jobs/eos_job.py``) calls :func:`run_pipeline`.
+The driver program (:mod:`airflow_provider_eos.spark.entry_point`, which spark-submit runs through
+``spark_jobs/eos_job.py``) calls :func:`run_pipeline`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import logging
 import os
 import signal
 import threading
+import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -18,6 +20,7 @@ from airflow_provider_eos.core.acls import ResourceType
 from airflow_provider_eos.core.driver import DRIVER_OWNER_PID_ENV
 from airflow_provider_eos.core.errors import AclMissingError, EosError, SpecError
 from airflow_provider_eos.core.spec import Mode, PipelineSpec
+from airflow_provider_eos.core.transform_reference import resolve_transform
 from airflow_provider_eos.kafka.settings import spark_source_options
 from airflow_provider_eos.spark.faults import FaultInjector
 from airflow_provider_eos.spark.noop_sink import BENCH_NOOP_MODE, NoopSink
@@ -55,10 +58,19 @@ def identity(frame: DataFrame) -> DataFrame:
 
 
 def load_transform(reference: str | None) -> Transform:
-    """Import ``module:function``; errors name the reference and what is wrong."""
+    """Import ``module:function``; errors name the reference and what is wrong.
+
+    A reference to a moved module (``airflow_provider_eos.jobs...``) imports it from where it lives
+    now, logs the deprecation and warns with a :class:`DeprecationWarning`.
+    """
     if reference is None:
         return identity
-    module_name, _, function_name = reference.partition(":")
+    resolved = resolve_transform(reference)
+    if resolved.deprecation:
+        # Logged as well: Python hides DeprecationWarnings outside __main__, and the driver's log is what users read.
+        log.warning("%s", resolved.deprecation)
+        warnings.warn(resolved.deprecation, DeprecationWarning, stacklevel=2)
+    module_name, function_name = resolved.module, resolved.function
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:

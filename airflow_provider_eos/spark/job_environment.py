@@ -15,20 +15,22 @@ The price: a venv-packed environment links to its base interpreter instead of ca
 every node needs that Python (same minor version) at the same path; ``python_prefix`` rewrites the
 link for nodes where it lives elsewhere (e.g. ``/usr``).
 
-The environment holds the job's runtime (this package and its non-Airflow requirements:
+The environment holds the job's runtime (this distribution's packages, ``airflow_provider_eos`` and
+the ``spark_jobs`` shell with the entry script and example transforms, and its non-Airflow requirements:
 confluent-kafka, pyarrow, pandas, pydantic ...) pinned by the constraints file; no Airflow and
 no PySpark: a Spark worker puts its own ``pyspark.zip`` and py4j on the Python workers'
 ``PYTHONPATH`` (``$SPARK_HOME/python/lib``, present in a pip-installed PySpark too), ahead of
 the environment's site-packages, so a PySpark inside would be dead weight of the wrong version.
 
 Building takes a minute or more, so a build is keyed by a content hash of its inputs (interpreter,
-requirements, constraints, this package's files): an archive whose recorded hash matches is reused.
+requirements, constraints, the distribution's package files): an archive whose recorded hash matches is reused.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import importlib.util
 import json
 import logging
 import platform
@@ -45,6 +47,7 @@ from airflow_provider_eos.core.progress import heartbeat
 from airflow_provider_eos.subprocesses import run_bounded
 
 __all__ = [
+    "DISTRIBUTION_PACKAGES",
     "ENVIRONMENT_ALIAS",
     "EXECUTOR_PYTHON",
     "BuiltEnvironment",
@@ -56,6 +59,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DISTRIBUTION = "airflow-provider-eos"
+#: The distribution's top-level packages the job runs: the product and the Spark side's shell beside it.
+DISTRIBUTION_PACKAGES = ("airflow_provider_eos", "spark_jobs")
 #: The folder name Spark unpacks the archive to in each container's working dir (``ARCHIVE#alias``).
 ENVIRONMENT_ALIAS = "environment"
 #: The interpreter executors (and a cluster-mode driver) run from the unpacked archive.
@@ -95,10 +100,17 @@ def job_requirements() -> list[str]:
     return sorted(selected)
 
 
-def _package_root() -> Path:
-    import airflow_provider_eos
+def _package_folder(name: str) -> Path:
+    """Where the distribution's package ``name`` is imported from (found without importing it)."""
+    found = importlib.util.find_spec(name)
+    if found is None or not found.submodule_search_locations:
+        raise JobEnvironmentError(f"package {name!r} of {DISTRIBUTION} is not importable",
+                                  fix=f"reinstall {DISTRIBUTION} (pip install 'airflow-provider-eos[spark]')")
+    return Path(next(iter(found.submodule_search_locations)))
 
-    return Path(airflow_provider_eos.__file__).parent
+
+def _package_root() -> Path:
+    return _package_folder("airflow_provider_eos")
 
 
 def _source_tree() -> Path | None:
@@ -109,11 +121,13 @@ def _source_tree() -> Path | None:
 
 
 def _package_digest() -> str:
-    """A hash of every file of the importable package (code and data), the package part of the recipe."""
-    root = _package_root()
+    """A hash of every file of the distribution's packages (code and data), the package part of the recipe."""
     digest = hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    for package in DISTRIBUTION_PACKAGES:
+        folder = _package_folder(package)
+        for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+            name = f"{package}/{path.relative_to(folder).as_posix()}"
+            digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 
@@ -251,8 +265,8 @@ def _install_package(pip: list[str], work: Path, log_file: Path) -> None:
     for item in tree.iterdir():
         if item.is_file():
             shutil.copy2(item, source / item.name)
-    shutil.copytree(tree / "airflow_provider_eos", source / "airflow_provider_eos",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for package in DISTRIBUTION_PACKAGES:
+        shutil.copytree(tree / package, source / package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     _run([*pip, "--no-deps", str(source)], "installing this package", log_file)
 
 

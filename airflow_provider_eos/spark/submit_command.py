@@ -24,7 +24,7 @@ from airflow_provider_eos.core.secrets import SPARK_REDACTION_REGEX
 from airflow_provider_eos.core.spec import Mode, PipelineSpec
 from airflow_provider_eos.core.spec.submission import Connector, check_python_environment, url_scheme
 from airflow_provider_eos.kafka.settings.java import SPARK_OPTIONS_REDACTION_REGEX
-from airflow_provider_eos.spark.job_environment import ENVIRONMENT_ALIAS, EXECUTOR_PYTHON
+from airflow_provider_eos.spark.job_environment import DISTRIBUTION_PACKAGES, ENVIRONMENT_ALIAS, EXECUTOR_PYTHON
 from airflow_provider_eos.spark.noop_sink import BENCH_NOOP_MODE
 from airflow_provider_eos.spark.secret_conf import (
     properties_keys,
@@ -33,8 +33,11 @@ from airflow_provider_eos.spark.secret_conf import (
     write_secret_properties,
 )
 
-# The entry script and example transforms live inside this package (``airflow_provider_eos.jobs``).
-PACKAGES_SHIPPED = ("airflow_provider_eos",)
+#: The packages zipped for ``--py-files``: the product, and the shell beside it (the entry script and the
+#: example transforms, ``spark_jobs``), both of the one distribution.
+PACKAGES_SHIPPED = DISTRIBUTION_PACKAGES
+#: The package whose ``eos_job.py`` spark-submit runs.
+ENTRY_PACKAGE = "spark_jobs"
 #: The settings Spark hides by (``Utils.redact``); a user's own value, wherever set, is kept.
 REDACTION_REGEX_KEY = "spark.redaction.regex"
 # Driver mode collects each batch on the driver; Arrow makes that a columnar transfer.
@@ -59,7 +62,8 @@ class SubmitPlan:
     :param application: the entry script.
     :param application_args: its arguments (``--spec`` names the spec as the driver finds it).
     :param jars: connector jars for ``--jars`` (paths or URLs); empty when the conf names packages.
-    :param py_files: this package, zipped, for ``--py-files``: driver and executors run the submitter's code.
+    :param py_files: this distribution's packages, zipped, for ``--py-files``: driver and executors run the
+        submitter's code.
     :param files: files for ``--files`` (the spec, in cluster deploy mode).
     :param archives: ``ARCHIVE#alias`` entries for ``--archives`` (the packed environment).
     :param conf: ``--conf`` settings (none of them secret).
@@ -103,7 +107,8 @@ def _package_root(name: str) -> Path:
 
 
 def zip_packages(target_dir: Path) -> Path:
-    """Zip this package (job, writers, example transforms) for ``--py-files`` so executors can import transforms."""
+    """Zip the distribution's packages (job, writers, example transforms) for ``--py-files`` so executors can import
+    transforms."""
     target_dir.mkdir(parents=True, exist_ok=True)
     archive = target_dir / "eos-py-files.zip"
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
@@ -115,8 +120,8 @@ def zip_packages(target_dir: Path) -> Path:
 
 
 def entry_script() -> Path:
-    """The spark-submit application: ``airflow_provider_eos/jobs/eos_job.py``."""
-    return _package_root("airflow_provider_eos.jobs") / ENTRY_SCRIPT
+    """The spark-submit application: ``spark_jobs/eos_job.py``."""
+    return _package_root(ENTRY_PACKAGE) / ENTRY_SCRIPT
 
 
 def spark_submit_executable() -> str:

@@ -17,6 +17,7 @@ from airflow_provider_eos.core.preflight import (
     PreflightReport,
     evaluate,
 )
+from airflow_provider_eos.core.transform_reference import resolve_transform
 from airflow_provider_eos.core.transform_traits import TransformTraits, traits_from_source
 from airflow_provider_eos.devstack.jars import executor_writer_jar
 from airflow_provider_eos.kafka.cluster_facts import gather_facts
@@ -94,13 +95,16 @@ def read_transform_traits(reference: str | None) -> TransformTraits:
     (their ``__init__``) but not the module: transform modules import PySpark at their top, which
     the Airflow worker need not have, and importing them would run a user's code there.
 
-    :param reference: the spec's ``transform`` (``module:function``; ``None``: the identity).
+    :param reference: the spec's ``transform`` (``module:function``; ``None``: the identity). A moved
+        module path is read where the module lives now (:func:`~airflow_provider_eos.core.transform_reference.
+        resolve_transform`); the rule EOS319 reports the old path.
     :raises PreflightError: if the module cannot be found or its source read, or the function is
         not defined at the module's top level (then only the job, with Spark, can tell).
     """
     if reference is None:
         return TransformTraits(reference=None, stateful=False, evidence="the identity transform")
-    module = reference.partition(":")[0]
+    resolved = resolve_transform(reference)
+    module = resolved.module
     fix = "ship the transform's module where pre-flight runs, or rely on the job's check of the plan at start"
     try:
         found = importlib.util.find_spec(module)

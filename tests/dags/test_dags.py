@@ -168,9 +168,19 @@ def test_manual_recovery_form_validation(airflow_home, monkeypatch):
         "eos_manual_recovery", Path(__file__).resolve().parents[2] / "dags" / "eos_manual_recovery.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    # The DAG file is a caller of the factory; the form's check is the factory module's.
+    from airflow_provider_eos.dags.manual_recovery import validate_request as validate
+    from airflow_provider_eos.spec_registry import discover_specs
+
+    specs = discover_specs(Path(__file__).resolve().parents[2] / "dags" / "pipelines")
+    assert module.dag.params["pipeline"] == "orders_enrich"
+
+    def validate_request(params):
+        return validate(params, specs)
+
     ok = {"pipeline": "orders_enrich", "action": "rewind", "dry_run": True, "target_batch": 3}
-    assert module.validate_request(ok) == "rewind"
-    assert module.validate_request({**ok, "dry_run": False, "confirmation": "rewind orders_enrich"}) == "rewind"
+    assert validate_request(ok) == "rewind"
+    assert validate_request({**ok, "dry_run": False, "confirmation": "rewind orders_enrich"}) == "rewind"
     # An invalid request goes to the refused task, which states the reason (decide() gives it).
     from airflow_provider_eos.core.recovery_request import decide
 
@@ -182,5 +192,5 @@ def test_manual_recovery_form_validation(airflow_home, monkeypatch):
         ({**ok, "target_batch": -5}, "target_batch is -5"),
         ({**ok, "action": "align", "target_batch": 2}, "only applies to rewind"),
     ):
-        assert module.validate_request(bad) == "refused"
-        assert message in str(decide(bad, module.SPECS).reason)
+        assert validate_request(bad) == "refused"
+        assert message in str(decide(bad, specs).reason)

@@ -60,7 +60,7 @@ def test_eos_package_builds_the_job_runtime_without_airflow_or_pyspark(job_envir
         python = archive.getmember("bin/python")
     top_level = {name[len(SITE_PACKAGES):].split("/", 1)[0] for name in names if name.startswith(SITE_PACKAGES)}
     assert {"confluent_kafka", "pyarrow", "pandas", "pydantic", "yaml", "airflow_provider_eos"} <= top_level
-    assert "airflow_provider_eos/jobs/transforms/json_enrich.py" in {n.removeprefix(SITE_PACKAGES) for n in names}
+    assert "spark_jobs/transforms/json_enrich.py" in {n.removeprefix(SITE_PACKAGES) for n in names}
     assert not {name for name in top_level if name in ("airflow", "pyspark", "py4j")}, top_level
     assert python.issym() and "pyvenv.cfg" in names
     record = job_environment.with_name(job_environment.name + ".eos.json")

@@ -69,7 +69,7 @@ def _fraud_events(base: datetime) -> tuple[list, Counter, list[bytes]]:
 
 def test_fraud_alerts_stateful_with_no_data_batches(bootstrap, tmp_path):
     harness = PipelineHarness(bootstrap, tmp_path,
-                              transform="airflow_provider_eos.jobs.transforms.fraud_alerts:transform",
+                              transform="spark_jobs.transforms.fraud_alerts:transform",
                               max_offsets_per_trigger=20)
     base = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
     records, expected_alerts, malformed = _fraud_events(base)

@@ -173,7 +173,7 @@ def test_preflight_tells_the_writers_rules_from_the_live_facts(mid_batch: Checkp
     record(mid_batch, Writers.DRIVER)
     spec = json.loads(mid_batch.spec_path.read_text())
     mid_batch.spec_path.write_text(json.dumps({
-        **spec, "writers": "executors", "transform": "airflow_provider_eos.jobs.transforms.fraud_alerts:transform",
+        **spec, "writers": "executors", "transform": "spark_jobs.transforms.fraud_alerts:transform",
     }))
     report = preflight(PipelineClients.from_spec_file(mid_batch.spec_path)).report
     status = {code: report.finding(code).status.value for code in ("EOS313", "EOS314", "EOS315", "EOS316")}

@@ -111,28 +111,42 @@ def test_airflow_lists_the_provider(airflow_home):
 
 
 def test_a_worker_without_the_spark_extra_runs_preflight_health_and_recovery():
-    """With pyspark, pyarrow and pandas unimportable, everything but submit loads, without the Spark provider.
+    """With pyspark, pyarrow, pandas and the Spark provider unimportable, everything but submit loads, and every
+    DAG parses: eos_pipeline's submit tasks are stand-ins that fail naming the spark extra.
 
     (A venv installed without extras was checked by hand too; Airflow's own provider discovery
-    reads installed distributions, so the Spark provider cannot be hidden by an import hook.)
+    reads installed distributions, so the Spark provider cannot be hidden from it by an import hook.)
     """
     code = """
 import importlib.abc, importlib.util, sys
-BLOCKED = ("pyspark", "pyarrow", "pandas")
+BLOCKED = ("pyspark", "pyarrow", "pandas", "airflow.providers.apache.spark")
 class NoSpark(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
         if name.startswith(BLOCKED):
-            raise ImportError(f"{name} is not installed (no [spark] extra)")
+            raise ModuleNotFoundError(f"No module named {name!r} (no [spark] extra)", name=name)
 sys.meta_path.insert(0, NoSpark())
 import airflow_provider_eos.operators.recovery, airflow_provider_eos.operators.preflight
 import airflow_provider_eos.operators.driver, airflow_provider_eos.sensors.health
 import airflow_provider_eos.triggers.health, airflow_provider_eos.cli.main
-for dag in ("eos_health_check", "eos_manual_recovery"):
+dags = {}
+for dag in ("eos_health_check", "eos_manual_recovery", "eos_pipeline", "eos_spec_errors"):
     spec = importlib.util.spec_from_file_location(dag, f"dags/{dag}.py")
-    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    dags[dag] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(dags[dag])
 assert "airflow.providers.apache.spark.operators.spark_submit" not in sys.modules
+pipeline = dags["eos_pipeline"].dag
+kinds = {task.task_id: type(task).__name__ for task in pipeline.tasks}
+assert kinds["submit"] == kinds["submit_stream"] == "SparkExtraMissingOperator", kinds
+assert kinds["preflight"] == "EosPreflightOperator", kinds
+try:
+    pipeline.get_task("submit").execute({})
+except Exception as exc:
+    print(type(exc).__name__, exc)
 print("ok")
 """
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=False,
                             timeout=300)
     assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stdout + result.stderr
+    failure = result.stdout.strip().splitlines()[-2]
+    assert failure.startswith("AirflowFailException task submit submits the Spark job"), failure
+    assert "'airflow.providers.apache.spark" in failure and "pip install 'airflow-provider-eos[spark]'" in failure

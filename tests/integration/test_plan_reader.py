@@ -28,8 +28,8 @@ from airflow_provider_eos.core.plan_alignment import (
     map_input_partitions,
 )
 from airflow_provider_eos.core.topic_partition import TopicPartition
-from airflow_provider_eos.jobs.transforms import fraud_alerts, json_enrich
 from airflow_provider_eos.spark.plan_reader import read_batch_plan
+from spark_jobs.transforms import fraud_alerts, json_enrich
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

@@ -1,10 +1,10 @@
 """The README's ``pip install`` path, as a new user takes it: the wheel alone, in a fresh venv.
 
-Builds the wheel from a copy of the source tree, installs it with the ``spark`` extra (what a DAG
-processor needs: eos_pipeline imports the Spark provider's operator) into a new venv through this
-Python's constraints file, and from a folder that is not the checkout, with nothing of the source
-tree on ``sys.path``: Airflow lists the provider and its ``[eos]`` options, the DAGs the wheel ships
-parse, and ``eos preflight`` checks a spec against the session's broker.
+Builds the wheel from a copy of the source tree, installs it with the ``spark`` extra (what a
+worker running eos_pipeline's submit tasks needs; without it they parse as stand-ins) into a new
+venv through this Python's constraints file, and from a folder that is not the checkout, with
+nothing of the source tree on ``sys.path``: Airflow lists the provider and its ``[eos]`` options, the
+DAGs the wheel ships parse, and ``eos preflight`` checks a spec against the session's broker.
 
 The installer is uv where the test's own environment has it (``make install`` puts it there): the
 same wheel, extras and constraints resolve to the same distributions, in 15 s instead of pip's 85.
@@ -83,6 +83,11 @@ def test_the_wheel_carries_what_a_user_needs(wheel: Path):
             "airflow_provider_eos/devstack/maven/settings.xml",
             "airflow_provider_eos/example_dags/pipelines/orders_enrich.yaml"} <= names
     assert {f"airflow_provider_eos/example_dags/{dag}.py" for dag in SHIPPED_DAGS} <= names
+    # The DAG factories the example DAGs call, and the Spark side's shell beside the product package.
+    assert {f"airflow_provider_eos/dags/{factory}.py" for factory in ("pipeline", "health_check", "manual_recovery",
+                                                                      "spec_errors")} <= names
+    assert {"spark_jobs/__init__.py", "spark_jobs/eos_job.py", "spark_jobs/transforms/json_enrich.py",
+            "spark_jobs/transforms/fraud_alerts.py"} <= names
     assert any(name.endswith(".dist-info/licenses/LICENSE") or name.endswith(".dist-info/LICENSE") for name in names)
     assert not [name for name in names if "__pycache__" in name or name.startswith(("tests/", "dags/", "jvm/"))]
 

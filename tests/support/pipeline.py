@@ -59,7 +59,7 @@ class PipelineHarness:
 
     bootstrap: Cluster
     work_dir: Path
-    transform: str | None = "airflow_provider_eos.jobs.transforms.json_enrich:transform"
+    transform: str | None = "spark_jobs.transforms.json_enrich:transform"
     partitions: int = 2
     max_offsets_per_trigger: int = 300
     transaction_timeout_ms: int = 60_000

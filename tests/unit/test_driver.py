@@ -66,7 +66,7 @@ def test_another_host_an_unreadable_process_table_or_cluster_mode_give_no_eviden
 
 
 def test_only_the_python_driver_is_recognised_as_the_driver() -> None:
-    python = "/v/bin/python3 /p/airflow_provider_eos/jobs/eos_job.py --spec s"
+    python = "/v/bin/python3 /p/spark_jobs/eos_job.py --spec s"
     assert DriverProcess(pid=1, command=python).is_python_driver
     jvm = "/usr/lib/jvm/java-17/bin/java -cp x org.apache.spark.deploy.SparkSubmit /p/eos_job.py --spec s"
     assert not DriverProcess(pid=2, command=jvm).is_python_driver

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from airflow_provider_eos.core.errors import JobEnvironmentError
-from airflow_provider_eos.jobs.eos_job import local_spec_file
 from airflow_provider_eos.spark import job_environment
+from airflow_provider_eos.spark.entry_point import local_spec_file
 from airflow_provider_eos.spark.job_environment import EnvironmentRecipe, build_job_environment, job_requirements
 
 

@@ -6,6 +6,7 @@ Plans are built for real (entry script, zipped package); nothing is submitted.
 from __future__ import annotations
 
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -69,6 +70,19 @@ def test_without_a_packed_environment_driver_and_executors_run_this_interpreter(
     # The default executor writer's jar goes with the connector's.
     assert option(command, "--jars") == f"{jar},{executor_writer_jar(build=False)}"
     assert command[-4:] == ["--spec", str(spec_file), "--mode", "exactly-once"]
+
+
+def test_spark_submit_runs_the_spark_jobs_shell_and_ships_both_packages(spec_file, tmp_path, jar):
+    import spark_jobs
+
+    submit = plan(spec_file, tmp_path, connector=Connector(jars=[jar]))
+    assert submit.application == Path(spark_jobs.__file__).parent / "eos_job.py"
+    (py_files,) = submit.py_files
+    names = set(zipfile.ZipFile(py_files).namelist())
+    # The executors import the example transforms (and the product code they call) from the zip.
+    assert {"spark_jobs/__init__.py", "spark_jobs/eos_job.py", "spark_jobs/transforms/json_enrich.py",
+            "airflow_provider_eos/spark/entry_point.py", "airflow_provider_eos/spark/job.py"} <= names
+    assert not [name for name in names if name.startswith("airflow_provider_eos/jobs/")]
 
 
 def test_a_packed_environment_is_shipped_and_executors_run_its_interpreter(spec_file, tmp_path, jar, archive):

@@ -25,8 +25,8 @@ from airflow_provider_eos.usecases.clients import PipelineClients
 from airflow_provider_eos.usecases.preflight import read_transform_traits, with_writers_facts
 from tests.support.checkpoints import write_checkpoint
 
-FRAUD = "airflow_provider_eos.jobs.transforms.fraud_alerts:transform"
-ENRICH = "airflow_provider_eos.jobs.transforms.json_enrich:transform"
+FRAUD = "spark_jobs.transforms.fraud_alerts:transform"
+ENRICH = "spark_jobs.transforms.json_enrich:transform"
 QUERY = "0b5c3e1a-8d2f-4e6a-9c1b-7f3e5a2d4c60"
 
 # -- at run time ----------------------------------------------------------------------------------
@@ -111,7 +111,7 @@ def test_a_transform_that_cannot_be_read_says_why() -> None:
     with pytest.raises(PreflightError, match="'no_such_module_eos' is not importable"):
         read_transform_traits("no_such_module_eos:transform")
     with pytest.raises(PreflightError, match="not defined at the top level"):
-        read_transform_traits("airflow_provider_eos.jobs.transforms.json_enrich:no_such_function")
+        read_transform_traits("spark_jobs.transforms.json_enrich:no_such_function")
     with pytest.raises(PreflightError, match="cannot be read"):
         read_transform_traits("no_such_package_eos.sub:transform")
 

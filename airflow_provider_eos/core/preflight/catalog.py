@@ -11,6 +11,7 @@ from airflow_provider_eos.core.preflight import (  # noqa: F401
     security,
     spark_checkpoint,
     timeouts,
+    transform_module,
     writers,
 )
 from airflow_provider_eos.core.preflight.facts import PreflightFacts

@@ -24,7 +24,7 @@ FAMILIES = (test_timeouts, test_cluster_topics, test_spark_checkpoint, test_writ
 # when it says `writers: auto` (the job decides at start), as good_spec does.
 SPEC_ONLY = {
     "EOS101", "EOS301", "EOS302", "EOS303", "EOS304", "EOS306", "EOS307", "EOS309", "EOS311", "EOS312",
-    "EOS313", "EOS314", "EOS316", "EOS317",
+    "EOS313", "EOS314", "EOS316", "EOS317", "EOS319",
 }
 
 

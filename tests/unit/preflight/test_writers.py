@@ -1,4 +1,5 @@
-"""EOS313-EOS318: the writers, told without Spark; pass on good facts and fail naming the values."""
+"""EOS313-EOS318: the writers, told without Spark (and EOS319, the transform's module path); pass on good facts and
+fail naming the values."""
 
 from __future__ import annotations
 
@@ -31,8 +32,9 @@ from tests.unit.preflight.builders import (
     topic,
 )
 
-FRAUD = "airflow_provider_eos.jobs.transforms.fraud_alerts:transform"
-ENRICH = "airflow_provider_eos.jobs.transforms.json_enrich:transform"
+FRAUD = "spark_jobs.transforms.fraud_alerts:transform"
+ENRICH = "spark_jobs.transforms.json_enrich:transform"
+OLD_ENRICH = "airflow_provider_eos.jobs.transforms.json_enrich:transform"
 STATEFUL = TransformTraits(
     reference=FRAUD, stateful=True, evidence="transform in fraud_alerts.py: @stateful_transform"
 )
@@ -116,6 +118,8 @@ PASSES: list[Case] = [
     ("EOS318", then(spec(executor_writer="python"), no_jar), ["'python'", "no jar to ship"]),
     ("EOS318", then(spec(writers="driver"), no_jar), ["'driver'", "no executor writer runs"]),
     ("EOS318", then(spec(mode="at-least-once"), no_jar), ["'at-least-once'", "no executor writer runs"]),
+    ("EOS319", spec(transform=ENRICH), [f"transform {ENRICH!r}"]),
+    ("EOS319", spec(transform=None), ["the identity transform"]),
 ]
 
 FAILS: list[Case] = [
@@ -142,6 +146,9 @@ FAILS: list[Case] = [
       f"checkpoint {HDFS!r} is on hdfs://", "no WebHDFS address", "refuse to start"]),
     ("EOS318", then(spec(writers="executors"), no_jar), ["'jvm' (the default)", "is not built from /src/jvm",
                                                           "spark-submit would refuse"]),
+    # The deprecated path still runs: a WARNING naming the old path and the new one, never a failed pre-flight.
+    ("EOS319", spec(transform=OLD_ENRICH),
+     [f"transform {OLD_ENRICH!r} names the deprecated module path 'airflow_provider_eos.jobs'", f"write {ENRICH!r}"]),
 ]
 
 
@@ -208,3 +215,11 @@ def test_the_writers_rules_are_catalogued_with_their_severities() -> None:
 def test_the_jar_not_looked_for_is_not_checked() -> None:
     result = finding(dataclasses.replace(good_facts(), executor_writer_jar=None), "EOS318")
     assert result.status is Status.NOT_CHECKED
+
+
+def test_the_deprecated_transform_path_warns_and_its_fix_is_the_new_path() -> None:
+    report = evaluate(spec(transform=OLD_ENRICH)(good_facts()))
+    result = report.finding("EOS319")
+    assert result.severity.value == "WARNING" and result.status is Status.FAIL
+    assert result.fix == f"write transform: {ENRICH} in the spec"
+    assert report.ok and result in report.warnings

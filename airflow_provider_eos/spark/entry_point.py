@@ -1,4 +1,7 @@
-"""spark-submit entry point: ``eos_job.py --spec FILE [--mode exactly-once|at-least-once|noop]`` (noop: bench only).
+"""The job's driver program: ``eos_job.py --spec FILE [--mode exactly-once|at-least-once|noop]`` (noop: bench only).
+
+spark-submit runs ``spark_jobs/eos_job.py`` (:data:`~airflow_provider_eos.core.driver.ENTRY_SCRIPT`),
+a thin shell that calls :func:`main`; what the driver does lives here, in the product package.
 
 ``--spec`` is a path where the driver runs, or the base name of a spec shipped with ``--files``:
 in cluster deploy mode the cluster puts it in the driver's working folder (YARN) or Spark's
@@ -76,6 +79,3 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         spark.stop()
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,1 +1,0 @@
-"""Example transforms: ``airflow_provider_eos.jobs.transforms.<name>:transform``."""
