@@ -19,7 +19,7 @@ def test_the_report_renders_a_table_and_the_fixes_and_serializes() -> None:
     assert [f.code for f in report.warnings] == ["EOS307"]
     text = report.render()
     assert text.splitlines()[0] == (
-        "Pre-flight of pipeline 'orders': FAILED - 2 error(s), 1 warning(s), 0 info, 0 not checked, 44 passed"
+        "Pre-flight of pipeline 'orders': FAILED - 2 error(s), 1 warning(s), 0 info, 0 not checked, 45 passed"
     )
     header = text.splitlines()[2]
     assert header.split() == ["code", "severity", "result", "check", "details"]
