@@ -1,25 +1,30 @@
 """The seeded fault schedule: which faults, in which order, under which writer, between which input slices.
 
 Everything here is a pure function of the arguments, so ``python -m soak --seed S`` with the same
-``--records/--faults/--writers`` replays the same schedule: the same kinds in the same order, the same
-input records (keys, sequence numbers, malformed ones) in the same slices, the same jitters and the
-same target picks. What a pick lands on (which broker coordinates a transaction right now) depends on
-the live cluster; the pick only makes the choice among the candidates reproducible.
+``--records/--faults/--writers/--executor-writer`` replays the same schedule: the same kinds in the
+same order, the same input records (keys, sequence numbers, malformed ones) in the same slices, the
+same jitters and the same target picks. What a pick lands on (which broker coordinates a transaction
+right now) depends on the live cluster; the pick only makes the choice among the candidates
+reproducible.
 
-The executor writer (``--executor-writer``, the spec's ``executor_writer``) is one of those arguments.
-On the JVM writer (``jvm``, the product's default) an executors phase runs its writer tasks in the
-executor JVM and, json_enrich having no Python UDF, starts no PySpark Python worker at all (a soak run
-sampled none over a whole executors phase; ``tests/dags/test_secured_pipeline.py`` sees none either),
-so ``kill_python_worker`` would find nothing to kill there and the soak would silently prove less.
-:func:`build` therefore turns every ``kill_python_worker`` drawn for such a phase into ``kill_executor``
-(the event keeps ``replaces="kill_python_worker"``): the executor JVM is the process that runs the JVM
-writer's task and holds its producer and open transaction, just as the Python worker does for the
-Python writer, so its SIGKILL is the same fault, a writer task dying mid-transaction, aimed where that
-writer lives. Replacing rather than leaving the fault out keeps the phase's fault count, its input
-slices and the random stream (the substitution happens after every draw), so the driver phase and every
-other event are the same whichever executor writer runs, and the replaced events keep their jitter and
-pick. The driver-writer phase and the Python executor writer keep ``kill_python_worker``: both run
-Python workers (the driver writer's tasks, the Python writer's tasks).
+The executor writer (the spec's ``executor_writer``) decides one thing here. On the JVM writer
+(``jvm``, the product's default) an executors phase runs its writer tasks in the executor JVM and,
+json_enrich having no Python UDF, starts no PySpark Python worker at all (a soak run sampled none over
+a whole executors phase; ``tests/dags/test_secured_pipeline.py`` sees none either), so
+``kill_python_worker`` would find nothing to kill there and the soak would silently prove less.
+:func:`build` therefore turns every ``kill_python_worker`` drawn for such a phase into
+``kill_executor`` (the event keeps ``replaces="kill_python_worker"``). The executor JVM is the process
+that runs the JVM writer's task and holds its producer and open transaction, as the Python worker does
+for the Python writer, so its SIGKILL is that writer's process-level form of the same fault: a writer
+task dying mid-transaction. It is the harder form (every task of that executor dies with it, and Spark
+must find another executor); a single task attempt dying while its executor lives is what the JVM
+writer's crash points cover (``tests/chaos/test_executor_crash_points.py``).
+
+Replacing rather than leaving the fault out keeps the phase's fault count, its input slices and the
+random stream (the substitution happens after every draw), so the driver phase and every other event
+are the same whichever executor writer runs, and a replaced event keeps its jitter and pick. The
+driver-writer phase and the Python executor writer keep ``kill_python_worker``: both run Python
+workers (the driver writer's tasks, the Python writer's tasks).
 """
 
 from __future__ import annotations
