@@ -352,3 +352,22 @@ def test_the_report_names_the_executor_writer_or_says_an_old_run_did_not_record_
     results["meta"]["executor_writer"] = "python"
     assert "Executor writer (the executors phase's tasks): `python` (PySpark's Python workers)" \
         in markdown(results, "stem")
+
+
+def test_a_replacing_fault_says_in_the_fault_log_what_was_drawn(monkeypatch: pytest.MonkeyPatch) -> None:
+    import types
+
+    from soak import faults
+    from soak.targets import Window
+
+    killed: list[int] = []
+    monkeypatch.setattr(faults, "wait_window", lambda ctx: Window())
+    monkeypatch.setattr(faults, "executors", lambda ctx: [types.SimpleNamespace(pid=pid) for pid in (41, 42)])
+    monkeypatch.setattr(faults, "_kill_pid", killed.append)
+    job = types.SimpleNamespace(mode="exactly-once", started_at=0.0, ensure_running=lambda: False,
+                                elapsed=lambda: 1.0, alive=lambda: True)
+    event = next(e for e in build(1, records=30_000, faults=9, writers=("executors",)).events() if e.replaces)
+    record = faults.apply(event, types.SimpleNamespace(job=job))
+    assert (record["kind"], record["replaces"], record["applied"]) == ("kill_executor", "kill_python_worker", True)
+    assert record["note"].startswith("drawn as kill_python_worker (the JVM executor writer has no Python worker)")
+    assert killed and killed[0] in (41, 42) and record["target"] == f"executor JVM {killed[0]}"
