@@ -1,7 +1,9 @@
-"""``python -m soak [--seed S] [--records N] [--faults F] [--writers driver,executors] [--no-control]``.
+"""``python -m soak [--seed S] [--records N] [--faults F] [--writers driver,executors] [--executor-writer jvm]
+[--no-control]``.
 
 Starts its own devstack (three brokers, a two-worker Spark standalone cluster) in a temporary folder,
-always stopped, runs the seeded schedule (:mod:`soak.schedule`) through each writer and, unless
+always stopped, runs the seeded schedule (:mod:`soak.schedule`) through each writer (the executors phase on
+``--executor-writer``, ``jvm`` by default as in the product) and, unless
 ``--no-control``, replays it on the at-least-once writer; writes ``<out>/<stamp>-seed<S>.{json,md,png}``
 and ``LATEST.md``. The same arguments with the same seed replay the same schedule. Exit 0 when
 exactly-once held (0 duplicates, 0 lost, per-key order, every verdict fine, nothing left open).
@@ -26,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from soak.job import log
-from soak.schedule import WRITERS, build
+from soak.schedule import DEFAULT_EXECUTOR_WRITER, EXECUTOR_WRITERS, WRITERS, build
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -37,9 +39,13 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, help="schedule seed (default: a random one, printed and reported)")
     parser.add_argument("--records", type=int, default=1_000_000, help="input records per phase (default 1,000,000)")
     parser.add_argument("--faults", type=int, default=100,
-                        help="faults in total, dealt over the writers; from 45 up each kind at least 5 times "
+                        help="faults in total, dealt over the writers; from 45 up each kind drawn at least 5 times "
                              "(default 100)")
     parser.add_argument("--writers", default=",".join(WRITERS), help="phases, in order (default driver,executors)")
+    parser.add_argument("--executor-writer", choices=EXECUTOR_WRITERS, default=DEFAULT_EXECUTOR_WRITER,
+                        help="what runs the executors phase's writer tasks: the executor JVM (jvm, the product's "
+                             "default) or PySpark's Python workers (python); on jvm that phase kills executor JVMs "
+                             "where the schedule drew Python workers (default jvm)")
     parser.add_argument("--control", action=argparse.BooleanOptionalAction, default=True,
                         help="replay the schedule on the at-least-once writer and count its duplicates (default on)")
     parser.add_argument("--batch", type=int, help="max records per batch (default: a quarter of a slice, 500..5000)")
@@ -50,6 +56,24 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--render", type=Path, metavar="JSON",
                         help="only rewrite the Markdown and PNG (and LATEST.md) from a results JSON; runs nothing")
     return parser.parse_args(argv)
+
+
+def reproduce_command(args: argparse.Namespace, seed: int, writers: tuple[str, ...]) -> str:
+    """The command line that replays this run's schedule (the report prints it).
+
+    :param args: the parsed arguments.
+    :param seed: the seed in use (drawn when ``--seed`` was not given).
+    :param writers: the phases, parsed from ``--writers``.
+    """
+    # The executor writer always spelled out, the default too: the schedule depends on it (a JVM
+    # writer's executors phase kills executor JVMs where a Python writer's kills Python workers), and
+    # the line must replay this schedule whatever the default becomes.
+    return (f"python -m soak --seed {seed} --records {args.records} --faults {args.faults} --writers "
+            f"{','.join(writers)} --executor-writer {args.executor_writer} "
+            f"--{'' if args.control else 'no-'}control"
+            + (f" --batch {args.batch}" if args.batch else "")
+            + (f" --transaction-timeout-ms {args.transaction_timeout_ms}"
+               if args.transaction_timeout_ms != 15_000 else ""))
 
 
 def _git_commit() -> str:
@@ -81,16 +105,14 @@ def main(argv: list[str] | None = None) -> int:
 
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 10**6)
     writers = tuple(w.strip() for w in args.writers.split(",") if w.strip())
-    schedule = build(seed, records=args.records, faults=args.faults, writers=writers)
+    schedule = build(seed, records=args.records, faults=args.faults, writers=writers,
+                     executor_writer=args.executor_writer)
     slice_size = min(min(p.slices) for p in schedule.phases)
     batch = args.batch or max(500, min(5000, slice_size // 4))
-    settings = Settings(batch=batch, transaction_timeout_ms=args.transaction_timeout_ms, control=args.control)
-    command = (f"python -m soak --seed {seed} --records {args.records} --faults {args.faults} --writers "
-               f"{','.join(writers)} --{'' if args.control else 'no-'}control"
-               + (f" --batch {args.batch}" if args.batch else "")
-               + (f" --transaction-timeout-ms {args.transaction_timeout_ms}"
-                  if args.transaction_timeout_ms != 15_000 else ""))
-    log(f"seed {seed}: {schedule.counts()}")
+    settings = Settings(batch=batch, transaction_timeout_ms=args.transaction_timeout_ms, control=args.control,
+                        executor_writer=args.executor_writer)
+    command = reproduce_command(args, seed, writers)
+    log(f"seed {seed}, executor writer {args.executor_writer}: {schedule.counts()}")
     # A SIGTERM must still stop the devstack and the jobs (the finally blocks run).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = dt.datetime.now()
@@ -98,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         "seed": seed, "schedule": schedule.to_dict(), "phases": [],
         "meta": {"command": command, "started": started.strftime("%Y-%m-%d %H:%M:%S"), "git_commit": _git_commit(),
                  "machine": _machine(), "batch": batch, "transaction_timeout_ms": args.transaction_timeout_ms,
+                 "executor_writer": args.executor_writer,
                  "trigger": TRIGGER, "input_note": INPUT_NOTE, "loadavg_start": os.getloadavg()},
     }
     work_dir = Path(tempfile.mkdtemp(prefix="eos-soak-"))

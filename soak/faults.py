@@ -86,6 +86,10 @@ def apply(event: FaultEvent, ctx: FaultContext) -> dict[str, Any]:
         record.update(window.evidence(record.get("fault_at", time.time())))
         if event.kind in _PROCESS_KILLS and window.ongoing and record["applied"]:
             record["still_ongoing_after_fault"] = _still_open(ctx, window)
+    if event.replaces:  # the fault log says what was drawn and why this runs instead
+        record["replaces"] = event.replaces
+        record["note"] = f"drawn as {event.replaces} (the JVM executor writer has no Python worker)" + (
+            f"; {record['note']}" if record["note"] else "")
     # When it struck, in seconds since the phase started (the chart's marks).
     record["fault_s"] = round(record.pop("fault_at", time.time()) - ctx.job.started_at, 2)
     record.update(at_s=ctx.job.elapsed(), seconds=round(time.monotonic() - started, 1), job_alive=ctx.job.alive())

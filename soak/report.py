@@ -61,6 +61,7 @@ def markdown(results: dict[str, Any], stem: str) -> str:
            f"{meta['machine']}",
            f"- Input: {results['schedule']['records_per_phase']:,} records per phase ({meta['input_note']}); "
            f"batches of at most {meta['batch']:,} records, transaction.timeout.ms {meta['transaction_timeout_ms']:,}",
+           f"- Executor writer (the executors phase's tasks): {_executor_writer(meta)}",
            f"- Cluster: 3 KRaft brokers (replication 3, min.insync.replicas 2), Spark standalone with 2 workers, "
            f"job in processing-time mode (`{meta['trigger']}`), restarted after every exit as the DAG would "
            f"(`eos abort --force`, `eos verify`)",
@@ -114,6 +115,16 @@ def markdown(results: dict[str, Any], stem: str) -> str:
     if results["schedule"]["records_per_phase"] >= FULL_RECORDS and results["schedule"]["faults"] >= FULL_FAULTS:
         out.append(_FULL_MARK)
     return "\n".join(out) + "\n"
+
+
+def _executor_writer(meta: dict[str, Any]) -> str:
+    writer = meta.get("executor_writer")
+    if writer == "jvm":
+        return ("`jvm` (the executor JVM, the product's default; no Python worker there, so that phase's drawn "
+                "kill_python_worker faults kill an executor JVM)")
+    if writer == "python":
+        return "`python` (PySpark's Python workers)"
+    return "not recorded (a run from before `--executor-writer`)"
 
 
 def _dlq(dlq: dict[str, Any]) -> str:

@@ -23,7 +23,7 @@ from soak.data import ABORTED_EVERY, MALFORMED_EVERY, EventStream, InputProducer
 from soak.faults import apply
 from soak.job import AT_LEAST_ONCE, EXACTLY_ONCE, JobControl, log
 from soak.output import log_points, read_topic, read_values
-from soak.schedule import Phase, Schedule
+from soak.schedule import DEFAULT_EXECUTOR_WRITER, Phase, Schedule
 from soak.targets import FaultContext
 
 PARTITIONS = 3
@@ -36,9 +36,19 @@ SPARK_CONF = {"spark.driver.memory": "768m", "spark.sql.shuffle.partitions": "2"
 
 @dataclass(frozen=True)
 class Settings:
+    """How every phase runs.
+
+    :param batch: the spec's ``max_offsets_per_trigger``.
+    :param transaction_timeout_ms: the spec's ``transaction.timeout.ms``.
+    :param control: also replay the schedule on the at-least-once writer.
+    :param executor_writer: the spec's ``executor_writer`` (``jvm`` or ``python``); it must be the one the
+        schedule was built for (:func:`soak.schedule.build`), which chose the faults by it.
+    """
+
     batch: int
     transaction_timeout_ms: int = 15_000
     control: bool = True
+    executor_writer: str = DEFAULT_EXECUTOR_WRITER
 
 
 @dataclass
@@ -78,6 +88,11 @@ def devstack(work_dir: Path) -> Iterator[Stack]:
 def run_schedule(schedule: Schedule, settings: Settings, work_dir: Path, results: dict[str, Any]) -> None:
     """Every phase, then (``settings.control``) the same phases on the at-least-once writer; results go
     into ``results["phases"]`` as they finish, so a failure keeps what was done."""
+    if settings.executor_writer != schedule.executor_writer:
+        # The schedule's faults were chosen for its executor writer: another one would meet faults with
+        # nothing to hit (kill_python_worker on the JVM writer) or miss its equivalent.
+        raise ValueError(f"the schedule was built for executor_writer {schedule.executor_writer!r}, the "
+                         f"settings ask for {settings.executor_writer!r}")
     runs = [(phase, EXACTLY_ONCE) for phase in schedule.phases]
     if settings.control:
         runs += [(phase, AT_LEAST_ONCE) for phase in schedule.phases]
@@ -96,7 +111,9 @@ def run_phase(phase: Phase, mode: str, label: str, stack: Stack, settings: Setti
     client = stack.cluster.client_settings()
     harness = PipelineHarness(client, folder, partitions=PARTITIONS, max_offsets_per_trigger=settings.batch,
                               transaction_timeout_ms=settings.transaction_timeout_ms, trigger=TRIGGER,
-                              writers=phase.writers, master=stack.master_url)
+                              writers=phase.writers, master=stack.master_url,
+                              # Inert in a driver phase (`writers: driver` runs no executor writer).
+                              executor_writer=settings.executor_writer)
     harness.with_overrides(spark_conf=SPARK_CONF)
     wait_for_group_coordinator(client, harness.input_topic)
     job = JobControl(harness, mode)
@@ -106,6 +123,7 @@ def run_phase(phase: Phase, mode: str, label: str, stack: Stack, settings: Setti
     faults: list[dict[str, Any]] = []
     started = time.time()
     result: dict[str, Any] = {"label": label, "mode": mode, "writers": phase.writers, "records": phase.records,
+                              "executor_writer": settings.executor_writer if phase.writers == "executors" else None,
                               "pipeline": harness.name, "started": started}
     try:
         producer.produce(stream.take(phase.slices[0]))

@@ -1,10 +1,30 @@
 """The seeded fault schedule: which faults, in which order, under which writer, between which input slices.
 
 Everything here is a pure function of the arguments, so ``python -m soak --seed S`` with the same
-``--records/--faults/--writers`` replays the same schedule: the same kinds in the same order, the same
-input records (keys, sequence numbers, malformed ones) in the same slices, the same jitters and the
-same target picks. What a pick lands on (which broker coordinates a transaction right now) depends on
-the live cluster; the pick only makes the choice among the candidates reproducible.
+``--records/--faults/--writers/--executor-writer`` replays the same schedule: the same kinds in the
+same order, the same input records (keys, sequence numbers, malformed ones) in the same slices, the
+same jitters and the same target picks. What a pick lands on (which broker coordinates a transaction
+right now) depends on the live cluster; the pick only makes the choice among the candidates
+reproducible.
+
+The executor writer (the spec's ``executor_writer``) decides one thing here. On the JVM writer
+(``jvm``, the product's default) an executors phase runs its writer tasks in the executor JVM and,
+json_enrich having no Python UDF, starts no PySpark Python worker at all (a soak run sampled none over
+a whole executors phase; ``tests/dags/test_secured_pipeline.py`` sees none either), so
+``kill_python_worker`` would find nothing to kill there and the soak would silently prove less.
+:func:`build` therefore turns every ``kill_python_worker`` drawn for such a phase into
+``kill_executor`` (the event keeps ``replaces="kill_python_worker"``). The executor JVM is the process
+that runs the JVM writer's task and holds its producer and open transaction, as the Python worker does
+for the Python writer, so its SIGKILL is that writer's process-level form of the same fault: a writer
+task dying mid-transaction. It is the harder form (every task of that executor dies with it, and Spark
+must find another executor); a single task attempt dying while its executor lives is what the JVM
+writer's crash points cover (``tests/chaos/test_executor_crash_points.py``).
+
+Replacing rather than leaving the fault out keeps the phase's fault count, its input slices and the
+random stream (the substitution happens after every draw), so the driver phase and every other event
+are the same whichever executor writer runs, and a replaced event keeps its jitter and pick. The
+driver-writer phase and the Python executor writer keep ``kill_python_worker``: both run Python
+workers (the driver writer's tasks, the Python writer's tasks).
 """
 
 from __future__ import annotations
@@ -26,9 +46,15 @@ KINDS: tuple[str, ...] = (
     "pause_broker",
     "slow_transaction",
 )
-#: Each kind at least this often once the schedule is large enough to hold it for every kind.
+#: Each kind drawn at least this often once the schedule is large enough to hold it for every kind (an
+#: executors phase on the JVM writer then runs its drawn ``kill_python_worker`` as ``kill_executor``).
 MIN_PER_KIND = 5
 WRITERS: tuple[str, ...] = ("driver", "executors")
+#: What runs the executor writers' tasks (the spec's ``executor_writer``); ``jvm`` is the product's default.
+EXECUTOR_WRITERS: tuple[str, ...] = ("jvm", "python")
+DEFAULT_EXECUTOR_WRITER = "jvm"
+#: The kinds an executors phase on the JVM writer runs instead: it has no Python worker to kill.
+JVM_WRITER_SUBSTITUTES: dict[str, str] = {"kill_python_worker": "kill_executor"}
 #: Seconds to wait after a slice is produced before looking for the fault's window (an open
 #: transaction): spreads the hits over different moments of a batch and different batches.
 MAX_JITTER_S = 4.0
@@ -43,6 +69,8 @@ class FaultEvent:
     :param kind: one of :data:`KINDS`.
     :param jitter_s: seconds between producing the slice before it and looking for its window.
     :param pick: in [0, 1): chooses among candidate targets (brokers, partitions, processes).
+    :param replaces: the kind drawn for this event when ``kind`` stands in for it (``kill_python_worker``
+        in an executors phase on the JVM writer), else None.
     """
 
     index: int
@@ -50,6 +78,7 @@ class FaultEvent:
     kind: str
     jitter_s: float
     pick: float
+    replaces: str | None = None
 
 
 @dataclass(frozen=True)
@@ -76,6 +105,7 @@ class Schedule:
     records: int
     faults: int
     phases: tuple[Phase, ...]
+    executor_writer: str = DEFAULT_EXECUTOR_WRITER
 
     def counts(self) -> dict[str, int]:
         """Faults per kind, every kind listed (0 when absent)."""
@@ -87,7 +117,8 @@ class Schedule:
 
     def to_dict(self) -> dict[str, Any]:
         return {"seed": self.seed, "records_per_phase": self.records, "faults": self.faults,
-                "counts": self.counts(),
+                "executor_writer": self.executor_writer, "counts": self.counts(),
+                "replaced": dict(Counter(f"{e.replaces}->{e.kind}" for e in self.events() if e.replaces)),
                 "phases": [{"writers": p.writers, "record_seed": p.record_seed, "slices": list(p.slices),
                             "events": [asdict(e) for e in p.events]} for p in self.phases]}
 
@@ -121,12 +152,27 @@ def split(total: int, parts: int) -> tuple[int, ...]:
     return tuple(base + (1 if i < extra else 0) for i in range(parts))
 
 
-def build(seed: int, *, records: int, faults: int, writers: tuple[str, ...] = WRITERS) -> Schedule:
+def phase_kind(kind: str, writers: str, executor_writer: str) -> str:
+    """The kind a phase runs for a drawn ``kind``: an executors phase on the JVM writer has no Python
+    worker, so it kills the executor JVM instead (:data:`JVM_WRITER_SUBSTITUTES`); otherwise ``kind``."""
+    if writers == "executors" and executor_writer == "jvm":
+        return JVM_WRITER_SUBSTITUTES.get(kind, kind)
+    return kind
+
+
+def build(seed: int, *, records: int, faults: int, writers: tuple[str, ...] = WRITERS,
+          executor_writer: str = DEFAULT_EXECUTOR_WRITER) -> Schedule:
     """The schedule for ``seed``: ``faults`` in total dealt over one phase per writer; each phase gets
-    ``records`` input records in ``len(events) + 1`` slices."""
+    ``records`` input records in ``len(events) + 1`` slices.
+
+    :param executor_writer: what runs the executors phase's writer tasks (``jvm`` or ``python``); on
+        ``jvm`` that phase's ``kill_python_worker`` faults become ``kill_executor`` (module docstring).
+    """
     unknown = [w for w in writers if w not in WRITERS]
     if not writers or unknown:
         raise ValueError(f"writers must be a non-empty subset of {WRITERS}, got {list(writers)}")
+    if executor_writer not in EXECUTOR_WRITERS:
+        raise ValueError(f"executor_writer must be one of {EXECUTOR_WRITERS}, got {executor_writer!r}")
     if faults < len(writers):
         raise ValueError(f"{faults} fault(s) cannot cover {len(writers)} phase(s): give each at least one")
     rng = random.Random(seed)
@@ -135,13 +181,16 @@ def build(seed: int, *, records: int, faults: int, writers: tuple[str, ...] = WR
     for phase_writers, hand in zip(writers, hands, strict=True):
         rng.shuffle(hand)
         events = []
-        for kind in hand:
+        for drawn in hand:
+            # Substituted after the draws: the random stream, hence every other event, stays the same.
+            kind = phase_kind(drawn, phase_writers, executor_writer)
             events.append(FaultEvent(index=index, phase=phase_writers, kind=kind,
-                                     jitter_s=round(rng.uniform(0, MAX_JITTER_S), 2), pick=round(rng.random(), 6)))
+                                     jitter_s=round(rng.uniform(0, MAX_JITTER_S), 2), pick=round(rng.random(), 6),
+                                     replaces=drawn if kind != drawn else None))
             index += 1
         phases.append(Phase(writers=phase_writers, events=tuple(events), slices=split(records, len(events) + 1),
                             record_seed=f"{seed}-{phase_writers}"))
-    return Schedule(seed=seed, records=records, faults=faults, phases=tuple(phases))
+    return Schedule(seed=seed, records=records, faults=faults, phases=tuple(phases), executor_writer=executor_writer)
 
 
 def choose(candidates: list[Any], pick: float) -> Any:

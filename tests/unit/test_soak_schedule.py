@@ -12,7 +12,18 @@ import pytest
 from soak.checks import OutputCheck, dlq_check, exactly_once_holds, parse_verdict, verdict_ok
 from soak.data import EventStream, expected_malformed, input_partition, is_malformed, parse_id
 from soak.output import progress_points, rate_series
-from soak.schedule import KINDS, MIN_PER_KIND, build, choose, deal, kind_multiset, split
+from soak.schedule import (
+    DEFAULT_EXECUTOR_WRITER,
+    EXECUTOR_WRITERS,
+    KINDS,
+    MIN_PER_KIND,
+    build,
+    choose,
+    deal,
+    kind_multiset,
+    phase_kind,
+    split,
+)
 
 # -- schedule -------------------------------------------------------------------------------------
 
@@ -25,7 +36,8 @@ def test_the_same_seed_replays_the_same_schedule() -> None:
 
 
 def test_a_full_schedule_has_every_kind_at_least_five_times_over_both_writers() -> None:
-    schedule = build(20261125, records=1_000_000, faults=100)
+    # The Python executor writer runs every kind as drawn.
+    schedule = build(20261125, records=1_000_000, faults=100, executor_writer="python")
     counts = schedule.counts()
     assert sum(counts.values()) == 100
     assert all(counts[k] >= MIN_PER_KIND for k in KINDS), counts
@@ -44,7 +56,7 @@ def test_indexes_run_through_the_phases_and_jitters_and_picks_are_in_range() -> 
 
 
 def test_a_smoke_schedule_of_nine_faults_has_each_kind_once() -> None:
-    schedule = build(1, records=30_000, faults=9)
+    schedule = build(1, records=30_000, faults=9, executor_writer="python")
     assert schedule.counts() == dict.fromkeys(KINDS, 1)
     assert [len(p.events) for p in schedule.phases] == [5, 4]
 
@@ -81,6 +93,93 @@ def test_bad_arguments_are_refused() -> None:
         build(1, records=100, faults=1)
     with pytest.raises(ValueError, match="slices"):
         split(3, 5)
+
+
+# -- the executor writer ---------------------------------------------------------------------------
+
+
+def test_the_jvm_writer_is_the_default_as_in_the_product() -> None:
+    assert DEFAULT_EXECUTOR_WRITER == "jvm" and EXECUTOR_WRITERS == ("jvm", "python")
+    assert build(5, records=10_000, faults=20) == build(5, records=10_000, faults=20, executor_writer="jvm")
+
+
+def test_phase_kind_replaces_only_the_python_worker_kill_of_a_jvm_executors_phase() -> None:
+    assert phase_kind("kill_python_worker", "executors", "jvm") == "kill_executor"
+    assert phase_kind("kill_python_worker", "executors", "python") == "kill_python_worker"
+    assert phase_kind("kill_python_worker", "driver", "jvm") == "kill_python_worker"
+    for kind in set(KINDS) - {"kill_python_worker"}:
+        assert phase_kind(kind, "executors", "jvm") == kind
+
+
+@pytest.mark.parametrize("seed", [1, 7, 20261125])
+def test_a_jvm_executors_phase_kills_an_executor_where_the_python_writer_kills_a_python_worker(seed: int) -> None:
+    jvm = build(seed, records=1_000_000, faults=100, executor_writer="jvm")
+    python = build(seed, records=1_000_000, faults=100, executor_writer="python")
+    assert (jvm.executor_writer, python.executor_writer) == ("jvm", "python")
+    driver_jvm, executors_jvm = jvm.phases
+    driver_python, executors_python = python.phases
+    # The driver phase does not depend on the executor writer; it keeps its Python worker kills.
+    assert driver_jvm == driver_python
+    assert any(e.kind == "kill_python_worker" for e in driver_jvm.events)
+    # The executors phase: the same events, slices and input; only its drawn Python worker kills differ.
+    assert (executors_jvm.slices, executors_jvm.record_seed) == (executors_python.slices, executors_python.record_seed)
+    assert not any(e.kind == "kill_python_worker" for e in executors_jvm.events)
+    replaced = 0
+    for on_jvm, on_python in zip(executors_jvm.events, executors_python.events, strict=True):
+        assert (on_jvm.index, on_jvm.jitter_s, on_jvm.pick) == (on_python.index, on_python.jitter_s, on_python.pick)
+        assert on_python.replaces is None
+        if on_python.kind == "kill_python_worker":
+            assert (on_jvm.kind, on_jvm.replaces) == ("kill_executor", "kill_python_worker")
+            replaced += 1
+        else:
+            assert on_jvm == on_python
+    assert replaced >= 2  # 100 faults: at least five drawn, dealt over two phases
+    counts, drawn = jvm.counts(), python.counts()
+    assert sum(counts.values()) == 100
+    assert counts["kill_executor"] == drawn["kill_executor"] + replaced
+    assert counts["kill_python_worker"] == drawn["kill_python_worker"] - replaced
+    assert jvm.to_dict()["replaced"] == {"kill_python_worker->kill_executor": replaced}
+    assert python.to_dict()["replaced"] == {}
+
+
+def test_an_executors_only_jvm_soak_has_no_python_worker_kill_but_the_same_fault_count() -> None:
+    schedule = build(1, records=30_000, faults=9, writers=("executors",))
+    counts = schedule.counts()
+    assert sum(counts.values()) == 9 and counts["kill_python_worker"] == 0 and counts["kill_executor"] == 2
+    assert {k for k, n in counts.items() if n} == set(KINDS) - {"kill_python_worker"}
+    assert schedule.to_dict()["executor_writer"] == "jvm"
+    python = build(1, records=30_000, faults=9, writers=("executors",), executor_writer="python")
+    assert python.counts() == dict.fromkeys(KINDS, 1)
+
+
+def test_an_unknown_executor_writer_is_refused() -> None:
+    with pytest.raises(ValueError, match="executor_writer"):
+        build(1, records=100, faults=2, executor_writer="scala")
+
+
+def test_the_reproduce_command_names_the_executor_writer_and_replays_the_schedule() -> None:
+    from soak.__main__ import _args, reproduce_command
+
+    for argv in (["--seed", "3", "--records", "5000", "--faults", "4"],
+                 ["--seed", "3", "--records", "5000", "--faults", "4", "--executor-writer", "python", "--no-control",
+                  "--writers", "executors", "--batch", "700"]):
+        args = _args(argv)
+        writers = tuple(args.writers.split(","))
+        command = reproduce_command(args, 3, writers)
+        assert f"--executor-writer {args.executor_writer} " in command
+        again = _args(command.split()[3:])  # after "python -m soak"
+        assert vars(again) == vars(args)
+    assert _args([]).executor_writer == "jvm"
+    with pytest.raises(SystemExit):
+        _args(["--executor-writer", "scala"])
+
+
+def test_settings_for_another_executor_writer_than_the_schedule_s_are_refused(tmp_path: Path) -> None:
+    from soak.run import Settings, run_schedule
+
+    schedule = build(1, records=100, faults=2, executor_writer="jvm")
+    with pytest.raises(ValueError, match="executor_writer"):  # before any broker or Spark starts
+        run_schedule(schedule, Settings(batch=100, executor_writer="python"), tmp_path, {"phases": []})
 
 
 def test_choose_is_independent_of_candidate_order() -> None:
@@ -226,7 +325,7 @@ def test_report_files(tmp_path: Path) -> None:
     results = {"seed": 1, "schedule": schedule.to_dict(), "phases": phases, "wall_s": 180,
                "meta": {"command": "python -m soak --seed 1", "started": "now", "git_commit": "abc",
                         "machine": "m", "batch": 500, "transaction_timeout_ms": 15000, "trigger": "1 second",
-                        "input_note": "n"}}
+                        "input_note": "n", "executor_writer": "jvm"}}
     paths = write(results, tmp_path, "stem")
     assert results["verdict"] == "PASS"
     summary = results["summary"]
@@ -234,6 +333,41 @@ def test_report_files(tmp_path: Path) -> None:
     assert sum(v["scheduled"] for v in summary["by_kind"].values()) == 2
     text = (tmp_path / "stem.md").read_text()
     assert "seed 1" in text and "**5 duplicates**" in text and "| 2 | driver" not in text
+    assert "- Executor writer (the executors phase's tasks): `jvm` (the executor JVM" in text
     assert (tmp_path / "stem.png").read_bytes().startswith(b"\x89PNG")
     assert tmp_path / "LATEST.md" in paths
     assert json.loads((tmp_path / "stem.json").read_text())["summary"]["passed"]
+
+
+def test_the_report_names_the_executor_writer_or_says_an_old_run_did_not_record_it() -> None:
+    from soak.report import markdown
+
+    results = {"seed": 1, "verdict": "PASS", "wall_s": 60, "phases": [],
+               "schedule": build(1, records=2500, faults=2).to_dict(),
+               "summary": {"passed": True, "faults": 0, "applied": 0, "hit_open_transaction": 0, "verdicts": {},
+                           "control_duplicates": None, "by_kind": {}},
+               "meta": {"command": "c", "started": "now", "git_commit": "abc", "machine": "m", "batch": 500,
+                        "transaction_timeout_ms": 15000, "trigger": "1 second", "input_note": "n"}}
+    assert "Executor writer (the executors phase's tasks): not recorded" in markdown(results, "stem")
+    results["meta"]["executor_writer"] = "python"
+    assert "Executor writer (the executors phase's tasks): `python` (PySpark's Python workers)" \
+        in markdown(results, "stem")
+
+
+def test_a_replacing_fault_says_in_the_fault_log_what_was_drawn(monkeypatch: pytest.MonkeyPatch) -> None:
+    import types
+
+    from soak import faults
+    from soak.targets import Window
+
+    killed: list[int] = []
+    monkeypatch.setattr(faults, "wait_window", lambda ctx: Window())
+    monkeypatch.setattr(faults, "executors", lambda ctx: [types.SimpleNamespace(pid=pid) for pid in (41, 42)])
+    monkeypatch.setattr(faults, "_kill_pid", killed.append)
+    job = types.SimpleNamespace(mode="exactly-once", started_at=0.0, ensure_running=lambda: False,
+                                elapsed=lambda: 1.0, alive=lambda: True)
+    event = next(e for e in build(1, records=30_000, faults=9, writers=("executors",)).events() if e.replaces)
+    record = faults.apply(event, types.SimpleNamespace(job=job))
+    assert (record["kind"], record["replaces"], record["applied"]) == ("kill_executor", "kill_python_worker", True)
+    assert record["note"].startswith("drawn as kill_python_worker (the JVM executor writer has no Python worker)")
+    assert killed and killed[0] in (41, 42) and record["target"] == f"executor JVM {killed[0]}"
