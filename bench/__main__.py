@@ -206,6 +206,16 @@ def run_benches(selected: list[str], config: Config, work_dir: Path, results: di
         kafka.down()
 
 
+def _producer_setting(text: str) -> tuple[str, str | int | bool]:
+    """``KEY=VALUE`` with the value typed as the settings are (an int, true/false, else the text)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE (e.g. compression.type=none)")
+    if value.lower() in ("true", "false"):
+        return key, value.lower() == "true"
+    return key, int(value) if value.isdigit() else value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -224,6 +234,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="throughput table: local cores of the Spark jobs (default 1,2)")
     parser.add_argument("--headers-every", type=int, metavar="K",
                         help="throughput table on a mixed-headers input too, a header every K records (0: not run)")
+    parser.add_argument("--producer-setting", action="append", metavar="KEY=VALUE", type=_producer_setting,
+                        help="override a producer setting of every mode that writes (repeatable; e.g. "
+                             "compression.type=none); recorded in the results")
     parser.add_argument("--keep-work", action="store_true", help="keep the temporary folder (job logs, checkpoints)")
     parser.add_argument("--render", type=Path, metavar="JSON",
                         help="only rewrite the markdown, chart (and LATEST.md) from a results JSON; runs nothing")
@@ -244,6 +257,11 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, name) is not None:
             config = replace(config, **{field_name: getattr(args, name)})
 
+    # Every writing mode reads the one dict (bench.common.PRODUCER_SETTINGS): an override changes them all alike.
+    from bench.common import PRODUCER_SETTINGS
+
+    PRODUCER_SETTINGS.update(dict(args.producer_setting or []))
+
     # A SIGTERM to the bench must still stop the broker and the jobs (the finally blocks run).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     today = dt.date.today().isoformat()
@@ -256,7 +274,8 @@ def main(argv: list[str] | None = None) -> int:
                   if getattr(args, name))
         + (f" --letters {','.join(args.letters)}" if args.letters else "")
         + (f" --cores {','.join(map(str, args.cores))}" if args.cores else "")
-        + (f" --headers-every {args.headers_every}" if args.headers_every is not None else ""),
+        + (f" --headers-every {args.headers_every}" if args.headers_every is not None else "")
+        + "".join(f" --producer-setting {key}={value}" for key, value in args.producer_setting or []),
         "started": started.strftime("%Y-%m-%d %H:%M:%S"), "machine": _machine(), "versions": _versions(),
         "git_commit": _git_commit(), "loadavg_start": os.getloadavg(), "config": asdict(config),
     }}

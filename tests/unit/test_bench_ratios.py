@@ -93,3 +93,17 @@ def test_ratios_of_another_field_without_batch_zero() -> None:
     found = ratios(summary, runs, (2,), "after_first_batch_records_per_s")
     assert found["of_medians"]["c_e/b@2"] == 1.5
     assert found["paired"]["c_e/b@2"]["values"] == [1.5]
+
+
+def test_a_producer_setting_override_is_typed_as_the_settings_are() -> None:
+    import argparse
+
+    import pytest
+
+    from bench.__main__ import _producer_setting
+
+    assert _producer_setting("compression.type=none") == ("compression.type", "none")
+    assert _producer_setting("linger.ms=5") == ("linger.ms", 5)
+    assert _producer_setting("enable.idempotence=False") == ("enable.idempotence", False)
+    with pytest.raises(argparse.ArgumentTypeError, match="'lz4' is not KEY=VALUE"):
+        _producer_setting("lz4")
