@@ -255,19 +255,14 @@ NOOP = "noop"
 
 def _cpu_figures(sampler: CpuSampler | None, progress: list[tuple[float | None, dict]], name: str
                  ) -> dict[str, float | None]:
-    """``{name}_s`` while sampled, ``{name}_steady_s`` from the end of batch 0 to the end of the last batch.
-
-    A job's processes start with the sampler; the broker was running before it, so its first sample is
-    what it had used until the job started.
-    """
+    """``{name}_s`` while sampled, ``{name}_steady_s`` from the end of batch 0 to the end of the last batch."""
     if sampler is None:
         return {f"{name}_s": None, f"{name}_steady_s": None}
     times = [t for t, _ in progress]
     steady = None
     if len(times) >= 2 and None not in times:
         steady = round(sampler.between(times[0], times[-1]), 3)  # type: ignore[arg-type]
-    before = sampler.samples[0][1] if name == "broker_cpu" and sampler.samples else 0.0
-    return {f"{name}_s": round(sampler.total_s() - before, 3), f"{name}_steady_s": steady}
+    return {f"{name}_s": round(sampler.used_s(), 3), f"{name}_steady_s": steady}
 
 
 class Job:
@@ -350,8 +345,10 @@ class Job:
     def cpu_seconds(self, progress: list[tuple[float | None, dict]]) -> dict[str, float | None]:
         """CPU seconds of all the job's processes: in all (start-up included), and in steady state (from
         the end of batch 0 to the end of the last batch, by the progress lines' log times)."""
-        figures = {**_cpu_figures(self.cpu, progress, "cpu"), **_cpu_figures(self.broker_cpu, progress, "broker_cpu")}
-        return figures if self.broker_cpu is not None else {k: v for k, v in figures.items() if "broker" not in k}
+        figures = _cpu_figures(self.cpu, progress, "cpu")
+        if self.broker_cpu is not None:
+            figures |= _cpu_figures(self.broker_cpu, progress, "broker_cpu")
+        return figures
 
     def text(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

@@ -168,6 +168,10 @@ class CpuSampler(_Sampler):
     def total_s(self) -> float:
         return self.samples[-1][1] if self.samples else 0.0
 
+    def used_s(self) -> float:
+        """CPU seconds used while sampled: a process running before :meth:`start` (the broker) counts from there."""
+        return self.total_s() - self.samples[0][1] if self.samples else 0.0
+
     def at(self, moment: float) -> float:
         """The total at ``moment`` (linear between the samples around it)."""
         if not self.samples:

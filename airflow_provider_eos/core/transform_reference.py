@@ -4,15 +4,15 @@ The job imports the transform through :func:`resolve_transform` and pre-flight r
 through it, so both find the same module. The example transforms and the job's entry script moved
 from ``airflow_provider_eos.jobs`` to the top-level package ``spark_jobs`` (the project's layout:
 ``airflow_provider_eos``, ``dags``, ``spark_jobs``, ``tests``); a spec that names the old path keeps
-working, with :func:`deprecation_message` saying what to write instead (the job logs it and warns
-with a :class:`DeprecationWarning`, pre-flight reports it as the WARNING EOS319).
+working, with :attr:`TransformReference.deprecation` saying what to write instead (the job logs it
+and warns with a :class:`DeprecationWarning`, pre-flight reports it as the WARNING EOS319).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["MOVED_MODULES", "TransformReference", "deprecation_message", "resolve_transform"]
+__all__ = ["MOVED_MODULES", "TransformReference", "resolve_transform"]
 
 #: Old module path -> where it lives now; a module under an old path moves with it.
 MOVED_MODULES: dict[str, str] = {"airflow_provider_eos.jobs": "spark_jobs"}
@@ -61,7 +61,3 @@ def resolve_transform(reference: str) -> TransformReference:
             return TransformReference(reference, new + module.removeprefix(old), function, moved_from=old)
     return TransformReference(reference, module, function)
 
-
-def deprecation_message(reference: str | None) -> str | None:
-    """What to write instead when ``reference`` names a moved module; ``None`` when it is current (or absent)."""
-    return None if reference is None else resolve_transform(reference).deprecation

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from airflow_provider_eos.core.model import FrozenModel
+from airflow_provider_eos.core.transform_reference import resolve_transform
 
 __all__ = ["STATEFUL_ATTRIBUTE", "TransformTraits", "is_stateful_transform", "stateful_transform", "traits_from_source"]
 
@@ -85,7 +86,7 @@ def traits_from_source(reference: str, source: str, where: str) -> TransformTrai
         (imported from elsewhere, built at run time) or the source does not parse: then
         nothing can be told without importing it.
     """
-    function = reference.partition(":")[2]
+    function = resolve_transform(reference).function
     try:
         tree = ast.parse(source, filename=where)
     except SyntaxError:

@@ -17,6 +17,7 @@ from tests.support.pipeline import (
     kill_group,
     output_ids,
     wait_for,
+    writers_of,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.chaos]
@@ -44,8 +45,7 @@ def _marks(point: str, writers: str) -> tuple[pytest.MarkDecorator, ...]:
 
 
 def _harness(bootstrap, tmp_path, writers: str, **kwargs) -> PipelineHarness:
-    writers, _, executor_writer = writers.partition("/")
-    return PipelineHarness(bootstrap, tmp_path, writers=writers, executor_writer=executor_writer or "jvm", **kwargs)
+    return PipelineHarness(bootstrap, tmp_path, **writers_of(writers), **kwargs)
 
 
 @pytest.mark.parametrize(("point", "writers"), [

@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka import Producer
 
 from tests.support.kafka import client_settings, consume_all
-from tests.support.pipeline import PipelineHarness
+from tests.support.pipeline import PipelineHarness, writers_of
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -48,8 +48,7 @@ def _as_written(message) -> tuple:
 #: whose fast positional produce a batch without headers takes.
 @pytest.mark.parametrize("writers", ["driver", "executors", "executors/python"])
 def test_mixed_headers_pass_through_exactly_on_both_writers(bootstrap, tmp_path, writers):
-    writers, _, executor_writer = writers.partition("/")
-    harness = PipelineHarness(bootstrap, tmp_path, writers=writers, executor_writer=executor_writer or "jvm",
+    harness = PipelineHarness(bootstrap, tmp_path, **writers_of(writers),
                               transform="tests.support.transforms:headers_kept_bad_to_dlq")
     _produce(harness)
 

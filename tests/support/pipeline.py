@@ -165,6 +165,13 @@ class PipelineHarness:
         return CheckpointReader(self.spec.checkpoint_location)
 
 
+def writers_of(label: str) -> dict[str, str]:
+    """A test's writers label as harness arguments: ``driver``, ``executors`` (the default executor writer,
+    the JVM's) or ``executors/python`` (the PySpark workers' one)."""
+    writers, _, executor_writer = label.partition("/")
+    return {"writers": writers, "executor_writer": executor_writer or "jvm"}
+
+
 def kill_group(process: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
     """Kill the job's whole process group (spark-submit's JVM and the Python driver)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -40,3 +40,19 @@ def test_the_broker_is_found_by_its_listening_port() -> None:
         assert listener_pid(f"127.0.0.1:{listening.getsockname()[1]},127.0.0.1:1") == os.getpid()
         # Bound but not listening: no broker there.
         assert listener_pid(f"127.0.0.1:{bound_only.getsockname()[1]}") is None
+
+
+def test_a_process_running_before_the_sampler_counts_only_what_it_used_while_sampled() -> None:
+    # The bench's broker: started long before the job, sampled only during it.
+    spin = "import time\nend = time.time() + 1.2\nwhile time.time() < end: pass"
+    spinner = subprocess.Popen([sys.executable, "-c", spin])
+    try:
+        time.sleep(0.6)
+        sampler = CpuSampler(spinner.pid, interval_s=0.05)
+        sampler.start()
+        spinner.wait(30)
+        sampler.stop()
+    finally:
+        spinner.kill()
+    assert sampler.samples[0][1] >= 0.3, "the spinner had used CPU before the sampler started"
+    assert sampler.used_s() == sampler.total_s() - sampler.samples[0][1] and sampler.used_s() <= 0.9

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from airflow_provider_eos.core.transform_reference import deprecation_message, resolve_transform
+from airflow_provider_eos.core.transform_reference import resolve_transform
 from airflow_provider_eos.usecases.preflight import read_transform_traits
 
 OLD = "airflow_provider_eos.jobs.transforms.json_enrich:transform"
@@ -21,14 +21,13 @@ def test_the_old_path_resolves_to_spark_jobs_with_the_message() -> None:
     resolved = resolve_transform(OLD)
     assert (resolved.module, resolved.function, resolved.current) == ("spark_jobs.transforms.json_enrich",
                                                                       "transform", NEW)
-    assert resolved.deprecation == deprecation_message(OLD) == MESSAGE
+    assert resolved.deprecation == MESSAGE
 
 
 @pytest.mark.parametrize("reference", [NEW, "my_pkg.transforms:run", "airflow_provider_eos.jobsx:f"])
 def test_any_other_path_is_taken_as_written(reference: str) -> None:
     resolved = resolve_transform(reference)
     assert resolved.current == reference and resolved.deprecation is None
-    assert deprecation_message(None) is None
 
 
 def test_preflight_reads_the_old_path_where_the_module_lives_now() -> None:
