@@ -17,7 +17,8 @@ STAMP := $(VENV)/.eos-installed
 # A new version's first file: make constraints PYTHON=python3.13 CONSTRAINTS=constraints-3.12.txt
 CONSTRAINTS ?= constraints-$(PYVER).txt
 CONSTRAINTS_OUT := constraints-$(PYVER).txt
-PYSPARK_PIN = $$(sed -n 's/^pyspark==//p' $(CONSTRAINTS))
+PYSPARK_VERSION = $(shell sed -n 's/^pyspark==//p' $(CONSTRAINTS))
+WHEELHOUSE ?= $(HOME)/.cache/airflow-provider-eos/wheels
 # The Spark side (spark-submit, the job), the test tools, the docs site (the suite builds it) and the
 # bench's and soak's charts (matplotlib; the suite draws them too); an Airflow worker that only runs
 # pre-flight, health and recovery installs the package without extras.
@@ -53,14 +54,19 @@ system:
 # The JVM executor writer's Maven module (`executor_writer: jvm`): a change to it rebuilds the jar.
 JVM_SOURCES := $(shell find jvm -type f -not -path 'jvm/target/*' 2>/dev/null)
 
-$(STAMP): setup.cfg pyproject.toml $(CONSTRAINTS) $(JVM_SOURCES)
+$(STAMP): setup.cfg pyproject.toml $(CONSTRAINTS) tools/install-excludes.txt $(JVM_SOURCES)
 	@test -n "$(PYVER)" || { echo "make: $(PYTHON) does not run (PYTHON=python3.11, python3.12 or python3.13)" >&2; exit 1; }
 	test -x $(PY) || $(PYTHON_EXE) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip "uv==$(UV_VERSION)"
-	$(UV_INSTALL) -q -e ".[$(EXTRAS)]" -c $(CONSTRAINTS)
-	# The Spark provider pulls in pyspark-client, which shares the `pyspark` import name and
-	# lacks Spark's jars: put the full distribution back on top, at the tested version.
-	$(UV_INSTALL) -q --reinstall --no-deps "pyspark==$(PYSPARK_PIN)"
+	# PySpark comes as an sdist only, and the registry's answer for it is not cacheable: uv downloaded
+	# and rebuilt it into a new 1 GB entry of its cache on every install. Build its wheel once per
+	# machine and version instead (pure Python: every Python version shares it).
+	test -n "$$(ls $(WHEELHOUSE)/pyspark-$(PYSPARK_VERSION)-*.whl 2>/dev/null)" || \
+		$(PY) -m pip wheel -q --no-deps --no-cache-dir -w $(WHEELHOUSE) "pyspark==$(PYSPARK_VERSION)"
+	# The Spark provider pulls in pyspark-client, which shares the `pyspark` import name and lacks
+	# Spark's jars: leave it out, so the full distribution's files stay whole.
+	$(UV_INSTALL) -q -e ".[$(EXTRAS)]" -c $(CONSTRAINTS) --excludes tools/install-excludes.txt \
+		--find-links $(WHEELHOUSE)
 	# Resolves the Kafka and connector jars and builds jvm/ (mvn package) into $$EOS_HOME/jars/eos-executor-writer.
 	$(VENV)/bin/eos jars
 	touch $(STAMP)
