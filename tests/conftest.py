@@ -29,7 +29,8 @@ signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """Spark drivers started by anything in this session map the class archive (``tests.support.class_archive``).
+    """Spark drivers started by anything in this session map the class archive (``tests.support.class_archive``)
+    and keep their scratch folders in the session's temporary folder.
 
     A run with test workers (the full suite) writes it first if there is none, before the workers
     start: the deployment and the longest tests start first, and would start without it.
@@ -37,6 +38,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     from tests.support import class_archive
 
     config = session.config
+    # Spark's block managers and scratch folders go under pytest's own temporary folder, which keeps
+    # the last three runs: a killed driver (the chaos tests kill many) otherwise leaves them in /tmp.
+    spark_local = config._tmp_path_factory.getbasetemp() / "spark-local"  # type: ignore[attr-defined]
+    spark_local.mkdir(exist_ok=True)
+    os.environ.setdefault("SPARK_LOCAL_DIRS", str(spark_local))
     if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
         class_archive.write_now()
     class_archive.use_in_this_process()
