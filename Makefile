@@ -40,7 +40,7 @@ SYSTEM_PACKAGES := chromium fonts-liberation
 CHROMIUM ?= chromium
 APT_INSTALL := apt-get -qq update && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(SYSTEM_PACKAGES)
 
-.PHONY: install system demo test smoke test-long durations lint docs bench soak constraints clean
+.PHONY: install system demo test smoke test-long durations lint docs screenshots bench soak constraints clean
 
 install: system $(STAMP)
 
@@ -83,6 +83,11 @@ lint: install
 docs: install
 	$(PY) -m tools.docs_reference
 	$(PY) -m mkdocs build --strict --site-dir site
+
+# The docs' Airflow screenshots (docs/airflow-*.png) taken anew on the example pipeline: its own broker and
+# Airflow deployment, headless Chromium, everything stopped at the end (tools/docs_screenshots.py).
+screenshots: install
+	$(PY) -m tools.docs_screenshots
 
 test: lint
 	$(PYTEST) --durations=30 $(PYTEST_ARGS)
