@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_eos.cli.output import ExitCode, Report, add_json_flag, add_spec_argument
 
 if TYPE_CHECKING:
-    from airflow_provider_eos.devstack.broker import BrokerInfo
+    from airflow_provider_eos.devstack.broker_state import BrokerInfo
     from airflow_provider_eos.devstack.yarn_state import YarnClusterInfo
 
 __all__ = ["register"]

@@ -42,9 +42,7 @@ from airflow_provider_eos.subprocesses import run_bounded
 
 log = logging.getLogger(__name__)
 
-# The state types are re-exported: callers know them from here.
-__all__ = ["BROKER_ENTRIES", "BrokerDown", "BrokerInfo", "LocalKafka", "NodeFault", "NodeInfo", "default_state_dir",
-           "reap"]
+__all__ = ["BROKER_ENTRIES", "LocalKafka", "NodeFault", "default_state_dir", "reap"]
 
 DEFAULT_TRANSACTION_MAX_TIMEOUT_MS = 900_000
 _STATE_FILE = "devstack.json"
