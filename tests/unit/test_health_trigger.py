@@ -57,7 +57,7 @@ def make_sample(
 ) -> HealthSample:
     return HealthSample(
         taken_at_ms=now_ms(),
-        inputs=(InputPartitionSample(topic=TP, lso=lso, hwm=lso, log_start=0, committed=committed,
+        inputs=(InputPartitionSample(tp=TP, lso=lso, hwm=lso, log_start=0, committed=committed,
                                      marker_batch=marker),),
         query_id="q1",
         last_committed=None if commit_ms is None else marker,
