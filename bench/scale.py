@@ -149,12 +149,16 @@ def transactions_scan(*, transactions: int, partitions: int, repetitions: int) -
     tps = _partitions(partitions)
     old = now_ms - 2 * 900_000
     producers = {
-        tp: [ProducerState(20_000 + i, 0, 10, old if i % 50 == 0 else now_ms - 1000, 3, 100 if i % 10 == 0 else -1),
-             ProducerState(30_000 + i, 1, 5, now_ms - 5000, 3, -1)]
+        tp: [ProducerState(producer_id=20_000 + i, producer_epoch=0, last_sequence=10,
+                           last_timestamp_ms=old if i % 50 == 0 else now_ms - 1000, coordinator_epoch=3,
+                           current_txn_start_offset=100 if i % 10 == 0 else -1),
+             ProducerState(producer_id=30_000 + i, producer_epoch=1, last_sequence=5, last_timestamp_ms=now_ms - 5000,
+                           coordinator_epoch=3, current_txn_start_offset=-1)]
         for i, tp in enumerate(tps)
     }
     listings = [
-        TransactionListing(transactional_id(prefix, i), 20_000 + i, TxnState.ONGOING) for i in range(0, partitions, 100)
+        TransactionListing(transactional_id=transactional_id(prefix, i), producer_id=20_000 + i, state=TxnState.ONGOING)
+        for i in range(0, partitions, 100)
     ]
     descriptions = {x.transactional_id: None for x in listings}
     load = loadavg()

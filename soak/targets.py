@@ -12,7 +12,8 @@ import psutil
 from confluent_kafka import IsolationLevel, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from airflow_provider_eos.devstack.broker import BrokerInfo, LocalKafka
+from airflow_provider_eos.devstack.broker import LocalKafka
+from airflow_provider_eos.devstack.broker_state import BrokerInfo
 from airflow_provider_eos.devstack.spark_cluster import SparkCluster
 from soak.job import JobControl, log
 from soak.schedule import choose

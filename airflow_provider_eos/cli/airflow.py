@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from airflow_provider_eos.cli.output import ExitCode, Report, add_json_flag
+from airflow_provider_eos.cli.output import ExitCode, Report, add_lifecycle_commands
 
 __all__ = ["register"]
 
@@ -77,20 +77,14 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "airflow", help="a local Airflow deployment (api-server, scheduler, dag-processor, triggerer) with the DAGs"
     )
-    subcommands = parser.add_subparsers(dest="airflow_command", required=True)
-    for name, handler, help_text in (
+    lifecycle = add_lifecycle_commands(parser.add_subparsers(dest="airflow_command", required=True), (
         ("up", _up, "start it (idempotent); print the UI's address and the admin login"),
         ("down", _down, "stop it and remove its metadata DB and logs"),
         ("status", _status, "say whether it runs and where (exit 1: it does not)"),
-    ):
-        sub = subcommands.add_parser(name, help=help_text)
-        sub.add_argument("--state-dir", default=None,
-                         help="the devstack folder (default $EOS_HOME/devstack); Airflow lives in <state-dir>/airflow")
-        add_json_flag(sub)
-        sub.set_defaults(handler=handler)
-        if name == "up":
-            sub.add_argument("--specs-dir", default=None,
-                             help="the pipelines folder the DAGs read ($EOS_SPECS_DIR; default <state-dir>/pipelines)")
-            sub.add_argument("--dags-folder", default=str(REPO_DAGS), help=f"the DAG files (default {REPO_DAGS})")
-            sub.add_argument("--spark-master", default=None,
-                             help="spark_default's master (default: the devstack's standalone master, else local[2])")
+    ), state_dir_help="the devstack folder (default $EOS_HOME/devstack); Airflow lives in <state-dir>/airflow")
+    up = lifecycle["up"]
+    up.add_argument("--specs-dir", default=None,
+                    help="the pipelines folder the DAGs read ($EOS_SPECS_DIR; default <state-dir>/pipelines)")
+    up.add_argument("--dags-folder", default=str(REPO_DAGS), help=f"the DAG files (default {REPO_DAGS})")
+    up.add_argument("--spark-master", default=None,
+                    help="spark_default's master (default: the devstack's standalone master, else local[2])")

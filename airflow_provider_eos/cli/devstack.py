@@ -13,10 +13,10 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_eos.cli.output import ExitCode, Report, add_json_flag, add_spec_argument
+from airflow_provider_eos.cli.output import ExitCode, Report, add_json_flag, add_lifecycle_commands, add_spec_argument
 
 if TYPE_CHECKING:
-    from airflow_provider_eos.devstack.broker import BrokerInfo
+    from airflow_provider_eos.devstack.broker_state import BrokerInfo
     from airflow_provider_eos.devstack.yarn_state import YarnClusterInfo
 
 __all__ = ["register"]
@@ -244,44 +244,39 @@ def register(commands: argparse._SubParsersAction) -> None:
         "or YARN, for development"
     )
     devstack_commands = devstack.add_subparsers(dest="devstack_command", required=True)
-    for name, handler, help_text in (
+    lifecycle = add_lifecycle_commands(devstack_commands, (
         ("up", _devstack_up, "start the broker and any Spark cluster (idempotent); print bootstrap.servers last"),
         ("down", _devstack_down, "stop the broker and the Spark cluster and remove their data"),
         ("status", _devstack_status, "say whether the broker and the cluster run and where (exit 1: not all do)"),
-    ):
-        sub = devstack_commands.add_parser(name, help=help_text)
-        sub.add_argument("--state-dir", default=None,
-                         help="folder of the broker and the cluster (default $EOS_HOME/devstack): new, empty or made "
-                         "by the devstack; down removes only what the devstack wrote there")
-        add_json_flag(sub)
-        sub.set_defaults(handler=handler)
-        if name == "up":
-            sub.add_argument(
-                "--brokers", type=int, default=1, metavar="N",
-                help="1 (default) or 3: a KRaft cluster of N broker+controller nodes, replication factor 3 and "
-                "min.insync.replicas 2; bootstrap.servers lists them all",
-            )
-            sub.add_argument(
-                "--transaction-max-timeout-ms", type=int, default=900_000,
-                help="broker transaction.max.timeout.ms (default 900000, Kafka's default)",
-            )
-            sub.add_argument(
-                "--security", choices=SECURITY_MODES, default="plaintext",
-                help="plaintext (default, no authentication), or SASL/SCRAM-SHA-512 users and ACL authorization "
-                "(sasl_ssl: over TLS with a generated CA); prints client.config=<admin settings file> "
-                "before the last line",
-            )
-            sub.add_argument(
-                "--spark-workers", type=int, default=0, metavar="N",
-                help="also start a Spark standalone master and N workers of one core each (default 0: none); "
-                "prints spark.master=spark://... before the last line",
-            )
-            sub.add_argument("--spark-worker-memory", default="1g", help="memory of each Spark worker (default 1g)")
-            sub.add_argument(
-                "--yarn", action="store_true",
-                help="also start Hadoop's MiniCluster (HDFS + YARN, jars from Maven Central) and print "
-                "HADOOP_CONF_DIR=... before the last line (for spark-submit --master yarn)",
-            )
+    ), state_dir_help="folder of the broker and the cluster (default $EOS_HOME/devstack): new, empty or made by "
+        "the devstack; down removes only what the devstack wrote there")
+    up = lifecycle["up"]
+    up.add_argument(
+        "--brokers", type=int, default=1, metavar="N",
+        help="1 (default) or 3: a KRaft cluster of N broker+controller nodes, replication factor 3 and "
+        "min.insync.replicas 2; bootstrap.servers lists them all",
+    )
+    up.add_argument(
+        "--transaction-max-timeout-ms", type=int, default=900_000,
+        help="broker transaction.max.timeout.ms (default 900000, Kafka's default)",
+    )
+    up.add_argument(
+        "--security", choices=SECURITY_MODES, default="plaintext",
+        help="plaintext (default, no authentication), or SASL/SCRAM-SHA-512 users and ACL authorization "
+        "(sasl_ssl: over TLS with a generated CA); prints client.config=<admin settings file> "
+        "before the last line",
+    )
+    up.add_argument(
+        "--spark-workers", type=int, default=0, metavar="N",
+        help="also start a Spark standalone master and N workers of one core each (default 0: none); "
+        "prints spark.master=spark://... before the last line",
+    )
+    up.add_argument("--spark-worker-memory", default="1g", help="memory of each Spark worker (default 1g)")
+    up.add_argument(
+        "--yarn", action="store_true",
+        help="also start Hadoop's MiniCluster (HDFS + YARN, jars from Maven Central) and print "
+        "HADOOP_CONF_DIR=... before the last line (for spark-submit --master yarn)",
+    )
 
     from airflow_provider_eos.devstack.broker import NODE_FAULTS
 

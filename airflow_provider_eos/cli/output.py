@@ -22,7 +22,7 @@ import enum
 import json
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -73,6 +73,27 @@ def add_spec_argument(parser: argparse.ArgumentParser) -> None:
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
     """``--json``: print the machine-readable result (or error) instead of the text."""
     parser.add_argument("--json", action="store_true", help="print the machine-readable result (JSON)")
+
+
+def add_lifecycle_commands(
+    subcommands: argparse._SubParsersAction,
+    commands: Sequence[tuple[str, Callable[[argparse.Namespace], int], str]],
+    state_dir_help: str,
+) -> dict[str, argparse.ArgumentParser]:
+    """A local service's ``up``, ``down`` and ``status``: each with ``--state-dir`` and ``--json``.
+
+    :param subcommands: the service command's subcommands.
+    :param commands: ``(name, handler, help)`` per subcommand.
+    :return: the subcommands' parsers by name, for the options only one of them takes.
+    """
+    made = {}
+    for name, handler, help_text in commands:
+        sub = subcommands.add_parser(name, help=help_text)
+        sub.add_argument("--state-dir", default=None, help=state_dir_help)
+        add_json_flag(sub)
+        sub.set_defaults(handler=handler)
+        made[name] = sub
+    return made
 
 
 def add_kafka_timeout(parser: argparse.ArgumentParser, *, when: str = "") -> None:

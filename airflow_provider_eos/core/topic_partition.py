@@ -56,14 +56,13 @@ class PartitionRow(FrozenModel):
 
     The partition is two fields, ``topic`` and ``partition``, so the JSON form names it by both
     keys and serializes without Python code per row; :attr:`tp` is the key the code works with.
-    Build a row with ``tp`` (positionally or by keyword) or with ``topic`` and ``partition``.
+    Build a row with ``tp=`` or with ``topic=`` and ``partition=``.
     """
 
     topic: str
     partition: int
 
-    def __init__(self, tp: TopicPartition | None = None, /, **data: Any) -> None:
-        tp = data.pop("tp", tp)
+    def __init__(self, *, tp: TopicPartition | None = None, **data: Any) -> None:
         if tp is not None:
             data["topic"], data["partition"] = tp
         super().__init__(**data)

@@ -25,7 +25,7 @@ from airflow_provider_eos.core.spec.model import Writers
 if TYPE_CHECKING:
     from airflow_provider_eos.core.checkpoint import CheckpointReader
 
-__all__ = ["WRITERS_RECORD", "WritersChoice", "parse_writers_record", "record_writers_choice"]
+__all__ = ["WRITERS_RECORD", "WritersChoice", "parse_writers_record", "read_writers_choice", "record_writers_choice"]
 
 #: Where the choice lives, relative to the checkpoint root.
 WRITERS_RECORD = (EOS_FOLDER, "writers.json")
@@ -80,6 +80,17 @@ def parse_writers_record(where: str, text: str) -> WritersChoice:
         raise CheckpointError(f"{where} records writers 'auto', which is a request, not a writer",
                               fix="delete the file: the job writes it again at its next start")
     return choice
+
+
+def read_writers_choice(checkpoint: CheckpointReader) -> WritersChoice | None:
+    """The writer the query recorded at its start (``eos/writers.json``); ``None`` if it has not.
+
+    :raises CheckpointError: if the record is there but malformed.
+    """
+    path = checkpoint.path(*WRITERS_RECORD)
+    if not checkpoint.fs.isfile(path):
+        return None
+    return parse_writers_record(checkpoint.display(path), checkpoint.read_text(path, "the writers record"))
 
 
 def record_writers_choice(checkpoint: CheckpointReader, choice: WritersChoice) -> None:

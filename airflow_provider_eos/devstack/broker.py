@@ -29,22 +29,20 @@ from airflow_provider_eos.devstack.broker_nodes import jvm_command, pid_alive, s
 from airflow_provider_eos.devstack.broker_ready import listening, log_tail, registered, wait_transactional
 from airflow_provider_eos.devstack.broker_state import BrokerDown, BrokerInfo, NodeInfo
 from airflow_provider_eos.devstack.jars import eos_home, kafka_classpath, require_java
+from airflow_provider_eos.devstack.private_files import write_private
 from airflow_provider_eos.devstack.process_groups import start_reaper
 from airflow_provider_eos.devstack.security import (
     CLIENT_CONFIG,
     BrokerSecrets,
     Security,
     check_security,
-    write_private,
 )
 from airflow_provider_eos.devstack.state_folder import StateFolder
 from airflow_provider_eos.subprocesses import run_bounded
 
 log = logging.getLogger(__name__)
 
-# The state types are re-exported: callers know them from here.
-__all__ = ["BROKER_ENTRIES", "BrokerDown", "BrokerInfo", "LocalKafka", "NodeFault", "NodeInfo", "default_state_dir",
-           "reap"]
+__all__ = ["BROKER_ENTRIES", "LocalKafka", "NodeFault", "default_state_dir", "reap"]
 
 DEFAULT_TRANSACTION_MAX_TIMEOUT_MS = 900_000
 _STATE_FILE = "devstack.json"

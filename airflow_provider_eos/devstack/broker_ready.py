@@ -11,7 +11,7 @@ from airflow_provider_eos.core.retry import RetryPolicy
 from airflow_provider_eos.devstack.broker_config import NodeLayout
 
 if TYPE_CHECKING:
-    from airflow_provider_eos.devstack.broker import BrokerInfo
+    from airflow_provider_eos.devstack.broker_state import BrokerInfo
 
 __all__ = ["BROKER_ACCEPTS_TRANSACTIONS", "group_coordinator_ready", "listening", "log_tail", "registered",
            "wait_transactional"]

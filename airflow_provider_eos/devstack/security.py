@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import secrets
 import time
 from collections.abc import Mapping
@@ -38,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from airflow_provider_eos.core.errors import DevstackError
+from airflow_provider_eos.devstack.private_files import write_private
 from airflow_provider_eos.kafka.settings.java_security import JAAS_LOGIN_MODULES, jaas_config
 
 if TYPE_CHECKING:
@@ -55,7 +55,6 @@ __all__ = [
     "check_security",
     "new_password",
     "read_client_config",
-    "write_private",
 ]
 
 log = logging.getLogger(__name__)
@@ -70,14 +69,6 @@ SCRAM_MECHANISM = "SCRAM-SHA-512"
 CLIENT_CONFIG = "client.config"
 _SCRAM_ITERATIONS = 8192  # Kafka's minimum for SCRAM-SHA-512 is 4096
 _CLIENT_LISTENER = "CLIENT"
-
-
-def write_private(path: Path, text: str) -> Path:
-    """Write ``text`` to a new file readable by its owner only (mode 0600 from the first byte)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(text)
-    return path
 
 
 def check_security(security: str) -> Security:

@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from airflow_provider_eos.devstack.security import write_private
+from airflow_provider_eos.devstack.private_files import write_private
 
 __all__ = ["BrokerTls", "write_broker_tls"]
 

@@ -39,6 +39,7 @@ from airflow_provider_eos.core.health import (
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.core.transactions import Transaction, to_epoch_ms
 from airflow_provider_eos.core.verification import verify_checkpoint, writers_in_use
+from airflow_provider_eos.core.writers_choice import read_writers_choice
 from airflow_provider_eos.kafka.denials import raise_if_refused, raise_if_topics_refused
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
 from airflow_provider_eos.kafka.log_offsets import list_log_offsets
@@ -216,5 +217,5 @@ def probe(
         verification=verification,
         transactions=transactions,
         notes=tuple(notes),
-        writers=writers_in_use(reader.writers_choice(), spec.writers),
+        writers=writers_in_use(read_writers_choice(reader), spec.writers),
     )

@@ -126,7 +126,8 @@ def list_transactions(
         return []
     by_broker = admin_call("ListTransactions", admin.list_transactions, producer_id_filters=ids)
     return [
-        txn.TransactionListing(item.transactional_id, item.producer_id, txn.TxnState.parse(item.state))
+        txn.TransactionListing(transactional_id=item.transactional_id, producer_id=item.producer_id,
+                               state=txn.TxnState.parse(item.state))
         for listings in by_broker.values()
         for item in listings
     ]
@@ -248,7 +249,7 @@ def partition_offsets(admin: KafkaAdminClient, partitions: Iterable[TopicPartiti
     hwm = admin_call("ListOffsets(read_uncommitted)", admin.list_partition_offsets, specs,
                      IsolationLevel.READ_UNCOMMITTED, refused=topics)
     return [
-        txn.PartitionOffsets(tp, lso[KafkaTopicPartition(*tp)].offset, hwm[KafkaTopicPartition(*tp)].offset)
+        txn.PartitionOffsets(tp=tp, lso=lso[KafkaTopicPartition(*tp)].offset, hwm=hwm[KafkaTopicPartition(*tp)].offset)
         for tp in wanted
     ]
 

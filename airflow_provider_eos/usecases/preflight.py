@@ -19,6 +19,7 @@ from airflow_provider_eos.core.preflight import (
 )
 from airflow_provider_eos.core.transform_reference import resolve_transform
 from airflow_provider_eos.core.transform_traits import TransformTraits, traits_from_source
+from airflow_provider_eos.core.writers_choice import read_writers_choice
 from airflow_provider_eos.devstack.jars import executor_writer_jar
 from airflow_provider_eos.kafka.cluster_facts import gather_facts
 from airflow_provider_eos.usecases.clients import PipelineClients
@@ -136,7 +137,7 @@ def with_writers_facts(facts: PreflightFacts, clients: PipelineClients) -> Prefl
     checkpoint = facts.checkpoint
     if checkpoint is not None and checkpoint.exists:
         try:
-            checkpoint = dataclasses.replace(checkpoint, writers_choice=clients.checkpoint.writers_choice())
+            checkpoint = dataclasses.replace(checkpoint, writers_choice=read_writers_choice(clients.checkpoint))
         except (EosError, OSError) as exc:
             unavailable["writers_choice"] = exc.message if isinstance(exc, EosError) else f"{type(exc).__name__}: {exc}"
             log.warning("pre-flight: could not read the writers record: %s", unavailable["writers_choice"])

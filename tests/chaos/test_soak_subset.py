@@ -29,7 +29,8 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_eos.devstack.broker import BrokerInfo, LocalKafka
+from airflow_provider_eos.devstack.broker import LocalKafka
+from airflow_provider_eos.devstack.broker_state import BrokerInfo
 from airflow_provider_eos.devstack.spark_cluster import SparkCluster
 from soak.checks import exactly_once_holds
 from soak.job import EXACTLY_ONCE

@@ -22,8 +22,9 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from airflow_provider_eos.core.preflight import Status, evaluate
 from airflow_provider_eos.core.spec import PipelineSpec
-from airflow_provider_eos.devstack.broker import BrokerInfo, LocalKafka
+from airflow_provider_eos.devstack.broker import LocalKafka
 from airflow_provider_eos.devstack.broker_nodes import pid_alive
+from airflow_provider_eos.devstack.broker_state import BrokerInfo
 from airflow_provider_eos.kafka.cluster_facts import gather_facts
 from tests.support.kafka import create_topic
 

@@ -17,6 +17,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from airflow_provider_eos.core.spec import Writers
+from airflow_provider_eos.core.writers_choice import read_writers_choice
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
 from airflow_provider_eos.spark.partition_writer import TaskStats
 from tests.support.kafka import client_settings, consume_all
@@ -58,7 +59,7 @@ def test_auto_runs_json_enrich_on_executor_writers_exactly_once(bootstrap, tmp_p
     assert result.returncode == 0, result.log[-3000:]
     assert_exactly_once(harness, valid_ids, malformed)
     assert [line.split()[0] for line in writers_lines(result)] == ["executors"], writers_lines(result)
-    choice = harness.checkpoint().writers_choice()
+    choice = read_writers_choice(harness.checkpoint())
     assert choice is not None and choice.writers is Writers.EXECUTORS and choice.requested is Writers.AUTO
     tasks = task_lines(result)
     batches = result.batch_lines()

@@ -29,6 +29,7 @@ from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.hadoop_conf import HADOOP_CONF_DIR_ENV
 from airflow_provider_eos.core.retry import RetryPolicy
 from airflow_provider_eos.core.spec import Writers
+from airflow_provider_eos.core.writers_choice import read_writers_choice
 from airflow_provider_eos.devstack.yarn import YarnClusterInfo
 from airflow_provider_eos.usecases.abort import abort
 from airflow_provider_eos.usecases.clients import PipelineClients
@@ -106,7 +107,7 @@ def test_pipeline_on_yarn_cluster_mode_is_exact_and_its_hdfs_checkpoint_verifies
     checkpoint = harness.checkpoint()
     assert isinstance(checkpoint.fs, WebHDFS)
     assert checkpoint.display(checkpoint.path("commits", "0")) == f"{harness.spec.checkpoint_location}/commits/0"
-    choice = checkpoint.writers_choice()
+    choice = read_writers_choice(checkpoint)
     assert choice is not None and choice.writers is Writers.EXECUTORS
     assert checkpoint.latest_committed_batch() == checkpoint.latest_planned_batch() >= 3  # 300 per trigger
     # The same checkpoint through storage options alone (a checkpoint connection's extras), no Hadoop configuration.

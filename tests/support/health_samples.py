@@ -110,9 +110,10 @@ def rich_sample(t_s: float) -> HealthSample:
         query_id="q1",
         last_committed=3,
         last_commit_time_ms=T0,
-        verification=VerificationSample("KAFKA_BEHIND", False, "Rewind", None),
+        verification=VerificationSample(verdict="KAFKA_BEHIND", ok=False, next_step="Rewind", note=None),
         transactions=(txn(f"{PREFIX}-0", 3),
-                      Transaction("x", TxnState.EMPTY, 1, 2, None, 60_000, frozenset(), None)),
+                      Transaction(transactional_id="x", state=TxnState.EMPTY, producer_id=1, producer_epoch=2,
+                                  start_time_ms=None, timeout_ms=60_000, partitions=frozenset(), coordinator_id=None)),
         notes=("topic 'x' does not exist",),
     )
 

@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 
+import psutil
+
 from bench.process_tree import CpuSampler, listener_pid
 
 # A parent that spins, and starts a child that spins and exits before the parent does.
@@ -44,10 +46,15 @@ def test_the_broker_is_found_by_its_listening_port() -> None:
 
 def test_a_process_running_before_the_sampler_counts_only_what_it_used_while_sampled() -> None:
     # The bench's broker: started long before the job, sampled only during it.
-    spin = "import time\nend = time.time() + 1.2\nwhile time.time() < end: pass"
+    # Spins for 1.2 s of its own CPU time, and the sampler starts once it has used 0.4 s: on a loaded
+    # machine wall-clock sleeps would not say how much CPU it got.
+    spin = "import time\nwhile time.process_time() < 1.2: pass"
     spinner = subprocess.Popen([sys.executable, "-c", spin])
     try:
-        time.sleep(0.6)
+        running = psutil.Process(spinner.pid)
+        deadline = time.monotonic() + 60
+        while sum(running.cpu_times()[:2]) < 0.4 and time.monotonic() < deadline:
+            time.sleep(0.02)
         sampler = CpuSampler(spinner.pid, interval_s=0.05)
         sampler.start()
         spinner.wait(30)

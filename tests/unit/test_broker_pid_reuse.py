@@ -15,8 +15,9 @@ import pytest
 
 from airflow_provider_eos.cli.main import main
 from airflow_provider_eos.core.errors import DevstackError
-from airflow_provider_eos.devstack.broker import BrokerInfo, LocalKafka, NodeInfo
+from airflow_provider_eos.devstack.broker import LocalKafka
 from airflow_provider_eos.devstack.broker_nodes import pid_alive
+from airflow_provider_eos.devstack.broker_state import BrokerInfo, NodeInfo
 from airflow_provider_eos.devstack.state_folder import StateFolder
 
 

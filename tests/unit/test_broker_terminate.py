@@ -16,8 +16,9 @@ import pytest
 from airflow_provider_eos.core.errors import DevstackError
 from airflow_provider_eos.core.retry import RetryPolicy
 from airflow_provider_eos.devstack import broker_nodes
-from airflow_provider_eos.devstack.broker import BrokerInfo, LocalKafka, NodeInfo
+from airflow_provider_eos.devstack.broker import LocalKafka
 from airflow_provider_eos.devstack.broker_nodes import pid_alive, terminate
+from airflow_provider_eos.devstack.broker_state import BrokerInfo, NodeInfo
 from airflow_provider_eos.devstack.state_folder import StateFolder
 
 STUBBORN = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); "

@@ -18,7 +18,8 @@ import pytest
 from airflow_provider_eos.core.errors import DevstackError
 from airflow_provider_eos.devstack import broker, jars, yarn
 from airflow_provider_eos.devstack.airflow_deployment import LocalAirflow
-from airflow_provider_eos.devstack.broker import BrokerInfo, LocalKafka, NodeInfo
+from airflow_provider_eos.devstack.broker import LocalKafka
+from airflow_provider_eos.devstack.broker_state import BrokerInfo, NodeInfo
 from airflow_provider_eos.devstack.recorded import RecordedDaemons
 from airflow_provider_eos.devstack.spark_cluster import SparkCluster
 from airflow_provider_eos.devstack.yarn import YarnMiniCluster

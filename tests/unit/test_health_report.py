@@ -7,6 +7,7 @@ import json
 import pytest
 
 from airflow_provider_eos.core.health import (
+    Finding,
     HealthError,
     HealthReport,
     HealthStatus,
@@ -70,7 +71,8 @@ def test_evaluate_needs_a_sample() -> None:
 
 def test_thresholds_derive_from_trigger_interval_batch_budget_and_transaction_timeout() -> None:
     # Without a budget the transaction timeout bounds a batch: cycle = max(10s, 60s).
-    assert HealthThresholds.from_spec(spec(trigger="10 seconds")) == HealthThresholds(120_000, 240_000, 60_000, 60_000)
+    assert HealthThresholds.from_spec(spec(trigger="10 seconds")) == HealthThresholds(
+        warn_after_ms=120_000, stop_after_ms=240_000, hang_after_ms=60_000, lingering_after_ms=60_000)
     # A budget shorter than the interval: the interval is the cycle.
     derived = HealthThresholds.from_spec(spec(trigger="2 minutes", batch_budget_ms=30_000))
     assert (derived.warn_after_ms, derived.stop_after_ms) == (240_000, 480_000)
@@ -98,7 +100,8 @@ def test_wait_healthy_needs_a_commit_after_the_start_and_no_unhealthy_finding() 
     fresh = run([sample(100, [part(100, 100)], commit_s=95)])
     assert watch_outcome(fresh, WatchMode.WAIT_HEALTHY, T0 + 90 * SECOND) is WatchOutcome.HEALTHY
     assert watch_outcome(fresh, WatchMode.WAIT_HEALTHY, T0 + 95 * SECOND) is None  # not newer than the start
-    behind = run([sample(100, [part(100, 100)], commit_s=95, verification=VerificationSample("DIVERGED", False))])
+    diverged = VerificationSample(verdict="DIVERGED", ok=False)
+    behind = run([sample(100, [part(100, 100)], commit_s=95, verification=diverged)])
     assert watch_outcome(behind, WatchMode.WAIT_HEALTHY, T0) is None
     never = run([sample(100, [part(100, None)], last_committed=None)])
     assert watch_outcome(never, WatchMode.WAIT_HEALTHY, T0) is None
@@ -156,12 +159,12 @@ def test_report_json_keeps_its_keys_and_reads_back_as_the_same_report() -> None:
     assert HealthReport.model_validate(data) == report
 
 
-def test_finding_and_verification_sample_take_their_fields_by_position_too() -> None:
-    assert VerificationSample("DIVERGED", False) == VerificationSample(verdict="DIVERGED", ok=False)
-    with pytest.raises(TypeError, match="multiple values"):
-        VerificationSample("DIVERGED", verdict="IN_SYNC", ok=True)
-    with pytest.raises(TypeError, match="at most 4"):
-        VerificationSample("a", True, "b", "c", "d")
+def test_finding_and_verification_sample_take_their_fields_by_name_only() -> None:
+    assert VerificationSample(verdict="DIVERGED", ok=False) == VerificationSample(verdict="DIVERGED", ok=False)
+    with pytest.raises(TypeError, match="positional"):
+        VerificationSample("DIVERGED", False)  # type: ignore[misc]
+    with pytest.raises(TypeError, match="positional"):
+        Finding("lag", HealthStatus.HEALTHY, "orders-0", "caught up")  # type: ignore[misc]
 
 
 def test_thresholds_refuse_text_and_fractions_instead_of_converting_them() -> None:

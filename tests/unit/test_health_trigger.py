@@ -57,11 +57,12 @@ def make_sample(
 ) -> HealthSample:
     return HealthSample(
         taken_at_ms=now_ms(),
-        inputs=(InputPartitionSample(TP, lso=lso, hwm=lso, log_start=0, committed=committed, marker_batch=marker),),
+        inputs=(InputPartitionSample(tp=TP, lso=lso, hwm=lso, log_start=0, committed=committed,
+                                     marker_batch=marker),),
         query_id="q1",
         last_committed=None if commit_ms is None else marker,
         last_commit_time_ms=commit_ms,
-        verification=VerificationSample(verdict, verdict in ("IN_SYNC", "KAFKA_AHEAD_SAFE")),
+        verification=VerificationSample(verdict=verdict, ok=verdict in ("IN_SYNC", "KAFKA_AHEAD_SAFE")),
     )
 
 

@@ -36,7 +36,8 @@ HEAD = ResultHeading("verify", "orders", "finding", "the group and the checkpoin
 def verdict_row(partition: int, verdict: Verdict, group: int | None, marker: int | None,
                 query: str = QUERY) -> PartitionVerdict:
     return PartitionVerdict(
-        TopicPartition("orders", partition), verdict=verdict, checkpoint_batch=3, checkpoint_offset=40 + partition,
+        tp=TopicPartition("orders", partition), verdict=verdict, checkpoint_batch=3,
+        checkpoint_offset=40 + partition,
         group_offset=group, marker_batch=marker, marker_query_id=query if marker is not None else None,
         wal_offset=None, detail=f"partition {partition} is {verdict.value} because of the values found",
     )
@@ -146,8 +147,8 @@ def test_abort_card_lists_what_changes_first_and_the_signs_of_a_live_job() -> No
 
 def test_rewind_card_shows_the_batches_before_and_after_and_the_files() -> None:
     moves = tuple(FileMove(path=f"{kind}/{n}", kind=kind, number=n) for n in (2, 3) for kind in ("offsets", "commits"))
-    plan = RewindPlan(root="/ckpt/orders", to_batch=1, before=CheckpointBatches(3, 3, 0, 0), moves=moves,
-                      stateful=False)
+    before = CheckpointBatches(last_committed=3, last_planned=3, oldest_planned=0, oldest_committed=0)
+    plan = RewindPlan(root="/ckpt/orders", to_batch=1, before=before, moves=moves, stateful=False)
     dry = rewind_card(ResultHeading("rewind", "orders", "ok", "would move 4", dry_run=True),
                       RewindResult(plan=plan, executed=False), max_rows=3)
     assert ["last committed batch", "3", "1"] in table(dry)
@@ -161,9 +162,9 @@ def test_rewind_card_shows_the_batches_before_and_after_and_the_files() -> None:
 
 def test_align_card_shows_offsets_and_markers_before_and_after_and_the_verdict_read_back() -> None:
     marker = BatchMarker(QUERY, 3).encode()
-    rows = (AlignRow(TopicPartition("orders", 0), before_offset=None, before_metadata=None, after_offset=40,
+    rows = (AlignRow(tp=TopicPartition("orders", 0), before_offset=None, before_metadata=None, after_offset=40,
                      after_metadata=marker),
-            AlignRow(TopicPartition("orders", 1), before_offset=41, before_metadata=marker, after_offset=41,
+            AlignRow(tp=TopicPartition("orders", 1), before_offset=41, before_metadata=marker, after_offset=41,
                      after_metadata=marker))
     plan = AlignPlan(query_id=QUERY, batch_id=3, rows=rows, untouched=(), verdict=Verdict.NO_MARKER)
     after = VerificationReport(query_id=QUERY, last_committed=3, last_planned=3, overall=Verdict.NO_MARKER,

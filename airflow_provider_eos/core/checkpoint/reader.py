@@ -13,7 +13,7 @@ import getpass
 import os
 import posixpath
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import fsspec.core
 from fsspec.spec import AbstractFileSystem
@@ -30,14 +30,11 @@ from airflow_provider_eos.core.checkpoint.formats import (
     parse_metadata,
     parse_offset_log,
 )
-from airflow_provider_eos.core.checkpoint.snapshot import CheckpointSnapshot, read_snapshot
+from airflow_provider_eos.core.checkpoint.snapshot import CheckpointSnapshot
 from airflow_provider_eos.core.checkpoint.webhdfs import is_hdfs_location, webhdfs_target
 from airflow_provider_eos.core.errors import CheckpointError
 from airflow_provider_eos.core.hadoop_conf import ambient_hadoop_conf
 from airflow_provider_eos.core.topic_partition import OffsetMap, TopicPartition
-
-if TYPE_CHECKING:
-    from airflow_provider_eos.core.writers_choice import WritersChoice
 
 __all__ = ["EOS_FOLDER", "CheckpointReader", "normalize_location"]
 
@@ -144,7 +141,13 @@ class CheckpointReader:
                 batches.add(int(name))
         return sorted(batches)
 
-    def _read_text(self, path: str, expected: str, missing_fix: Callable[[], str] | None = None) -> str:
+    def read_text(self, path: str, expected: str, missing_fix: Callable[[], str] | None = None) -> str:
+        """The file at ``path`` (from :meth:`path`) as UTF-8 text.
+
+        :param expected: what the file should hold, as the error names it.
+        :param missing_fix: the fix to state when the file is missing, computed only then.
+        :raises CheckpointError: naming the file when it is missing or not UTF-8.
+        """
         data = self._read_bytes(path, expected, missing_fix)
         try:
             return data.decode("utf-8")
@@ -191,7 +194,7 @@ class CheckpointReader:
         :raises CheckpointError: if ``metadata`` is missing or not ``{"id": "..."}``.
         """
         path = self.path("metadata")
-        return parse_metadata(self.display(path), self._read_text(path, METADATA_EXPECTED))
+        return parse_metadata(self.display(path), self.read_text(path, METADATA_EXPECTED))
 
     def query_id_if_known(self) -> str | None:
         """The query id, or ``None`` when ``metadata`` is not there (yet); malformed still raises."""
@@ -232,7 +235,7 @@ class CheckpointReader:
 
     def _offset_log_entry(self, batch_id: int) -> OffsetLogEntry:
         path = self.path("offsets", str(batch_id))
-        text = self._read_text(path, OFFSET_LOG_EXPECTED, lambda: self._missing_batch_fix("offsets"))
+        text = self.read_text(path, OFFSET_LOG_EXPECTED, lambda: self._missing_batch_fix("offsets"))
         return parse_offset_log(self.display(path), text)
 
     def offset_log_version(self, batch_id: int) -> int:
@@ -320,7 +323,7 @@ class CheckpointReader:
         :raises CheckpointError: if the file is missing or malformed.
         """
         path = self.path("commits", str(batch_id))
-        text = self._read_text(path, COMMIT_LOG_EXPECTED, lambda: self._missing_batch_fix("commits"))
+        text = self.read_text(path, COMMIT_LOG_EXPECTED, lambda: self._missing_batch_fix("commits"))
         return parse_commit_log(self.display(path), text)
 
     def commit_time(self, batch_id: int) -> dt.datetime:
@@ -343,28 +346,29 @@ class CheckpointReader:
             )
         return _as_utc(value, self.display(path))
 
-    # -- the writer in use ---------------------------------------------------------------------
-
-    def writers_choice(self) -> WritersChoice | None:
-        """The writer the query recorded at its start (``eos/writers.json``); ``None`` if it has not.
-
-        :raises CheckpointError: if the record is there but malformed.
-        """
-        from airflow_provider_eos.core.writers_choice import WRITERS_RECORD, parse_writers_record
-
-        path = self.path(*WRITERS_RECORD)
-        if not self.fs.isfile(path):
-            return None
-        return parse_writers_record(self.display(path), self._read_text(path, "the writers record"))
-
     # -- snapshot ------------------------------------------------------------------------------
 
     def snapshot(self, source_index: int | str = 0) -> CheckpointSnapshot:
-        """Read the query's progress in one pass (:func:`~.snapshot.read_snapshot`).
+        """Read the query's progress in one pass.
 
         :raises CheckpointError: if there is no checkpoint at the location, or a file is malformed.
         """
-        return read_snapshot(self, source_index)
+        if not self.exists():
+            raise CheckpointError(
+                f"no Spark checkpoint at {self.location!r} (no metadata file, no offsets)",
+                fix="check the spec's checkpoint_location; a pipeline that never ran has no checkpoint",
+            )
+        query_id = self.query_id()
+        last_committed = self.latest_committed_batch()
+        last_planned = self.latest_planned_batch()
+        return CheckpointSnapshot(
+            query_id=query_id,
+            last_committed=last_committed,
+            last_planned=last_planned,
+            committed_offsets=None if last_committed is None else self.planned_offsets(last_committed, source_index),
+            planned_offsets=None if last_planned is None else self.planned_offsets(last_planned, source_index),
+            last_commit_time=None if last_committed is None else self.commit_time(last_committed),
+        )
 
 
 def _hadoop_user() -> str | None:

@@ -1,22 +1,17 @@
 """A checkpoint's progress read in one pass: query id, last committed and planned batch, their offsets.
 
-:func:`read_snapshot` (``CheckpointReader.snapshot()``) asks the reader for each value; the
-:class:`CheckpointSnapshot` it returns is a plain frozen value that no longer touches storage.
+``CheckpointReader.snapshot()`` reads it; the :class:`CheckpointSnapshot` is a plain frozen value
+that no longer touches storage.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from airflow_provider_eos.core.errors import CheckpointError
 from airflow_provider_eos.core.topic_partition import OffsetMap
 
-if TYPE_CHECKING:
-    from airflow_provider_eos.core.checkpoint.reader import CheckpointReader
-
-__all__ = ["CheckpointSnapshot", "read_snapshot"]
+__all__ = ["CheckpointSnapshot"]
 
 
 @dataclass(frozen=True)
@@ -44,26 +39,3 @@ class CheckpointSnapshot:
         if self.last_planned is None:
             return False
         return self.last_committed is None or self.last_planned > self.last_committed
-
-
-def read_snapshot(reader: CheckpointReader, source_index: int | str = 0) -> CheckpointSnapshot:
-    """Read the query's progress in one pass (see :meth:`CheckpointReader.snapshot`).
-
-    :raises CheckpointError: if there is no checkpoint at the location, or a file is malformed.
-    """
-    if not reader.exists():
-        raise CheckpointError(
-            f"no Spark checkpoint at {reader.location!r} (no metadata file, no offsets)",
-            fix="check the spec's checkpoint_location; a pipeline that never ran has no checkpoint",
-        )
-    query_id = reader.query_id()
-    last_committed = reader.latest_committed_batch()
-    last_planned = reader.latest_planned_batch()
-    return CheckpointSnapshot(
-        query_id=query_id,
-        last_committed=last_committed,
-        last_planned=last_planned,
-        committed_offsets=(None if last_committed is None else reader.planned_offsets(last_committed, source_index)),
-        planned_offsets=None if last_planned is None else reader.planned_offsets(last_planned, source_index),
-        last_commit_time=None if last_committed is None else reader.commit_time(last_committed),
-    )

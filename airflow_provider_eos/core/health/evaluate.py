@@ -47,7 +47,8 @@ def evaluate(
     gaps = partition_gaps(samples, thresholds)
     transactions, lingering = open_transactions(latest, transactional_id_prefix, thresholds)
     findings = [
-        *(Finding("lag", row.status.health, str(row.tp), f"{row.status.value}: {row.detail}") for row in partitions),
+        *(Finding(signal="lag", status=row.status.health, subject=str(row.tp),
+                  detail=f"{row.status.value}: {row.detail}") for row in partitions),
         commit_age_finding(latest, span, thresholds),
         *hanging_findings(gaps, thresholds),
         *lingering,

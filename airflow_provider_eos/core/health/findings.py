@@ -85,43 +85,45 @@ def commit_age_finding(latest: HealthSample, span_ms: int, th: HealthThresholds)
     if latest.last_commit_time_ms is None:
         if total_lag == 0:
             return Finding(
-                "commit_age", HealthStatus.HEALTHY, _CHECKPOINT, "no batch committed yet, and no input waits"
+                signal="commit_age", status=HealthStatus.HEALTHY, subject=_CHECKPOINT,
+                detail="no batch committed yet, and no input waits",
             )
         if span_ms >= th.stop_after_ms:
             return Finding(
-                "commit_age",
-                HealthStatus.UNHEALTHY,
-                _CHECKPOINT,
-                f"no batch committed in {format_age(span_ms)} while {total_lag} input record(s) wait "
+                signal="commit_age",
+                status=HealthStatus.UNHEALTHY,
+                subject=_CHECKPOINT,
+                detail=f"no batch committed in {format_age(span_ms)} while {total_lag} input record(s) wait "
                 f"(stop after {format_age(th.stop_after_ms)}): is the job running?",
             )
         return Finding(
-            "commit_age",
-            HealthStatus.DEGRADED,
-            _CHECKPOINT,
-            f"no batch committed yet while {total_lag} input record(s) wait",
+            signal="commit_age",
+            status=HealthStatus.DEGRADED,
+            subject=_CHECKPOINT,
+            detail=f"no batch committed yet while {total_lag} input record(s) wait",
         )
     # A commit "in the future" (clock skew between this host and the checkpoint store) is fresh.
     age = max(0, latest.taken_at_ms - latest.last_commit_time_ms)
     batch = f"batch {latest.last_committed} committed {format_age(age)} ago"
     if total_lag == 0:
-        return Finding("commit_age", HealthStatus.HEALTHY, _CHECKPOINT, f"{batch}; idle: no input waits")
+        return Finding(signal="commit_age", status=HealthStatus.HEALTHY, subject=_CHECKPOINT,
+                       detail=f"{batch}; idle: no input waits")
     if age >= th.stop_after_ms:
         return Finding(
-            "commit_age",
-            HealthStatus.UNHEALTHY,
-            _CHECKPOINT,
-            f"{batch} (stop after {format_age(th.stop_after_ms)}) while {total_lag} input record(s) wait: "
+            signal="commit_age",
+            status=HealthStatus.UNHEALTHY,
+            subject=_CHECKPOINT,
+            detail=f"{batch} (stop after {format_age(th.stop_after_ms)}) while {total_lag} input record(s) wait: "
             "the job is not making progress",
         )
     if age >= th.warn_after_ms:
         return Finding(
-            "commit_age",
-            HealthStatus.DEGRADED,
-            _CHECKPOINT,
-            f"{batch} (warn after {format_age(th.warn_after_ms)}) while {total_lag} input record(s) wait",
+            signal="commit_age",
+            status=HealthStatus.DEGRADED,
+            subject=_CHECKPOINT,
+            detail=f"{batch} (warn after {format_age(th.warn_after_ms)}) while {total_lag} input record(s) wait",
         )
-    return Finding("commit_age", HealthStatus.HEALTHY, _CHECKPOINT, batch)
+    return Finding(signal="commit_age", status=HealthStatus.HEALTHY, subject=_CHECKPOINT, detail=batch)
 
 
 # -- hanging: LSO < HWM that does not move -----------------------------------------------------
@@ -202,10 +204,10 @@ def hanging_findings(gaps: Iterable[PartitionGap], th: HealthThresholds) -> list
     """An UNHEALTHY finding per hanging partition."""
     return [
         Finding(
-            "hanging",
-            HealthStatus.UNHEALTHY,
-            f"{gap.tp} ({gap.role})",
-            f"LSO {gap.lso} < HWM {gap.hwm} and unmoved for {format_age(gap.pinned_for_ms)} "
+            signal="hanging",
+            status=HealthStatus.UNHEALTHY,
+            subject=f"{gap.tp} ({gap.role})",
+            detail=f"LSO {gap.lso} < HWM {gap.hwm} and unmoved for {format_age(gap.pinned_for_ms)} "
             f"(hanging after {format_age(th.hang_after_ms)}): an open transaction pins it; "
             "read_committed readers are stuck; run `eos abort --execute`",
         )
@@ -261,10 +263,10 @@ def open_transactions(
         if lingering:
             findings.append(
                 Finding(
-                    "lingering",
-                    HealthStatus.UNHEALTHY,
-                    txn.transactional_id,
-                    f"ongoing for {format_age(item.age_ms)}, longer than {format_age(limit)}: its producer is "
+                    signal="lingering",
+                    status=HealthStatus.UNHEALTHY,
+                    subject=txn.transactional_id,
+                    detail=f"ongoing for {format_age(item.age_ms)}, longer than {format_age(limit)}: its producer is "
                     "gone and it pins the LSO of "
                     + (", ".join(str(tp) for tp in partitions) or "its partitions")
                     + "; run `eos abort --execute`",
@@ -282,19 +284,19 @@ def verification_finding(latest: HealthSample) -> Finding:
     """Judge the newest sample's verification verdict."""
     result = latest.verification
     if result is None:
-        return Finding("verification", HealthStatus.HEALTHY, _VERIFICATION, "not checked")
+        return Finding(signal="verification", status=HealthStatus.HEALTHY, subject=_VERIFICATION, detail="not checked")
     if result.verdict is None:
         return Finding(
-            "verification",
-            HealthStatus.HEALTHY,
-            _VERIFICATION,
-            result.note or "not settled: the group kept committing while it was read (the job is alive)",
+            signal="verification",
+            status=HealthStatus.HEALTHY,
+            subject=_VERIFICATION,
+            detail=result.note or "not settled: the group kept committing while it was read (the job is alive)",
         )
     if result.ok:
-        return Finding("verification", HealthStatus.HEALTHY, _VERIFICATION, result.verdict)
+        return Finding(signal="verification", status=HealthStatus.HEALTHY, subject=_VERIFICATION, detail=result.verdict)
     return Finding(
-        "verification",
-        HealthStatus.UNHEALTHY,
-        _VERIFICATION,
-        f"{result.verdict}: " + (result.next_step or "run `eos verify` for the partition table"),
+        signal="verification",
+        status=HealthStatus.UNHEALTHY,
+        subject=_VERIFICATION,
+        detail=f"{result.verdict}: " + (result.next_step or "run `eos verify` for the partition table"),
     )

@@ -8,7 +8,6 @@ what lets every rule be tested without a JVM.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from pydantic import Field
 
@@ -101,11 +100,3 @@ class BatchPlan(FrozenModel):
     batch_id: int
     plan: PlanNode
     input_ranges: tuple[InputRange, ...]
-
-    def to_log(self) -> dict[str, Any]:
-        """A compact JSON-ready summary: the operators and the ranges."""
-        return {
-            "batch_id": self.batch_id,
-            "operators": [node.name for node in self.plan.walk()],
-            "input_ranges": [r.describe() for r in self.input_ranges],
-        }

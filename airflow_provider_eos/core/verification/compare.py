@@ -30,6 +30,7 @@ from airflow_provider_eos.core.verification.partition_rules import Markers, Offs
 from airflow_provider_eos.core.verification.report import VerificationReport
 from airflow_provider_eos.core.verification.verdict import PartitionVerdict, Verdict
 from airflow_provider_eos.core.verification.writers import WritersInUse, WritersSource, writers_in_use
+from airflow_provider_eos.core.writers_choice import read_writers_choice
 
 if TYPE_CHECKING:
     from airflow_provider_eos.core.checkpoint import CheckpointReader
@@ -185,5 +186,5 @@ def verify_checkpoint(
         last_planned=reader.latest_planned_batch(),
         planned_offsets=offsets_for,
         committed=committed,
-        writers=writers_in_use(reader.writers_choice(), spec_writers),
+        writers=writers_in_use(read_writers_choice(reader), spec_writers),
     )

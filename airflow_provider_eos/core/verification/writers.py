@@ -86,7 +86,7 @@ class WritersInUse(FrozenModel):
 def writers_in_use(recorded: WritersChoice | None, spec_writers: Writers | None) -> WritersInUse:
     """Settle which writer's rules apply: the recorded choice, else the spec's explicit writer, else the driver's.
 
-    :param recorded: the checkpoint's record (``CheckpointReader.writers_choice()``), ``None`` if absent.
+    :param recorded: the checkpoint's record (:func:`~.writers_choice.read_writers_choice`), ``None`` if absent.
     :param spec_writers: the spec's ``writers``; ``None`` when the caller has no spec.
     """
     if recorded is not None:

@@ -20,11 +20,11 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from airflow_provider_eos.core.errors import KafkaConfigError
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.kafka.settings.java_security import java_sasl, java_ssl
-from airflow_provider_eos.kafka.settings.keys import SETTINGS, Dropped, Refused, Renamed
+from airflow_provider_eos.kafka.settings.keys import Renamed
 from airflow_provider_eos.kafka.settings.librdkafka import common_config, sink_producer_config
+from airflow_provider_eos.kafka.settings.translation import require_bootstrap_servers, settings_to_translate
 from airflow_provider_eos.kafka.settings.values import (
     JAVA,
     as_bool,
@@ -148,34 +148,16 @@ def java_client_config(librdkafka: Mapping[str, Any], role: JavaRole) -> dict[st
     out: dict[str, str] = {}
     origin: dict[str, str] = {}
     security: dict[str, Any] = {}
-    for key, value in librdkafka.items():
-        setting = SETTINGS.get(key)
-        if setting is None:
-            raise refuse(
-                key,
-                JAVA,
-                "is not a librdkafka setting this package translates for Spark's Kafka source and sink",
-                "remove it from the spec's kafka settings, or add its translation to "
-                "airflow_provider_eos.kafka.settings.keys",
-            )
-        if setting.scope not in ("common", role):
-            log.debug("kafka[%r] is a %s setting; dropped for the Java %s", key, setting.scope, role)
-            continue
-        rule = setting.java
-        if key in _SECURITY_KEYS:
+    purpose = "Spark's Kafka source and sink"
+    for key, value, rule in settings_to_translate(librdkafka, JAVA, purpose, lambda setting: setting.java,
+                                                  role=role, claimed=_SECURITY_KEYS):
+        if rule is None:
             security[key] = value
         elif isinstance(rule, Renamed):
             _put(out, origin, key, {rule.name: _renamed(key, rule, value)})
-        elif isinstance(rule, Dropped):
-            log.debug("kafka[%r] dropped for the Java client: %s", key, rule.reason)
-        elif isinstance(rule, Refused):
-            raise refuse(key, JAVA, rule.problem, rule.fix)
         else:
             _put(out, origin, key, _special(key, value, role))
-    if "bootstrap.servers" not in out:
-        raise KafkaConfigError(
-            "kafka['bootstrap.servers'] is missing", fix="set it to the broker list, e.g. 'localhost:9092'"
-        )
+    require_bootstrap_servers("bootstrap.servers" in out)
     protocol = security_protocol("security.protocol", security.get("security.protocol", "PLAINTEXT"))
     if "security.protocol" in security:
         out["security.protocol"] = protocol

@@ -15,9 +15,9 @@ import ssl
 from collections.abc import Mapping
 from typing import Any
 
-from airflow_provider_eos.core.errors import KafkaConfigError
 from airflow_provider_eos.core.secrets import is_secret_setting
-from airflow_provider_eos.kafka.settings.keys import SETTINGS, Dropped, Refused, Renamed
+from airflow_provider_eos.kafka.settings.keys import Renamed
+from airflow_provider_eos.kafka.settings.translation import require_bootstrap_servers, settings_to_translate
 from airflow_provider_eos.kafka.settings.values import (
     KAFKA_PYTHON,
     as_bool,
@@ -31,6 +31,8 @@ from airflow_provider_eos.kafka.settings.values import (
 __all__ = ["kafka_python_config", "protect_secrets"]
 
 log = logging.getLogger(__name__)
+#: kafka-python has no setting for it: it decides the SSL context built below.
+_VERIFY_KEY = ("enable.ssl.certificate.verification",)
 
 
 def _renamed(key: str, rule: Renamed, value: Any) -> Any:
@@ -84,32 +86,16 @@ def kafka_python_config(librdkafka: Mapping[str, Any]) -> dict[str, Any]:
     """
     out: dict[str, Any] = {}
     verify_certificates = True
-    for key, value in librdkafka.items():
-        setting = SETTINGS.get(key)
-        if setting is None:
-            raise refuse(
-                key,
-                KAFKA_PYTHON,
-                "is not a librdkafka setting this package translates for the transaction admin client",
-                "remove it from the spec's kafka settings, or add its translation to "
-                "airflow_provider_eos.kafka.settings.keys",
-            )
-        rule = setting.kafka_python
-        if key == "enable.ssl.certificate.verification":
+    purpose = "the transaction admin client"
+    for key, value, rule in settings_to_translate(librdkafka, KAFKA_PYTHON, purpose,
+                                                  lambda setting: setting.kafka_python, claimed=_VERIFY_KEY):
+        if rule is None:
             verify_certificates = as_bool(key, value)
         elif isinstance(rule, Renamed):
             out[rule.name] = _renamed(key, rule, value)
-        elif isinstance(rule, Dropped):
-            log.debug("kafka config key %r has no meaning for the kafka-python admin client (%s); skipped",
-                      key, rule.reason)
-        elif isinstance(rule, Refused):
-            raise refuse(key, KAFKA_PYTHON, rule.problem, rule.fix)
         else:
             _special(key, value, out)
-    if "bootstrap_servers" not in out:
-        raise KafkaConfigError(
-            "kafka['bootstrap.servers'] is missing", fix="set it to the broker list, e.g. 'localhost:9092'"
-        )
+    require_bootstrap_servers("bootstrap_servers" in out)
     if not verify_certificates:
         # kafka-python has no switch for this; only a ready-made SSLContext expresses it.
         context = ssl.create_default_context(cafile=out.get("ssl_cafile"))

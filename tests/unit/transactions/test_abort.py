@@ -21,7 +21,8 @@ from tests.unit.transactions.builders import NOW, TP0, TP1, producer, txn
 
 
 def _hanging_rows() -> list:
-    listings = [TransactionListing("app-3", 2, TxnState.EMPTY), TransactionListing("pfx-1", 3, TxnState.EMPTY)]
+    listings = [TransactionListing(transactional_id="app-3", producer_id=2, state=TxnState.EMPTY),
+                TransactionListing(transactional_id="pfx-1", producer_id=3, state=TxnState.EMPTY)]
     descriptions = {"app-3": txn("app-3", TxnState.EMPTY, partitions=()), "pfx-1": txn("pfx-1", TxnState.EMPTY)}
     producers = {
         TP0: [producer(1, start=4)],
@@ -73,8 +74,8 @@ def test_report_render_and_dict() -> None:
         executed=True,
         safety=SafetyCheck(reasons=("transaction 'pfx-0' is ongoing",), forced=True),
         rows=done,
-        offsets_before=(PartitionOffsets(TP0, 4, 9), PartitionOffsets(TP1, 9, 12)),
-        offsets_after=(PartitionOffsets(TP0, 10, 10), PartitionOffsets(TP1, 9, 13)),
+        offsets_before=(PartitionOffsets(tp=TP0, lso=4, hwm=9), PartitionOffsets(tp=TP1, lso=9, hwm=12)),
+        offsets_after=(PartitionOffsets(tp=TP0, lso=10, hwm=10), PartitionOffsets(tp=TP1, lso=9, hwm=13)),
         remaining=tuple(r for r in rows if r.action is Action.LEAVE_FOREIGN),
         hanging_min_age_ms=0,
     )
@@ -110,8 +111,8 @@ def test_report_json_reads_back_into_an_equal_report() -> None:
         executed=False,
         safety=SafetyCheck(reasons=("a recent commit",)),
         rows=tuple(r.with_outcome(Outcome.WOULD_ABORT if r.action.acts else Outcome.LEFT) for r in rows),
-        offsets_before=(PartitionOffsets(TP0, 4, 9),),
-        offsets_after=(PartitionOffsets(TP0, 4, 9),),
+        offsets_before=(PartitionOffsets(tp=TP0, lso=4, hwm=9),),
+        offsets_after=(PartitionOffsets(tp=TP0, lso=4, hwm=9),),
         remaining=rows[:1],
         hanging_min_age_ms=0,
         notes=("topic 'dlq' does not exist",),

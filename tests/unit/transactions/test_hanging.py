@@ -30,14 +30,14 @@ def test_no_transactional_id_for_the_producer_is_hanging() -> None:
 
 
 def test_transactional_id_unknown_to_its_coordinator_is_hanging() -> None:
-    listings = [TransactionListing("pfx-0", 1, TxnState.ONGOING)]
+    listings = [TransactionListing(transactional_id="pfx-0", producer_id=1, state=TxnState.ONGOING)]
     (h,) = find_hanging({TP0: [producer(1)]}, listings, {"pfx-0": None}, now=NOW, max_transaction_timeout_ms=0)
     assert h.reason is HangingReason.NOT_DESCRIBED and h.transactional_id == "pfx-0"
     assert h.owner("pfx") == "ours"
 
 
 def test_partition_outside_the_coordinators_transaction_is_hanging() -> None:
-    listings = [TransactionListing("app-3", 1, TxnState.ONGOING)]
+    listings = [TransactionListing(transactional_id="app-3", producer_id=1, state=TxnState.ONGOING)]
     descriptions = {"app-3": txn("app-3", partitions=(TP1,), producer_id=1)}
     (h,) = find_hanging({TP0: [producer(1)]}, listings, descriptions, now=NOW, max_transaction_timeout_ms=0)
     assert h.reason is HangingReason.PARTITION_NOT_IN_TRANSACTION
@@ -46,14 +46,14 @@ def test_partition_outside_the_coordinators_transaction_is_hanging() -> None:
 
 
 def test_partition_the_coordinator_still_covers_is_not_hanging() -> None:
-    listings = [TransactionListing("pfx-0", 1, TxnState.PREPARE_COMMIT)]
+    listings = [TransactionListing(transactional_id="pfx-0", producer_id=1, state=TxnState.PREPARE_COMMIT)]
     descriptions = {"pfx-0": txn("pfx-0", TxnState.PREPARE_COMMIT, partitions=(TP0,), producer_id=1)}
     assert find_hanging({TP0: [producer(1)]}, listings, descriptions, now=NOW, max_transaction_timeout_ms=0) == []
 
 
 def test_listings_for_producer_ids_that_were_not_asked_for_are_ignored() -> None:
     # Kafka's tool ignores such rows; using them would attribute the candidate to a wrong id.
-    listings = [TransactionListing("pfx-0", 99, TxnState.ONGOING)]
+    listings = [TransactionListing(transactional_id="pfx-0", producer_id=99, state=TxnState.ONGOING)]
     descriptions = {"pfx-0": txn("pfx-0", partitions=(TP0,), producer_id=99)}
     (h,) = find_hanging({TP0: [producer(1)]}, listings, descriptions, now=NOW, max_transaction_timeout_ms=0)
     assert h.reason is HangingReason.NO_TRANSACTIONAL_ID

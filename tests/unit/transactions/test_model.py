@@ -65,8 +65,8 @@ def test_naive_datetimes_count_as_utc() -> None:
 
 
 def test_partition_offsets_pinned() -> None:
-    assert PartitionOffsets(TP0, 3, 7).pinned
-    assert not PartitionOffsets(TP0, 7, 7).pinned
+    assert PartitionOffsets(tp=TP0, lso=3, hwm=7).pinned
+    assert not PartitionOffsets(tp=TP0, lso=7, hwm=7).pinned
 
 
 
@@ -112,21 +112,21 @@ def test_producer_state_and_offsets_json() -> None:
     state = producer(4, start=3)
     assert ProducerState.model_validate(state.to_dict()) == state
     assert state.to_dict()["current_txn_start_offset"] == 3
-    offsets = PartitionOffsets(TP1, 9, 12)
+    offsets = PartitionOffsets(tp=TP1, lso=9, hwm=12)
     assert offsets.to_dict() == {"partition": "out-1", "lso": 9, "hwm": 12, "pinned": True}
     assert PartitionOffsets.model_validate(offsets.to_dict()) == offsets
 
 
-def test_models_take_fields_by_position_or_name_and_are_frozen() -> None:
-    assert TransactionListing("pfx-0", 3, TxnState.ONGOING) == TransactionListing(
+def test_models_take_fields_by_name_only_and_are_frozen() -> None:
+    assert TransactionListing(transactional_id="pfx-0", producer_id=3, state=TxnState.ONGOING) == TransactionListing(
         transactional_id="pfx-0", producer_id=3, state="Ongoing"
     )
-    assert PartitionOffsets(TP0, 3, 7) == PartitionOffsets(tp=TP0, lso=3, hwm=7)
-    assert Transaction("x", TxnState.EMPTY, 1, 2, None, 60_000, frozenset(), None).coordinator_id is None
-    with pytest.raises(TypeError, match="at most 3 positional"):
-        PartitionOffsets(TP0, 3, 7, 9)
-    with pytest.raises(TypeError, match="multiple values for 'lso'"):
-        PartitionOffsets(TP0, 3, lso=7, hwm=9)
+    assert PartitionOffsets(tp=TP0, lso=3, hwm=7) == PartitionOffsets(partition=TP0, lso=3, hwm=7)
+    transaction = Transaction(transactional_id="x", state=TxnState.EMPTY, producer_id=1, producer_epoch=2,
+                              start_time_ms=None, timeout_ms=60_000, partitions=frozenset(), coordinator_id=None)
+    assert transaction.coordinator_id is None
+    with pytest.raises(TypeError, match="positional"):
+        PartitionOffsets(TP0, 3, 7)  # type: ignore[misc]
     with pytest.raises(pydantic.ValidationError):
-        PartitionOffsets(TP0, 3, 7).lso = 4  # type: ignore[misc]
-    assert len({PartitionOffsets(TP0, 3, 7), PartitionOffsets(TP0, 3, 7)}) == 1
+        PartitionOffsets(tp=TP0, lso=3, hwm=7).lso = 4  # type: ignore[misc]
+    assert len({PartitionOffsets(tp=TP0, lso=3, hwm=7), PartitionOffsets(tp=TP0, lso=3, hwm=7)}) == 1

@@ -62,7 +62,8 @@ def _recorded() -> tuple[
 ]:
     now = dt.datetime.fromtimestamp(RECORDED["now_ms"] / 1000, tz=dt.UTC)
     listings = [
-        TransactionListing(item["transactional_id"], item["producer_id"], TxnState.parse(item["state"]))
+        TransactionListing(transactional_id=item["transactional_id"], producer_id=item["producer_id"],
+                           state=TxnState.parse(item["state"]))
         for item in RECORDED["list_transactions"]
     ]
     descriptions: dict[str, Transaction | None] = {
