@@ -161,7 +161,7 @@ class AclMissingError(EosError):
 
     retryable = False  # no retry grants an ACL: a person does
 
-    def __init__(
+    def __init__(  # noqa: PLR0913  # the fields of the refused request, each keyword-only
         self,
         message: str,
         *,

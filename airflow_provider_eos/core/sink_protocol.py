@@ -11,11 +11,16 @@ with marker ``N`` atomically:
   committed) -> :attr:`BatchAction.PRODUCE`;
 - anything else, including a mix of the two -> :class:`InconsistentOffsetsError`. The sink never
   repairs this silently: producing would duplicate or lose output.
+
+Each partition's state is decided by three named rules over the :class:`PlannedBatch`
+(:func:`nothing_committed_before`, :func:`committed_by_this_batch`,
+:func:`committed_by_previous_batch`); a partition none of them recognises is inconsistent.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from airflow_provider_eos.core.errors import InconsistentOffsetsError, MarkerError
@@ -41,6 +46,97 @@ class _State(enum.Enum):
 
 
 @dataclass(frozen=True)
+class PlannedBatch:
+    """Batch ``N`` as the checkpoint planned it: what every partition's group offset is compared with.
+
+    :param query_id: the query id from the checkpoint's ``metadata`` file.
+    :param batch_id: the micro-batch id ``N``.
+    :param start: the batch's start offsets (``offsets/N-1``, or the initial offsets for the query's
+        first batch). Partitions absent here are new in this batch.
+    :param end: the batch's end offsets (``offsets/N``).
+    :param is_first_batch: whether ``N`` is the query's first batch (nothing committed before it).
+    """
+
+    query_id: str
+    batch_id: int
+    start: OffsetMap
+    end: OffsetMap
+    is_first_batch: bool
+
+    @classmethod
+    def of(
+        cls, *, query_id: str, batch_id: int, start: OffsetMap, end: OffsetMap, is_first_batch: bool | None = None
+    ) -> PlannedBatch:
+        """The batch, its first-batch flag defaulting to ``batch_id == 0``."""
+        first = batch_id == 0 if is_first_batch is None else is_first_batch
+        return cls(query_id, batch_id, start, end, first)
+
+    def is_new(self, tp: TopicPartition) -> bool:
+        """Whether ``tp`` was added between batches: Spark reads it from its earliest offset, which the
+        checkpoint does not record, so the only consistent "before" state is "nothing committed"."""
+        return tp not in self.start
+
+    def own_marker(self, committed: CommittedOffset) -> BatchMarker | None:
+        """The group offset's batch marker if it is one of this query's (``None``: none, unreadable or foreign)."""
+        try:
+            marker = committed.marker
+        except MarkerError:
+            return None
+        return marker if marker is not None and marker.query_id == self.query_id else None
+
+    def expected(self, tp: TopicPartition) -> str:
+        """The two states :func:`_classify` accepts for ``tp``, for the error that lists what was found instead."""
+        end_marker = BatchMarker(self.query_id, self.batch_id).encode()
+        replay = f"offset {self.end[tp]} with marker {end_marker} (batch {self.batch_id} already committed)"
+        if self.is_new(tp):
+            before = "nothing committed (partition new in this batch)"
+        elif self.is_first_batch:
+            before = f"nothing committed (first batch of query {self.query_id})"
+        else:
+            prev_marker = BatchMarker(self.query_id, self.batch_id - 1).encode()
+            before = f"offset {self.start[tp]} with marker {prev_marker}"
+        return f"{before}, or {replay}"
+
+
+# The rules of one partition's state, one predicate each; a partition none of them matches is inconsistent.
+
+
+def nothing_committed_before(batch: PlannedBatch, tp: TopicPartition, committed: CommittedOffset | None) -> bool:
+    """The group holds nothing, the state before batch ``N`` when it is the query's first or ``tp`` is new in it."""
+    return committed is None and (batch.is_new(tp) or batch.is_first_batch)
+
+
+def committed_by_this_batch(batch: PlannedBatch, tp: TopicPartition, committed: CommittedOffset | None) -> bool:
+    """The group offset is ``end`` with marker ``N``: batch ``N``'s transaction committed, Spark replays it."""
+    if committed is None:
+        return False
+    marker = batch.own_marker(committed)
+    return marker is not None and marker.batch_id == batch.batch_id and committed.offset == batch.end[tp]
+
+
+def committed_by_previous_batch(batch: PlannedBatch, tp: TopicPartition, committed: CommittedOffset | None) -> bool:
+    """The group offset is ``start`` with marker ``N-1``: batch ``N-1`` committed, batch ``N`` did not yet."""
+    if committed is None:
+        return False
+    marker = batch.own_marker(committed)
+    return (
+        marker is not None
+        and batch.batch_id > 0
+        and marker.batch_id == batch.batch_id - 1
+        and not batch.is_new(tp)
+        and committed.offset == batch.start[tp]
+    )
+
+
+#: Each partition state with the rule that recognises it; the three exclude each other, so order does not matter.
+_STATE_RULES: tuple[tuple[Callable[[PlannedBatch, TopicPartition, CommittedOffset | None], bool], _State], ...] = (
+    (nothing_committed_before, _State.AT_START),
+    (committed_by_this_batch, _State.AT_END),
+    (committed_by_previous_batch, _State.AT_START),
+)
+
+
+@dataclass(frozen=True)
 class _Finding:
     tp: TopicPartition
     state: _State
@@ -52,44 +148,10 @@ def _describe(committed: CommittedOffset | None) -> str:
     return "nothing committed" if committed is None else committed.describe()
 
 
-def _classify(
-    tp: TopicPartition,
-    *,
-    query_id: str,
-    batch_id: int,
-    start: OffsetMap,
-    end: OffsetMap,
-    committed: CommittedOffset | None,
-    is_first_batch: bool,
-) -> _Finding:
-    end_marker = BatchMarker(query_id, batch_id).encode()
-    replay = f"offset {end[tp]} with marker {end_marker} (batch {batch_id} already committed)"
-    if tp not in start:
-        # A partition added between batches: Spark reads it from its earliest offset, which the
-        # checkpoint does not record, so the only consistent "before" state is "nothing committed".
-        before = "nothing committed (partition new in this batch)"
-    elif is_first_batch:
-        before = f"nothing committed (first batch of query {query_id})"
-    else:
-        prev_marker = BatchMarker(query_id, batch_id - 1).encode()
-        before = f"offset {start[tp]} with marker {prev_marker}"
-    expected = f"{before}, or {replay}"
-    found = _describe(committed)
-
-    if committed is None:
-        ok = tp not in start or is_first_batch
-        return _Finding(tp, _State.AT_START if ok else _State.INCONSISTENT, expected, found)
-    try:
-        marker = committed.marker
-    except MarkerError:
-        return _Finding(tp, _State.INCONSISTENT, expected, found)
-    if marker is None or marker.query_id != query_id:
-        return _Finding(tp, _State.INCONSISTENT, expected, found)
-    if marker.batch_id == batch_id and committed.offset == end[tp]:
-        return _Finding(tp, _State.AT_END, expected, found)
-    if batch_id > 0 and marker.batch_id == batch_id - 1 and tp in start and committed.offset == start[tp]:
-        return _Finding(tp, _State.AT_START, expected, found)
-    return _Finding(tp, _State.INCONSISTENT, expected, found)
+def _classify(batch: PlannedBatch, tp: TopicPartition, committed: CommittedOffset | None) -> _Finding:
+    """The state of one partition by :data:`_STATE_RULES`, with the expected and found values for an error."""
+    state = next((state for rule, state in _STATE_RULES if rule(batch, tp, committed)), _State.INCONSISTENT)
+    return _Finding(tp, state, batch.expected(tp), _describe(committed))
 
 
 def _fix(group_id: str) -> str:
@@ -101,7 +163,7 @@ def _fix(group_id: str) -> str:
     )
 
 
-def decide_batch(
+def decide_batch(  # noqa: PLR0913  # keyword-only, called by spark/driver_writer.py; see PlannedBatch
     *,
     query_id: str,
     batch_id: int,
@@ -126,7 +188,6 @@ def decide_batch(
     :raises InconsistentOffsetsError: listing every partition whose committed offset or marker
         fits neither case, with expected and found values, or naming the mix of both cases.
     """
-    first = batch_id == 0 if is_first_batch is None else is_first_batch
     if not end:
         raise InconsistentOffsetsError(
             f"batch {batch_id} of query {query_id} has no input partitions in its end offsets, "
@@ -134,18 +195,8 @@ def decide_batch(
             fix="check that the checkpoint's offsets file for this batch holds the Kafka source's "
             "offsets (run `eos verify --spec <spec file>`)",
         )
-    findings = [
-        _classify(
-            tp,
-            query_id=query_id,
-            batch_id=batch_id,
-            start=start,
-            end=end,
-            committed=committed.get(tp),
-            is_first_batch=first,
-        )
-        for tp in sorted(end)
-    ]
+    batch = PlannedBatch.of(query_id=query_id, batch_id=batch_id, start=start, end=end, is_first_batch=is_first_batch)
+    findings = [_classify(batch, tp, committed.get(tp)) for tp in sorted(end)]
     states = {f.state for f in findings}
     if states == {_State.AT_END}:
         return BatchAction.SKIP_REPLAY
@@ -170,7 +221,7 @@ def decide_batch(
     raise InconsistentOffsetsError(message, fix=_fix(group_id))
 
 
-def decide_partition(
+def decide_partition(  # noqa: PLR0913  # keyword-only, called by four spark/ writers; see PlannedBatch
     tp: TopicPartition,
     *,
     query_id: str,
@@ -190,9 +241,8 @@ def decide_partition(
     :param committed: the sink group's committed offset for ``tp`` (``None``: nothing committed).
     :raises InconsistentOffsetsError: naming the partition, the expected and the found offsets.
     """
-    first = batch_id == 0 if is_first_batch is None else is_first_batch
-    finding = _classify(tp, query_id=query_id, batch_id=batch_id, start=start, end=end, committed=committed,
-                        is_first_batch=first)
+    batch = PlannedBatch.of(query_id=query_id, batch_id=batch_id, start=start, end=end, is_first_batch=is_first_batch)
+    finding = _classify(batch, tp, committed)
     if finding.state is _State.AT_END:
         return BatchAction.SKIP_REPLAY
     if finding.state is _State.AT_START:

@@ -195,8 +195,10 @@ class LocalKafka:
         return [NodeLayout(i, port(), port(), str(self.state_dir if brokers == 1 else self.state_dir / f"node-{i}"))
                 for i in range(1, brokers + 1)]
 
-    def _format(self, java: str, classpath: str, node: NodeLayout, layouts: list[NodeLayout], cluster_id: str,
-                transaction_max_timeout_ms: int, secured: BrokerSecrets | None) -> None:
+    def _format(  # noqa: PLR0913  # dev-stack helper with one call site
+        self, java: str, classpath: str, node: NodeLayout, layouts: list[NodeLayout], cluster_id: str,
+        transaction_max_timeout_ms: int, secured: BrokerSecrets | None,
+    ) -> None:
         node.log_dir.mkdir(parents=True, exist_ok=True)
         if secured is None:
             node.config_file.write_text(server_properties(node, layouts, transaction_max_timeout_ms))

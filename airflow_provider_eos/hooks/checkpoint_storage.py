@@ -107,7 +107,9 @@ class CheckpointStorageHook(BaseHook):
                 "connection for the checkpoint's storage, or none for ambient credentials"
             )
 
-    def _aws_options(self, login: str | None, password: str | None, extra: Mapping[str, Any], url: str) -> dict:
+    def _aws_options(  # noqa: C901  # one if per optional field of Airflow's AWS connection
+        self, login: str | None, password: str | None, extra: Mapping[str, Any], url: str
+    ) -> dict:
         self._require_scheme(url, _AWS_SCHEMES, "aws")
         unsupported = [key for key in _AWS_UNSUPPORTED if extra.get(key)]
         if unsupported:

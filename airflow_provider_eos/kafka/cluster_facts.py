@@ -266,7 +266,7 @@ def _bool(value: str | None) -> bool | None:
     return None if value is None else value.strip().lower() == "true"
 
 
-def gather_facts(
+def gather_facts(  # noqa: PLR0913  # keyword-only options with defaults
     spec: PipelineSpec,
     *,
     other_specs: Iterable[PipelineSpec] | None = None,

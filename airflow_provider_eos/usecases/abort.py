@@ -2,15 +2,25 @@
 
 Scan, check that the job is gone, act, rescan: the decisions (what is lingering, hanging, safe)
 are :mod:`airflow_provider_eos.core.transactions`, the admin calls
-:mod:`airflow_provider_eos.kafka.transactions_admin`; this module orders them.
+:mod:`airflow_provider_eos.kafka.transactions_admin`; this module orders them, one function per
+step of :func:`abort_open_transactions`:
+
+1. :meth:`_Scope.survey`: which partitions may hold hanging transactions, and from what age;
+2. :meth:`_Scope.scan`: the transactions under the prefix and the hanging ones, planned;
+3. :func:`_safety`: the liveness gate, which refuses only an execution with something to do;
+4. :func:`_act`: fence a lingering transaction or abort a hanging one, row by row;
+5. :func:`_settle`: rescan until what was aborted has closed.
+
+Like every use case it reads Kafka and the checkpoint through one :class:`PipelineClients`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_eos.core import transactions as txn
@@ -19,7 +29,6 @@ from airflow_provider_eos.core.retry import RetryPolicy
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.kafka.transaction_actions import abort_hanging, fence
 from airflow_provider_eos.kafka.transactions_admin import (
-    admin_client,
     broker_max_transaction_timeout_ms,
     describe_producers,
     may_describe_every_id,
@@ -71,9 +80,7 @@ def abort(
     """
     spec = clients.spec
     clients.require_kafka()
-    report = abort_open_transactions(
-        spec, force=force, execute=execute, storage_options=clients.storage_options, driver_gone=driver_gone
-    )
+    report = abort_open_transactions(clients, force=force, execute=execute, driver_gone=driver_gone)
     prefix = spec.transactional_id_prefix
     open_rows = [row for row in (report.remaining if report.executed else report.rows) if row.action.acts]
     if report.ok:
@@ -98,12 +105,142 @@ def abort(
     )
 
 
-def _scan(
-    admin: KafkaAdminClient, spec: PipelineSpec, partitions: list[TopicPartition], now: dt.datetime, min_age_ms: int
-) -> tuple[list[txn.Transaction], list[txn.HangingTransaction], list[txn.PartitionOffsets]]:
-    transactions = scan_prefix(admin, spec.transactional_id_prefix)
-    hanging, offsets = scan_hanging(admin, partitions, now=now, max_transaction_timeout_ms=min_age_ms)
-    return transactions, hanging, offsets
+@dataclasses.dataclass(frozen=True)
+class _Clock:
+    """The abort's one reading of the wall clock, advanced by the monotonic clock.
+
+    Every age in the report (first scan, rescans) is measured from the same start, so a wall
+    clock step during the abort cannot make a transaction look younger than it was.
+    """
+
+    scanned_at: dt.datetime
+    started: float
+
+    @classmethod
+    def start(cls) -> _Clock:
+        """The clock of an abort starting now."""
+        return cls(dt.datetime.now(dt.UTC), time.monotonic())
+
+    def now(self) -> dt.datetime:
+        """The current time, as :attr:`scanned_at` plus the time elapsed since."""
+        return self.scanned_at + dt.timedelta(seconds=time.monotonic() - self.started)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Scan:
+    """One scan: the transactions under the prefix, the hanging ones, the partitions' offsets, and the plan."""
+
+    transactions: list[txn.Transaction]
+    hanging: list[txn.HangingTransaction]
+    offsets: list[txn.PartitionOffsets]
+    rows: list[txn.AbortRow] = dataclasses.field(default_factory=list)
+
+    @property
+    def open_rows(self) -> bool:
+        """Whether the plan has anything to abort."""
+        return any(row.action.acts for row in self.rows)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Scope:
+    """What one abort scans, settled once before its first scan.
+
+    :param admin: the kafka-python admin client (:meth:`PipelineClients.transactions_admin`).
+    :param spec: the pipeline.
+    :param partitions: the output and dead-letter partitions, where hanging transactions are sought.
+    :param hanging_min_age_ms: age above which an open partition transaction is a hanging candidate.
+    :param notes: what the report says about the scope (a missing topic).
+    :param every_id_visible: whether an unattributed hanging transaction cannot be someone else's
+        (see :func:`~airflow_provider_eos.core.transactions.plan_abort`); settled by the first scan.
+    """
+
+    admin: KafkaAdminClient
+    spec: PipelineSpec
+    partitions: list[TopicPartition]
+    hanging_min_age_ms: int
+    notes: tuple[str, ...]
+    every_id_visible: bool = True
+
+    @classmethod
+    def survey(cls, admin: KafkaAdminClient, spec: PipelineSpec, hanging_min_age_ms: int | None) -> _Scope:
+        """Step 1: the partitions to scan and the hanging age (default: the brokers' ``transaction.max.timeout.ms``)."""
+        topics = [spec.output_topic] + ([spec.dlq_topic] if spec.dlq_topic else [])
+        partitions, missing = topic_partitions(admin, topics)
+        notes = (f"topic(s) {', '.join(missing)} do not exist; no hanging transactions there",) if missing else ()
+        min_age = hanging_min_age_ms if hanging_min_age_ms is not None else broker_max_transaction_timeout_ms(admin)
+        return cls(admin, spec, partitions, min_age, notes)
+
+    @property
+    def prefix(self) -> str:
+        """The pipeline's transactional id prefix: nothing outside it is ever fenced."""
+        return self.spec.transactional_id_prefix
+
+    def first_scan(self, now: dt.datetime) -> tuple[_Scope, _Scan]:
+        """Step 2 the first time: scan, settle :attr:`every_id_visible`, and plan.
+
+        Whether every id is visible is asked only when it matters: when a hanging transaction
+        cannot be attributed, it may be someone else's unless this login may describe every id.
+        """
+        found = self._read(now)
+        visible = all(h.owner(self.prefix) != "unattributed" for h in found.hanging) or may_describe_every_id(
+            self.admin
+        )
+        scope = dataclasses.replace(self, every_id_visible=visible)
+        return scope, scope._plan(found, now)
+
+    def scan(self, now: dt.datetime) -> _Scan:
+        """Step 2 again (the rescans): scan and plan, with the first scan's visibility."""
+        return self._plan(self._read(now), now)
+
+    def _read(self, now: dt.datetime) -> _Scan:
+        transactions = scan_prefix(self.admin, self.prefix)
+        hanging, offsets = scan_hanging(
+            self.admin, self.partitions, now=now, max_transaction_timeout_ms=self.hanging_min_age_ms
+        )
+        return _Scan(transactions, hanging, offsets)
+
+    def _plan(self, found: _Scan, now: dt.datetime) -> _Scan:
+        rows = txn.plan_abort(
+            self.prefix, found.transactions, found.hanging, now=now,
+            transaction_timeout_ms=self.spec.transaction_timeout_ms, every_id_visible=self.every_id_visible,
+        )
+        return dataclasses.replace(found, rows=rows)
+
+
+def _safety(scope: _Scope, first: _Scan, *, execute: bool, signs: dict[str, Any]) -> txn.SafetyCheck:
+    """Step 3: the liveness gate; it refuses only an execution with something to do.
+
+    A scan that finds nothing harms no one, and a dry run changes nothing: both only report the signs.
+
+    :param signs: the keyword arguments of :func:`~airflow_provider_eos.core.transactions.check_safe_to_act`
+        besides the prefix and the transactions.
+    :raises UnsafeToActError: if the job looks alive, ``execute`` is set, there is something to do and
+        ``force`` (in ``signs``) is not.
+    """
+    if execute and first.open_rows:
+        return txn.check_safe_to_act(scope.prefix, first.transactions, **signs)
+    return txn.evaluate_safety(scope.prefix, first.transactions, **signs)
+
+
+def _act(scope: _Scope, row: txn.AbortRow) -> txn.AbortRow:
+    """Step 4, one row: fence a lingering transaction, abort a hanging one, leave the rest; the row's outcome.
+
+    A failure is the row's outcome, not the abort's end: the other rows are still worth ending.
+    """
+    if not row.action.acts:
+        return row.with_outcome(txn.Outcome.LEFT)
+    try:
+        if row.action is txn.Action.FENCE and row.transactional_id is not None:
+            log.info("fencing transactional id %s (producer %s)", row.transactional_id, row.producer_id)
+            fence(scope.spec, row.transactional_id)
+            return row.with_outcome(txn.Outcome.ABORTED)
+        if abort_hanging(scope.admin, row):
+            log.info("aborted hanging transaction of producer %s on %s", row.producer_id, row.partitions[0])
+            return row.with_outcome(txn.Outcome.ABORTED)
+        return row.with_outcome(txn.Outcome.LEFT, "no longer open when the abort was about to be sent")
+    except EosError as exc:
+        log.warning("could not abort %s: %s", row.transactional_id or row.partitions, exc.message)
+        return row.with_outcome(txn.Outcome.FAILED, exc.message)
 
 
 def _aborted_still_open(
@@ -123,15 +260,47 @@ def _aborted_still_open(
     return any(p.producer_id in producers and p.has_open_transaction for states in found.values() for p in states)
 
 
+def _settle(scope: _Scope, done: list[txn.AbortRow], clock: _Clock, timeout_s: float) -> _Scan:
+    """Step 5: rescan until nothing is left to abort and no aborted producer is still open, or ``timeout_s`` ends.
+
+    Markers are written asynchronously after the fence returns, so the first rescan may still
+    show what was just ended; when the wait runs out, the last rescan says what is left.
+    """
+
+    def settled(rescan: _Scan) -> bool:
+        return not rescan.open_rows and not _aborted_still_open(scope.admin, done, scope.partitions)
+
+    settle = ABORTED_TRANSACTIONS_CLOSE.bounded(timeout_s=timeout_s)
+    return settle.poll(
+        lambda: scope.scan(clock.now()), until=settled, what=f"rescan of prefix {scope.prefix!r}"
+    ).value
+
+
+def _dry_run_report(scope: _Scope, first: _Scan, safety: txn.SafetyCheck, scanned_at: dt.datetime) -> txn.AbortReport:
+    """What an execution would do: every row that acts would be aborted, nothing changed."""
+    rows = tuple(
+        row.with_outcome(txn.Outcome.WOULD_ABORT if row.action.acts else txn.Outcome.LEFT) for row in first.rows
+    )
+    return txn.AbortReport(
+        prefix=scope.prefix,
+        scanned_at=scanned_at,
+        executed=False,
+        safety=safety,
+        rows=rows,
+        offsets_before=tuple(first.offsets),
+        offsets_after=tuple(first.offsets),
+        remaining=tuple(row for row in rows if row.action.acts),
+        hanging_min_age_ms=scope.hanging_min_age_ms,
+        notes=scope.notes,
+    )
+
+
 def abort_open_transactions(
-    spec: PipelineSpec,
+    clients: PipelineClients,
     *,
     force: bool = False,
     execute: bool = False,
-    now: dt.datetime | None = None,
     hanging_min_age_ms: int | None = None,
-    quiet_period_ms: int | None = None,
-    storage_options: Mapping[str, Any] | None = None,
     settle_timeout_s: float = 30,
     driver_gone: str | None = None,
 ) -> txn.AbortReport:
@@ -140,125 +309,47 @@ def abort_open_transactions(
     Lingering transactions (ongoing under the prefix) are fenced; hanging transactions on the
     output and dead-letter partitions are aborted with AbortTransaction, except those the
     coordinator attributes to an id outside the prefix. Transactions of other ids are never
-    touched.
+    touched. The steps are the module's (its docstring lists them).
 
-    :param spec: the pipeline.
+    :param clients: the pipeline's clients: the checkpoint (its newest commit is a sign of life)
+        and the Kafka admin the scans and aborts go through.
     :param force: act even if the job looks alive (recent checkpoint commit, young transaction).
     :param execute: abort; without it (the default) a dry run: scan and report, change nothing, never refuse.
-    :param now: the current time (default: now); ages and the safety check use it.
     :param hanging_min_age_ms: age above which an open partition transaction is a hanging
         candidate (default: the brokers' ``transaction.max.timeout.ms``, as Kafka's tool).
-    :param quiet_period_ms: a checkpoint commit newer than this means the job may be alive
-        (default: :func:`~airflow_provider_eos.core.transactions.default_quiet_period_ms`).
-    :param storage_options: fsspec options for the checkpoint location.
     :param settle_timeout_s: how long the rescan waits for aborted transactions to disappear.
     :param driver_gone: positive evidence that the driver is gone (see :func:`abort`).
     :raises UnsafeToActError: if there is something to abort, the job looks alive, ``execute`` is
         set and ``force`` is not.
     :raises TransactionsAdminError: if the cluster cannot be read.
     """
-    started = time.monotonic()
-    scanned_at = now or dt.datetime.now(dt.UTC)
-
-    def current_time() -> dt.datetime:
-        return scanned_at + dt.timedelta(seconds=time.monotonic() - started)
-
-    prefix = spec.transactional_id_prefix
-    quiet = (
-        quiet_period_ms
-        if quiet_period_ms is not None
-        else txn.default_quiet_period_ms(spec.transaction_timeout_ms, spec.trigger_interval_ms)
-    )
-    last_commit = last_commit_time(spec, storage_options)
-    topics = [spec.output_topic] + ([spec.dlq_topic] if spec.dlq_topic else [])
-    notes: list[str] = []
-    with admin_client(spec) as admin:
-        partitions, missing = topic_partitions(admin, topics)
-        if missing:
-            notes.append(f"topic(s) {', '.join(missing)} do not exist; no hanging transactions there")
-        min_age = hanging_min_age_ms if hanging_min_age_ms is not None else broker_max_transaction_timeout_ms(admin)
-        transactions, hanging, offsets_before = _scan(admin, spec, partitions, scanned_at, min_age)
-        safety_args = {
-            "last_commit_time": last_commit,
-            "now": scanned_at,
-            "transaction_timeout_ms": spec.transaction_timeout_ms,
-            "quiet_period_ms": quiet,
-            "force": force,
-            "driver_gone": driver_gone,
-        }
-        # Only asked when it matters: whether an unattributed hanging transaction may be someone else's.
-        visible = all(h.owner(prefix) != "unattributed" for h in hanging) or may_describe_every_id(admin)
-        planned = txn.plan_abort(
-            prefix, transactions, hanging, now=scanned_at, transaction_timeout_ms=spec.transaction_timeout_ms,
-            every_id_visible=visible,
-        )
-        # Refuse only when there is something to do: a scan that finds nothing harms no one.
-        if execute and any(row.action.acts for row in planned):
-            safety = txn.check_safe_to_act(prefix, transactions, **safety_args)
-        else:
-            safety = txn.evaluate_safety(prefix, transactions, **safety_args)
+    spec = clients.spec
+    clock = _Clock.start()
+    # Read before Kafka is asked anything: the quiet period counts from the checkpoint's newest commit.
+    signs: dict[str, Any] = {
+        "last_commit_time": last_commit_time(clients.checkpoint),
+        "now": clock.scanned_at,
+        "transaction_timeout_ms": spec.transaction_timeout_ms,
+        "quiet_period_ms": txn.default_quiet_period_ms(spec.transaction_timeout_ms, spec.trigger_interval_ms),
+        "force": force,
+        "driver_gone": driver_gone,
+    }
+    with clients.transactions_admin() as admin:
+        scope, first = _Scope.survey(admin, spec, hanging_min_age_ms).first_scan(clock.scanned_at)
+        safety = _safety(scope, first, execute=execute, signs=signs)
         if not execute:
-            rows = tuple(
-                row.with_outcome(txn.Outcome.WOULD_ABORT if row.action.acts else txn.Outcome.LEFT) for row in planned
-            )
-            return txn.AbortReport(
-                prefix=prefix,
-                scanned_at=scanned_at,
-                executed=False,
-                safety=safety,
-                rows=rows,
-                offsets_before=tuple(offsets_before),
-                offsets_after=tuple(offsets_before),
-                remaining=tuple(row for row in rows if row.action.acts),
-                hanging_min_age_ms=min_age,
-                notes=tuple(notes),
-            )
-
-        done: list[txn.AbortRow] = []
-        for row in planned:
-            if not row.action.acts:
-                done.append(row.with_outcome(txn.Outcome.LEFT))
-                continue
-            try:
-                if row.action is txn.Action.FENCE and row.transactional_id is not None:
-                    log.info("fencing transactional id %s (producer %s)", row.transactional_id, row.producer_id)
-                    fence(spec, row.transactional_id)
-                    done.append(row.with_outcome(txn.Outcome.ABORTED))
-                elif abort_hanging(admin, row):
-                    log.info("aborted hanging transaction of producer %s on %s", row.producer_id, row.partitions[0])
-                    done.append(row.with_outcome(txn.Outcome.ABORTED))
-                else:
-                    gone = "no longer open when the abort was about to be sent"
-                    done.append(row.with_outcome(txn.Outcome.LEFT, gone))
-            except EosError as exc:
-                log.warning("could not abort %s: %s", row.transactional_id or row.partitions, exc.message)
-                done.append(row.with_outcome(txn.Outcome.FAILED, exc.message))
-
-        # Markers are written asynchronously after the fence returns; wait until the rescan
-        # shows nothing left to abort (or the wait runs out, and the report says what is left).
-        def rescan() -> tuple[list[txn.AbortRow], list[txn.PartitionOffsets]]:
-            moment = current_time()
-            transactions2, hanging2, offsets = _scan(admin, spec, partitions, moment, min_age)
-            left = txn.plan_abort(
-                prefix, transactions2, hanging2, now=moment, transaction_timeout_ms=spec.transaction_timeout_ms,
-                every_id_visible=visible,
-            )
-            return left, offsets
-
-        def settled(scan: tuple[list[txn.AbortRow], list[txn.PartitionOffsets]]) -> bool:
-            return not any(row.action.acts for row in scan[0]) and not _aborted_still_open(admin, done, partitions)
-
-        settle = ABORTED_TRANSACTIONS_CLOSE.bounded(timeout_s=settle_timeout_s)
-        remaining, offsets_after = settle.poll(rescan, until=settled, what=f"rescan of prefix {prefix!r}").value
+            return _dry_run_report(scope, first, safety, clock.scanned_at)
+        done = [_act(scope, row) for row in first.rows]
+        last = _settle(scope, done, clock, settle_timeout_s)
     return txn.AbortReport(
-        prefix=prefix,
-        scanned_at=scanned_at,
+        prefix=scope.prefix,
+        scanned_at=clock.scanned_at,
         executed=True,
         safety=safety,
         rows=tuple(done),
-        offsets_before=tuple(offsets_before),
-        offsets_after=tuple(offsets_after),
-        remaining=tuple(remaining),
-        hanging_min_age_ms=min_age,
-        notes=tuple(notes),
+        offsets_before=tuple(first.offsets),
+        offsets_after=tuple(last.offsets),
+        remaining=tuple(last.rows),
+        hanging_min_age_ms=scope.hanging_min_age_ms,
+        notes=scope.notes,
     )

@@ -52,7 +52,7 @@ def _overlap_warnings(spec: PipelineSpec, principal: str, others: Iterable[Pipel
     return tuple(warnings)
 
 
-def acls(
+def acls(  # noqa: PLR0913  # keyword-only options; the CLI and operator pass them by name
     spec: PipelineSpec,
     principal: str,
     role: str,

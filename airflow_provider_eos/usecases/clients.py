@@ -14,7 +14,8 @@ in a task log. A use case that needs no Kafka (a rewind's dry run to a given bat
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -29,6 +30,7 @@ from airflow_provider_eos.kafka.settings import admin_config
 
 if TYPE_CHECKING:
     from confluent_kafka.admin import AdminClient
+    from kafka.admin import KafkaAdminClient
 
     from airflow_provider_eos.core.markers import CommittedOffsets
     from airflow_provider_eos.core.spec import PipelineSpec
@@ -118,10 +120,24 @@ class PipelineClients:
         self.require_kafka()
         return sink_group_offsets(self.admin, self.spec, self.checkpoint, timeout_s=self.timeout_s)
 
+    @contextlib.contextmanager
+    def transactions_admin(self) -> Iterator[KafkaAdminClient]:
+        """A kafka-python admin client for the transaction calls (KIP-664), closed on exit.
+
+        Not cached as :attr:`admin` is: confluent-kafka has none of these calls, and the
+        kafka-python client holds sockets a use case should give back when it is done.
+
+        :raises TransactionsAdminError: if no broker can be reached.
+        """
+        from airflow_provider_eos.kafka.transactions_admin import admin_client
+
+        with admin_client(self.spec, timeout_ms=int(self.timeout_s * 1000)) as admin:
+            yield admin
+
     def transactions_under_prefix(self) -> list[Transaction]:
         """The transactions listed under the spec's transactional id prefix (the liveness gate's second sign)."""
-        from airflow_provider_eos.kafka.transactions_admin import admin_client, scan_prefix
+        from airflow_provider_eos.kafka.transactions_admin import scan_prefix
 
         self.require_kafka()
-        with admin_client(self.spec, timeout_ms=int(self.timeout_s * 1000)) as admin:
+        with self.transactions_admin() as admin:
             return scan_prefix(admin, self.spec.transactional_id_prefix)

@@ -10,22 +10,22 @@ nothing here: they change nothing.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from airflow_provider_eos.core import transactions as txn
-from airflow_provider_eos.core.checkpoint import CheckpointReader
 
 if TYPE_CHECKING:
-    from airflow_provider_eos.core.spec import PipelineSpec
+    from airflow_provider_eos.core.checkpoint import CheckpointReader
     from airflow_provider_eos.usecases.clients import PipelineClients
 
 __all__ = ["check_not_alive", "forced_notes", "last_commit_time"]
 
 
-def last_commit_time(spec: PipelineSpec, storage_options: Mapping[str, Any] | None) -> dt.datetime | None:
-    """When the checkpoint's newest ``commits/N`` was written; ``None`` without a checkpoint or a commit."""
-    reader = CheckpointReader(spec.checkpoint_location, storage_options)
+def last_commit_time(reader: CheckpointReader) -> dt.datetime | None:
+    """When the checkpoint's newest ``commits/N`` was written; ``None`` without a checkpoint or a commit.
+
+    :param reader: the checkpoint, as the use case's :class:`PipelineClients` read it (its storage options).
+    """
     if not reader.exists():
         return None
     # The same value as snapshot().last_commit_time without parsing any offsets file: after a
@@ -50,7 +50,7 @@ def check_not_alive(
     return txn.check_safe_to_act(
         spec.transactional_id_prefix,
         clients.transactions_under_prefix(),
-        last_commit_time=last_commit_time(spec, clients.storage_options),
+        last_commit_time=last_commit_time(clients.checkpoint),
         now=now or dt.datetime.now(dt.UTC),
         transaction_timeout_ms=spec.transaction_timeout_ms,
         quiet_period_ms=txn.default_quiet_period_ms(spec.transaction_timeout_ms, spec.trigger_interval_ms),

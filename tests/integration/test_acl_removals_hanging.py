@@ -29,6 +29,7 @@ from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.kafka.acls_admin import acl_admin, apply_acls
 from airflow_provider_eos.kafka.settings.kafka_python import kafka_python_config
 from airflow_provider_eos.usecases.abort import abort_open_transactions
+from airflow_provider_eos.usecases.clients import PipelineClients
 from tests.support.partition_verification import until_accepted, verification_off
 
 pytestmark = pytest.mark.integration
@@ -84,7 +85,9 @@ def pipeline(secured_admin_settings: dict[str, Any], unverified_broker: AdminCli
 
 
 def _abort(spec: PipelineSpec) -> txn.AbortReport:
-    return abort_open_transactions(spec, force=True, execute=True, hanging_min_age_ms=0, settle_timeout_s=10)
+    return abort_open_transactions(
+        PipelineClients(spec), force=True, execute=True, hanging_min_age_ms=0, settle_timeout_s=10
+    )
 
 
 def _hanging_rows(report: txn.AbortReport) -> list[txn.AbortRow]:

@@ -33,6 +33,7 @@ from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.core.transactions import Action, Outcome, TxnState
 from airflow_provider_eos.kafka import transactions_admin as ta
 from airflow_provider_eos.usecases.abort import abort_open_transactions
+from airflow_provider_eos.usecases.clients import PipelineClients
 from tests.support.kafka import consume_all, end_offsets
 from tests.support.partition_verification import INVALID_TXN_STATE, until_accepted, verification_off
 
@@ -240,7 +241,7 @@ def test_sigkilled_transaction_is_lingering_then_aborted_and_read_committed_move
         assert [(o.tp.partition, o.pinned) for o in offsets] == [(0, True), (1, True)]
 
         # Dry run: listed as lingering, nothing changed.
-        dry = abort_open_transactions(spec, execute=False)
+        dry = abort_open_transactions(PipelineClients(spec), execute=False)
         assert [(r.kind, r.transactional_id, r.action, r.outcome) for r in dry.rows] == [
             ("lingering", ours, Action.FENCE, Outcome.WOULD_ABORT)
         ]
@@ -250,11 +251,11 @@ def test_sigkilled_transaction_is_lingering_then_aborted_and_read_committed_move
 
         # The transaction is younger than its timeout: the job may be alive, so no action without force.
         with pytest.raises(UnsafeToActError) as refused:
-            abort_open_transactions(spec, execute=True)
+            abort_open_transactions(PipelineClients(spec), execute=True)
         assert ours in str(refused.value) and "--force" in str(refused.value)
         assert ongoing_ids(bootstrap, {ours}) == {ours: "Ongoing"}
 
-        report = abort_open_transactions(spec, force=True, execute=True)
+        report = abort_open_transactions(PipelineClients(spec), force=True, execute=True)
         assert report.executed and report.safety.forced and report.ok, report.render()
         assert [(r.transactional_id, r.outcome) for r in report.rows] == [(ours, Outcome.ABORTED)]
         after = {o.tp.partition: o for o in report.offsets_after}
@@ -312,9 +313,9 @@ def test_hanging_transactions_found_like_kafkas_tool_ours_aborted_foreign_left(
         assert all(h.coordinator_state is TxnState.EMPTY for h in hanging)
 
         # With the broker's real maximum (15 minutes) they are too young to be called hanging.
-        assert abort_open_transactions(spec, execute=False).rows == ()
+        assert abort_open_transactions(PipelineClients(spec), execute=False).rows == ()
 
-        report = abort_open_transactions(spec, hanging_min_age_ms=0, execute=True)
+        report = abort_open_transactions(PipelineClients(spec), hanging_min_age_ms=0, execute=True)
         assert report.executed and not report.safety.reasons, report.render()
         summary = {(r.transactional_id, r.action, r.outcome) for r in report.rows}
         assert summary == {
@@ -342,7 +343,7 @@ def test_a_recent_checkpoint_commit_refuses_unless_forced(bootstrap: str, topic_
     write_checkpoint(Path(spec.checkpoint_location), commit_age_s=5)
 
     # Nothing open: nothing to refuse, but the report says the job looks alive.
-    idle = abort_open_transactions(spec, execute=True)
+    idle = abort_open_transactions(PipelineClients(spec), execute=True)
     assert idle.ok and idle.rows == () and not idle.safety.safe and not idle.safety.forced
     assert "newest commit" in idle.render()
 
@@ -350,11 +351,11 @@ def test_a_recent_checkpoint_commit_refuses_unless_forced(bootstrap: str, topic_
         make_hanging_transaction(bootstrap, f"{prefix}-0", output, 0)
         time.sleep(0.1)
         with pytest.raises(UnsafeToActError) as refused:
-            abort_open_transactions(spec, hanging_min_age_ms=0, execute=True)
+            abort_open_transactions(PipelineClients(spec), hanging_min_age_ms=0, execute=True)
         assert "newest commit" in str(refused.value) and "--force" in str(refused.value)
         assert len(tool_find_hanging(bootstrap, output)) == 1  # refused means untouched
 
-        forced = abort_open_transactions(spec, hanging_min_age_ms=0, force=True, execute=True)
+        forced = abort_open_transactions(PipelineClients(spec), hanging_min_age_ms=0, force=True, execute=True)
         assert forced.ok and forced.safety.forced, forced.render()
         assert [(r.kind, r.outcome) for r in forced.rows] == [("hanging", Outcome.ABORTED)]
         assert tool_find_hanging(bootstrap, output) == []
@@ -366,7 +367,7 @@ def test_nothing_open_and_an_old_commit_is_a_clean_noop(bootstrap: str, topic_fa
     output = topic_factory("out")
     spec = make_spec(bootstrap, tmp_path, output, f"eos-{uuid.uuid4().hex[:8]}", transaction_timeout_ms=60_000)
     write_checkpoint(Path(spec.checkpoint_location), commit_age_s=3600)
-    report = abort_open_transactions(spec, execute=True)
+    report = abort_open_transactions(PipelineClients(spec), execute=True)
     assert report.executed and report.ok and report.safety.safe and report.rows == () and report.remaining == ()
     assert [(o.tp, o.pinned) for o in report.offsets_after] == [(TopicPartition(output, 0), False)]
     assert "nothing under the prefix is open" in report.render()
@@ -374,7 +375,7 @@ def test_nothing_open_and_an_old_commit_is_a_clean_noop(bootstrap: str, topic_fa
 
 def test_missing_output_topic_is_reported_not_fatal(bootstrap: str, tmp_path: Path) -> None:
     spec = make_spec(bootstrap, tmp_path, f"absent-{uuid.uuid4().hex[:8]}", f"eos-{uuid.uuid4().hex[:8]}")
-    report = abort_open_transactions(spec, execute=False)
+    report = abort_open_transactions(PipelineClients(spec), execute=False)
     assert report.ok and report.rows == ()
     assert any("do not exist" in note for note in report.notes)
 

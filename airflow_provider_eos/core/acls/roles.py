@@ -104,8 +104,10 @@ def required_acls(spec: PipelineSpec, principal: str, role: Role | str, *, hangi
     return {"job": _job, "health": _health}[checked](spec, principal)
 
 
-def _acl(principal: str, resource_type: ResourceType, name: str, operation: Operation, why: str, *,
-         pattern: PatternType = PatternType.LITERAL, caution: str | None = None) -> Acl:
+def _acl(  # noqa: PLR0913  # an Acl's fields, forwarded by name
+    principal: str, resource_type: ResourceType, name: str, operation: Operation, why: str, *,
+    pattern: PatternType = PatternType.LITERAL, caution: str | None = None,
+) -> Acl:
     return Acl(principal=principal, resource_type=resource_type, name=name, pattern=pattern, operation=operation,
                why=why, caution=caution)
 

@@ -10,8 +10,9 @@ Both repairs follow the same rules (docs/architecture.md, recovery):
 * **The plan the person saw.** Every plan has a fingerprint (:mod:`.fingerprint`); an execution
   given the one its dry run showed refuses a plan that is no longer that one.
 
-Rewind (``KAFKA_BEHIND``): :mod:`.rewind_plan` decides, :mod:`.rewind_files` knows Spark's
-checkpoint files and the backup folder, :mod:`.rewind_execute` moves them. Align
+Rewind (``KAFKA_BEHIND``): :mod:`.rewind_plan` plans by the rules of :mod:`.rewind_rules`,
+:mod:`.rewind_files` knows Spark's checkpoint files and the backup folder, :mod:`.rewind_execute`
+moves them. Align
 (``NO_MARKER``): :mod:`.align`. Plans and results are frozen pydantic models
 (:class:`~airflow_provider_eos.core.model.FrozenModel`): ``model_dump(mode="json")`` is what the
 recovery operators push to XCom, what ``eos rewind``/``eos align --json`` print and what a

@@ -7,6 +7,8 @@ previous batch), produces each of them exactly once.
 
 Restarting from latest batch ``K`` needs ``offsets/K-1`` too (Spark's
 ``MicroBatchExecution.validateOffsetLogAndGetPrevOffset``: "batch K-1 doesn't exist" otherwise).
+When a target is refused, and what a plan warns about, are the named rules of :mod:`.rewind_rules`;
+:func:`plan_rewind` reads the checkpoint, applies them and lists the files to move.
 """
 
 from __future__ import annotations
@@ -15,10 +17,17 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import computed_field
 
-from airflow_provider_eos.core.errors import RepairError
 from airflow_provider_eos.core.model import FrozenModel
 from airflow_provider_eos.core.repair.fingerprint import plan_fingerprint
 from airflow_provider_eos.core.repair.rewind_files import BACKUP_INFIX, FileMove, log_moves, move_order, scan_state
+from airflow_provider_eos.core.repair.rewind_rules import (
+    RetainedBatches,
+    RewindTarget,
+    first_refusal,
+    impossible_batch_id,
+    replans_uncommitted_batch,
+    state_purged,
+)
 from airflow_provider_eos.core.report_table import render_table
 
 if TYPE_CHECKING:
@@ -192,50 +201,6 @@ def _span(first: int | None, last: int | None) -> str | None:
     return str(first) if first == last else f"{first}..{last}"
 
 
-def _earliest_rewind_target(offset_batches: list[int], commit_batches: set[int]) -> int | None:
-    """Lowest ``K`` a rewind accepts: -1 if ``offsets/0`` is retained, else the lowest ``K``
-    with ``offsets/K``, ``commits/K`` and ``offsets/K-1`` retained."""
-    if offset_batches and offset_batches[0] == 0:
-        # With the whole history retained, even "before the first batch" is reachable.
-        return -1
-    have = set(offset_batches)
-    for batch in offset_batches:
-        if batch in commit_batches and batch - 1 in have:
-            return batch
-    return None
-
-
-def _check_retained(root: str, to_batch: int, offset_batches: list[int], commit_batches: set[int]) -> None:
-    """Refuse a target whose restart needs files Spark has purged."""
-    oldest = offset_batches[0] if offset_batches else None
-    earliest = _earliest_rewind_target(offset_batches, commit_batches)
-    earliest_fix = (
-        f"the earliest batch the retained offsets/ and commits/ allow is {earliest} "
-        "(a stateful query may need a later one)"
-    )
-    if to_batch >= 0:
-        needed = [f"offsets/{to_batch}", f"commits/{to_batch}"] + ([f"offsets/{to_batch - 1}"] if to_batch else [])
-        have = {f"offsets/{b}" for b in offset_batches} | {f"commits/{b}" for b in commit_batches}
-        missing = [name for name in needed if name not in have]
-        if missing:
-            raise RepairError(
-                f"cannot rewind {root} to batch {to_batch}: {', '.join(missing)} "
-                f"{'is' if len(missing) == 1 else 'are'} gone "
-                f"(oldest retained offsets file: offsets/{oldest}); Spark purges old batches "
-                "(spark.sql.streaming.minBatchesToRetain) and needs them to restart from batch "
-                f"{to_batch}",
-                fix=earliest_fix
-                if earliest is not None
-                else "this checkpoint cannot be rewound; align the group or start a new checkpoint",
-            )
-    elif offset_batches and oldest != 0:
-        raise RepairError(
-            f"cannot rewind {root} to before the first batch: offsets/0 was purged (oldest retained "
-            f"offsets file: offsets/{oldest}), so batches before {oldest} cannot be replayed as planned",
-            fix=earliest_fix if earliest is not None else "start a new checkpoint",
-        )
-
-
 def plan_rewind(reader: CheckpointReader, to_batch: int) -> RewindPlan:
     """Plan rewinding the checkpoint so that ``to_batch`` becomes its last committed batch.
 
@@ -258,57 +223,38 @@ def plan_rewind(reader: CheckpointReader, to_batch: int) -> RewindPlan:
     root = reader.root.rstrip("/")
     shown = reader.display(root)
     fs = reader.fs
-    if to_batch < -1:
-        raise RepairError(
-            f"cannot rewind to batch {to_batch}: batch ids start at 0",
-            fix="pass --to-batch -1 to rewind to before the first batch, or a batch id >= 0",
-        )
-    offset_batches = sorted(reader.offset_batches())
-    commit_batches = set(reader.commit_batches())
-    last_committed = reader.latest_committed_batch()
-    last_planned = reader.latest_planned_batch()
-    if to_batch > (-1 if last_committed is None else last_committed):
-        raise RepairError(
-            f"cannot rewind forward to batch {to_batch}: the last committed batch of {shown} is "
-            f"{'none' if last_committed is None else last_committed}",
-            fix="pass a batch at or before the last committed batch (verify reports the right one)",
-        )
-    _check_retained(shown, to_batch, offset_batches, commit_batches)
+    if (impossible := impossible_batch_id(to_batch)) is not None:
+        raise impossible
+    retained = RetainedBatches(tuple(sorted(reader.offset_batches())), frozenset(reader.commit_batches()))
+    target = RewindTarget(
+        location=shown,
+        to_batch=to_batch,
+        last_committed=reader.latest_committed_batch(),
+        last_planned=reader.latest_planned_batch(),
+        retained=retained,
+    )
+    if (refused := first_refusal(target)) is not None:
+        raise refused
 
     moves = log_moves(fs, root, "offsets", to_batch) + log_moves(fs, root, "commits", to_batch)
     stateful = bool(reader.state_dir_exists())
-    warnings: list[str] = []
     if stateful:
         scan = scan_state(fs, root, max_version=to_batch + 1, max_batch=to_batch)
-        if to_batch >= 0:
-            for directory, kept in sorted(scan.lowest_kept.items()):
-                if kept is None:
-                    raise RepairError(
-                        f"cannot rewind {shown} to batch {to_batch}: state store {directory} keeps no "
-                        f"version at or below {to_batch + 1} (lowest: {scan.lowest_present[directory]}); "
-                        "Spark purged the state that batch needs",
-                        fix="pick a later batch, or start a new checkpoint and reprocess",
-                    )
+        if (purged := state_purged(target, scan)) is not None:
+            raise purged
         moves += scan.moves
-    if to_batch == (-1 if last_committed is None else last_committed) and (
-        last_planned is not None and last_planned > to_batch
-    ):
-        warnings.append(
-            f"offsets/{last_planned} (planned, not committed) will be moved, so Spark plans batch "
-            f"{last_planned} anew, possibly with a different range; if verify says KAFKA_AHEAD_SAFE "
-            "do not execute this: the sink would find its marker with other offsets"
-        )
+    warning = replans_uncommitted_batch(target)
     return RewindPlan(
         root=root,
         location=shown,
         to_batch=to_batch,
         before=CheckpointBatches(
-            last_committed=last_committed,
-            last_planned=last_planned,
-            oldest_planned=offset_batches[0] if offset_batches else None,
-            oldest_committed=min(commit_batches) if commit_batches else None,
+            last_committed=target.last_committed,
+            last_planned=target.last_planned,
+            oldest_planned=target.retained.oldest_planned,
+            oldest_committed=target.retained.oldest_committed,
         ),
         moves=move_order(moves),
         stateful=stateful,
-        warnings=tuple(warnings),
+        warnings=() if warning is None else (warning,),
     )

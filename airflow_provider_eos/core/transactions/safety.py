@@ -117,7 +117,7 @@ def young_transaction_reasons(
     return reasons
 
 
-def evaluate_safety(
+def evaluate_safety(  # noqa: PLR0913  # keyword-only signs of life; a LivenessSigns value is a follow-up
     prefix: str,
     transactions: Iterable[Transaction],
     *,
@@ -156,7 +156,7 @@ def evaluate_safety(
     return SafetyCheck(reasons=tuple(reasons), driver_gone=explained, forced=force and bool(reasons) and not explained)
 
 
-def check_safe_to_act(
+def check_safe_to_act(  # noqa: PLR0913  # evaluate_safety's arguments plus action
     prefix: str,
     transactions: Iterable[Transaction],
     *,

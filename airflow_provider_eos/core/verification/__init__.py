@@ -6,8 +6,9 @@ offset and its batch marker (docs/architecture.md, verdicts), giving one :class:
 and overall: ``IN_SYNC < KAFKA_AHEAD_SAFE < KAFKA_BEHIND < NO_MARKER < DIVERGED``.
 
 - :mod:`.verdict`: the verdicts, their table and ranking, and the per-partition row;
-- :mod:`.partition_rules`: the rules that classify one partition, with the lazy WAL and
-  marker readers;
+- :mod:`.partition_evidence`: what is compared for one partition (the checkpoint's side and the
+  group's), with the lazy WAL and marker readers;
+- :mod:`.partition_rules`: the rules that classify one partition, one predicate each;
 - :mod:`.compare`: :func:`verify` and :func:`verify_checkpoint`, the group-level checks and
   the overall verdict;
 - :mod:`.writers`: which writer's rules apply (:class:`WritersInUse`): the checkpoint's recorded

@@ -26,7 +26,14 @@ from typing import TYPE_CHECKING
 from airflow_provider_eos.core.errors import CheckpointError
 from airflow_provider_eos.core.markers import CommittedOffsets
 from airflow_provider_eos.core.topic_partition import OffsetMap
-from airflow_provider_eos.core.verification.partition_rules import Markers, OffsetsSource, Wal, classify_partition
+from airflow_provider_eos.core.verification.partition_evidence import (
+    CheckpointSide,
+    Markers,
+    OffsetsSource,
+    PartitionEvidence,
+    Wal,
+)
+from airflow_provider_eos.core.verification.partition_rules import classify_partition
 from airflow_provider_eos.core.verification.report import VerificationReport
 from airflow_provider_eos.core.verification.verdict import PartitionVerdict, Verdict
 from airflow_provider_eos.core.verification.writers import WritersInUse, WritersSource, writers_in_use
@@ -70,52 +77,22 @@ def verify(
     :raises CheckpointError: if the batch numbers contradict each other (commits without
         ``offsets/C``, last planned before last committed).
     """
-    wal = Wal(planned_offsets)
+    checkpoint = CheckpointSide(query_id, last_committed, last_planned, Wal(planned_offsets))
+    checkpoint_offsets = _last_committed_offsets(checkpoint)
     markers = Markers()
-    c = -1 if last_committed is None else last_committed
-    p = -1 if last_planned is None else last_planned
-    if last_committed is not None and p < c:
-        raise CheckpointError(
-            f"the checkpoint's last committed batch is {last_committed} but its last planned batch "
-            f"is {last_planned}: commits/{last_committed} has no offsets/{last_committed}",
-            fix="the checkpoint is damaged or was edited by hand; restore it from a backup",
-        )
-    checkpoint_offsets: OffsetMap = {}
-    if last_committed is not None:
-        found = wal(c)
-        if found is None:
-            raise CheckpointError(
-                f"commits/{c} exists but offsets/{c} could not be read, so batch {c}'s offsets are unknown",
-                fix=f"restore offsets/{c} from a backup of the checkpoint",
-            )
-        checkpoint_offsets = found
-
-    partitions = set(checkpoint_offsets)
-    partitions.update(committed)
     rows = tuple(
-        classify_partition(
-            tp,
-            query_id=query_id,
-            c=c,
-            p=p,
-            checkpoint_offset=checkpoint_offsets.get(tp),
-            committed=committed.get(tp),
-            wal=wal,
-            markers=markers,
-        )
-        for tp in sorted(partitions)
+        classify_partition(PartitionEvidence(tp, checkpoint, checkpoint_offsets.get(tp), committed.get(tp), markers))
+        for tp in sorted(set(checkpoint_offsets) | set(committed))
     )
 
     overall = max((row.verdict for row in rows), key=lambda v: v.severity, default=Verdict.IN_SYNC)
-    issues: list[str] = []
-    marker_batches = sorted(
-        {row.marker_batch for row in rows if row.marker_batch is not None and row.marker_query_id == query_id}
-    )
-    mid_batch = marker_batches == [c, c + 1]
-    if mid_batch and writers.executors:
-        rows = tuple(_awaiting_replay(row, c) for row in rows)
+    issues: tuple[str, ...] = ()
+    marker_batches = _own_marker_batches(rows, query_id)
+    interrupted = _interrupted_batch(marker_batches, last_committed)
+    if interrupted is not None and writers.executors:
+        rows = tuple(_awaiting_replay(row, interrupted - 1) for row in rows)
     elif len(marker_batches) > 1:
-        issues.append(_mixed_markers_issue(marker_batches, writers, mid_batch=mid_batch))
+        issues = (_mixed_markers_issue(marker_batches, writers, mid_batch=interrupted is not None),)
         overall = Verdict.DIVERGED
     return VerificationReport(
         query_id=query_id,
@@ -123,9 +100,48 @@ def verify(
         last_planned=last_planned,
         rows=rows,
         overall=overall,
-        issues=tuple(issues),
+        issues=issues,
         writers=writers,
     )
+
+
+def _last_committed_offsets(checkpoint: CheckpointSide) -> OffsetMap:
+    """``offsets/C``, every partition's checkpoint offset (``{}`` before the first commit).
+
+    :raises CheckpointError: if the checkpoint contradicts itself: ``commits/C`` without a planned
+        ``offsets/C``, or an ``offsets/C`` that cannot be read.
+    """
+    last = checkpoint.last_committed_batch
+    if last is None:
+        return {}
+    if not checkpoint.has_planned(last):
+        raise CheckpointError(
+            f"the checkpoint's last committed batch is {last} but its last planned batch "
+            f"is {checkpoint.last_planned_batch}: commits/{last} has no offsets/{last}",
+            fix="the checkpoint is damaged or was edited by hand; restore it from a backup",
+        )
+    found = checkpoint.wal(last)
+    if found is None:
+        raise CheckpointError(
+            f"commits/{last} exists but offsets/{last} could not be read, so batch {last}'s offsets are unknown",
+            fix=f"restore offsets/{last} from a backup of the checkpoint",
+        )
+    return found
+
+
+def _own_marker_batches(rows: tuple[PartitionVerdict, ...], query_id: str | None) -> list[int]:
+    """The distinct batches the markers of the checkpoint's own query name, in order (foreign markers excluded)."""
+    return sorted(
+        {row.marker_batch for row in rows if row.marker_batch is not None and row.marker_query_id == query_id}
+    )
+
+
+def _interrupted_batch(marker_batches: list[int], last_committed: int | None) -> int | None:
+    """``C+1`` when the markers name exactly ``C`` and ``C+1``: what a crash in the middle of batch ``C+1`` leaves
+    when each input partition commits on its own (the executor writers); else ``None``."""
+    if last_committed is None or marker_batches != [last_committed, last_committed + 1]:
+        return None
+    return last_committed + 1
 
 
 def _awaiting_replay(row: PartitionVerdict, c: int) -> PartitionVerdict:

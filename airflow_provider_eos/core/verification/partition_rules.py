@@ -1,195 +1,289 @@
-"""The verdict rules for one input partition, and the lazy readers of the WAL and the markers they use.
+"""The verdict rules for one input partition, one predicate each, in the spirit of LinkedIn Burrow's evaluator.
 
-:func:`classify_partition` applies the table of :mod:`.verdict` to one partition, in the order
-that makes the first failing condition the one reported: no committed offset, unreadable or
-empty marker, foreign query id, marker batch out of range, offset differing from
-``offsets/M``, then ahead / in sync / behind.
+Each rule reads the :class:`~.partition_evidence.PartitionEvidence` of one partition (``C`` the
+checkpoint's last committed batch, ``M`` the batch the group's marker names) and returns a
+:class:`Ruling` when it applies, ``None`` when the next rule decides. :func:`classify_partition`
+tries them in the order of :data:`PARTITION_RULES`, so the first failing condition is the one
+reported; :func:`kafka_behind` decides when none applies:
+
+=================================== ================ =================================================
+rule                                verdict          applies when
+=================================== ================ =================================================
+:func:`nothing_committed_yet`       IN_SYNC          no batch committed and the group holds nothing
+:func:`partition_new_to_checkpoint` IN_SYNC          the group holds nothing and ``offsets/C`` does not
+                                                     list the partition
+:func:`group_offset_missing`        NO_MARKER        the checkpoint committed it, the group holds nothing
+:func:`marker_unreadable`           DIVERGED         the group offset's metadata is not a batch marker
+:func:`marker_missing`              NO_MARKER        the group offset has empty metadata
+:func:`marker_of_other_query`       DIVERGED         the marker names a query other than the checkpoint's
+:func:`marker_beyond_next_batch`    DIVERGED         ``M > C+1``
+:func:`marker_batch_unplanned`      DIVERGED         the checkpoint has not planned ``M``
+:func:`partition_not_in_wal`        DIVERGED         ``offsets/M`` does not list the partition
+:func:`group_offset_differs`        DIVERGED         the group offset differs from ``offsets/M``
+:func:`next_batch_unreadable`       DIVERGED         ``M = C+1`` and ``offsets/M`` could not be read
+:func:`next_batch_in_kafka`         KAFKA_AHEAD_SAFE ``M = C+1``: the replay skips it
+:func:`marker_at_last_commit`       IN_SYNC          ``M = C``
+:func:`kafka_behind`                KAFKA_BEHIND     otherwise (``M < C``): rewind to ``M``
+=================================== ================ =================================================
 
 **Nothing to verify.** A partition for which the checkpoint has committed nothing and the
 group holds nothing (a pipeline that has not finished its first batch, or a partition the
 query has not discovered yet) is ``IN_SYNC`` with a detail saying so. It is healthy, needs no
 action, and a separate verdict would force every consumer to treat it like ``IN_SYNC``.
 
-The WAL is read lazily, at most once per distinct batch (:class:`Wal`), and each distinct
-metadata string is decoded once (:class:`Markers`), so verifying thousands of partitions stays
-O(partitions) dictionary work.
+Each rule may assume the rules before it did not apply (as Burrow's do): a rule after
+:func:`group_offset_missing` knows the group holds an offset, one after
+:func:`group_offset_differs` that the offset matches ``offsets/M`` when that is known.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
+from typing import NamedTuple
 
-from airflow_provider_eos.core.errors import MarkerError
-from airflow_provider_eos.core.markers import BatchMarker, CommittedOffset
-from airflow_provider_eos.core.topic_partition import OffsetMap, TopicPartition
+from airflow_provider_eos.core.verification.partition_evidence import (
+    CheckpointSide,
+    Markers,
+    OffsetsSource,
+    PartitionEvidence,
+    Wal,
+)
 from airflow_provider_eos.core.verification.verdict import PartitionVerdict, Verdict
 
-__all__ = ["Markers", "OffsetsSource", "Wal", "classify_partition"]
-
-OffsetsSource = Mapping[int, OffsetMap] | Callable[[int], OffsetMap | None]
-"""Where :func:`~airflow_provider_eos.core.verification.verify` reads ``offsets/N``: a mapping of
-the batches at hand, or a callable returning ``None`` for a batch the checkpoint no longer (or
-never) had."""
-
-
-class Wal:
-    """Memoizing view of ``offsets/N`` so each batch is read at most once per verification."""
-
-    def __init__(self, source: OffsetsSource) -> None:
-        if isinstance(source, Mapping):
-            self._read: Callable[[int], OffsetMap | None] = source.get
-        else:
-            self._read = source
-        self._cache: dict[int, OffsetMap | None] = {}
-
-    def __call__(self, batch: int) -> OffsetMap | None:
-        if batch < 0:
-            return None
-        if batch not in self._cache:
-            self._cache[batch] = self._read(batch)
-        return self._cache[batch]
-
-
-class Markers:
-    """Decodes each distinct metadata string once: the sink writes one marker per batch, so
-    thousands of partitions usually share a single string."""
-
-    def __init__(self) -> None:
-        self._cache: dict[str, BatchMarker | MarkerError | None] = {}
-
-    def __call__(self, committed: CommittedOffset) -> BatchMarker | None:
-        metadata = committed.metadata
-        if metadata not in self._cache:
-            try:
-                self._cache[metadata] = committed.marker
-            except MarkerError as exc:
-                self._cache[metadata] = exc
-        found = self._cache[metadata]
-        if isinstance(found, MarkerError):
-            raise found
-        return found
+__all__ = [
+    "PARTITION_RULES",
+    "CheckpointSide",
+    "Markers",
+    "OffsetsSource",
+    "PartitionEvidence",
+    "PartitionRule",
+    "Ruling",
+    "Wal",
+    "classify_partition",
+    "deciding_rule",
+    "group_offset_differs",
+    "group_offset_missing",
+    "kafka_behind",
+    "marker_at_last_commit",
+    "marker_batch_unplanned",
+    "marker_beyond_next_batch",
+    "marker_missing",
+    "marker_of_other_query",
+    "marker_unreadable",
+    "next_batch_in_kafka",
+    "next_batch_unreadable",
+    "nothing_committed_yet",
+    "partition_new_to_checkpoint",
+    "partition_not_in_wal",
+]
 
 
-def classify_partition(
-    tp: TopicPartition,
-    *,
-    query_id: str | None,
-    c: int,
-    p: int,
-    checkpoint_offset: int | None,
-    committed: CommittedOffset | None,
-    wal: Wal,
-    markers: Markers,
-) -> PartitionVerdict:
-    """Classify one partition; ``c``/``p`` are the last committed/planned batch or -1."""
-    checkpoint_batch = c if c >= 0 else None
+class Ruling(NamedTuple):
+    """A rule's verdict on one partition.
 
-    def row(
-        verdict: Verdict,
-        detail: str,
-        *,
-        marker: BatchMarker | None = None,
-        wal_offset: int | None = None,
-    ) -> PartitionVerdict:
-        return PartitionVerdict(
-            tp=tp,
-            verdict=verdict,
-            checkpoint_batch=checkpoint_batch,
-            checkpoint_offset=checkpoint_offset,
-            group_offset=None if committed is None else committed.offset,
-            marker_batch=None if marker is None else marker.batch_id,
-            marker_query_id=None if marker is None else marker.query_id,
-            wal_offset=wal_offset,
-            detail=detail,
-        )
+    :param verdict: the verdict.
+    :param detail: one sentence explaining it with the values involved.
+    :param wal_offset: ``offsets/M`` for the partition when the rule compared against it, else ``None``.
+    """
 
-    if committed is None:
-        if c < 0:
-            return row(Verdict.IN_SYNC, "nothing to verify: no batch committed and the group holds nothing")
-        if checkpoint_offset is None:
-            return row(
-                Verdict.IN_SYNC,
-                f"nothing to verify: not in offsets/{c} and the group holds nothing",
-            )
-        return row(
-            Verdict.NO_MARKER,
-            f"the checkpoint committed batch {c} (offset {checkpoint_offset}) "
-            "but the group has no committed offset",
-        )
+    verdict: Verdict
+    detail: str
+    wal_offset: int | None = None
 
-    try:
-        marker = markers(committed)
-    except MarkerError as exc:
-        return row(Verdict.DIVERGED, f"the group's offset metadata is not a batch marker: {exc.message}")
-    if marker is None:
-        return row(
-            Verdict.NO_MARKER,
-            f"the group committed offset {committed.offset} without a batch marker (empty metadata)",
-        )
-    if marker.query_id != query_id:
-        return row(
-            Verdict.DIVERGED,
-            f"the marker names query {marker.query_id}, the checkpoint is query {query_id or '(none)'}",
-            marker=marker,
-        )
 
-    m = marker.batch_id
-    if m > c + 1:
-        return row(
-            Verdict.DIVERGED,
-            f"the marker names batch {m}, more than one batch after the last committed batch "
-            f"{c if c >= 0 else '(none)'}",
-            marker=marker,
-        )
-    if m > p:
-        return row(
-            Verdict.DIVERGED,
-            f"the marker names batch {m} but the checkpoint has not planned it "
-            f"(last planned batch {p if p >= 0 else '(none)'})",
-            marker=marker,
-        )
-    planned = wal(m)
-    expected = None if planned is None else planned.get(tp)
-    if planned is not None and expected is None:
-        return row(
-            Verdict.DIVERGED,
-            f"the marker names batch {m} but offsets/{m} does not list this partition",
-            marker=marker,
-        )
-    if expected is not None and committed.offset != expected:
-        return row(
-            Verdict.DIVERGED,
-            f"the group's offset {committed.offset} differs from offsets/{m} ({expected}) "
-            f"although the marker names batch {m}",
-            marker=marker,
-            wal_offset=expected,
-        )
+#: A verdict rule: a ruling when it applies to the partition, ``None`` when the next rule decides.
+PartitionRule = Callable[[PartitionEvidence], Ruling | None]
 
-    if m == c + 1:
-        if expected is None:
-            return row(
-                Verdict.DIVERGED,
-                f"the marker names the planned batch {m} but offsets/{m} could not be read",
-                marker=marker,
-            )
-        return row(
-            Verdict.KAFKA_AHEAD_SAFE,
-            f"batch {m} is in Kafka, commits/{m} is missing: the replay skips it",
-            marker=marker,
-            wal_offset=expected,
-        )
-    if m == c:
-        return row(Verdict.IN_SYNC, f"marker and offset match batch {c}", marker=marker, wal_offset=expected)
-    missing = f"{m + 1}..{c}" if m + 1 < c else str(c)
+
+def _batch_or_none(batch: int | None) -> str:
+    return "(none)" if batch is None else str(batch)
+
+
+def nothing_committed_yet(e: PartitionEvidence) -> Ruling | None:
+    """IN_SYNC when the checkpoint committed no batch and the group holds nothing: a pipeline before its first batch."""
+    if e.group_offset is not None or e.checkpoint.last_committed_batch is not None:
+        return None
+    return Ruling(Verdict.IN_SYNC, "nothing to verify: no batch committed and the group holds nothing")
+
+
+def partition_new_to_checkpoint(e: PartitionEvidence) -> Ruling | None:
+    """IN_SYNC when the group holds nothing and ``offsets/C`` does not list the partition: not discovered yet."""
+    if e.group_offset is not None or e.checkpoint_offset is not None or e.checkpoint.last_committed_batch is None:
+        return None
+    return Ruling(
+        Verdict.IN_SYNC,
+        f"nothing to verify: not in offsets/{e.checkpoint.last_committed_batch} and the group holds nothing",
+    )
+
+
+def group_offset_missing(e: PartitionEvidence) -> Ruling | None:
+    """NO_MARKER when the checkpoint committed the partition but the group holds no offset for it."""
+    if e.group_offset is not None:
+        return None
+    return Ruling(
+        Verdict.NO_MARKER,
+        f"the checkpoint committed batch {e.checkpoint.last_committed_batch} (offset {e.checkpoint_offset}) "
+        "but the group has no committed offset",
+    )
+
+
+def marker_unreadable(e: PartitionEvidence) -> Ruling | None:
+    """DIVERGED when the group offset's metadata is not a batch marker: something else committed it."""
+    if e.marker_error is None:
+        return None
+    return Ruling(Verdict.DIVERGED, f"the group's offset metadata is not a batch marker: {e.marker_error.message}")
+
+
+def marker_missing(e: PartitionEvidence) -> Ruling | None:
+    """NO_MARKER when the group offset carries empty metadata: it tells nothing about what was produced."""
+    if e.group_offset is None or e.marker is not None or e.marker_error is not None:
+        return None
+    return Ruling(
+        Verdict.NO_MARKER,
+        f"the group committed offset {e.group_offset.offset} without a batch marker (empty metadata)",
+    )
+
+
+def marker_of_other_query(e: PartitionEvidence) -> Ruling | None:
+    """DIVERGED when the marker names a query other than the checkpoint's (another checkpoint wrote the group)."""
+    if e.marker is None or e.marker.query_id == e.checkpoint.query_id:
+        return None
+    return Ruling(
+        Verdict.DIVERGED,
+        f"the marker names query {e.marker.query_id}, the checkpoint is query {e.checkpoint.query_id or '(none)'}",
+    )
+
+
+def marker_beyond_next_batch(e: PartitionEvidence) -> Ruling | None:
+    """DIVERGED when the marker names a batch past ``C+1``: the sink commits at most one batch ahead of Spark."""
+    if e.marker is None or e.marker.batch_id <= e.checkpoint.next_batch:
+        return None
+    return Ruling(
+        Verdict.DIVERGED,
+        f"the marker names batch {e.marker.batch_id}, more than one batch after the last committed batch "
+        f"{_batch_or_none(e.checkpoint.last_committed_batch)}",
+    )
+
+
+def marker_batch_unplanned(e: PartitionEvidence) -> Ruling | None:
+    """DIVERGED when the checkpoint never planned the marker's batch: the sink only commits planned batches."""
+    if e.marker is None or e.checkpoint.has_planned(e.marker.batch_id):
+        return None
+    return Ruling(
+        Verdict.DIVERGED,
+        f"the marker names batch {e.marker.batch_id} but the checkpoint has not planned it "
+        f"(last planned batch {_batch_or_none(e.checkpoint.last_planned_batch)})",
+    )
+
+
+def partition_not_in_wal(e: PartitionEvidence) -> Ruling | None:
+    """DIVERGED when ``offsets/M`` exists but does not list the partition: batch ``M`` never read it."""
+    if e.marker is None or e.marker_batch_offsets is None or e.wal_offset is not None:
+        return None
+    batch = e.marker.batch_id
+    return Ruling(Verdict.DIVERGED, f"the marker names batch {batch} but offsets/{batch} does not list this partition")
+
+
+def group_offset_differs(e: PartitionEvidence) -> Ruling | None:
+    """DIVERGED when the group offset differs from ``offsets/M``: the marker's batch did not commit it."""
+    if e.marker is None or e.group_offset is None or e.wal_offset is None or e.group_offset.offset == e.wal_offset:
+        return None
+    batch = e.marker.batch_id
+    return Ruling(
+        Verdict.DIVERGED,
+        f"the group's offset {e.group_offset.offset} differs from offsets/{batch} ({e.wal_offset}) "
+        f"although the marker names batch {batch}",
+        e.wal_offset,
+    )
+
+
+def next_batch_unreadable(e: PartitionEvidence) -> Ruling | None:
+    """DIVERGED when the marker names ``C+1`` but ``offsets/C+1`` cannot be read: the offset cannot be checked."""
+    if e.marker is None or e.marker.batch_id != e.checkpoint.next_batch or e.wal_offset is not None:
+        return None
+    batch = e.marker.batch_id
+    return Ruling(Verdict.DIVERGED, f"the marker names the planned batch {batch} but offsets/{batch} could not be read")
+
+
+def next_batch_in_kafka(e: PartitionEvidence) -> Ruling | None:
+    """KAFKA_AHEAD_SAFE when the marker names ``C+1``: batch ``C+1`` is in Kafka, and its replay skips it."""
+    if e.marker is None or e.marker.batch_id != e.checkpoint.next_batch:
+        return None
+    batch = e.marker.batch_id
+    return Ruling(
+        Verdict.KAFKA_AHEAD_SAFE, f"batch {batch} is in Kafka, commits/{batch} is missing: the replay skips it",
+        e.wal_offset,
+    )
+
+
+def marker_at_last_commit(e: PartitionEvidence) -> Ruling | None:
+    """IN_SYNC when the marker names ``C``: Kafka and the checkpoint agree."""
+    if e.marker is None or e.marker.batch_id != e.checkpoint.last_committed_batch:
+        return None
+    return Ruling(Verdict.IN_SYNC, f"marker and offset match batch {e.marker.batch_id}", e.wal_offset)
+
+
+def kafka_behind(e: PartitionEvidence) -> Ruling:
+    """KAFKA_BEHIND when no other rule applies (the marker names ``M < C``): batches ``M+1..C`` are missing.
+
+    The detail names the rewind target ``M`` and, when ``offsets/M`` was purged, that the
+    offset could not be checked and a rewind to ``M`` will be refused.
+    """
+    marker_batch = -1 if e.marker is None else e.marker.batch_id  # the rules before leave a marker here
+    last = e.checkpoint.last_committed_batch
+    missing = f"{marker_batch + 1}..{last}" if last is not None and marker_batch + 1 < last else str(last)
     unchecked = (
         ""
-        if expected is not None
-        else f"; offsets/{m} is no longer in the checkpoint, so the offset is unchecked and "
-        f"a rewind to batch {m} will be refused"
+        if e.wal_offset is not None
+        else f"; offsets/{marker_batch} is no longer in the checkpoint, so the offset is unchecked and "
+        f"a rewind to batch {marker_batch} will be refused"
     )
-    return row(
+    return Ruling(
         Verdict.KAFKA_BEHIND,
-        f"output of batch(es) {missing} is missing: rewind the checkpoint to batch {m}{unchecked}",
-        marker=marker,
-        wal_offset=expected,
+        f"output of batch(es) {missing} is missing: rewind the checkpoint to batch {marker_batch}{unchecked}",
+        e.wal_offset,
+    )
+
+
+#: The rules in the order they are tried; :func:`kafka_behind` decides when none applies.
+PARTITION_RULES: tuple[PartitionRule, ...] = (
+    nothing_committed_yet,
+    partition_new_to_checkpoint,
+    group_offset_missing,
+    marker_unreadable,
+    marker_missing,
+    marker_of_other_query,
+    marker_beyond_next_batch,
+    marker_batch_unplanned,
+    partition_not_in_wal,
+    group_offset_differs,
+    next_batch_unreadable,
+    next_batch_in_kafka,
+    marker_at_last_commit,
+)
+
+
+def deciding_rule(evidence: PartitionEvidence) -> tuple[PartitionRule, Ruling]:
+    """The first rule of :data:`PARTITION_RULES` that applies (else :func:`kafka_behind`) and its ruling."""
+    for rule in PARTITION_RULES:
+        ruling = rule(evidence)
+        if ruling is not None:
+            return rule, ruling
+    return kafka_behind, kafka_behind(evidence)
+
+
+def classify_partition(evidence: PartitionEvidence) -> PartitionVerdict:
+    """Apply :data:`PARTITION_RULES` to one partition; the first that applies decides."""
+    _, ruling = deciding_rule(evidence)
+    marker = evidence.marker
+    return PartitionVerdict(
+        tp=evidence.tp,
+        verdict=ruling.verdict,
+        checkpoint_batch=evidence.checkpoint.last_committed_batch,
+        checkpoint_offset=evidence.checkpoint_offset,
+        group_offset=None if evidence.group_offset is None else evidence.group_offset.offset,
+        marker_batch=None if marker is None else marker.batch_id,
+        marker_query_id=None if marker is None else marker.query_id,
+        wal_offset=ruling.wal_offset,
+        detail=ruling.detail,
     )

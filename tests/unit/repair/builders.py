@@ -27,7 +27,7 @@ def end_offsets(batch: int, partitions: int = 2) -> OffsetMap:
     return {TopicPartition(T, p): 100 * (batch + 1) + p for p in range(partitions)}
 
 
-def write_checkpoint(
+def write_checkpoint(  # noqa: C901  # one if per optional checkpoint part a test asks for
     location: str,
     *,
     offsets: Iterable[int],
