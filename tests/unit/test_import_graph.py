@@ -63,7 +63,7 @@ def import_graph() -> dict[str, set[str]]:
     return graph
 
 
-def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:  # noqa: C901  # Tarjan's algorithm, kept whole as published
     """The strongly connected groups of more than one module (Tarjan), each sorted."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}

@@ -136,9 +136,7 @@ def _put(out: dict[str, str], origin: dict[str, str], key: str, translated: Mapp
         out[java_key], origin[java_key] = java_value, key
 
 
-def java_client_config(  # noqa: C901  # one branch per kind of translation rule
-    librdkafka: Mapping[str, Any], role: JavaRole
-) -> dict[str, str]:
+def java_client_config(librdkafka: Mapping[str, Any], role: JavaRole) -> dict[str, str]:
     """Translate a librdkafka config into the Java client's config for one role (string values).
 
     :param librdkafka: the spec's ``kafka`` dict (or any librdkafka config).
