@@ -21,7 +21,7 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from airflow_provider_eos.core import transactions as txn
 from airflow_provider_eos.core.errors import EosError
@@ -207,19 +207,17 @@ class _Scope:
         return dataclasses.replace(found, rows=rows)
 
 
-def _safety(scope: _Scope, first: _Scan, *, execute: bool, signs: dict[str, Any]) -> txn.SafetyCheck:
+def _safety(scope: _Scope, first: _Scan, signs: txn.LivenessSigns, *, execute: bool, force: bool) -> txn.SafetyCheck:
     """Step 3: the liveness gate; it refuses only an execution with something to do.
 
     A scan that finds nothing harms no one, and a dry run changes nothing: both only report the signs.
 
-    :param signs: the keyword arguments of :func:`~airflow_provider_eos.core.transactions.check_safe_to_act`
-        besides the prefix and the transactions.
     :raises UnsafeToActError: if the job looks alive, ``execute`` is set, there is something to do and
-        ``force`` (in ``signs``) is not.
+        ``force`` is not.
     """
     if execute and first.open_rows:
-        return txn.check_safe_to_act(scope.prefix, first.transactions, **signs)
-    return txn.evaluate_safety(scope.prefix, first.transactions, **signs)
+        return txn.check_safe_to_act(scope.prefix, first.transactions, signs, force=force)
+    return txn.evaluate_safety(scope.prefix, first.transactions, signs, force=force)
 
 
 def _act(scope: _Scope, row: txn.AbortRow) -> txn.AbortRow:
@@ -326,17 +324,16 @@ def abort_open_transactions(
     spec = clients.spec
     clock = _Clock.start()
     # Read before Kafka is asked anything: the quiet period counts from the checkpoint's newest commit.
-    signs: dict[str, Any] = {
-        "last_commit_time": last_commit_time(clients.checkpoint),
-        "now": clock.scanned_at,
-        "transaction_timeout_ms": spec.transaction_timeout_ms,
-        "quiet_period_ms": txn.default_quiet_period_ms(spec.transaction_timeout_ms, spec.trigger_interval_ms),
-        "force": force,
-        "driver_gone": driver_gone,
-    }
+    signs = txn.LivenessSigns(
+        last_commit_time=last_commit_time(clients.checkpoint),
+        now=clock.scanned_at,
+        transaction_timeout_ms=spec.transaction_timeout_ms,
+        quiet_period_ms=txn.default_quiet_period_ms(spec.transaction_timeout_ms, spec.trigger_interval_ms),
+        driver_gone=driver_gone,
+    )
     with clients.transactions_admin() as admin:
         scope, first = _Scope.survey(admin, spec, hanging_min_age_ms).first_scan(clock.scanned_at)
-        safety = _safety(scope, first, execute=execute, signs=signs)
+        safety = _safety(scope, first, signs, execute=execute, force=force)
         if not execute:
             return _dry_run_report(scope, first, safety, clock.scanned_at)
         done = [_act(scope, row) for row in first.rows]

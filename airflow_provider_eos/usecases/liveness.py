@@ -47,16 +47,14 @@ def check_not_alive(
     :raises TransactionsAdminError: if the transactions under the prefix cannot be read.
     """
     spec = clients.spec
-    return txn.check_safe_to_act(
-        spec.transactional_id_prefix,
-        clients.transactions_under_prefix(),
+    signs = txn.LivenessSigns(
         last_commit_time=last_commit_time(clients.checkpoint),
         now=now or dt.datetime.now(dt.UTC),
         transaction_timeout_ms=spec.transaction_timeout_ms,
         quiet_period_ms=txn.default_quiet_period_ms(spec.transaction_timeout_ms, spec.trigger_interval_ms),
-        force=force,
-        action=action,
     )
+    return txn.check_safe_to_act(spec.transactional_id_prefix, clients.transactions_under_prefix(), signs,
+                                 force=force, action=action)
 
 
 def forced_notes(safety: txn.SafetyCheck | None) -> tuple[str, ...]:

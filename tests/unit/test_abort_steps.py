@@ -65,10 +65,8 @@ def test_each_row_gets_one_outcome(monkeypatch: pytest.MonkeyPatch, planned: txn
     assert (done.outcome, done.detail) == (outcome, detail)
 
 
-SIGNS = {
-    "last_commit_time": NOW - dt.timedelta(seconds=1), "now": NOW, "transaction_timeout_ms": 60_000,
-    "quiet_period_ms": 60_000, "force": False, "driver_gone": None,
-}
+SIGNS = txn.LivenessSigns(last_commit_time=NOW - dt.timedelta(seconds=1), now=NOW, transaction_timeout_ms=60_000,
+                          quiet_period_ms=60_000)
 
 
 @pytest.mark.parametrize(
@@ -86,7 +84,7 @@ def test_the_gate_refuses_only_an_execution_with_something_to_do(execute: bool, 
     first = abort_module._Scan(transactions=[], hanging=[], offsets=[], rows=rows)
     if refused:
         with pytest.raises(UnsafeToActError):
-            abort_module._safety(scope(), first, execute=execute, signs=SIGNS)
+            abort_module._safety(scope(), first, SIGNS, execute=execute, force=False)
     else:
-        safety = abort_module._safety(scope(), first, execute=execute, signs=SIGNS)
+        safety = abort_module._safety(scope(), first, SIGNS, execute=execute, force=False)
         assert not safety.safe and safety.reasons  # the recent commit is reported either way

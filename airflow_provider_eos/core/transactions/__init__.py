@@ -44,6 +44,7 @@ from airflow_provider_eos.core.transactions.model import (
     to_epoch_ms,
 )
 from airflow_provider_eos.core.transactions.safety import (
+    LivenessSigns,
     SafetyCheck,
     check_safe_to_act,
     default_quiet_period_ms,
@@ -59,6 +60,7 @@ __all__ = [
     "HangingReason",
     "HangingTransaction",
     "LingeringTransaction",
+    "LivenessSigns",
     "OpenPartitionTransaction",
     "Outcome",
     "PartitionOffsets",

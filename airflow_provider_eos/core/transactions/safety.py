@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from pydantic import computed_field
 
@@ -25,6 +26,7 @@ from airflow_provider_eos.core.transactions.model import Transaction, format_age
 
 __all__ = [
     "LIVE_JOB_HARM",
+    "LivenessSigns",
     "SafetyCheck",
     "check_safe_to_act",
     "default_quiet_period_ms",
@@ -117,56 +119,53 @@ def young_transaction_reasons(
     return reasons
 
 
-def evaluate_safety(  # noqa: PLR0913  # keyword-only signs of life; a LivenessSigns value is a follow-up
-    prefix: str,
-    transactions: Iterable[Transaction],
-    *,
-    last_commit_time: dt.datetime | None,
-    now: dt.datetime,
-    transaction_timeout_ms: int,
-    quiet_period_ms: int,
-    force: bool = False,
-    signs_of_life: Iterable[str] = (),
-    driver_gone: str | None = None,
-) -> SafetyCheck:
-    """Collect the signs that the pipeline is alive; never raises (see :func:`check_safe_to_act`).
+@dataclass(frozen=True)
+class LivenessSigns:
+    """What a recovery action knows about whether the pipeline's job may still run, before it acts.
 
-    :param prefix: the pipeline's transactional id prefix.
-    :param transactions: described transactions (ids outside ``prefix`` are ignored).
     :param last_commit_time: when the checkpoint's newest ``commits/N`` was written (``None``:
         no checkpoint or no commit yet).
     :param now: the current time.
     :param transaction_timeout_ms: the spec's timeout, used when the broker reports none.
     :param quiet_period_ms: a commit newer than this means the job may be running.
-    :param force: record that the caller acts regardless.
     :param signs_of_life: further reasons found by the caller (e.g. "the cluster manager still
         reports application X running"), each a sentence naming the values found; they count
         exactly like the ones found here.
     :param driver_gone: positive evidence that the driver is gone, e.g. "no process on host h
         carries EOS_DRIVER_TOKEN=..."; with it the signs of life are the dead driver's and acting
         is allowed without ``force``. Only an observation may supply it, never a default.
+    """
+
+    last_commit_time: dt.datetime | None
+    now: dt.datetime
+    transaction_timeout_ms: int
+    quiet_period_ms: int
+    signs_of_life: tuple[str, ...] = ()
+    driver_gone: str | None = None
+
+
+def evaluate_safety(
+    prefix: str, transactions: Iterable[Transaction], signs: LivenessSigns, *, force: bool = False
+) -> SafetyCheck:
+    """Collect the signs that the pipeline is alive; never raises (see :func:`check_safe_to_act`).
+
+    :param prefix: the pipeline's transactional id prefix.
+    :param transactions: described transactions (ids outside ``prefix`` are ignored).
+    :param force: record that the caller acts regardless.
     :return: the check; ``reasons`` empty means safe, ``forced`` is set only when reasons were
         overridden.
     """
-    commit = recent_commit_reason(last_commit_time, now=now, quiet_period_ms=quiet_period_ms)
+    commit = recent_commit_reason(signs.last_commit_time, now=signs.now, quiet_period_ms=signs.quiet_period_ms)
     reasons = [] if commit is None else [commit]
-    reasons += young_transaction_reasons(prefix, transactions, now=now, transaction_timeout_ms=transaction_timeout_ms)
-    reasons += signs_of_life
-    explained = driver_gone if reasons and driver_gone else None
+    reasons += young_transaction_reasons(prefix, transactions, now=signs.now,
+                                         transaction_timeout_ms=signs.transaction_timeout_ms)
+    reasons += signs.signs_of_life
+    explained = signs.driver_gone if reasons and signs.driver_gone else None
     return SafetyCheck(reasons=tuple(reasons), driver_gone=explained, forced=force and bool(reasons) and not explained)
 
 
-def check_safe_to_act(  # noqa: PLR0913  # evaluate_safety's arguments plus action
-    prefix: str,
-    transactions: Iterable[Transaction],
-    *,
-    last_commit_time: dt.datetime | None,
-    now: dt.datetime,
-    transaction_timeout_ms: int,
-    quiet_period_ms: int,
-    force: bool = False,
-    signs_of_life: Iterable[str] = (),
-    driver_gone: str | None = None,
+def check_safe_to_act(
+    prefix: str, transactions: Iterable[Transaction], signs: LivenessSigns, *, force: bool = False,
     action: str = "abort",
 ) -> SafetyCheck:
     """Refuse to act while the pipeline looks alive, unless its driver is positively gone or forced.
@@ -178,17 +177,7 @@ def check_safe_to_act(  # noqa: PLR0913  # evaluate_safety's arguments plus acti
     :raises UnsafeToActError: naming each sign of life and how to force, if any was found and
         ``force`` is false.
     """
-    check = evaluate_safety(
-        prefix,
-        transactions,
-        last_commit_time=last_commit_time,
-        now=now,
-        transaction_timeout_ms=transaction_timeout_ms,
-        quiet_period_ms=quiet_period_ms,
-        force=force,
-        signs_of_life=signs_of_life,
-        driver_gone=driver_gone,
-    )
+    check = evaluate_safety(prefix, transactions, signs, force=force)
     if not check.may_act:
         doing, harm = LIVE_JOB_HARM[action]
         raise UnsafeToActError(

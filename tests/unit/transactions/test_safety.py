@@ -8,6 +8,7 @@ import pytest
 
 from airflow_provider_eos.core.errors import UnsafeToActError
 from airflow_provider_eos.core.transactions import (
+    LivenessSigns,
     SafetyCheck,
     check_safe_to_act,
     default_quiet_period_ms,
@@ -28,7 +29,9 @@ def _safety(**overrides: object) -> SafetyCheck:
     }
     args.update(overrides)
     transactions = args.pop("transactions", [])
-    return evaluate_safety("pfx", transactions, **args)
+    force = args.pop("force")
+    args["signs_of_life"] = tuple(args.get("signs_of_life", ()))
+    return evaluate_safety("pfx", transactions, LivenessSigns(**args), force=force)
 
 
 def test_safe_when_the_last_commit_is_old_and_nothing_young_is_open() -> None:
@@ -71,10 +74,8 @@ def test_check_safe_to_act_refuses_naming_why_and_how_to_force() -> None:
         check_safe_to_act(
             "pfx",
             [txn("pfx-0", age_ms=5_000)],
-            last_commit_time=NOW - dt.timedelta(seconds=10),
-            now=NOW,
-            transaction_timeout_ms=60_000,
-            quiet_period_ms=60_000,
+            LivenessSigns(last_commit_time=NOW - dt.timedelta(seconds=10), now=NOW, transaction_timeout_ms=60_000,
+                          quiet_period_ms=60_000),
         )
     text = str(raised.value)
     assert "pfx-0" in text and "10s old" in text and "--force" in text
@@ -84,10 +85,7 @@ def test_check_safe_to_act_forced_returns_the_overridden_reasons() -> None:
     check = check_safe_to_act(
         "pfx",
         [txn("pfx-0", age_ms=5_000)],
-        last_commit_time=None,
-        now=NOW,
-        transaction_timeout_ms=60_000,
-        quiet_period_ms=60_000,
+        LivenessSigns(last_commit_time=None, now=NOW, transaction_timeout_ms=60_000, quiet_period_ms=60_000),
         force=True,
     )
     assert check.forced and check.may_act and len(check.reasons) == 1
@@ -95,7 +93,8 @@ def test_check_safe_to_act_forced_returns_the_overridden_reasons() -> None:
 
 def test_check_safe_to_act_passes_when_safe() -> None:
     check = check_safe_to_act(
-        "pfx", [], last_commit_time=None, now=NOW, transaction_timeout_ms=60_000, quiet_period_ms=60_000, force=True
+        "pfx", [], LivenessSigns(last_commit_time=None, now=NOW, transaction_timeout_ms=60_000, quiet_period_ms=60_000),
+        force=True,
     )
     assert check.safe and not check.forced  # force only matters when something was overridden
 
@@ -117,11 +116,8 @@ def test_signs_of_life_found_elsewhere_count_like_the_ones_found_here() -> None:
         check_safe_to_act(
             "pfx",
             [],
-            last_commit_time=None,
-            now=NOW,
-            transaction_timeout_ms=60_000,
-            quiet_period_ms=60_000,
-            signs_of_life=[driver],
+            LivenessSigns(last_commit_time=None, now=NOW, transaction_timeout_ms=60_000, quiet_period_ms=60_000,
+                          signs_of_life=(driver,)),
         )
 
 
@@ -150,11 +146,11 @@ def test_positive_evidence_that_the_driver_is_gone_explains_the_signs_of_life_wi
     args = {"last_commit_time": now - dt.timedelta(seconds=5), "now": now, "transaction_timeout_ms": 60_000,
             "quiet_period_ms": 60_000}
     evidence = "no process on 'w1' carries EOS_DRIVER_TOKEN=eos-p-0123456789abcdef0123"
-    alive = evaluate_safety("p", [], **args)
+    alive = evaluate_safety("p", [], LivenessSigns(**args))
     assert alive.reasons and not alive.may_act
-    gone = check_safe_to_act("p", [], driver_gone=evidence, **args)
+    gone = check_safe_to_act("p", [], LivenessSigns(driver_gone=evidence, **args))
     assert gone.may_act and not gone.forced and gone.driver_gone == evidence
     assert gone.model_dump(mode="json")["driver_gone"] == evidence
     # With nothing to explain, the evidence is not recorded: the check was safe on its own.
-    quiet = evaluate_safety("p", [], driver_gone=evidence, **{**args, "last_commit_time": None})
+    quiet = evaluate_safety("p", [], LivenessSigns(driver_gone=evidence, **{**args, "last_commit_time": None}))
     assert quiet.safe and quiet.driver_gone is None
