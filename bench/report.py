@@ -246,7 +246,7 @@ def markdown(results: dict[str, Any]) -> str:
             for verdict, s in ver["scenarios"].items():
                 out.append(f"| `verify_checkpoint` ({verdict}) | {size} | {_mmm(s['verify_checkpoint_ms'], '{:,.1f}')}"
                            f" | {_load(s['loadavg_before'])} |")
-                out.append(f"| report `render()` ({verdict}, {s['rendered_chars'] / 1e6:.1f} M chars) | {size} | "
+                out.append(f"| `verification_text` ({verdict}, {s['rendered_chars'] / 1e6:.1f} M chars) | {size} | "
                            f"{_mmm(s['render_ms'], '{:,.1f}')} | |")
         txn = sc.get("transactions")
         if txn and "find_lingering_ms" in txn:
@@ -522,5 +522,5 @@ def analyze(results: dict[str, Any]) -> list[str]:
         notes.append(f"- **verification of {ver.get('partitions', 0):,} partitions {t['measured']} "
                      f"({'pass' if t['pass'] else 'miss'}).** Rendering the full text table of every partition "
                      f"takes {render or 0:,.0f} ms more; the operator's log and XCom would want the worst rows only "
-                     "(`render(max_rows=...)`).")
+                     "(`verification_text(report, max_rows=...)`).")
     return notes

@@ -29,6 +29,7 @@ from typing import Any
 from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.markers import BatchMarker, CommittedOffset
 from airflow_provider_eos.core.preflight import CheckpointFacts, PreflightFacts, TopicFacts, evaluate
+from airflow_provider_eos.core.presentation import verification_text
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.core.transactional_ids import transactional_id
@@ -118,7 +119,7 @@ def verification(work_dir: Path, *, partitions: int, repetitions: int) -> dict[s
         if report.overall.value != verdict or len(report.rows) != partitions:
             raise RuntimeError(f"verification bench: expected {verdict} over {partitions} rows, got "
                                f"{report.overall.value} over {len(report.rows)}")
-        render_ms, text = _repeat(report.render, max(1, repetitions // 2))
+        render_ms, text = _repeat(lambda report=report: verification_text(report), max(1, repetitions // 2))
         to_dict_ms, _ = _repeat(report.to_dict, max(1, repetitions // 2))
         results["scenarios"][verdict] = {"verify_checkpoint_ms": timing, "render_ms": render_ms,
                                          "to_dict_ms": to_dict_ms, "rendered_chars": len(text),

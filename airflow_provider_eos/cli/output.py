@@ -142,7 +142,9 @@ def emit(args: argparse.Namespace, result: UseCaseResult[Any]) -> ExitCode:
     if getattr(args, "json", False):
         print_json(result.data())
     else:
-        print(result.render())
+        from airflow_provider_eos.core.presentation import result_text  # not at the top: ``eos --help`` stays fast
+
+        print(result_text(result))
     return ExitCode.of(result.outcome)
 
 

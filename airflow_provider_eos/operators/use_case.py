@@ -36,7 +36,13 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from airflow_provider_eos.core.errors import EosError, RepairError, UnsafeToActError
 from airflow_provider_eos.core.flags import parse_flag
-from airflow_provider_eos.core.presentation import DEFAULT_MAX_CHARS, ResultHeading, error_card, text_card
+from airflow_provider_eos.core.presentation import (
+    DEFAULT_MAX_CHARS,
+    ResultHeading,
+    error_card,
+    result_text,
+    text_card,
+)
 from airflow_provider_eos.hooks.checkpoint_storage import CheckpointStorageHook
 from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
 from airflow_provider_eos.usecases.clients import DEFAULT_CONNECT_TIMEOUT_S, PipelineClients
@@ -234,7 +240,7 @@ class EosUseCaseOperator(ResultFieldMixin, BaseOperator):
 
     def card(self, result: UseCaseResult[Any], *, max_rows: int | None) -> str:
         """The result's card; the recovery operators draw their own table, the rest show the report's text."""
-        return text_card(heading_of(result), result.render(max_rows=max_rows), max_chars=card_budget())
+        return text_card(heading_of(result), result_text(result, max_rows=max_rows), max_chars=card_budget())
 
     def present(
         self, context: Context, result: UseCaseResult[Any], *, max_rows: int | None = None, hint: str = ""
@@ -245,7 +251,7 @@ class EosUseCaseOperator(ResultFieldMixin, BaseOperator):
         :param hint: the next step's Airflow spelling, appended to the failure message.
         """
         self.show_result(self.card(result, max_rows=max_rows))
-        text = result.render(max_rows=max_rows)
+        text = result_text(result, max_rows=max_rows)
         data = result.data()
         if result.ok:
             self.log.info("Full report:\n%s", text)

@@ -45,6 +45,7 @@ from airflow_provider_eos.core.health import (
     WatchOutcome,
     watch_outcome,
 )
+from airflow_provider_eos.core.presentation import health_text
 from airflow_provider_eos.triggers.health import StreamingQueryHealthTrigger, driver_task_state, event_payload
 from airflow_provider_eos.usecases.clients import DEFAULT_CONNECT_TIMEOUT_S, PipelineClients
 
@@ -190,7 +191,7 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
             report = evaluate(spec, self._window, thresholds=self.thresholds)
         except EosError as err:
             raise _task_failure(err) from err
-        self.log.info("%s", report.render())
+        self.log.info("%s", health_text(report))
         return report
 
     def _push_before_failing(self, context: Context, value: dict[str, Any] | None) -> None:

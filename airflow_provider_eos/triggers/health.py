@@ -47,6 +47,7 @@ from airflow_provider_eos.core.health import (
     WatchOutcome,
     watch_outcome,
 )
+from airflow_provider_eos.core.presentation import health_text
 from airflow_provider_eos.usecases.clients import DEFAULT_CONNECT_TIMEOUT_S, PipelineClients
 
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ def event_payload(
         "message": message,
         "retryable": retryable,
         "report": None if report is None else report.to_dict(),
-        "table": None if report is None else report.render(),
+        "table": None if report is None else health_text(report),
     }
 
 

@@ -20,6 +20,7 @@ from airflow_provider_eos.core.acls import (
     required_acls,
     transactional_id_pattern,
 )
+from airflow_provider_eos.core.presentation import acls_summary
 from airflow_provider_eos.kafka.reachability import DEFAULT_CONNECT_TIMEOUT_S
 from airflow_provider_eos.usecases.result import Outcome, UseCaseResult
 
@@ -119,5 +120,5 @@ def acls(  # noqa: PLR0913  # keyword-only options; the CLI and operator pass th
 
 
 def _outcome(spec: PipelineSpec, report: AclSetReport, next_step: str, *, outcome: Outcome = Outcome.OK) -> AclsOutcome:
-    return AclsOutcome(use_case="acls", pipeline=spec.name, outcome=outcome, summary=report.summary(),
+    return AclsOutcome(use_case="acls", pipeline=spec.name, outcome=outcome, summary=acls_summary(report),
                        next_step=next_step, report=report)

@@ -41,28 +41,6 @@ class AlignOutcome(UseCaseResult[AlignPlan]):
             "safety": None if self.safety is None else self.safety.to_dict(),
         }
 
-    def render_report(self, *, max_rows: int | None = None) -> str:
-        """What happened, the before/after table, and the verification read back from Kafka."""
-        plan = self.report
-        if self.executed:
-            head = f"Committed {len(plan.rows)} offset(s) with the marker of batch {plan.batch_id} to group " \
-                   f"{self.group_id!r}."
-            after = "Committed. Verification afterwards (read back from Kafka):"
-        elif plan.is_noop:
-            head = "Nothing to do: the group already holds the checkpoint's offsets and marker."
-            after = "Verification (read back from Kafka):"
-        else:
-            head = (
-                "Dry run: nothing committed. Execute to commit the 'after' column (eos repair align --execute; "
-                "in Airflow dry_run=False).\n"
-                f"Plan fingerprint: {plan.fingerprint} (execute exactly this plan: --execute --expect-plan "
-                f"{plan.fingerprint})"
-            )
-            after = "Verification of the group as it is (read back from Kafka):"
-        return "\n".join(
-            [head, "", plan.render(max_rows=max_rows), "", after, self.after.render(max_rows=max_rows)]
-        )
-
 
 @runs_as("recovery")
 def align(

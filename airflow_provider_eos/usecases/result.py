@@ -1,8 +1,10 @@
 """What every use case returns: the outcome, the core's report, and what to do next.
 
-The shells read only this: the CLI prints :meth:`UseCaseResult.render` or, with ``--json``,
+The shells read only this: the CLI prints its text
+(:func:`airflow_provider_eos.core.presentation.result_text`) or, with ``--json``,
 :meth:`UseCaseResult.data`, and exits with the outcome's code; an operator logs the same text,
-returns the same data as its XCom, and fails on a finding.
+shows the result's card, returns the same data as its XCom, and fails on a finding. A result is
+data: its presentations live in :mod:`airflow_provider_eos.core.presentation`.
 """
 
 from __future__ import annotations
@@ -68,12 +70,3 @@ class UseCaseResult(BaseModel, Generic[ReportT]):
     def data(self) -> dict[str, Any]:
         """What ``--json`` prints and the operator returns (XCom): the report plus outcome and next step."""
         return {**self.details(), "pipeline": self.pipeline, "outcome": self.outcome.value, "next_step": self.next_step}
-
-    def render_report(self, *, max_rows: int | None = None) -> str:
-        """The report as text; ``max_rows`` limits partition tables where the report has them."""
-        text: str = self.report.render()  # type: ignore[attr-defined]
-        return text
-
-    def render(self, *, max_rows: int | None = None) -> str:
-        """The notes, then the report as text (what ``eos`` prints and the task logs)."""
-        return "\n".join([*(f"Note: {note}" for note in self.notes), self.render_report(max_rows=max_rows)])

@@ -24,10 +24,6 @@ class VerifyResult(UseCaseResult[VerificationReport]):
         """The report with the group it compared."""
         return {"group_id": self.group_id, **self.report.to_dict()}
 
-    def render_report(self, *, max_rows: int | None = None) -> str:
-        """The summary, the partition table (worst first, at most ``max_rows``) and the next step."""
-        return self.report.render(max_rows=max_rows)
-
 
 @runs_as("recovery")
 def verify(clients: PipelineClients) -> VerifyResult:

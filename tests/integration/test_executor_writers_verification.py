@@ -26,6 +26,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.markers import BatchMarker
+from airflow_provider_eos.core.presentation import preflight_text, result_text
 from airflow_provider_eos.core.spec import Writers
 from airflow_provider_eos.core.transactional_ids import belongs_to_prefix, partition_of_writer
 from airflow_provider_eos.core.writers_choice import WritersChoice, record_writers_choice
@@ -166,7 +167,7 @@ def test_without_a_record_the_spec_decides_and_health_shows_the_writer(mid_batch
     report = result.data()
     assert report["verification"]["verdict"] == "KAFKA_AHEAD_SAFE"
     assert report["writers"]["writers"] == "executors" and report["writers"]["source"] == "spec"
-    assert "Writers: executors, from the spec" in result.render()
+    assert "Writers: executors, from the spec" in result_text(result)
 
 
 def test_preflight_tells_the_writers_rules_from_the_live_facts(mid_batch: CheckpointedPipeline) -> None:
@@ -177,7 +178,7 @@ def test_preflight_tells_the_writers_rules_from_the_live_facts(mid_batch: Checkp
     }))
     report = preflight(PipelineClients.from_spec_file(mid_batch.spec_path)).report
     status = {code: report.finding(code).status.value for code in ("EOS313", "EOS314", "EOS315", "EOS316")}
-    assert status == {"EOS313": "pass", "EOS314": "fail", "EOS315": "pass", "EOS316": "fail"}, report.render()
+    assert status == {"EOS313": "pass", "EOS314": "fail", "EOS315": "pass", "EOS316": "fail"}, preflight_text(report)
     assert "fraud_alerts.py: @stateful_transform" in report.finding("EOS314").message
     # 2 input partitions x (2 output partitions + 1 offsets partition), read from the live topics.
     assert "= 6 transaction markers per batch" in report.finding("EOS315").message

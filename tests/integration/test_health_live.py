@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from airflow_provider_eos.core.health import HealthStatus, LagStatus, LagWindow
+from airflow_provider_eos.core.presentation import health_text
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.kafka import health_probe
@@ -91,7 +92,7 @@ def test_group_lagging_and_not_committing_is_stop(make_pipeline) -> None:
         (pipeline.output_topic, "output", 0, 0),
         (pipeline.spec.dlq_topic, "dlq", 0, 0),
     }
-    assert "STOP" in report.render()
+    assert "STOP" in health_text(report)
 
 
 def test_commits_that_do_not_move_the_offset_are_stall(make_pipeline) -> None:
@@ -121,7 +122,7 @@ def test_caught_up_group_is_healthy(make_pipeline) -> None:
 
     report = health_usecase.evaluate(pipeline.spec, window_of(pipeline.spec, samples=2, gap_s=0.2))
 
-    assert report.status is HealthStatus.HEALTHY, report.render()
+    assert report.status is HealthStatus.HEALTHY, health_text(report)
     assert [row.lag for row in report.partitions] == [0, 0]
     assert report.last_committed == LAST_COMMITTED and report.commit_age_ms is not None
 
@@ -149,7 +150,7 @@ def test_open_transaction_under_the_prefix_older_than_the_timeout_is_lingering(m
         (found,) = [f for f in report.findings if f.signal == "lingering"]
         assert found.status is HealthStatus.UNHEALTHY and found.subject == txn_id
         assert report.status is HealthStatus.UNHEALTHY
-        assert "Open transactions under the prefix" in report.render()
+        assert "Open transactions under the prefix" in health_text(report)
     finally:
         fence(pipeline.spec, txn_id)
 

@@ -25,6 +25,7 @@ from confluent_kafka.admin import AdminClient
 
 from airflow_provider_eos.core.markers import BatchMarker
 from airflow_provider_eos.core.preflight import PreflightReport, Status
+from airflow_provider_eos.core.presentation import preflight_text
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.kafka.cluster_facts import gather_facts
 from airflow_provider_eos.kafka.group_offsets import write_committed_offsets
@@ -113,8 +114,8 @@ def test_a_low_broker_transaction_max_timeout_fires_the_timeout_rule_with_the_br
         # The same broker with a timeout within its maximum: the rule passes, on the broker's real value.
         lowered = spec.with_overrides(transaction_timeout_ms=LOW_MAX_TIMEOUT_MS)
         fixed = preflight(PipelineClients(lowered), master="local[2]").report
-        assert status(fixed, "EOS104") is Status.PASS, fixed.render()
-        assert fixed.ok, fixed.render()
+        assert status(fixed, "EOS104") is Status.PASS, preflight_text(fixed)
+        assert fixed.ok, preflight_text(fixed)
     finally:
         kafka.down()
 
@@ -131,10 +132,10 @@ def test_a_good_spec_passes_with_the_clusters_real_configs(good: tuple[PipelineS
 
     report = preflight(PipelineClients(spec), specs_dir=path.parent, master="local[2]").report
 
-    assert report.ok and report.errors == (), report.render()
-    assert report.not_checked == (), report.render()
+    assert report.ok and report.errors == (), preflight_text(report)
+    assert report.not_checked == (), preflight_text(report)
     # The test's checkpoint lives under /tmp; the first run has no checkpoint yet.
-    assert [f.code for f in report.warnings] == ["EOS307"], report.render()
+    assert [f.code for f in report.warnings] == ["EOS307"], preflight_text(report)
     assert [f.code for f in report.infos] == ["EOS310"]
     assert "transaction.max.timeout.ms 900000 ms" in report.finding("EOS104").message
     assert "a single broker" in report.finding("EOS203").message
@@ -148,7 +149,7 @@ def test_missing_topics_and_min_isr_above_replication_fire_their_rules(tmp_path:
     report = preflight(PipelineClients(spec), other_specs=(), master="local[2]").report
 
     assert not report.ok
-    assert {"EOS205", "EOS206", "EOS207", "EOS208"} <= {f.code for f in report.errors}, report.render()
+    assert {"EOS205", "EOS206", "EOS207", "EOS208"} <= {f.code for f in report.errors}, preflight_text(report)
     assert f"input topic {spec.input_topics[0]!r} does not exist" in report.finding("EOS205").message
     assert f"dead-letter topic {spec.dlq_topic!r} does not exist" in report.finding("EOS206").message
     isr = report.finding("EOS207").message
@@ -188,7 +189,7 @@ def test_a_live_member_in_the_sink_group_fires(good: tuple[PipelineSpec, Path], 
     finding = report.finding("EOS401")
     assert finding.status is Status.FAIL and not report.ok
     assert member_in_group in finding.message and "STABLE" in finding.message
-    assert [f.code for f in report.errors] == ["EOS401"], report.render()
+    assert [f.code for f in report.errors] == ["EOS401"], preflight_text(report)
 
 
 def test_a_lingering_transaction_under_the_prefix_fires(good: tuple[PipelineSpec, Path], bootstrap: str) -> None:
@@ -204,7 +205,7 @@ def test_a_lingering_transaction_under_the_prefix_fires(good: tuple[PipelineSpec
         report = preflight(PipelineClients(spec), specs_dir=path.parent, master="local[2]").report
 
         finding = report.finding("EOS402")
-        assert finding.status is Status.FAIL, report.render()
+        assert finding.status is Status.FAIL, preflight_text(report)
         assert txn_id in finding.message and f"{spec.output_topic}-1" in finding.message
         assert "eos abort" in (finding.fix or "")
         # A warning: aborting it is the task after pre-flight, which an error would keep from running.
@@ -235,7 +236,7 @@ def test_a_checkpoint_of_another_query_fires(good: tuple[PipelineSpec, Path], bo
     report = preflight(PipelineClients(spec), specs_dir=path.parent, master="local[2]").report
 
     finding = report.finding("EOS308")
-    assert finding.status is Status.FAIL and not report.ok, report.render()
+    assert finding.status is Status.FAIL and not report.ok, preflight_text(report)
     assert group_query in finding.message and "up to batch 2" in finding.message
     assert report.finding("EOS407").status is Status.PASS
     assert "last committed batch 2" in report.finding("EOS310").message

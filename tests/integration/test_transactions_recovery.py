@@ -28,6 +28,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from airflow_provider_eos.core.errors import UnsafeToActError
+from airflow_provider_eos.core.presentation import abort_text
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.core.transactions import Action, Outcome, TxnState
@@ -256,11 +257,11 @@ def test_sigkilled_transaction_is_lingering_then_aborted_and_read_committed_move
         assert ongoing_ids(bootstrap, {ours}) == {ours: "Ongoing"}
 
         report = abort_open_transactions(PipelineClients(spec), force=True, execute=True)
-        assert report.executed and report.safety.forced and report.ok, report.render()
+        assert report.executed and report.safety.forced and report.ok, abort_text(report)
         assert [(r.transactional_id, r.outcome) for r in report.rows] == [(ours, Outcome.ABORTED)]
         after = {o.tp.partition: o for o in report.offsets_after}
         assert not after[0].pinned and after[1].pinned
-        assert "abort by fencing" in report.render()
+        assert "abort by fencing" in abort_text(report)
 
         # The LSO reached the high watermark; a read_committed consumer gets past the aborted records.
         lso, hwm = end_offsets(bootstrap, output, 2, committed=True), end_offsets(bootstrap, output, 2, committed=False)
@@ -316,13 +317,13 @@ def test_hanging_transactions_found_like_kafkas_tool_ours_aborted_foreign_left(
         assert abort_open_transactions(PipelineClients(spec), execute=False).rows == ()
 
         report = abort_open_transactions(PipelineClients(spec), hanging_min_age_ms=0, execute=True)
-        assert report.executed and not report.safety.reasons, report.render()
+        assert report.executed and not report.safety.reasons, abort_text(report)
         summary = {(r.transactional_id, r.action, r.outcome) for r in report.rows}
         assert summary == {
             (ours, Action.ABORT_MARKER, Outcome.ABORTED),
             (foreign, Action.LEAVE_FOREIGN, Outcome.LEFT),
         }
-        assert report.ok, report.render()
+        assert report.ok, abort_text(report)
         assert [(r.transactional_id, r.action) for r in report.remaining] == [(foreign, Action.LEAVE_FOREIGN)]
 
         lso, hwm = end_offsets(bootstrap, output, 2, committed=True), end_offsets(bootstrap, output, 2, committed=False)
@@ -345,7 +346,7 @@ def test_a_recent_checkpoint_commit_refuses_unless_forced(bootstrap: str, topic_
     # Nothing open: nothing to refuse, but the report says the job looks alive.
     idle = abort_open_transactions(PipelineClients(spec), execute=True)
     assert idle.ok and idle.rows == () and not idle.safety.safe and not idle.safety.forced
-    assert "newest commit" in idle.render()
+    assert "newest commit" in abort_text(idle)
 
     try:
         make_hanging_transaction(bootstrap, f"{prefix}-0", output, 0)
@@ -356,7 +357,7 @@ def test_a_recent_checkpoint_commit_refuses_unless_forced(bootstrap: str, topic_
         assert len(tool_find_hanging(bootstrap, output)) == 1  # refused means untouched
 
         forced = abort_open_transactions(PipelineClients(spec), hanging_min_age_ms=0, force=True, execute=True)
-        assert forced.ok and forced.safety.forced, forced.render()
+        assert forced.ok and forced.safety.forced, abort_text(forced)
         assert [(r.kind, r.outcome) for r in forced.rows] == [("hanging", Outcome.ABORTED)]
         assert tool_find_hanging(bootstrap, output) == []
     finally:
@@ -370,7 +371,7 @@ def test_nothing_open_and_an_old_commit_is_a_clean_noop(bootstrap: str, topic_fa
     report = abort_open_transactions(PipelineClients(spec), execute=True)
     assert report.executed and report.ok and report.safety.safe and report.rows == () and report.remaining == ()
     assert [(o.tp, o.pinned) for o in report.offsets_after] == [(TopicPartition(output, 0), False)]
-    assert "nothing under the prefix is open" in report.render()
+    assert "nothing under the prefix is open" in abort_text(report)
 
 
 def test_missing_output_topic_is_reported_not_fatal(bootstrap: str, tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from fsspec.implementations.webhdfs import WebHDFS
 
 from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.hadoop_conf import HADOOP_CONF_DIR_ENV
+from airflow_provider_eos.core.presentation import result_text
 from airflow_provider_eos.core.retry import RetryPolicy
 from airflow_provider_eos.core.spec import Writers
 from airflow_provider_eos.core.writers_choice import read_writers_choice
@@ -116,7 +117,7 @@ def test_pipeline_on_yarn_cluster_mode_is_exact_and_its_hdfs_checkpoint_verifies
     assert by_options.query_id() == checkpoint.query_id()
 
     result = verify(PipelineClients(harness.spec))
-    assert result.ok and result.report.overall.value == "IN_SYNC", result.render()
+    assert result.ok and result.report.overall.value == "IN_SYNC", result_text(result)
     cli = subprocess.run([str(Path(sys.executable).with_name("eos")), "verify", "--spec", str(harness.spec_file)],
                          capture_output=True, text=True, timeout=120, check=False)
     assert cli.returncode == 0 and "IN_SYNC" in cli.stdout, cli.stdout + cli.stderr
@@ -161,15 +162,16 @@ def test_killing_the_task_kills_the_yarn_application_then_recovery_runs_on_the_h
     clients = PipelineClients(harness.spec)
     evidence = f"YARN application {app_id} is KILLED by the ResourceManager's word"
     aborted = abort(clients, execute=True, driver_gone=evidence)
-    assert aborted.ok, aborted.render()
+    assert aborted.ok, result_text(aborted)
     verified = verify(clients)
-    assert verified.report.overall.value in ("IN_SYNC", "KAFKA_AHEAD_SAFE"), verified.render()
+    assert verified.report.overall.value in ("IN_SYNC", "KAFKA_AHEAD_SAFE"), result_text(verified)
     last = clients.checkpoint.latest_committed_batch()
     assert last is not None and last >= 0
     planned = rewind(clients, to_batch=last - 1, execute=False)  # lists the logs over WebHDFS
-    assert "would move" in planned.summary and f"offsets/{last}" in planned.render(), planned.render()
+    assert "would move" in planned.summary and f"offsets/{last}" in result_text(planned), result_text(planned)
     # The plan names the checkpoint as Spark knows it, not as the webhdfs path it is read through.
-    assert f"into {harness.spec.checkpoint_location.rstrip('/')}.eos-backup-" in planned.render(), planned.render()
+    assert f"into {harness.spec.checkpoint_location.rstrip('/')}.eos-backup-" in result_text(planned), \
+        result_text(planned)
     produced = output_ids(harness.output_values())
     assert produced and max(produced.values()) == 1, "the killed run's committed output has duplicates"
 

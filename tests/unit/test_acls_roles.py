@@ -17,6 +17,7 @@ from airflow_provider_eos.core.acls import (
     principal_of,
     required_acls,
 )
+from airflow_provider_eos.core.presentation import acls_text
 from tests.support.acl_specs import orders_spec as spec
 
 P = "User:orders-job"
@@ -154,7 +155,7 @@ def test_only_plaintext_is_unsecured() -> None:
 
 def test_the_report_renders_the_table_the_cautions_and_the_apply() -> None:
     acls = tuple(required_acls(spec(), P, "recovery", hanging_abort=True))
-    printed = AclSetReport(pipeline="orders", principal=P, role="recovery", acls=acls).render()
+    printed = acls_text(AclSetReport(pipeline="orders", principal=P, role="recovery", acls=acls))
     lines = printed.splitlines()
     assert lines[0].startswith("9 ACL(s) for User:orders-job as recovery of pipeline 'orders' (printed only")
     assert lines[2].split() == ["resource", "type", "pattern", "name", "operation", "why"]
@@ -162,7 +163,7 @@ def test_the_report_renders_the_table_the_cautions_and_the_apply() -> None:
     assert "Caution:" in printed and "CLUSTER kafka-cluster ALTER" in printed
     applied = AclSetReport(pipeline="orders", principal=P, role="recovery", acls=acls, applied=True,
                            created=acls[:2], already_present=acls[2:])
-    text = applied.render()
+    text = acls_text(applied)
     assert "applied, 2 created, 7 already present" in text
     assert [line.split()[4] for line in text.splitlines()[4:13]] == ["created"] * 2 + ["present"] * 7
     assert AclSetReport.model_validate(applied.to_dict()) == applied

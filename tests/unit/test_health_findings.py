@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import pytest
 
 from airflow_provider_eos.core.health import HealthSample, HealthStatus, LagStatus, VerificationSample
+from airflow_provider_eos.core.presentation import health_text
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.core.transactions import TxnState
 from tests.support.health_samples import IN0, OUT0, PREFIX, SECOND, TH, finding, out, part, run, sample, txn
@@ -150,7 +151,7 @@ def test_verification_verdict(verdict: str, ok: bool, expected: HealthStatus) ->
     (found,) = finding(report, "verification")
     assert found.status is expected and report.status is expected
     assert verdict in found.detail
-    assert ("Verification next step: Rewind" in report.render()) is (not ok)
+    assert ("Verification next step: Rewind" in health_text(report)) is (not ok)
 
 
 def test_unsettled_or_missing_verification_is_healthy_with_a_note() -> None:

@@ -17,6 +17,7 @@ from airflow_provider_eos.core.health import (
     WatchOutcome,
     watch_outcome,
 )
+from airflow_provider_eos.core.presentation import health_text
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from tests.support.health_samples import (
     PREFIX,
@@ -40,7 +41,7 @@ def test_healthy_report_renders_every_table_and_serializes_to_json() -> None:
     samples = [sample(t, [part(100 + 10 * t, 100 + 10 * t, t)], outputs=[out(50, 50), dlq]) for t in (0, 5)]
     report = run(samples)
     assert report.status is HealthStatus.HEALTHY and report.is_healthy and report.problems == ()
-    text = report.render()
+    text = health_text(report)
     assert "Health of pipeline 'orders': HEALTHY" in text and "2 sample(s) over 5s" in text
     assert "Findings: none" in text
     assert "Input lag" in text and "orders-0" in text and "caught up" in text
@@ -56,7 +57,7 @@ def test_unhealthy_report_lists_the_findings_worst_first() -> None:
     report = run(samples)
     statuses = [f.status.severity for f in report.findings]
     assert statuses == sorted(statuses, reverse=True)
-    text = report.render()
+    text = health_text(report)
     assert "UNHEALTHY [lag] orders-0: STOP" in text
     assert "UNHEALTHY [commit_age]" not in text  # commits/ is fresh in these samples
 

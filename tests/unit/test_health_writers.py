@@ -6,6 +6,7 @@ import datetime as dt
 import json
 
 from airflow_provider_eos.core.health import HealthReport, HealthSample
+from airflow_provider_eos.core.presentation import health_text
 from airflow_provider_eos.core.spec import Writers
 from airflow_provider_eos.core.verification import writers_in_use
 from airflow_provider_eos.core.writers_choice import WritersChoice
@@ -29,7 +30,7 @@ def test_the_report_shows_the_recorded_writer_in_text_and_json() -> None:
     samples = [with_writers(sample(t, [part(100, 100, 3)]), RECORDED, Writers.AUTO) for t in (0, 5)]
     report = run(samples)
     assert report.writers == writers_in_use(RECORDED, Writers.AUTO)
-    lines = report.render().splitlines()
+    lines = health_text(report).splitlines()
     assert lines[2] == (
         "Writers: executors, as recorded in the checkpoint's eos/writers.json (requested auto, decided at batch 0: "
         "plan is partition-aligned)"
@@ -42,10 +43,10 @@ def test_the_report_shows_the_recorded_writer_in_text_and_json() -> None:
 
 def test_the_report_shows_the_spec_writer_when_nothing_is_recorded() -> None:
     report = run([with_writers(sample(0, [part(100, 100, 3)]), None, Writers.DRIVER)])
-    assert "Writers: driver, from the spec (the checkpoint records no choice)" in report.render()
+    assert "Writers: driver, from the spec (the checkpoint records no choice)" in health_text(report)
     assert report.to_dict()["writers"]["source"] == "spec"
     auto = run([with_writers(sample(0, [part(100, 100, 3)]), None, Writers.AUTO)])
-    assert "Writers: driver rules: the spec says auto and the checkpoint records no choice yet" in auto.render()
+    assert "Writers: driver rules: the spec says auto and the checkpoint records no choice yet" in health_text(auto)
 
 
 def test_the_newest_sample_tells_the_writer() -> None:
@@ -62,4 +63,4 @@ def test_a_sample_without_the_writer_reads_back_and_says_not_read() -> None:
     assert HealthSample.model_validate(json.loads(json.dumps(plain.to_dict()))) == plain
     recorded = with_writers(plain, RECORDED, Writers.AUTO)
     assert HealthSample.model_validate(json.loads(json.dumps(recorded.to_dict()))) == recorded
-    assert "Writers: not read" in run([plain]).render()
+    assert "Writers: not read" in health_text(run([plain]))

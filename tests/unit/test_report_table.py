@@ -6,7 +6,7 @@ import enum
 
 import pytest
 
-from airflow_provider_eos.core.report_table import format_cell, render_table
+from airflow_provider_eos.core.presentation.table import format_cell, render_table
 
 
 class _Colour(enum.Enum):

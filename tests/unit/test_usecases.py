@@ -22,6 +22,7 @@ import pytest
 from airflow_provider_eos.cli.output import ExitCode, emit, emit_error
 from airflow_provider_eos.core.errors import CheckpointError, RepairError, UnsafeToActError
 from airflow_provider_eos.core.markers import BatchMarker, CommittedOffset, CommittedOffsets
+from airflow_provider_eos.core.presentation import result_text
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.core.transactions import Transaction
@@ -99,7 +100,7 @@ def test_verify_without_a_checkpoint_is_nothing_committed_yet(tmp_path: Path) ->
     result = verify(clients(tmp_path, nothing(), checkpoint=False))
     assert result.outcome is Outcome.OK and result.report.overall.value == "IN_SYNC"
     assert result.notes and "no checkpoint" in result.notes[0]
-    assert "Note: no checkpoint" in result.render()
+    assert "Note: no checkpoint" in result_text(result)
 
 
 def test_verify_without_a_checkpoint_but_with_markers_is_a_finding(tmp_path: Path) -> None:
@@ -120,11 +121,11 @@ def test_align_that_the_group_does_not_hold_afterwards_is_a_finding(tmp_path: Pa
 def test_align_that_lands_is_ok_and_a_dry_run_commits_nothing(tmp_path: Path, commits: list) -> None:
     done = align(clients(tmp_path, nothing(), group_at(2)), execute=True)
     assert done.outcome is Outcome.OK and done.after.overall.value == "IN_SYNC"
-    assert "Committed. Verification afterwards" in done.render()
+    assert "Committed. Verification afterwards" in result_text(done)
 
     dry = align(clients(tmp_path / "dry", nothing()))
     assert len(commits) == 1  # only the executed one
-    assert dry.outcome is Outcome.OK and not dry.executed and "Dry run: nothing committed" in dry.render()
+    assert dry.outcome is Outcome.OK and not dry.executed and "Dry run: nothing committed" in result_text(dry)
 
 
 def test_repairs_refuse_a_missing_checkpoint(tmp_path: Path) -> None:
@@ -165,7 +166,7 @@ def test_repairs_execute_only_when_the_pipeline_does_not_look_alive_or_forced(tm
 def test_an_execution_holds_the_plan_to_the_fingerprint_the_dry_run_showed(tmp_path: Path, commits: list) -> None:
     dry = align(clients(tmp_path, nothing()))
     seen = dry.report.fingerprint
-    assert f"Plan fingerprint: {seen}" in dry.render() and f"--expect-plan {seen}" in dry.next_step
+    assert f"Plan fingerprint: {seen}" in result_text(dry) and f"--expect-plan {seen}" in dry.next_step
     assert dry.notes == ()
     noted = align(clients(tmp_path / "n", nothing()), expected_plan="0" * len(seen))
     assert noted.notes == (f"the expected plan '{'0' * len(seen)}' is not this plan ({seen}): the state changed "

@@ -13,6 +13,7 @@ import pytest
 from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.errors import CheckpointError
 from airflow_provider_eos.core.markers import BatchMarker, CommittedOffset, CommittedOffsets
+from airflow_provider_eos.core.presentation import verification_text
 from airflow_provider_eos.core.topic_partition import OffsetMap, TopicPartition
 from airflow_provider_eos.core.verification import Verdict, VerificationReport, verify, verify_checkpoint
 
@@ -336,7 +337,7 @@ def test_to_dict_is_json_serializable_and_machine_readable() -> None:
 def test_render_shows_summary_table_worst_first_and_next_step() -> None:
     committed = marked(wal(5)[5], 5)
     committed[TP1] = CommittedOffset(650, BatchMarker(Q, 5).encode())
-    text = run(committed, last_committed=5, last_planned=5).render()
+    text = verification_text(run(committed, last_committed=5, last_planned=5))
     assert text.startswith(
         f"Verification: DIVERGED (query {Q}, last committed batch 5, last planned batch 5)"
     )
@@ -347,7 +348,7 @@ def test_render_shows_summary_table_worst_first_and_next_step() -> None:
     assert table[header + 3].split()[:2] == ["in-0", "IN_SYNC"]
     assert "Next step: Manual" in text
 
-    short = run(committed, last_committed=5, last_planned=5).render(max_rows=1)
+    short = verification_text(run(committed, last_committed=5, last_planned=5), max_rows=1)
     assert "IN_SYNC   " not in short.split("Next step")[0].split("Partitions")[1]
     assert "... 1 more partition(s) not shown" in short
 

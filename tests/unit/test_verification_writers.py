@@ -18,6 +18,7 @@ import pytest
 from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.errors import CheckpointError, RepairError
 from airflow_provider_eos.core.markers import BatchMarker, CommittedOffset, CommittedOffsets
+from airflow_provider_eos.core.presentation import result_text, verification_text
 from airflow_provider_eos.core.repair import plan_align
 from airflow_provider_eos.core.spec import PipelineSpec, Writers
 from airflow_provider_eos.core.topic_partition import OffsetMap, TopicPartition
@@ -211,7 +212,7 @@ def test_the_json_and_the_text_say_which_writer_judged() -> None:
     assert data["writers"]["summary"] == EXECUTORS_RECORDED.summary
     assert data["partially_written_batch"] == 4 and data["overall"] == "KAFKA_AHEAD_SAFE"
     assert VerificationReport.model_validate(data) == report
-    text = report.render()
+    text = verification_text(report)
     assert text.splitlines()[1] == f"Writers: {EXECUTORS_RECORDED.summary}"
     assert "Next step: Nothing to do: the replay skips the committed partitions and writes the rest." in text
 
@@ -219,7 +220,7 @@ def test_the_json_and_the_text_say_which_writer_judged() -> None:
 def test_a_report_without_a_writer_judges_by_the_driver_rules() -> None:
     report = run({p: C for p in range(PARTITIONS)}, planned=C)
     assert report.writers == writers_in_use(None, None)
-    assert "Writers: driver rules: no spec at hand" in report.render()
+    assert "Writers: driver rules: no spec at hand" in verification_text(report)
 
 
 # -- over a checkpoint, the repairs and the use cases -------------------------------------------
@@ -304,7 +305,7 @@ def test_the_verify_use_case_judges_by_the_spec_when_nothing_is_recorded(tmp_pat
     data = result.data()
     assert data["writers"]["source"] == "spec" and data["writers"]["writers"] == "executors"
     assert data["next_step"].startswith("Nothing to do: the replay skips the committed partitions")
-    assert "Writers: executors, from the spec" in result.render()
+    assert "Writers: executors, from the spec" in result_text(result)
 
 
 def test_the_rewind_use_case_has_nothing_to_rewind_mid_batch(tmp_path: Path) -> None:

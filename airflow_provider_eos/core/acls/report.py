@@ -1,10 +1,12 @@
-"""The ACL set of one role on one pipeline as ``eos acls`` prints it, and what an apply did."""
+"""The ACL set of one role on one pipeline, and what an apply did.
+
+Its text is :func:`airflow_provider_eos.core.presentation.acls_text`.
+"""
 
 from __future__ import annotations
 
 from airflow_provider_eos.core.acls.model import Acl, Role
 from airflow_provider_eos.core.model import FrozenModel
-from airflow_provider_eos.core.report_table import render_table
 
 __all__ = ["AclSetReport"]
 
@@ -34,38 +36,3 @@ class AclSetReport(FrozenModel):
     already_present: tuple[Acl, ...] = ()
     warnings: tuple[str, ...] = ()
     others_checked: int | None = None
-
-    def summary(self) -> str:
-        """One line: the set and, after an apply, what it changed."""
-        head = f"{len(self.acls)} ACL(s) for {self.principal} as {self.role} of pipeline {self.pipeline!r}"
-        if not self.applied:
-            return head + " (printed only; --apply --admin-config FILE creates them)"
-        return head + f": applied, {len(self.created)} created, {len(self.already_present)} already present"
-
-    def render(self) -> str:
-        """The summary, the table (resource type, pattern, name, operation, why), the cautions, then the warnings."""
-        created = {acl.binding for acl in self.created}
-        headers = ["resource type", "pattern", "name", "operation", "why"]
-        rows: list[list[object]] = []
-        for acl in self.acls:
-            row: list[object] = [acl.resource_type, acl.pattern, acl.name, acl.operation, acl.why]
-            if self.applied:
-                row.insert(4, "created" if acl.binding in created else "present")
-            rows.append(row)
-        if self.applied:
-            headers.insert(4, "apply")
-        lines = [self.summary(), "", render_table(headers, rows)]
-        cautions = [acl for acl in self.acls if acl.caution]
-        if cautions:
-            lines += ["", "Caution:"]
-            lines += [f"  {acl.resource_type.value} {acl.name} {acl.operation.value}: {acl.caution}"
-                      for acl in cautions]
-        lines.append("")
-        lines += [f"Warning: {warning}" for warning in self.warnings]
-        if self.others_checked is None:
-            lines.append("The other pipelines were not checked (no --specs-dir or $EOS_SPECS_DIR): a transactional "
-                         "id pattern may cover another pipeline's ids.")
-        elif not self.warnings:
-            lines.append(f"No ACL of the set covers the transactional ids of the {self.others_checked} other "
-                         "pipeline(s) in the specs folder.")
-        return "\n".join(lines)

@@ -10,7 +10,7 @@ verdict. The Kafka and checkpoint I/O that takes a sample lives in
 
 Samples accumulate in a bounded sliding :class:`LagWindow` (:mod:`.window`, oldest dropped
 first), and :func:`evaluate` (:mod:`.evaluate`) turns the window into a :class:`HealthReport`
-(:mod:`.report`, text form in :mod:`.render`). Five signals:
+(:mod:`.report`; its text and card in :mod:`airflow_provider_eos.core.presentation`). Five signals:
 
 1. lag per input partition, by the Burrow-style rules OK / WARN / STALL / STOP / REWIND, one
    small function each (:mod:`.lag_rules`);

@@ -2,7 +2,7 @@
 
 The report is a pydantic model: ``model_dump(mode="json")`` (alias :meth:`HealthReport.to_dict`)
 is what the CLI prints and the sensor and trigger push to XCom, and ``model_validate`` reads it
-back. Its text form is :mod:`.render`.
+back. Its text and card forms are in :mod:`airflow_provider_eos.core.presentation`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from pydantic import computed_field
 from airflow_provider_eos.core.health.base import HealthStatus, iso_utc
 from airflow_provider_eos.core.health.findings import Finding, OpenTransaction, PartitionGap
 from airflow_provider_eos.core.health.lag_rules import PartitionLag
-from airflow_provider_eos.core.health.render import render_report
 from airflow_provider_eos.core.health.samples import VerificationSample
 from airflow_provider_eos.core.health.thresholds import HealthThresholds
 from airflow_provider_eos.core.model import FrozenModel
@@ -104,7 +103,3 @@ class HealthReport(FrozenModel):
     def committed_since(self, moment_ms: int) -> bool:
         """Whether the checkpoint's newest commit is newer than ``moment_ms``."""
         return self.last_commit_time_ms is not None and self.last_commit_time_ms > moment_ms
-
-    def render(self) -> str:
-        """The report as readable text: a summary, the findings and the tables."""
-        return render_report(self)

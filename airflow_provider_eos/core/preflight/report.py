@@ -1,4 +1,4 @@
-"""The pre-flight report: one finding per rule, its verdict, its JSON form and its rendering.
+"""The pre-flight report: one finding per rule, its verdict and its JSON form.
 
 A report is :attr:`~PreflightReport.ok` when no ``ERROR`` rule failed; warnings and infos are
 reported, never fatal. ``model_dump(mode="json")`` is the operator's XCom value and
@@ -15,7 +15,6 @@ from pydantic import ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 from airflow_provider_eos.core.model import FrozenModel
 from airflow_provider_eos.core.preflight.model import Finding, Severity, Status
-from airflow_provider_eos.core.report_table import render_table
 
 __all__ = ["PreflightReport"]
 
@@ -85,26 +84,3 @@ class PreflightReport(FrozenModel):
             "not_checked": [f.code for f in self.not_checked],
             "findings": fields["findings"],
         }
-
-    def summary(self) -> str:
-        """One line: the verdict and the counts."""
-        verdict = "PASSED" if self.ok else "FAILED"
-        passed = sum(1 for f in self.findings if f.status is Status.PASS)
-        return (
-            f"Pre-flight of pipeline {self.pipeline!r}: {verdict} - {len(self.errors)} error(s), "
-            f"{len(self.warnings)} warning(s), {len(self.infos)} info, {len(self.not_checked)} not checked, "
-            f"{passed} passed"
-        )
-
-    def render(self) -> str:
-        """The summary, a table of every rule, then the fix of each failed rule."""
-        table = render_table(
-            ["code", "severity", "result", "check", "details"],
-            [[f.code, f.severity, f.result, f.title, f.message] for f in self.findings],
-        )
-        lines = [self.summary(), "", table]
-        failed = [f for f in self.findings if f.status is Status.FAIL and f.fix]
-        if failed:
-            lines += ["", "Fixes:"]
-            lines += [f"  {f.code} ({f.result}): {f.fix}" for f in failed]
-        return "\n".join(lines)

@@ -1,10 +1,10 @@
 """Compact Markdown for a person: a headline, a few facts, and small tables that fit a page.
 
-The cards of :mod:`.recovery` and :mod:`.health` are read in Airflow's "Rendered Templates" tab,
-a monospace block, and may be pasted into tickets and chats that render Markdown, so they are
-written to read well both ways: padded pipe tables, one fact per bullet. A card is bounded: its
-tables keep the worst rows and count the rest, and :func:`fit` keeps the whole card under a
-character budget (Airflow truncates a rendered field above ``[core] max_templated_field_length``).
+The cards of :mod:`.cards` are read in Airflow's "Rendered Templates" tab, a monospace block, and
+may be pasted into tickets and chats that render Markdown, so they are written to read well both
+ways: padded pipe tables, one fact per bullet. A card is bounded: its tables keep the worst rows
+and count the rest, and :func:`fit` keeps the whole card under a character budget (Airflow
+truncates a rendered field above ``[core] max_templated_field_length``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from airflow_provider_eos.core.report_table import format_cell
+from airflow_provider_eos.core.presentation.table import format_cell
 
 __all__ = [
     "DEFAULT_MAX_CHARS",

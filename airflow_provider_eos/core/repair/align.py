@@ -16,7 +16,6 @@ from airflow_provider_eos.core.errors import RepairError
 from airflow_provider_eos.core.markers import BatchMarker, CommittedOffsets
 from airflow_provider_eos.core.model import FrozenModel
 from airflow_provider_eos.core.repair.fingerprint import plan_fingerprint
-from airflow_provider_eos.core.report_table import render_table
 from airflow_provider_eos.core.topic_partition import PartitionObject, PartitionRow, TopicPartition
 from airflow_provider_eos.core.verification import Verdict, VerificationReport, verify_checkpoint
 
@@ -113,46 +112,6 @@ class AlignPlan(FrozenModel):
         the target; committing an unchanged partition again is harmless.
         """
         return {row.tp: (row.after_offset, row.after_metadata) for row in self.rows}
-
-    def render(self, *, max_rows: int | None = None) -> str:
-        """Render the before/after table, changed partitions first.
-
-        :param max_rows: show at most this many rows (``None``: all).
-        """
-        head = (
-            f"Align the sink group to checkpoint batch {self.batch_id} of query {self.query_id} "
-            f"(verdict {self.verdict.value}): "
-            + ("nothing to do" if self.is_noop else f"{len(self.changes)} of {len(self.rows)} partition(s) change")
-        )
-        ordered = sorted(self.rows, key=lambda row: (not row.changed, row.tp))
-        shown = ordered if max_rows is None else ordered[:max_rows]
-        lines = [head]
-        lines.extend(f"Warning: {warning}" for warning in self.warnings)
-        lines.append("")
-        lines.append(
-            render_table(
-                ["partition", "before offset", "before metadata", "after offset", "after metadata", "change"],
-                [
-                    [
-                        str(row.tp),
-                        row.before_offset,
-                        # An empty metadata string is a finding (offset without marker): show it.
-                        '""' if row.before_metadata == "" else row.before_metadata,
-                        row.after_offset,
-                        row.after_metadata,
-                        row.changed,
-                    ]
-                    for row in shown
-                ],
-            )
-        )
-        if len(shown) < len(ordered):
-            lines.append(f"... {len(ordered) - len(shown)} more partition(s) not shown")
-        if self.untouched:
-            lines.append(
-                f"Not in offsets/{self.batch_id}, left as they are: {', '.join(str(tp) for tp in self.untouched)}"
-            )
-        return "\n".join(lines)
 
 
 _ALIGN_CONSEQUENCE = {

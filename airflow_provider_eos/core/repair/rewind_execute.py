@@ -65,33 +65,6 @@ class RewindResult(FrozenModel):
         """True when nothing needed moving."""
         return self.plan.is_noop
 
-    def render(self, *, max_files: int | None = 50) -> str:
-        """Render the before/after table and where the files went."""
-        if self.executed:
-            head = (
-                f"Rewound checkpoint {self.plan.root} to batch {self.plan.to_batch}: moved "
-                f"{len(self.moved)} file(s) to {self.backup_dir}"
-            )
-        elif self.plan.is_noop:
-            head = f"Checkpoint {self.plan.root} already ends at batch {self.plan.to_batch}: nothing moved"
-        else:
-            head = (
-                "Dry run: nothing moved. Execute to apply the plan below.\n"
-                f"Plan fingerprint: {self.plan.fingerprint} (execute exactly this plan: --execute --expect-plan "
-                f"{self.plan.fingerprint})"
-            )
-        body = self.plan.render(max_files=max_files, title="Before and after:")
-        tail = (
-            [
-                "",
-                f"To undo: stop the query and move the files back from {self.backup_dir} "
-                f"(the manifest {MANIFEST_NAME} there lists them).",
-            ]
-            if self.executed
-            else []
-        )
-        return "\n".join([head, "", body, *tail])
-
 
 def execute_rewind(plan: RewindPlan, reader: CheckpointReader, *, now: datetime | None = None) -> RewindResult:
     """Execute a rewind plan: move its files into a backup folder next to the checkpoint.

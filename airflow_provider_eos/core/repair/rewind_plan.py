@@ -19,7 +19,7 @@ from pydantic import computed_field
 
 from airflow_provider_eos.core.model import FrozenModel
 from airflow_provider_eos.core.repair.fingerprint import plan_fingerprint
-from airflow_provider_eos.core.repair.rewind_files import BACKUP_INFIX, FileMove, log_moves, move_order, scan_state
+from airflow_provider_eos.core.repair.rewind_files import FileMove, log_moves, move_order, scan_state
 from airflow_provider_eos.core.repair.rewind_rules import (
     RetainedBatches,
     RewindTarget,
@@ -28,7 +28,6 @@ from airflow_provider_eos.core.repair.rewind_rules import (
     replans_uncommitted_batch,
     state_purged,
 )
-from airflow_provider_eos.core.report_table import render_table
 
 if TYPE_CHECKING:
     from airflow_provider_eos.core.checkpoint import CheckpointReader
@@ -142,63 +141,6 @@ class RewindPlan(FrozenModel):
     def paths(self) -> tuple[str, ...]:
         """The relative paths to move, in execution order."""
         return tuple(move.path for move in self.moves)
-
-    def _count(self, *kinds: str) -> int:
-        return sum(1 for move in self.moves if move.kind in kinds)
-
-    def render(self, *, max_files: int | None = 50, title: str | None = None) -> str:
-        """Render the before/after table and the files to move.
-
-        :param max_files: list at most this many files (``None``: all).
-        :param title: the first line (default: says this is a plan and nothing changed yet).
-        """
-        if title is None:
-            title = f"Rewind checkpoint {self.location or self.root} to batch {self.to_batch}" + (
-                ": nothing to do" if self.is_noop else " (plan; nothing changed yet)"
-            )
-        lines = [title, "", self._batches_table()]
-        lines.extend(f"Warning: {warning}" for warning in self.warnings)
-        if self.moves:
-            lines.append("")
-            lines.append(
-                f"Moves {len(self.moves)} file(s), sidecars included: {self._count('offsets')} in offsets/, "
-                f"{self._count('commits')} in commits/, "
-                f"{self._count('state', 'operator-metadata')} in state/, "
-                f"into {self.location or self.root}{BACKUP_INFIX}<UTC timestamp>/ (relative paths kept):"
-            )
-            # Show the log files first: they say which batches go; state files are many and follow.
-            display = sorted(self.moves, key=lambda m: (m.kind not in ("offsets", "commits"), m.number, m.path))
-            shown = display if max_files is None else display[:max_files]
-            lines.extend(f"  {move.path}" for move in shown)
-            if len(shown) < len(self.moves):
-                lines.append(f"  ... {len(self.moves) - len(shown)} more")
-        return "\n".join(lines)
-
-    def _batches_table(self) -> str:
-        return render_table(
-            ["", "before", "after"],
-            [
-                ["last committed batch", self.last_committed_before, self.last_committed_after],
-                ["last planned batch", self.last_planned_before, self.last_planned_after],
-                [
-                    "offsets/ batches",
-                    _span(self.oldest_planned, self.last_planned_before),
-                    _span(self.oldest_planned, self.last_planned_after),
-                ],
-                [
-                    "commits/ batches",
-                    _span(self.oldest_committed, self.last_committed_before),
-                    _span(self.oldest_committed, self.last_committed_after),
-                ],
-            ],
-        )
-
-
-def _span(first: int | None, last: int | None) -> str | None:
-    """``first..last`` of a retained batch range, ``None`` when the range is empty."""
-    if first is None or last is None or last < first:
-        return None
-    return str(first) if first == last else f"{first}..{last}"
 
 
 def plan_rewind(reader: CheckpointReader, to_batch: int) -> RewindPlan:

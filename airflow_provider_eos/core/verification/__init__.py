@@ -14,7 +14,7 @@ and overall: ``IN_SYNC < KAFKA_AHEAD_SAFE < KAFKA_BEHIND < NO_MARKER < DIVERGED`
 - :mod:`.writers`: which writer's rules apply (:class:`WritersInUse`): the checkpoint's recorded
   choice, else the spec's explicit ``writers``, else the driver writer's;
 - :mod:`.report`: :class:`VerificationReport`, its derived values and the next step;
-- :mod:`.render`: its text form.
+- its text and card forms are in :mod:`airflow_provider_eos.core.presentation`.
 
 Everything here is pure dictionary work, O(partitions).
 """

@@ -2,7 +2,7 @@
 
 The model holds what :func:`~airflow_provider_eos.core.verification.compare.verify` found;
 everything else (``ok``, ``counts``, ``rewind_to_batch``, ``next_step``) is derived from it and
-added to the JSON form. The text form is :mod:`.render`.
+added to the JSON form. Its text and card forms are in :mod:`airflow_provider_eos.core.presentation`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from collections import Counter
 from pydantic import computed_field
 
 from airflow_provider_eos.core.model import FrozenModel
-from airflow_provider_eos.core.verification.render import render_report
 from airflow_provider_eos.core.verification.verdict import PartitionVerdict, Verdict
 from airflow_provider_eos.core.verification.writers import WritersInUse, writers_in_use
 
@@ -155,11 +154,3 @@ class VerificationReport(FrozenModel):
             "`eos repair align --spec FILE --force` rewrites the group from offsets/C "
             "(output may then be missing or duplicated)."
         )
-
-    def render(self, *, max_rows: int | None = None) -> str:
-        """Render the report as readable text: a summary, the partition table, the next step.
-
-        :param max_rows: show at most this many rows, worst first (``None``: all rows,
-            worst first). Hidden rows are counted in a final line.
-        """
-        return render_report(self, max_rows=max_rows)

@@ -8,6 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from airflow_provider_eos.core.preflight import RULES, Finding, PreflightReport, Severity, Status, evaluate
+from airflow_provider_eos.core.presentation import preflight_summary, preflight_text
 from tests.unit.preflight.builders import CODES, broker, good_facts, spec
 
 
@@ -17,7 +18,7 @@ def test_the_report_renders_a_table_and_the_fixes_and_serializes() -> None:
     assert not report.ok
     assert [f.code for f in report.errors] == ["EOS104", "EOS305"]
     assert [f.code for f in report.warnings] == ["EOS307"]
-    text = report.render()
+    text = preflight_text(report)
     assert text.splitlines()[0] == (
         "Pre-flight of pipeline 'orders': FAILED - 2 error(s), 1 warning(s), 0 info, 0 not checked, 45 passed"
     )
@@ -62,4 +63,4 @@ def test_a_finding_validates_its_severity_and_status() -> None:
 def test_warnings_alone_keep_the_report_ok() -> None:
     report = evaluate(spec(max_offsets_per_trigger=None)(good_facts()))
     assert report.ok and [f.code for f in report.warnings] == ["EOS304"]
-    assert "PASSED" in report.summary()
+    assert "PASSED" in preflight_summary(report)

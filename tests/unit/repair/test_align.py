@@ -10,6 +10,7 @@ import pytest
 from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.errors import RepairError
 from airflow_provider_eos.core.markers import BatchMarker, CommittedOffset
+from airflow_provider_eos.core.presentation import align_plan_text
 from airflow_provider_eos.core.repair import (
     AlignPlan,
     AlignRow,
@@ -38,7 +39,7 @@ def test_align_on_no_marker_targets_offsets_of_the_last_committed_batch(committe
     assert (rows[TP1].before_offset, rows[TP1].before_metadata) == (42, "")
     data = json.loads(json.dumps(plan.to_dict()))
     assert data["changes"] == 2 and data["rows"][1]["before_offset"] == 42
-    text = plan.render()
+    text = align_plan_text(plan)
     assert "2 of 2 partition(s) change" in text
     assert any(line.split()[:5] == ["in-1", "42", '""', "601", marker] for line in text.splitlines())
 
@@ -47,7 +48,7 @@ def test_align_is_a_noop_when_in_sync(committed5: CheckpointReader) -> None:
     plan = plan_align(committed5, marked(end_offsets(5), 5))
     assert plan.verdict is Verdict.IN_SYNC
     assert plan.is_noop and plan.changes == ()
-    assert "nothing to do" in plan.render()
+    assert "nothing to do" in align_plan_text(plan)
 
 
 def test_align_after_committing_the_plan_is_a_noop(committed5: CheckpointReader) -> None:
@@ -85,7 +86,7 @@ def test_align_leaves_partitions_outside_the_checkpoint_untouched(committed5: Ch
     plan = plan_align(committed5, {TP0: None, TP1: None, stray: CommittedOffset(5, "")})
     assert plan.untouched == (stray,)
     assert stray not in plan.offsets_with_metadata()
-    assert "other-0" in plan.render()
+    assert "other-0" in align_plan_text(plan)
 
 
 def test_align_refuses_without_a_committed_batch(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.errors import RepairError
+from airflow_provider_eos.core.presentation import rewind_plan_text, rewind_text
 from airflow_provider_eos.core.repair import (
     BACKUP_INFIX,
     MANIFEST_NAME,
@@ -57,7 +58,7 @@ def test_execute_moves_into_backup_deletes_nothing_and_rewinds(stateful: str) ->
     fresh = CheckpointReader(stateful)
     assert (fresh.latest_committed_batch(), fresh.latest_planned_batch()) == (3, 3)
     assert fresh.planned_offsets(3) == end_offsets(3)
-    assert "To undo" in result.render()
+    assert "To undo" in rewind_text(result)
 
 
 def test_second_execute_is_a_noop(stateful: str) -> None:
@@ -70,7 +71,7 @@ def test_second_execute_is_a_noop(stateful: str) -> None:
     assert not again.executed and again.is_noop and again.moved == ()
     assert tree(stateful) == after_first
     assert len(backups(stateful)) == 1
-    assert "already ends at batch 3: nothing moved" in again.render()
+    assert "already ends at batch 3: nothing moved" in rewind_text(again)
     assert plan_rewind(reader, 3).is_noop
 
 
@@ -79,7 +80,7 @@ def test_rewind_defaults_to_dry_run(stateful: str) -> None:
     reader = CheckpointReader(stateful)
     result = rewind(reader, 2)
     assert not result.executed and not result.is_noop
-    assert result.render().startswith("Dry run: nothing moved.")
+    assert rewind_text(result).startswith("Dry run: nothing moved.")
     assert tree(stateful) == before and backups(stateful) == []
 
     done = rewind(reader, 2, execute=True, now=NOW)
@@ -178,7 +179,7 @@ def test_rewind_to_last_committed_with_nothing_later_is_a_noop(tmp_path: Path) -
     reader = CheckpointReader(location)
     plan = plan_rewind(reader, 2)
     assert plan.is_noop and plan.paths == () and plan.warnings == ()
-    assert "to batch 2: nothing to do" in plan.render()
+    assert "to batch 2: nothing to do" in rewind_plan_text(plan)
     result = execute_rewind(plan, reader, now=NOW)
     assert not result.executed and backups(location) == []
 

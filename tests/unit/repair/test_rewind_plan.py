@@ -10,6 +10,7 @@ import pytest
 
 from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.errors import RepairError
+from airflow_provider_eos.core.presentation import rewind_plan_text
 from airflow_provider_eos.core.repair import (
     RewindPlan,
     plan_rewind,
@@ -59,7 +60,7 @@ def test_plan_orders_state_first_then_newest_batch_commits_before_offsets_sideca
 
 def test_plan_render_and_to_dict_show_before_and_after(stateful: str) -> None:
     plan = plan_rewind(CheckpointReader(stateful), 3)
-    text = plan.render(max_files=None)
+    text = rewind_plan_text(plan, max_files=None)
     assert text.startswith(f"Rewind checkpoint {plan.root} to batch 3 (plan; nothing changed yet)")
     lines = text.splitlines()
     assert any(line.split() == ["last", "committed", "batch", "6", "3"] for line in lines)
@@ -119,7 +120,7 @@ def test_rewind_to_last_committed_moves_the_planned_batch_with_a_warning(tmp_pat
     plan = plan_rewind(CheckpointReader(location), 2)
     assert set(plan.paths) == {"offsets/3", "offsets/.3.crc"}
     assert "KAFKA_AHEAD_SAFE" in plan.warnings[0]
-    assert "Warning: offsets/3 (planned, not committed)" in plan.render()
+    assert "Warning: offsets/3 (planned, not committed)" in rewind_plan_text(plan)
 
 
 def test_refuses_to_rewind_forward_naming_the_values(stateful: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from airflow_provider_eos.core.presentation import abort_text
 from airflow_provider_eos.core.transactions import (
     AbortReport,
     AbortRow,
@@ -79,7 +80,7 @@ def test_report_render_and_dict() -> None:
         remaining=tuple(r for r in rows if r.action is Action.LEAVE_FOREIGN),
         hanging_min_age_ms=0,
     )
-    text = report.render()
+    text = abort_text(report)
     assert "Forced despite signs that the job is alive" in text
     for expected in ("lingering", "pfx-0", "abort by fencing", "aborted", "30s", "out-0", "LSO before", "Still open"):
         assert expected in text, expected
@@ -97,9 +98,9 @@ def test_report_not_ok_when_an_abort_failed_or_ours_remain() -> None:
     assert not failed.ok and failed.failures[0].detail == "boom"
     dry = AbortReport(executed=False, rows=(row.with_outcome(Outcome.WOULD_ABORT),), remaining=(row,), **base)
     assert not dry.ok
-    assert "with --execute" in dry.render()
+    assert "with --execute" in abort_text(dry)
     empty = AbortReport(executed=True, rows=(), **base)
-    assert empty.ok and "(no rows)" in empty.render() and "nothing open" in empty.render()
+    assert empty.ok and "(no rows)" in abort_text(empty) and "nothing open" in abort_text(empty)
 
 
 

@@ -1,4 +1,4 @@
-"""A small plain-text table renderer shared by the verify, repair, abort and pre-flight reports.
+"""The plain-text table of :mod:`.text`, the tables of every report in a terminal or task log.
 
 The reports end up in Airflow task logs and terminals, where a dependency-free, fixed-width
 table is the most readable format and survives copy-paste into tickets.
