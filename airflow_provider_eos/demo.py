@@ -27,8 +27,19 @@ from airflow_provider_eos.subprocesses import run_bounded
 DEMO_EVENTS = 20_000
 MALFORMED_EVERY = 250
 FAULT = "after_produce@3"
+#: The crash comes from the tests' fault plug-in (``tests/support/faults``), through the sink's one
+#: extension point (:mod:`airflow_provider_eos.spark.sink_points`): the demo runs from a clone, which has it.
+FAULT_PLUGIN = "tests.support.faults:plugin"
 #: Seconds one ``airflow`` command of the demo may take: a whole DAG run (``dags test``) takes a few minutes.
 AIRFLOW_COMMAND_TIMEOUT_S = 1800.0
+
+
+def _fault_env() -> dict[str, str]:
+    """What arms :data:`FAULT` in the crashed run: the plug-in, importable from the clone's root, and its guard."""
+    from airflow_provider_eos.spark.sink_points import ACK_ENV, ACK_VALUE, ARMING_ENV, PLUGIN_ENV
+
+    path = os.pathsep.join(filter(None, [str(_dags_folder().parent), os.environ.get("PYTHONPATH")]))
+    return {PLUGIN_ENV: FAULT_PLUGIN, ARMING_ENV: FAULT, ACK_ENV: ACK_VALUE, "PYTHONPATH": path}
 
 
 def _dags_folder() -> Path:
@@ -136,7 +147,8 @@ class _Airflow:
             "EOS_SPECS_DIR": str(specs_dir),
             "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
         }
-        self.env.pop("EOS_FAULT_INJECTION", None)
+        for name in ("EOS_SINK_PLUGIN", "EOS_FAULT_INJECTION"):
+            self.env.pop(name, None)
         self.airflow = str(Path(sys.executable).with_name("airflow"))
 
     def __call__(self, *args: str, log_name: str, extra_env: dict[str, str] | None = None) -> int:
@@ -215,7 +227,7 @@ def _run(bootstrap: str, work: Path) -> int:
     conf = json.dumps({"pipeline": spec.name})
     print(f"[3/6] airflow dags test eos_pipeline, with the driver killed after producing batch {FAULT[-1]} ...")
     airflow("dags", "test", "eos_pipeline", "-c", conf, log_name="run-1-crash",
-            extra_env={"EOS_FAULT_INJECTION": FAULT, "EOS_FAULT_INJECTION_ACK": "kill-this-driver"})
+            extra_env=_fault_env())
     state, tasks = airflow.task_states("eos_pipeline")
     print(f"      run 1: {state}; " + ", ".join(f"{t}={s}" for t, s in sorted(tasks.items())))
     if tasks.get("submit") != "failed" or tasks.get("recover_abort") != "success":

@@ -28,6 +28,8 @@ from confluent_kafka import Consumer, IsolationLevel, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from airflow_provider_eos.core.spec import Mode, PipelineSpec
+from airflow_provider_eos.spark.sink_points import ACK_ENV, ARMING_ENV, PLUGIN_ENV
+from bench.noop_sink import BENCH_NOOP_MODE, noop_env
 from bench.process_tree import CpuSampler, MemorySampler
 
 EXACTLY_ONCE, AT_LEAST_ONCE = Mode.EXACTLY_ONCE, Mode.AT_LEAST_ONCE
@@ -249,8 +251,11 @@ def kill_tracked() -> None:
 
 #: The Spark master of every job unless a bench picks another (``eos run --master``).
 DEFAULT_MASTER = "local[2]"
-#: ``eos run --mode`` of Spark's noop sink: benchmark only, reads and transforms, writes nothing.
-NOOP = "noop"
+#: ``eos run --mode`` of Spark's noop sink (:mod:`bench.noop_sink`): benchmark only, reads and transforms,
+#: writes nothing.
+NOOP = BENCH_NOOP_MODE
+#: The variables that plug into the sink (a fault, the noop sink): a job that is given none inherits none.
+_PLUGIN_VARIABLES = (PLUGIN_ENV, ARMING_ENV, ACK_ENV)
 
 
 def _cpu_figures(sampler: CpuSampler | None, progress: list[tuple[float | None, dict]], name: str
@@ -271,10 +276,8 @@ class Job:
     def __init__(self, spec_file: Path, mode: str, log_path: Path, *, env: dict[str, str] | None = None,
                  master: str = DEFAULT_MASTER, broker_pid: int | None = None) -> None:
         self.spec_file, self.mode, self.log_path, self.master = spec_file, mode, log_path, master
-        self.env = {**os.environ, "EOS_LOG_LEVEL": "INFO", **(env or {})}
-        if "EOS_FAULT_INJECTION" not in (env or {}):
-            self.env.pop("EOS_FAULT_INJECTION", None)
-            self.env.pop("EOS_FAULT_INJECTION_ACK", None)
+        self.env = {name: value for name, value in os.environ.items() if name not in _PLUGIN_VARIABLES}
+        self.env.update(EOS_LOG_LEVEL="INFO", **(noop_env() if mode == NOOP else {}), **(env or {}))
         self.process: subprocess.Popen | None = None
         self.memory: MemorySampler | None = None
         #: CPU of all the job's processes over time (every job: a loaded machine must not hide a cost).
@@ -404,7 +407,4 @@ def processing_time(progress: list[tuple[float | None, dict]]) -> dict[str, floa
 
 def in_subprocess_env() -> dict[str, str]:
     """Environment for helper subprocesses (the ``eos`` CLI) that must not inherit fault hooks."""
-    env = dict(os.environ)
-    env.pop("EOS_FAULT_INJECTION", None)
-    env.pop("EOS_FAULT_INJECTION_ACK", None)
-    return env
+    return {name: value for name, value in os.environ.items() if name not in _PLUGIN_VARIABLES}

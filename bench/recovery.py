@@ -1,8 +1,8 @@
 """Recovery after a SIGKILL in the middle of a batch, until output flows again.
 
 Per repetition: fresh topics, ``records`` input records, the job (exactly-once, available-now,
-``max_offsets_per_trigger=batch``) armed with the test-only fault hook
-``EOS_FAULT_INJECTION=after_produce@<kill_batch>`` (+ ``EOS_FAULT_INJECTION_ACK``): after the
+``max_offsets_per_trigger=batch``) armed with the tests' fault plug-in (:mod:`tests.support.faults`)
+and ``EOS_FAULT_INJECTION=after_produce@<kill_batch>``: after the
 sink produced batch ``kill_batch`` and before it commits, the driver SIGKILLs its own process
 group (spark-submit's JVM with it). The bench checks that the kill happened mid-transaction
 (the fault report, and the output's last stable offset pinned below its high watermark).
@@ -26,7 +26,6 @@ from typing import Any
 
 from confluent_kafka import TopicPartition
 
-from airflow_provider_eos.spark.faults import ACK_VALUE
 from bench.common import (
     EXACTLY_ONCE,
     Job,
@@ -43,6 +42,7 @@ from bench.common import (
     unique,
     write_spec,
 )
+from tests.support.faults import arming_env
 
 PARTITIONS = 4
 
@@ -87,9 +87,8 @@ def run_once(bootstrap: str, work_dir: Path, *, records: int, batch: int, kill_b
     _, spec_file = write_spec(work_dir, bootstrap, name=name, input_topics=[source], output_topic=output,
                               max_offsets_per_trigger=batch)
     report = work_dir / name / "faults.txt"
-    crashed = Job(spec_file, EXACTLY_ONCE, work_dir / name / "run-1.log", env={
-        "EOS_FAULT_INJECTION": f"after_produce@{kill_batch}", "EOS_FAULT_INJECTION_ACK": ACK_VALUE,
-        "EOS_FAULT_REPORT": str(report)}).start()
+    crashed = Job(spec_file, EXACTLY_ONCE, work_dir / name / "run-1.log",
+                  env=arming_env(f"after_produce@{kill_batch}", report)).start()
     code = crashed.wait(600)
     fired = report.read_text() if report.exists() else ""
     lso = end_offsets(bootstrap, output, PARTITIONS, committed=True)

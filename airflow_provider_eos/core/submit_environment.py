@@ -39,7 +39,8 @@ PASSED_NAMES = frozenset({
 
 #: Variables passed on by prefix: Spark's and PySpark's own (``SPARK_HOME``, ``SPARK_CONF_DIR``,
 #: ``SPARK_SUBMIT_OPTS``, ``PYSPARK_PYTHON`` ...), Kerberos' (``KRB5CCNAME``, ``KRB5_CONFIG``), the
-#: locale's, and this package's (``EOS_LOG_LEVEL``, ``EOS_FAULT_*``, ``EOS_DRIVER_*``: none is a secret).
+#: locale's, and this package's (``EOS_LOG_LEVEL``, ``EOS_SINK_PLUGIN``, ``EOS_FAULT_*``, ``EOS_DRIVER_*``: none is
+#: a secret).
 PASSED_PREFIXES = ("SPARK_", "PYSPARK_", "KRB5", "LC_", "EOS_")
 
 

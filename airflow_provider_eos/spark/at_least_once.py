@@ -8,8 +8,8 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from airflow_provider_eos.core.spec import PipelineSpec
-from airflow_provider_eos.spark.faults import FaultInjector, FaultPoint
 from airflow_provider_eos.spark.record_producer import DLQ_REASON_COLUMN, BatchStats, Stopwatch
+from airflow_provider_eos.spark.sink_points import SinkObserver, SinkPoint
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -25,11 +25,13 @@ class AtLeastOnceKafkaSink:
     This is the same ``KafkaWriter`` Spark's streaming Kafka sink uses; a batch replayed after a
     crash between the write and Spark's commit log is written again (duplicates). It exists to
     measure the cost of exactly-once and to prove the duplicate checks can see duplicates.
+
+    :param observer: what it announces its points to (:mod:`.sink_points`); by default nobody.
     """
 
-    def __init__(self, spec: PipelineSpec, faults: FaultInjector | None = None) -> None:
+    def __init__(self, spec: PipelineSpec, observer: SinkObserver | None = None) -> None:
         self.spec = spec
-        self.faults = faults or FaultInjector()
+        self.observer = observer or SinkObserver()
         self.stats: dict[int, BatchStats] = {}
         self.in_batch = False
         from airflow_provider_eos.kafka.settings import spark_sink_options
@@ -42,7 +44,7 @@ class AtLeastOnceKafkaSink:
 
         self.in_batch = True
         try:
-            faults = self.faults.for_batch(batch_id)
+            points = self.observer.for_batch(batch_id)
             clock = Stopwatch()
             if DLQ_REASON_COLUMN in batch.columns:
                 topic = F.when(F.col(DLQ_REASON_COLUMN).isNull(), F.lit(self.spec.output_topic)).otherwise(
@@ -50,9 +52,9 @@ class AtLeastOnceKafkaSink:
             else:
                 topic = F.lit(self.spec.output_topic)
             columns = [topic.alias("topic"), "key", "value"] + (["headers"] if "headers" in batch.columns else [])
-            faults.hit(FaultPoint.BEFORE_PRODUCE)
+            points.hit(SinkPoint.BEFORE_PRODUCE)
             batch.select(*columns).write.format("kafka").options(**self._options).save()
-            faults.hit(FaultPoint.AFTER_PRODUCE)
+            points.hit(SinkPoint.AFTER_PRODUCE)
             self._record(BatchStats(batch_id, "produce_at_least_once", produce_ms=clock.lap()))
         finally:
             self.in_batch = False

@@ -11,12 +11,10 @@ once and the driver's memory does not grow with the batch (``docs/design-notes.m
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 from airflow_provider_eos.core.sink_protocol import BatchAction, decide_batch, offsets_to_commit
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
-from airflow_provider_eos.spark.faults import BatchFaults, FaultPoint
 from airflow_provider_eos.spark.output_spill import OutputSpill, spill_summary
 from airflow_provider_eos.spark.record_producer import (
     BatchStats,
@@ -24,7 +22,7 @@ from airflow_provider_eos.spark.record_producer import (
     produce_rows,
     require_dlq_topic,
 )
-from airflow_provider_eos.spark.task_faults import TaskFaults
+from airflow_provider_eos.spark.sink_points import BatchPoints, SinkObserver, SinkPoint
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -39,13 +37,17 @@ class DriverWriter:
 
     :param clients: the driver's Kafka clients and checkpoint reader.
     :param spill: where the tasks leave the output for the driver (default: under the checkpoint).
+    :param observer: what the spill tasks announce their points to (:mod:`.sink_points`); by default nobody.
     """
 
-    def __init__(self, clients: SinkClients, spill: OutputSpill | None = None) -> None:
+    def __init__(self, clients: SinkClients, spill: OutputSpill | None = None,
+                 observer: SinkObserver | None = None) -> None:
         self.clients = clients
         self.spill = spill or OutputSpill(clients.checkpoint)
+        self.observer = observer or SinkObserver()
 
-    def write(self, batch: DataFrame, batch_id: int, faults: BatchFaults) -> BatchStats:
+    def write(self, batch: DataFrame, batch_id: int, points: BatchPoints) -> BatchStats:
+        """Write the batch in one transaction, announcing the driver's points of the batch to ``points``."""
         clients = self.clients
         spec, checkpoint = clients.spec, clients.checkpoint
         query_id = checkpoint.query_id()
@@ -64,24 +66,23 @@ class DriverWriter:
 
         clock = Stopwatch()
         try:
-            parts = self.spill.write(batch, batch_id, TaskFaults.from_environment(
-                (os.getpid(), os.getppid()), spec.transaction_timeout_ms))
+            parts = self.spill.write(batch, batch_id, self.observer.for_tasks())
             require_dlq_topic(spec, sum(p.dead for p in parts))
             stats = BatchStats(batch_id, "produce", collect_ms=clock.lap(), extra=spill_summary(parts))
             with writer.transaction(batch_id) as producer:
-                faults.hit(FaultPoint.BEFORE_PRODUCE)
+                points.hit(SinkPoint.BEFORE_PRODUCE)
                 for records in self.spill.read(parts):
                     rows_out, rows_dlq = produce_rows(producer, spec, records)
                     stats.rows_out += rows_out
                     stats.rows_dlq += rows_dlq
                 producer.flush(writer.timeout_s)
                 stats.produce_ms = clock.lap()
-                faults.hit(FaultPoint.AFTER_PRODUCE)
-                faults.hit(FaultPoint.SLOW_TRANSACTION)
+                points.hit(SinkPoint.AFTER_PRODUCE)
+                points.hit(SinkPoint.SLOW_TRANSACTION)
                 writer.send_offsets(producer, offsets_to_commit(query_id, batch_id, end), clients.group_metadata())
                 writer.commit(producer, batch_id)
                 stats.commit_ms = clock.lap()
-            faults.hit(FaultPoint.AFTER_KAFKA_COMMIT)
+            points.hit(SinkPoint.AFTER_KAFKA_COMMIT)
         finally:
             self.spill.remove(batch_id)
         return stats

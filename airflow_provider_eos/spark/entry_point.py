@@ -1,4 +1,7 @@
-"""The job's driver program: ``eos_job.py --spec FILE [--mode exactly-once|at-least-once|noop]`` (noop: bench only).
+"""The job's driver program: ``eos_job.py --spec FILE [--mode exactly-once|at-least-once]``.
+
+Another ``--mode`` is accepted only when a sink plug-in is acknowledged (:mod:`.sink_points`; the
+bench's ``noop``), which then supplies its sink.
 
 spark-submit runs ``spark_jobs/eos_job.py`` (:data:`~airflow_provider_eos.core.driver.ENTRY_SCRIPT`),
 a thin shell that calls :func:`main`; what the driver does lives here, in the product package.
@@ -38,10 +41,9 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description="Run one exactly-once pipeline")
     parser.add_argument("--spec", required=True)
-    from airflow_provider_eos.spark.noop_sink import BENCH_NOOP_MODE
+    from airflow_provider_eos.spark.sink_points import run_mode
 
-    # BENCH_NOOP_MODE is benchmark only: reads and transforms, writes nothing, no delivery guarantee.
-    parser.add_argument("--mode", default=None, choices=[*(mode.value for mode in Mode), BENCH_NOOP_MODE])
+    parser.add_argument("--mode", default=None, type=run_mode, help=f"one of {', '.join(m.value for m in Mode)}")
     args = parser.parse_args(argv)
     logging.basicConfig(level=os.environ.get("EOS_LOG_LEVEL", "INFO"), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
@@ -72,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
 
             spec = PipelineSpec.load(SparkFiles.get(Path(args.spec).name))
         mode = args.mode or spec.mode
-        return run_pipeline(spark, spec, mode if mode == BENCH_NOOP_MODE else Mode(mode))
+        return run_pipeline(spark, spec, Mode(mode) if mode in {m.value for m in Mode} else mode)
     except EosError as exc:
         logging.getLogger("airflow_provider_eos.job").error("EOS-ERROR %s", exc)
         return 2

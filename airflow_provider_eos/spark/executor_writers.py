@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -31,10 +30,9 @@ from airflow_provider_eos.core.sink_protocol import BatchAction, decide_partitio
 from airflow_provider_eos.core.spec import ExecutorWriter, PipelineSpec
 from airflow_provider_eos.core.topic_partition import OffsetMap, TopicPartition
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
-from airflow_provider_eos.spark.faults import BatchFaults, FaultPoint
 from airflow_provider_eos.spark.partition_writer import TASK_STATS_SCHEMA, PartitionWriteTask
 from airflow_provider_eos.spark.record_producer import BatchStats, Stopwatch, output_frame
-from airflow_provider_eos.spark.task_faults import TaskFaults
+from airflow_provider_eos.spark.sink_points import BatchPoints, SinkObserver, SinkPoint, TaskObserver
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -50,7 +48,7 @@ log = logging.getLogger("airflow_provider_eos.sink")
 class BatchTasks:
     """What every write task of one batch is given: the batch's WAL range and the scan's checked input partitions.
 
-    :param faults: test-only fault points (inert unless armed), read from the driver's environment.
+    :param points: what the tasks announce their points to (:mod:`.sink_points`), given by the driver's observer.
     """
 
     spec: PipelineSpec
@@ -59,7 +57,7 @@ class BatchTasks:
     start: OffsetMap
     end: OffsetMap
     mapping: InputPartitionMap
-    faults: TaskFaults
+    points: TaskObserver
 
 
 class TaskRunner(Protocol):
@@ -75,7 +73,7 @@ class PythonTasks:
 
     def run(self, batch: DataFrame, tasks: BatchTasks) -> list[str]:
         task = PartitionWriteTask(tasks.spec, tasks.query_id, tasks.batch_id, tasks.start, tasks.end, tasks.mapping,
-                                  tasks.faults)
+                                  tasks.points)
         return [row.eos_task for row in output_frame(batch).mapInArrow(task, TASK_STATS_SCHEMA).collect()]
 
     def close(self) -> None:
@@ -96,13 +94,17 @@ class ExecutorWriters:
 
     :param clients: the driver's clients (checkpoint, admin, the producer of partitions without a task).
     :param tasks: what runs the tasks; by default the spec's ``executor_writer``.
+    :param observer: what the tasks announce their points to (:mod:`.sink_points`); by default nobody.
     """
 
-    def __init__(self, clients: SinkClients, tasks: TaskRunner | None = None) -> None:
+    def __init__(self, clients: SinkClients, tasks: TaskRunner | None = None,
+                 observer: SinkObserver | None = None) -> None:
         self.clients = clients
         self.tasks = tasks or task_runner(clients.spec)
+        self.observer = observer or SinkObserver()
 
-    def write(self, batch: DataFrame, batch_id: int, plan: BatchPlan, faults: BatchFaults) -> BatchStats:
+    def write(self, batch: DataFrame, batch_id: int, plan: BatchPlan, points: BatchPoints) -> BatchStats:
+        """Run the batch's write tasks, announcing the driver's points of the batch to ``points``."""
         checkpoint = self.clients.checkpoint
         query_id = checkpoint.query_id()
         start, end = checkpoint.start_offsets(batch_id), checkpoint.planned_offsets(batch_id)
@@ -112,9 +114,8 @@ class ExecutorWriters:
         cross_check(mapping, start=start, end=end)
         clock = Stopwatch()
         spec = self.clients.spec
-        tasks = BatchTasks(spec, query_id, batch_id, start, end, mapping,
-                           TaskFaults.from_environment((os.getpid(), os.getppid()), spec.transaction_timeout_ms))
-        faults.hit(FaultPoint.BEFORE_PRODUCE)
+        tasks = BatchTasks(spec, query_id, batch_id, start, end, mapping, self.observer.for_tasks())
+        points.hit(SinkPoint.BEFORE_PRODUCE)
         lines = self.tasks.run(batch, tasks)
         reports = [json.loads(line) for line in lines]
         for line in lines:
@@ -122,7 +123,7 @@ class ExecutorWriters:
         tasks_ms = clock.lap()
         _require_one_report_per_task(batch_id, mapping, reports)
         driver_committed = self._commit_partitions_without_task(query_id, batch_id, start, end, mapping)
-        faults.hit(FaultPoint.AFTER_KAFKA_COMMIT)
+        points.hit(SinkPoint.AFTER_KAFKA_COMMIT)
         produced = [r for r in reports if r["action"] == "produce"]
         return BatchStats(
             batch_id,

@@ -22,9 +22,8 @@ from airflow_provider_eos.core.errors import AclMissingError, EosError, SpecErro
 from airflow_provider_eos.core.spec import Mode, PipelineSpec
 from airflow_provider_eos.core.transform_reference import resolve_transform
 from airflow_provider_eos.kafka.settings import spark_source_options
-from airflow_provider_eos.spark.faults import FaultInjector
-from airflow_provider_eos.spark.noop_sink import BENCH_NOOP_MODE, NoopSink
 from airflow_provider_eos.spark.sink import DLQ_REASON_COLUMN, AtLeastOnceKafkaSink, ExactlyOnceKafkaSink
+from airflow_provider_eos.spark.sink_points import BatchSink, load_plugin
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -124,9 +123,10 @@ def start_query(
 ) -> tuple[StreamingQuery, object]:
     """Start the query; returns it and its sink.
 
-    ``mode`` is the spec's :class:`Mode`, or :data:`~.noop_sink.BENCH_NOOP_MODE` (benchmark only:
-    reads and transforms, writes nothing, no delivery guarantee). With ``stop``, a set event
-    refuses the next batch at its start (:class:`StopGate`).
+    ``mode`` is the spec's :class:`Mode`, or a mode only the acknowledged sink plug-in has
+    (:mod:`.sink_points`; the bench's ``noop``). The sink announces its points to the plug-in's
+    observer (by default nobody). With ``stop``, a set event refuses the next batch at its start
+    (:class:`StopGate`).
     """
     transformed = load_transform(spec.transform)(read_source(spark, spec))
     missing = {"key", "value"} - set(transformed.columns)
@@ -135,18 +135,17 @@ def start_query(
                         f"{transformed.columns}", fix="return a DataFrame with key and value (and optional headers, "
                         f"{DLQ_REASON_COLUMN})")
     output_mode = "append"
+    plugin = load_plugin()
+    sink: BatchSink | None
     if mode == Mode.EXACTLY_ONCE:
-        sink = ExactlyOnceKafkaSink(spec, spark, FaultInjector.from_environment(spec.transaction_timeout_ms))
-        writer = transformed.writeStream.foreachBatch(_gated(sink, stop)).outputMode(output_mode)
+        sink = ExactlyOnceKafkaSink(spec, spark, plugin.observer(spec))
     elif mode == Mode.AT_LEAST_ONCE:
-        sink = AtLeastOnceKafkaSink(spec, FaultInjector.from_environment(spec.transaction_timeout_ms))
-        writer = transformed.writeStream.foreachBatch(_gated(sink, stop)).outputMode(output_mode)
-    elif mode == BENCH_NOOP_MODE:
-        # Benchmark only: reads and transforms, writes nothing, no delivery guarantee.
-        sink = NoopSink()
-        writer = transformed.writeStream.foreachBatch(_gated(sink, stop)).outputMode(output_mode)
+        sink = AtLeastOnceKafkaSink(spec, plugin.observer(spec))
     else:
+        sink = plugin.sink(str(mode), spec, spark)
+    if sink is None:
         raise EosError(f"unknown mode {mode!r}", fix=f"use one of {', '.join(repr(m.value) for m in Mode)}")
+    writer = transformed.writeStream.foreachBatch(_gated(sink, stop)).outputMode(output_mode)
     writer = _apply_trigger(writer.option("checkpointLocation", spec.checkpoint_location), spec)
     # Registered before start so the first batch's progress is logged too.
     spark.streams.addListener(BatchProgressLogger(sink, mode).as_listener())
@@ -161,7 +160,7 @@ def _gated(sink: Callable, stop: threading.Event | None) -> Callable:
 class BatchProgressLogger:
     """One ``EOS-PROGRESS`` JSON line per finished batch: Spark's counts joined with the sink's."""
 
-    def __init__(self, sink: ExactlyOnceKafkaSink | AtLeastOnceKafkaSink | NoopSink, mode: Mode | str) -> None:
+    def __init__(self, sink: BatchSink, mode: Mode | str) -> None:
         self.sink, self.mode = sink, mode
 
     def as_listener(self):

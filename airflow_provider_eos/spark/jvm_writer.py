@@ -78,7 +78,8 @@ def write_plan(tasks: BatchTasks, *, config_handle: str, report_key: str) -> dic
         "report_key": report_key, "config_handle": config_handle, "query_id": tasks.query_id,
         "batch_id": tasks.batch_id, "group_id": spec.group_id, "output_topic": spec.output_topic,
         "dlq_topic": spec.dlq_topic, "transaction_timeout_ms": spec.transaction_timeout_ms,
-        "partitions": partitions, "faults": tasks.faults.armed(),
+        # The JVM writer's points act on what is armed there (TaskFaults.java); nothing unless a plug-in armed them.
+        "partitions": partitions, "faults": tasks.points.jvm_plan(),
     }
 
 

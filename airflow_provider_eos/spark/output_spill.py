@@ -19,9 +19,9 @@ job's results are read: Spark returns exactly one successful attempt per partiti
 of a failed, killed or losing speculative attempt is never read, only removed with its folder
 (after the batch, or at the start of the next one when the driver died).
 
-Test-only: ``task_after_produce@<batch>:<spark partition>`` (:mod:`.task_faults`) SIGKILLs the
-task's Python worker after its file is complete and before it reports, so a whole file of a
-killed attempt lies next to the retry's.
+Each task announces :attr:`~.sink_points.TaskPoint.TASK_AFTER_SPILL` once its file is complete and
+before it reports: where the crash tests kill an attempt, so a whole file of a killed attempt lies
+next to the retry's.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from airflow_provider_eos.core.checkpoint import EOS_FOLDER, CheckpointReader
 from airflow_provider_eos.core.errors import SinkError
 from airflow_provider_eos.spark.record_producer import dead_letters, output_frame
-from airflow_provider_eos.spark.task_faults import TaskFaultPoint, TaskFaults
+from airflow_provider_eos.spark.sink_points import TaskObserver, TaskPoint
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -142,14 +142,14 @@ class SpillTask:
 
     :param location: the checkpoint location (the task opens the same filesystem).
     :param folder: the write's folder, relative to the checkpoint root.
-    :param batch_id: the micro-batch id (for the fault points and the log line).
-    :param faults: test-only fault points (inert unless armed).
+    :param batch_id: the micro-batch id (for the announced point and the log line).
+    :param points: what the task announces its point to (:mod:`.sink_points`).
     """
 
     location: str
     folder: tuple[str, ...]
     batch_id: int
-    faults: TaskFaults
+    points: TaskObserver
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
@@ -164,7 +164,7 @@ class SpillTask:
         # One line per task (Python workers' stderr reaches the job's log), as EOS-TASK of the executor writers.
         sys.stderr.write(f"EOS-SPILL {json.dumps({'batch_id': self.batch_id, **asdict(part)}, sort_keys=True)}\n")
         sys.stderr.flush()
-        self.faults.hit(TaskFaultPoint.TASK_AFTER_PRODUCE, self.batch_id, partition)
+        self.points.reached(TaskPoint.TASK_AFTER_SPILL, self.batch_id, partition)
         yield pa.RecordBatch.from_pylist([asdict(part)], schema=_result_arrow_schema())
 
 
@@ -184,10 +184,10 @@ class OutputSpill:
     def batch_folder(self, batch_id: int) -> str:
         return self.checkpoint.path(*SPILL_FOLDER, str(batch_id))
 
-    def write(self, batch: DataFrame, batch_id: int, faults: TaskFaults) -> list[SpilledPart]:
+    def write(self, batch: DataFrame, batch_id: int, points: TaskObserver) -> list[SpilledPart]:
         """Run the batch's Spark job: every task writes its partition's file; returns them in partition order."""
         folder = (*SPILL_FOLDER, str(batch_id), uuid.uuid4().hex[:12])
-        task = SpillTask(self.checkpoint.location, folder, batch_id, faults)
+        task = SpillTask(self.checkpoint.location, folder, batch_id, points)
         rows = output_frame(batch).mapInArrow(task, _RESULT_SCHEMA).collect()
         return sorted((SpilledPart(**row.asDict()) for row in rows), key=lambda p: p.spark_partition)
 

@@ -38,7 +38,7 @@ from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
 from airflow_provider_eos.kafka.retriable import kafka_error
 from airflow_provider_eos.kafka.settings import admin_config, group_metadata_consumer_config, with_client_logger
 from airflow_provider_eos.spark.record_producer import Stopwatch, dead_letters, produce_rows, require_dlq_topic
-from airflow_provider_eos.spark.task_faults import TaskFaultPoint, TaskFaults
+from airflow_provider_eos.spark.sink_points import TaskObserver, TaskPoint
 from airflow_provider_eos.spark.transactional_producer import TransactionalProducer
 
 __all__ = ["TASK_STATS_SCHEMA", "PartitionWriteTask", "TaskStats"]
@@ -126,7 +126,7 @@ class PartitionWriteTask:
     :param start: the WAL's start offsets of the batch.
     :param end: the WAL's end offsets of the batch.
     :param partitions: the batch scan's input partitions, checked against the WAL on the driver.
-    :param faults: test-only fault points (inert unless armed).
+    :param points: what the task announces its points to (:mod:`.sink_points`).
     """
 
     spec: PipelineSpec
@@ -135,7 +135,7 @@ class PartitionWriteTask:
     start: OffsetMap
     end: OffsetMap
     partitions: InputPartitionMap
-    faults: TaskFaults
+    points: TaskObserver
 
     def __call__(self, batches: Iterator) -> Iterator:
         import pyarrow as pa
@@ -189,13 +189,10 @@ class PartitionWriteTask:
                     stats.rows_dlq += dead
                 producer.flush(writer.timeout_s)
                 stats.produce_ms = clock.lap()
-                for point in (TaskFaultPoint.TASK_STALL, TaskFaultPoint.SLOW_TRANSACTION,
-                              TaskFaultPoint.KILL_DRIVER_BEFORE_COMMIT, TaskFaultPoint.TASK_AFTER_PRODUCE):
-                    self.faults.hit(point, self.batch_id, tp.partition)
+                self.points.reached(TaskPoint.TASK_AFTER_PRODUCE, self.batch_id, tp.partition)
                 writer.commit(producer, self.batch_id)
                 stats.commit_ms = clock.lap()
-            self.faults.hit(TaskFaultPoint.TASK_AFTER_COMMIT, self.batch_id, tp.partition)
-            self.faults.hit(TaskFaultPoint.TASK_KILL_DRIVER, self.batch_id, tp.partition)
+            self.points.reached(TaskPoint.TASK_AFTER_COMMIT, self.batch_id, tp.partition)
             return stats
         raise SinkError(
             f"batch {self.batch_id}: the producer of {writer.transactional_id} was fenced twice before it wrote; "

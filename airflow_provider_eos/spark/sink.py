@@ -24,10 +24,10 @@ from airflow_provider_eos.core.writers_choice import WritersChoice, record_write
 from airflow_provider_eos.spark.at_least_once import AtLeastOnceKafkaSink
 from airflow_provider_eos.spark.driver_writer import DriverWriter
 from airflow_provider_eos.spark.executor_writers import ExecutorWriters
-from airflow_provider_eos.spark.faults import FaultInjector
 from airflow_provider_eos.spark.plan_reader import read_batch_plan
 from airflow_provider_eos.spark.record_producer import DLQ_REASON_COLUMN, BatchStats
 from airflow_provider_eos.spark.sink_clients import SinkClients, driver_checkpoint
+from airflow_provider_eos.spark.sink_points import SinkObserver
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -42,16 +42,16 @@ class ExactlyOnceKafkaSink:
 
     :param spec: the pipeline spec (topics, group, prefix, checkpoint, timeouts, writers).
     :param session: the SparkSession that runs the query (the executor writers read its plan).
-    :param faults: test-only fault injector; inert unless armed (see :mod:`.faults`).
+    :param observer: what the writers announce their points to (:mod:`.sink_points`); by default nobody.
     """
 
     def __init__(self, spec: PipelineSpec, session: SparkSession | None = None,
-                 faults: FaultInjector | None = None) -> None:
+                 observer: SinkObserver | None = None) -> None:
         self.spec, self.session = spec, session
-        self.faults = faults or FaultInjector()
+        self.observer = observer or SinkObserver()
         self.clients = SinkClients(spec, driver_checkpoint(spec, session))
-        self.driver_writer = DriverWriter(self.clients)
-        self.executor_writers = ExecutorWriters(self.clients)
+        self.driver_writer = DriverWriter(self.clients, observer=self.observer)
+        self.executor_writers = ExecutorWriters(self.clients, observer=self.observer)
         self.choice: WritersChoice | None = None
         self.stats: dict[int, BatchStats] = {}
         self.replays_skipped = 0
@@ -60,14 +60,14 @@ class ExactlyOnceKafkaSink:
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         self.in_batch = True
         try:
-            faults = self.faults.for_batch(batch_id)
+            points = self.observer.for_batch(batch_id)
             plan = self._plan(batch, batch_id)
             if self.choice is None:
                 self.choice = self._choose(plan, batch_id)
             if self.choice.writers is Writers.EXECUTORS:
-                stats = self.executor_writers.write(batch, batch_id, plan or self._read_plan(batch, batch_id), faults)
+                stats = self.executor_writers.write(batch, batch_id, plan or self._read_plan(batch, batch_id), points)
             else:
-                stats = self.driver_writer.write(batch, batch_id, faults)
+                stats = self.driver_writer.write(batch, batch_id, points)
             self._record(stats)
         finally:
             self.in_batch = False

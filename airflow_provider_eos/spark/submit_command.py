@@ -25,13 +25,13 @@ from airflow_provider_eos.core.spec import Mode, PipelineSpec
 from airflow_provider_eos.core.spec.submission import Connector, check_python_environment, url_scheme
 from airflow_provider_eos.kafka.settings.java import SPARK_OPTIONS_REDACTION_REGEX
 from airflow_provider_eos.spark.job_environment import DISTRIBUTION_PACKAGES, ENVIRONMENT_ALIAS, EXECUTOR_PYTHON
-from airflow_provider_eos.spark.noop_sink import BENCH_NOOP_MODE
 from airflow_provider_eos.spark.secret_conf import (
     properties_keys,
     spark_defaults_file,
     split_secret_conf,
     write_secret_properties,
 )
+from airflow_provider_eos.spark.sink_points import run_mode as driver_mode
 
 #: The packages zipped for ``--py-files``: the product, and the shell beside it (the entry script and the
 #: example transforms, ``spark_jobs``), both of the one distribution.
@@ -168,7 +168,7 @@ def plan_submit(
     :raises SubmissionError: a local jar or archive named does not exist.
     """
     cluster = (deploy_mode or "client") == "cluster"
-    run_mode = mode if mode == BENCH_NOOP_MODE else Mode(mode).value
+    run_mode = driver_mode(mode)
     jars, connector_conf = connector_arguments(connector or spec.connector)
     jars = [*jars, *writer_jars(spec)]
     archive = _archive_location(python_environment) if python_environment else spec.python_environment

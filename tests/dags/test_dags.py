@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.dag_runner import parse_dags, run_dag
+from tests.support.faults import arming_env
 from tests.support.kafka import end_offsets
 from tests.support.pipeline import PipelineHarness, assert_exactly_once, json_events, output_ids
 
@@ -96,7 +97,7 @@ def test_eos_pipeline_runs_then_recovers_from_a_crash_and_resumes(airflow_home, 
     conf = {"pipeline": harness.spec.name}
 
     crashed = run_dag("eos_pipeline", conf, tmp_path / "run1.json", env={
-        **env, "EOS_FAULT_INJECTION": "after_produce@2", "EOS_FAULT_INJECTION_ACK": "kill-this-driver"})
+        **env, **arming_env("after_produce@2")})
     assert crashed.state == "failed", crashed.states
     assert crashed.states["submit"] == "failed"
     assert crashed.states["recover_abort"] == "success" and crashed.states["recover_verify"] == "success"

@@ -24,6 +24,7 @@ from cryptography.fernet import Fernet
 
 from airflow_provider_eos.devstack.security import add_scram_user
 from tests.support.dag_runner import run_dag, store_connections
+from tests.support.faults import arming_env
 from tests.support.kafka import end_offsets
 from tests.support.pipeline import PipelineHarness, assert_exactly_once, json_events, output_ids
 from tests.support.secret_leaks import ProcessSampler, assert_absent, leaks_in_files
@@ -103,7 +104,7 @@ def test_three_principals_crash_recover_resume_and_no_password_leaks(
 
     with ProcessSampler(secrets, watched=[task_tmp]) as sampler:
         crashed = run_dag("eos_pipeline", conf, tmp_path / "run1.json", env={
-            **env, "EOS_FAULT_INJECTION": "after_produce@2", "EOS_FAULT_INJECTION_ACK": "kill-this-driver"})
+            **env, **arming_env("after_produce@2")})
         resumed = run_dag("eos_pipeline", conf, tmp_path / "run2.json", env=env)
     health = run_dag("eos_health_check", {}, tmp_path / "health.json", env=env)
     verified = run_dag("eos_manual_recovery", {"pipeline": harness.spec.name, "action": "verify"},

@@ -18,7 +18,7 @@ from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
 from airflow_provider_eos.spark import partition_writer
 from airflow_provider_eos.spark.partition_writer import PartitionWriteTask
-from airflow_provider_eos.spark.task_faults import TaskFaults
+from tests.support.faults.tasks import TaskFaults
 from tests.support.kafka import consume_all
 
 pytestmark = pytest.mark.integration

@@ -19,7 +19,7 @@ from confluent_kafka import Producer
 
 from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.spec import PipelineSpec
-from airflow_provider_eos.spark.faults import ACK_VALUE
+from tests.support.faults import arming_env, disarmed
 from tests.support.kafka import Cluster, client_settings, consume_all, create_topic
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -133,11 +133,10 @@ class PipelineHarness:
         self.runs += 1
         log_path = self.work_dir / f"run-{self.runs}.log"
         # The repo root on the path: tests' own transforms (tests/support/transforms.py) import in the job.
-        env = {**os.environ, "EOS_LOG_LEVEL": "INFO", "PYTHONPATH": str(REPO_ROOT), **(env_extra or {})}
-        env.pop("EOS_FAULT_INJECTION", None)
+        env = disarmed({**os.environ, "EOS_LOG_LEVEL": "INFO", "PYTHONPATH": str(REPO_ROOT), **(env_extra or {})})
         if fault:
-            env.update(EOS_FAULT_INJECTION=fault, EOS_FAULT_INJECTION_ACK=ACK_VALUE,
-                       EOS_FAULT_REPORT=str(log_path.with_suffix(".faults")))
+            # The tests' fault plug-in (tests/support/faults), armed for this run only.
+            env.update(arming_env(fault, log_path.with_suffix(".faults"), pythonpath=env["PYTHONPATH"]))
         with log_path.open("w") as out:
             process = subprocess.Popen(self._command(mode), stdout=out, stderr=subprocess.STDOUT, env=env,
                                        start_new_session=True)

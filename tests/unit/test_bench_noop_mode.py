@@ -1,4 +1,4 @@
-"""The benchmark-only noop mode: accepted by ``eos run`` and the job's entry, never a spec value."""
+"""The benchmark-only noop mode (``bench/noop_sink.py``, a sink plug-in): accepted by ``eos run``, not by the spec."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from airflow_provider_eos.cli.main import build_parser
 from airflow_provider_eos.core.spec import Mode
-from airflow_provider_eos.spark.noop_sink import BENCH_NOOP_MODE, NoopSink
+from bench.noop_sink import BENCH_NOOP_MODE, NoopSink
 
 
 def test_eos_run_accepts_noop_and_a_master() -> None:

@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
-from airflow_provider_eos.spark import faults
-from airflow_provider_eos.spark.faults import ACK_VALUE, FaultInjector, FaultPoint
+from tests.support.faults import driver as faults
+from tests.support.faults.driver import ACK_VALUE, FaultInjector, FaultPoint
 
 
 @pytest.fixture
@@ -40,7 +40,7 @@ def test_armed_fires_once_at_its_point_and_batch(monkeypatch, no_kill, tmp_path,
     monkeypatch.setenv("EOS_FAULT_INJECTION", "after_produce@2")
     monkeypatch.setenv("EOS_FAULT_INJECTION_ACK", ACK_VALUE)
     monkeypatch.setenv("EOS_FAULT_REPORT", str(report))
-    with caplog.at_level(logging.WARNING, logger="airflow_provider_eos.spark.faults"):
+    with caplog.at_level(logging.WARNING, logger=faults.__name__):
         injector = FaultInjector.from_environment(60_000)
         injector.for_batch(1).hit(FaultPoint.AFTER_PRODUCE)
         injector.for_batch(2).hit(FaultPoint.BEFORE_PRODUCE)

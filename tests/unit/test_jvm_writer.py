@@ -26,7 +26,7 @@ from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.spark.executor_writers import BatchTasks
 from airflow_provider_eos.spark.jvm_task_errors import task_failure, typed_task_error
 from airflow_provider_eos.spark.jvm_writer import write_plan
-from airflow_provider_eos.spark.task_faults import TaskFaultPoint, TaskFaults
+from tests.support.faults.tasks import TaskFaultPoint, TaskFaults
 
 Q = "5f0c2b7e-9a41-4c3e-8d2a-1b6f3e9c7a10"
 SPEC = PipelineSpec(

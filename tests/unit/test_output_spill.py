@@ -18,7 +18,6 @@ from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.spark import driver_writer
 from airflow_provider_eos.spark.driver_writer import DriverWriter
-from airflow_provider_eos.spark.faults import FaultInjector, FaultPoint
 from airflow_provider_eos.spark.output_spill import (
     OutputSpill,
     SpilledPart,
@@ -27,6 +26,7 @@ from airflow_provider_eos.spark.output_spill import (
     write_spill_file,
 )
 from airflow_provider_eos.spark.record_producer import DLQ_REASON_COLUMN
+from tests.support.faults.driver import FaultInjector, FaultPoint
 
 
 def _batch(start: int, count: int, dead_every: int = 0) -> pa.RecordBatch:
@@ -248,7 +248,7 @@ def test_a_failure_while_producing_still_removes_the_batch_spill(events, monkeyp
 
 @pytest.mark.spark
 def test_spark_tasks_spill_their_partitions_in_arrow_batches_of_max_records_per_batch(spark, tmp_path) -> None:
-    from airflow_provider_eos.spark.task_faults import TaskFaults
+    from tests.support.faults.tasks import TaskFaults
 
     rows = [(f"k{i}", f"v{i}", None if i % 7 else "bad") for i in range(1000)]
     output = spark.createDataFrame(rows, f"key string, value string, {DLQ_REASON_COLUMN} string").repartition(

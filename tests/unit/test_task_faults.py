@@ -7,9 +7,9 @@ import signal
 
 import pytest
 
-from airflow_provider_eos.spark import task_faults
-from airflow_provider_eos.spark.faults import ACK_VALUE, FaultInjector
-from airflow_provider_eos.spark.task_faults import ANY_PARTITION, TaskFaultPoint, TaskFaults
+from tests.support.faults import tasks as task_faults
+from tests.support.faults.driver import ACK_VALUE, FaultInjector
+from tests.support.faults.tasks import ANY_PARTITION, TaskFaultPoint, TaskFaults
 
 
 @pytest.fixture

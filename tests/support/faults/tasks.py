@@ -1,6 +1,6 @@
-"""Test-only fault injection inside the executor writers' tasks, at their crash points (docs/architecture.md).
+"""Faults inside the write tasks, at the points they announce (``sink_points.TaskPoint``).
 
-Armed exactly like :mod:`.faults` (both ``EOS_FAULT_INJECTION`` and ``EOS_FAULT_INJECTION_ACK``),
+Armed exactly like :mod:`.driver` (both ``EOS_FAULT_INJECTION`` and ``EOS_FAULT_INJECTION_ACK``),
 read on the driver and shipped with the task, with a setting ``<point>@<batch>:<kafka partition>``:
 
 - ``task_after_produce``: the task's Python worker is SIGKILLed after producing its rows and
@@ -18,14 +18,19 @@ first task of batch N to get there SIGKILL the driver after producing and before
 ``slow_transaction@N`` stalls that task past ``transaction.timeout.ms`` before its commit.
 (``before_produce`` and ``after_kafka_commit`` fire on the driver, around the tasks.)
 
-The JVM executor writer (``executor_writer: jvm``) has the same points (``jvm/``, ``TaskFaults.java``),
-armed by the same environment through :meth:`TaskFaults.armed`, which the driver puts in the write's
-plan. Its worker is the executor JVM (in local mode the driver's): a "killed worker" there is the
-task attempt dying as a crash leaves it, its producer closed without ending its transaction.
+The JVM executor writer (``executor_writer: jvm``) has the same points (``jvm/``, ``TaskFaults.java``,
+still in the product jar), armed by the same environment through :meth:`TaskFaults.armed`, which
+the driver puts in the write's plan (:meth:`TaskFaults.jvm_plan`). Its worker is the executor JVM
+(in local mode the driver's): a "killed worker" there is the task attempt dying as a crash leaves
+it, its producer closed without ending its transaction.
 
 A task fault fires once across every process of the run: the first to create its claim file
 (``O_EXCL``, named after the driver's pid) fires; a retried task, which runs in a new Python
 worker, finds the file and passes. ``EOS_FAULT_REPORT`` also gets the ``EOS-FAULT`` line.
+
+Which fault fires at which of the tasks' points: :data:`FAULTS_AT`. ``task_after_produce`` fires in
+the driver writer's spill tasks too (after the file is complete, before the task reports), so a
+whole file of a killed attempt lies next to the retry's.
 """
 
 from __future__ import annotations
@@ -37,9 +42,9 @@ import tempfile
 import time
 from enum import StrEnum
 
-from airflow_provider_eos.spark.faults import ACK_VALUE
+from airflow_provider_eos.spark.sink_points import ACK_VALUE, TaskObserver, TaskPoint
 
-__all__ = ["TaskFaultPoint", "TaskFaults"]
+__all__ = ["FAULTS_AT", "TaskFaultPoint", "TaskFaults"]
 
 _STALL_S = 20
 #: A partition setting that lets the first task of the batch to reach the point fire.
@@ -62,7 +67,16 @@ _FORWARDED = {"after_produce": TaskFaultPoint.KILL_DRIVER_BEFORE_COMMIT,
               "slow_transaction": TaskFaultPoint.SLOW_TRANSACTION}
 
 
-class TaskFaults:
+#: The faults that may fire at each point a task announces, in the order they are tried (one is armed).
+FAULTS_AT = {
+    TaskPoint.TASK_AFTER_PRODUCE: (TaskFaultPoint.TASK_STALL, TaskFaultPoint.SLOW_TRANSACTION,
+                                   TaskFaultPoint.KILL_DRIVER_BEFORE_COMMIT, TaskFaultPoint.TASK_AFTER_PRODUCE),
+    TaskPoint.TASK_AFTER_COMMIT: (TaskFaultPoint.TASK_AFTER_COMMIT, TaskFaultPoint.TASK_KILL_DRIVER),
+    TaskPoint.TASK_AFTER_SPILL: (TaskFaultPoint.TASK_AFTER_PRODUCE,),
+}
+
+
+class TaskFaults(TaskObserver):
     """The task's fault points; inert unless the environment armed one (see the module)."""
 
     def __init__(self, point: TaskFaultPoint | None = None, batch_id: int = -1, partition: int = ANY_PARTITION,
@@ -98,6 +112,13 @@ class TaskFaults:
         return {"point": self.point.value, "batch_id": self.batch_id, "partition": self.partition,
                 "report": self.report, "driver_pids": list(self.driver_pids), "stall_s": self.stall_s,
                 "claim_dir": tempfile.gettempdir()}
+
+    def jvm_plan(self) -> dict | None:
+        return self.armed()
+
+    def reached(self, point: TaskPoint, batch_id: int, partition: int) -> None:
+        for fault in FAULTS_AT[point]:
+            self.hit(fault, batch_id, partition)
 
     def hit(self, point: TaskFaultPoint, batch_id: int, partition: int) -> None:
         """Reached ``point`` for Kafka partition ``partition`` of batch ``batch_id``."""

@@ -1,14 +1,14 @@
-"""Test-only fault injection at the named points of the sink protocol.
+"""The driver's faults at the sink's points (:class:`~airflow_provider_eos.spark.sink_points.SinkPoint`).
 
-The sink calls ``faults.hit(point)`` at each :class:`FaultPoint`; what it holds is the inert
-:class:`FaultInjector`, whose ``hit`` does nothing, unless :meth:`FaultInjector.from_environment`
-found BOTH ``EOS_FAULT_INJECTION=<point>@<batch>`` and ``EOS_FAULT_INJECTION_ACK=kill-this-driver``,
-so no single stray variable in a production environment can kill a driver. Only then is the armed
-injector (a private class) built. When it fires it logs ``EOS-FAULT`` and SIGKILLs the driver and
-its parent, the spark-submit JVM (in client mode the Python driver is the JVM's child), which is
-what a real crash of the driver host looks like. Only those two: whatever launched spark-submit
-(``eos run``, an Airflow worker, a test) survives to see the crash. ``EOS_FAULT_REPORT=<file>``
-also appends that line to a file, which survives the kill.
+The sink announces each point to its observer; the fault plug-in's (:mod:`tests.support.faults`)
+is the inert :class:`FaultInjector`, whose ``hit`` does nothing, unless
+:meth:`FaultInjector.from_environment` found BOTH ``EOS_FAULT_INJECTION=<point>@<batch>`` and
+``EOS_FAULT_INJECTION_ACK=kill-this-driver``, so no single stray variable can kill a driver. Only
+then is the armed injector (a private class) built. When it fires it logs ``EOS-FAULT`` and
+SIGKILLs the driver and its parent, the spark-submit JVM (in client mode the Python driver is the
+JVM's child), which is what a real crash of the driver host looks like. Only those two: whatever
+launched spark-submit (``eos run``, an Airflow worker, a test) survives to see the crash.
+``EOS_FAULT_REPORT=<file>`` also appends that line to a file, which survives the kill.
 """
 
 from __future__ import annotations
@@ -17,21 +17,20 @@ import logging
 import os
 import signal
 import time
-from enum import StrEnum
+
+from airflow_provider_eos.spark.sink_points import ACK_VALUE, BatchPoints, SinkObserver, SinkPoint
+
+__all__ = ["ACK_VALUE", "BatchFaults", "FaultInjector", "FaultPoint"]
 
 log = logging.getLogger(__name__)
 
-ACK_VALUE = "kill-this-driver"
+#: The driver's fault names are the sink's point names: ``after_produce@2`` fires at :attr:`SinkPoint.AFTER_PRODUCE`.
+FaultPoint = SinkPoint
+#: A batch's points, as the sink holds them.
+BatchFaults = BatchPoints
 
 
-class FaultPoint(StrEnum):
-    BEFORE_PRODUCE = "before_produce"
-    AFTER_PRODUCE = "after_produce"
-    AFTER_KAFKA_COMMIT = "after_kafka_commit"
-    SLOW_TRANSACTION = "slow_transaction"
-
-
-class FaultInjector:
+class FaultInjector(SinkObserver):
     """The inert injector: every point passes. What every sink holds unless a test armed one."""
 
     @staticmethod
@@ -41,31 +40,11 @@ class FaultInjector:
         if not setting or os.environ.get("EOS_FAULT_INJECTION_ACK") != ACK_VALUE:
             return FaultInjector()
         point, _, batch = setting.partition("@")
-        if point.startswith("task_"):  # fires inside the executor writers' tasks (see .task_faults)
+        if point.startswith("task_"):  # fires inside the executor writers' tasks (see .tasks)
             return FaultInjector()
         log.warning("EOS-FAULT armed: %s at batch %s (test only)", point, batch)
         # A slow batch outlives the transaction timeout by a margin larger than the broker's abort interval.
         return _ArmedFaultInjector(FaultPoint(point), int(batch), stall_s=transaction_timeout_ms / 1000 + 8)
-
-    def for_batch(self, batch_id: int) -> BatchFaults:
-        """The points of one batch, so the sink names only the point."""
-        return BatchFaults(self, batch_id)
-
-    def hit(self, point: FaultPoint, batch_id: int) -> None:
-        """Reached ``point`` of batch ``batch_id``: nothing happens."""
-
-
-class BatchFaults:
-    """:meth:`FaultInjector.hit` with the batch id bound."""
-
-    __slots__ = ("_batch_id", "_injector")
-
-    def __init__(self, injector: FaultInjector, batch_id: int) -> None:
-        self._injector, self._batch_id = injector, batch_id
-
-    def hit(self, point: FaultPoint) -> None:
-        """Reached ``point`` of this batch."""
-        self._injector.hit(point, self._batch_id)
 
 
 class _ArmedFaultInjector(FaultInjector):
