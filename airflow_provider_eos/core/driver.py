@@ -24,7 +24,7 @@ import hashlib
 import re
 from enum import StrEnum
 
-from airflow_provider_eos.core.model import FrozenModel
+from airflow_provider_eos.core.frozen_model import FrozenModel
 
 DRIVER_TOKEN_ENV = "EOS_DRIVER_TOKEN"
 #: The pid of the process that submitted a client-mode driver (an Airflow task): the driver stops

@@ -17,8 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from airflow_provider_eos.core.acls.acl import ResourceType
 from airflow_provider_eos.core.acls.denials import AUTHORIZATION_CODES, acl_missing, for_role
-from airflow_provider_eos.core.acls.model import ResourceType
 from airflow_provider_eos.core.acls.roles import required_acls
 from airflow_provider_eos.core.errors import (
     ProducerFencedError,

@@ -5,7 +5,7 @@ topic names may contain ``-``). A row about one partition carries them as its ow
 (:class:`PartitionRow`); a partition held as a value (a list of partitions in a plan) is one
 ``{"topic": ..., "partition": ...}`` object (:data:`PartitionObject`). The transaction reports
 keep the ``topic-N`` spelling the Kafka tools print
-(:data:`~airflow_provider_eos.core.transactions.model.PartitionName`).
+(:data:`~airflow_provider_eos.core.transactions.admin_reports.PartitionName`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Annotated, Any, NamedTuple
 
 from pydantic import BeforeValidator, PlainSerializer
 
-from airflow_provider_eos.core.model import FrozenModel
+from airflow_provider_eos.core.frozen_model import FrozenModel
 
 __all__ = ["OffsetMap", "PartitionObject", "PartitionRow", "TopicPartition"]
 

@@ -23,7 +23,7 @@ import ast
 from collections.abc import Callable
 from typing import TypeVar
 
-from airflow_provider_eos.core.model import FrozenModel
+from airflow_provider_eos.core.frozen_model import FrozenModel
 from airflow_provider_eos.core.transform_reference import resolve_transform
 
 __all__ = ["STATEFUL_ATTRIBUTE", "TransformTraits", "is_stateful_transform", "stateful_transform", "traits_from_source"]

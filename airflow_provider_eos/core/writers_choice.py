@@ -19,8 +19,8 @@ from pydantic import ValidationError
 
 from airflow_provider_eos.core.checkpoint.reader import EOS_FOLDER
 from airflow_provider_eos.core.errors import CheckpointError
-from airflow_provider_eos.core.model import FrozenModel
-from airflow_provider_eos.core.spec.model import Writers
+from airflow_provider_eos.core.frozen_model import FrozenModel
+from airflow_provider_eos.core.spec.pipeline_spec import Writers
 
 if TYPE_CHECKING:
     from airflow_provider_eos.core.checkpoint import CheckpointReader

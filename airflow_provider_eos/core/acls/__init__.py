@@ -1,6 +1,6 @@
 """Least privilege (docs/security.md): the ACLs each role needs on a pipeline, and whether a principal has them.
 
-- :mod:`.model`: one ACL (:class:`Acl`, Kafka's resource types, patterns and operations), the roles;
+- :mod:`.acl`: one ACL (:class:`Acl`, Kafka's resource types, patterns and operations), the roles;
 - :mod:`.roles`: :func:`required_acls`, the minimal set of each role, every ACL with its reason;
 - :mod:`.permissions`: matching a principal's bindings or probe results against a set (pre-flight EOS5xx);
 - :mod:`.report`: the set as ``eos acls`` prints it, and what an apply changed.
@@ -10,7 +10,7 @@ Pure: the ACLs are read, probed and applied by :mod:`airflow_provider_eos.kafka.
 
 from __future__ import annotations
 
-from airflow_provider_eos.core.acls.model import (
+from airflow_provider_eos.core.acls.acl import (
     ANY_HOST,
     CLUSTER_RESOURCE_NAME,
     ROLES,

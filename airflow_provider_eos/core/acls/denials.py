@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from airflow_provider_eos.core.acls.model import CLUSTER_RESOURCE_NAME, Acl, Operation, ResourceType, Role
+from airflow_provider_eos.core.acls.acl import CLUSTER_RESOURCE_NAME, Acl, Operation, ResourceType, Role
 from airflow_provider_eos.core.acls.permissions import name_matches, principal_of
 from airflow_provider_eos.core.errors import AclMissingError
 

@@ -22,8 +22,8 @@ import enum
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from airflow_provider_eos.core.acls.model import ANY_HOST, Acl, Operation, PatternType, Permission
-from airflow_provider_eos.core.model import FrozenModel
+from airflow_provider_eos.core.acls.acl import ANY_HOST, Acl, Operation, PatternType, Permission
+from airflow_provider_eos.core.frozen_model import FrozenModel
 
 __all__ = [
     "CheckMethod",

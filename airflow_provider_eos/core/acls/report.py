@@ -5,8 +5,8 @@ Its text is :func:`airflow_provider_eos.core.presentation.acls_text`.
 
 from __future__ import annotations
 
-from airflow_provider_eos.core.acls.model import Acl, Role
-from airflow_provider_eos.core.model import FrozenModel
+from airflow_provider_eos.core.acls.acl import Acl, Role
+from airflow_provider_eos.core.frozen_model import FrozenModel
 
 __all__ = ["AclSetReport"]
 

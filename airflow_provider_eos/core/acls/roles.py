@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from airflow_provider_eos.core.acls.model import (
+from airflow_provider_eos.core.acls.acl import (
     CLUSTER_RESOURCE_NAME,
     Acl,
     AclError,

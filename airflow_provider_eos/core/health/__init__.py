@@ -25,7 +25,6 @@ What a sensor makes of a report is :mod:`.watch`. Every value here is a pydantic
 
 from __future__ import annotations
 
-from airflow_provider_eos.core.health.base import HealthError, HealthStatus, LagStatus
 from airflow_provider_eos.core.health.evaluate import evaluate
 from airflow_provider_eos.core.health.findings import Finding, OpenTransaction, PartitionGap
 from airflow_provider_eos.core.health.lag_rules import PartitionLag
@@ -36,6 +35,7 @@ from airflow_provider_eos.core.health.samples import (
     OutputPartitionSample,
     VerificationSample,
 )
+from airflow_provider_eos.core.health.statuses import HealthError, HealthStatus, LagStatus
 from airflow_provider_eos.core.health.thresholds import HealthThresholds
 from airflow_provider_eos.core.health.watch import DRIVER_TASK_FAILED_STATES, WatchMode, WatchOutcome, watch_outcome
 from airflow_provider_eos.core.health.window import DEFAULT_MAX_SAMPLES, LagWindow

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from airflow_provider_eos.core.health.base import HealthError, worst
 from airflow_provider_eos.core.health.findings import (
     Finding,
     commit_age_finding,
@@ -16,6 +15,7 @@ from airflow_provider_eos.core.health.findings import (
 from airflow_provider_eos.core.health.lag_rules import partition_lags
 from airflow_provider_eos.core.health.report import HealthReport
 from airflow_provider_eos.core.health.samples import HealthSample
+from airflow_provider_eos.core.health.statuses import HealthError, worst
 from airflow_provider_eos.core.health.thresholds import HealthThresholds
 from airflow_provider_eos.core.health.window import LagWindow
 

@@ -31,13 +31,13 @@ from typing import Literal
 import pendulum
 from pydantic import computed_field
 
-from airflow_provider_eos.core.health.base import HealthStatus
+from airflow_provider_eos.core.frozen_model import FrozenModel
 from airflow_provider_eos.core.health.samples import HealthSample
+from airflow_provider_eos.core.health.statuses import HealthStatus
 from airflow_provider_eos.core.health.thresholds import HealthThresholds
-from airflow_provider_eos.core.model import FrozenModel
 from airflow_provider_eos.core.topic_partition import PartitionRow, TopicPartition
 from airflow_provider_eos.core.transactions import find_lingering, format_age
-from airflow_provider_eos.core.transactions.model import PartitionName
+from airflow_provider_eos.core.transactions.admin_reports import PartitionName
 
 __all__ = [
     "Finding",

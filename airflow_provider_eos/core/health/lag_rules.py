@@ -35,8 +35,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from airflow_provider_eos.core.health.base import LagStatus
 from airflow_provider_eos.core.health.samples import HealthSample, InputPartitionSample
+from airflow_provider_eos.core.health.statuses import LagStatus
 from airflow_provider_eos.core.health.thresholds import HealthThresholds
 from airflow_provider_eos.core.topic_partition import PartitionRow, TopicPartition
 from airflow_provider_eos.core.transactions import format_age

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from pydantic import computed_field
 
-from airflow_provider_eos.core.health.base import HealthStatus, iso_utc
+from airflow_provider_eos.core.frozen_model import FrozenModel
 from airflow_provider_eos.core.health.findings import Finding, OpenTransaction, PartitionGap
 from airflow_provider_eos.core.health.lag_rules import PartitionLag
 from airflow_provider_eos.core.health.samples import VerificationSample
+from airflow_provider_eos.core.health.statuses import HealthStatus, iso_utc
 from airflow_provider_eos.core.health.thresholds import HealthThresholds
-from airflow_provider_eos.core.model import FrozenModel
 from airflow_provider_eos.core.verification.writers import WritersInUse
 
 __all__ = ["HealthReport"]

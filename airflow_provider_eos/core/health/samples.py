@@ -8,7 +8,7 @@ carries them between polls as ``model_dump(mode="json")`` and reads them back wi
 
 from __future__ import annotations
 
-from airflow_provider_eos.core.model import FrozenModel
+from airflow_provider_eos.core.frozen_model import FrozenModel
 from airflow_provider_eos.core.topic_partition import PartitionRow
 from airflow_provider_eos.core.transactions import Transaction
 from airflow_provider_eos.core.verification.writers import WritersInUse

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationInfo, field_validator, model_validator
 
-from airflow_provider_eos.core.health.base import HealthError
-from airflow_provider_eos.core.model import FrozenModel
+from airflow_provider_eos.core.frozen_model import FrozenModel
+from airflow_provider_eos.core.health.statuses import HealthError
 
 if TYPE_CHECKING:
     from airflow_provider_eos.core.spec import PipelineSpec

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING
 
-from airflow_provider_eos.core.health.base import HealthError
+from airflow_provider_eos.core.health.statuses import HealthError
 
 if TYPE_CHECKING:
     from airflow_provider_eos.core.health.report import HealthReport

@@ -8,8 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError, field_validator, model_validator
 
-from airflow_provider_eos.core.health.base import HealthError, iso_utc
 from airflow_provider_eos.core.health.samples import HealthSample
+from airflow_provider_eos.core.health.statuses import HealthError, iso_utc
 from airflow_provider_eos.core.transactions import format_age
 
 __all__ = ["DEFAULT_MAX_SAMPLES", "WINDOW_FORMAT", "LagWindow"]

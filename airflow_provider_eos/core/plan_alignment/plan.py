@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from pydantic import Field
 
-from airflow_provider_eos.core.model import FrozenModel
+from airflow_provider_eos.core.frozen_model import FrozenModel
 from airflow_provider_eos.core.topic_partition import TopicPartition
 
 __all__ = ["KAFKA_SCAN", "KAFKA_STREAM", "BatchPlan", "InputRange", "PlanNode"]

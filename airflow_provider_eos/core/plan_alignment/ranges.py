@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from airflow_provider_eos.core.errors import PlanNotAlignedError, ScanRangeMismatchError
-from airflow_provider_eos.core.model import FrozenModel
+from airflow_provider_eos.core.frozen_model import FrozenModel
 from airflow_provider_eos.core.plan_alignment.plan import InputRange
 from airflow_provider_eos.core.plan_alignment.rules import SPLITTING_OPTIONS
 from airflow_provider_eos.core.topic_partition import OffsetMap, TopicPartition

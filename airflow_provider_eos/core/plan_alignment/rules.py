@@ -39,7 +39,7 @@ from __future__ import annotations
 import enum
 
 from airflow_provider_eos.core.errors import PlanNotAlignedError
-from airflow_provider_eos.core.model import FrozenModel
+from airflow_provider_eos.core.frozen_model import FrozenModel
 from airflow_provider_eos.core.plan_alignment.plan import KAFKA_SCAN, KAFKA_STREAM, PlanNode
 
 __all__ = [

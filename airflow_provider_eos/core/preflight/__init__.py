@@ -25,7 +25,7 @@ Every rule has a stable code, a severity and a fix. Codes group by area, one mod
     security and ACLs: the job's principal holds every ACL of the job's set (``eos acls``),
     found by describing its ACLs or by harmless probes.
 
-The rule model (:mod:`.model`: rule, severity, status, finding, registration), the facts the
+The rule model (:mod:`.rule`: rule, severity, status, finding, registration), the facts the
 rules read (:mod:`.facts`), the catalog and :func:`evaluate` (:mod:`.catalog`) and the report
 (:mod:`.report`) are modules of their own.
 
@@ -50,8 +50,8 @@ from airflow_provider_eos.core.preflight.facts import (
     PreflightFacts,
     TopicFacts,
 )
-from airflow_provider_eos.core.preflight.model import Finding, Rule, Severity, Status, rule
 from airflow_provider_eos.core.preflight.report import PreflightReport
+from airflow_provider_eos.core.preflight.rule import Finding, Rule, Severity, Status, rule
 from airflow_provider_eos.core.preflight.timeouts import HEADROOM_FRACTION
 from airflow_provider_eos.core.preflight.writers import CONTROL_RECORD_SHARE_LIMIT, control_records_per_batch
 

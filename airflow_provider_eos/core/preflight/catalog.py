@@ -15,8 +15,8 @@ from airflow_provider_eos.core.preflight import (  # noqa: F401
     writers,
 )
 from airflow_provider_eos.core.preflight.facts import PreflightFacts
-from airflow_provider_eos.core.preflight.model import Rule, registered_rules
 from airflow_provider_eos.core.preflight.report import PreflightReport
+from airflow_provider_eos.core.preflight.rule import Rule, registered_rules
 
 __all__ = ["RULES", "evaluate"]
 

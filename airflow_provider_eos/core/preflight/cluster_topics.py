@@ -11,7 +11,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from airflow_provider_eos.core.preflight.facts import PreflightFacts, TopicFacts
-from airflow_provider_eos.core.preflight.model import (
+from airflow_provider_eos.core.preflight.readings import broker_setting, format_ms
+from airflow_provider_eos.core.preflight.rule import (
     Outcome,
     Severity,
     Status,
@@ -21,7 +22,6 @@ from airflow_provider_eos.core.preflight.model import (
     rule,
     unknown,
 )
-from airflow_provider_eos.core.preflight.readings import broker_setting, format_ms
 from airflow_provider_eos.core.spec import PipelineSpec
 
 __all__ = ["RECOMMENDED_REPLICATION"]

@@ -13,7 +13,7 @@ from airflow_provider_eos.core.acls import covered_pipelines, transactional_id_p
 from airflow_provider_eos.core.errors import MarkerError
 from airflow_provider_eos.core.preflight.facts import PreflightFacts
 from airflow_provider_eos.core.preflight.locations import canonical_location
-from airflow_provider_eos.core.preflight.model import Outcome, Severity, failed, passed, rule, unknown
+from airflow_provider_eos.core.preflight.rule import Outcome, Severity, failed, passed, rule, unknown
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.transactions import Transaction, TxnState, format_age, open_under_prefix, to_epoch_ms
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
-from airflow_provider_eos.core.model import FrozenModel
-from airflow_provider_eos.core.preflight.model import Finding, Severity, Status
+from airflow_provider_eos.core.frozen_model import FrozenModel
+from airflow_provider_eos.core.preflight.rule import Finding, Severity, Status
 
 __all__ = ["PreflightReport"]
 

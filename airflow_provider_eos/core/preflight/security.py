@@ -19,7 +19,7 @@ from airflow_provider_eos.core.acls import (
 )
 from airflow_provider_eos.core.acls.denials import apply_command
 from airflow_provider_eos.core.preflight.facts import PreflightFacts
-from airflow_provider_eos.core.preflight.model import Outcome, Severity, failed, not_checked, passed, rule, unknown
+from airflow_provider_eos.core.preflight.rule import Outcome, Severity, failed, not_checked, passed, rule, unknown
 
 __all__: list[str] = []
 

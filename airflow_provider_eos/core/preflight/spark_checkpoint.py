@@ -21,8 +21,8 @@ from airflow_provider_eos.core.preflight.locations import (
     is_local_master,
     scheme,
 )
-from airflow_provider_eos.core.preflight.model import Outcome, Severity, failed, not_checked, passed, rule, unknown
 from airflow_provider_eos.core.preflight.readings import format_ms
+from airflow_provider_eos.core.preflight.rule import Outcome, Severity, failed, not_checked, passed, rule, unknown
 from airflow_provider_eos.core.spec import Mode, PipelineSpec
 from airflow_provider_eos.core.transactions import format_age
 

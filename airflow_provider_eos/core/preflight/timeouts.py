@@ -8,8 +8,8 @@ Trigger interval and batch budget < producer ``transaction.timeout.ms`` <= broke
 from __future__ import annotations
 
 from airflow_provider_eos.core.preflight.facts import PreflightFacts
-from airflow_provider_eos.core.preflight.model import Outcome, Severity, failed, not_checked, passed, rule, unknown
 from airflow_provider_eos.core.preflight.readings import broker_setting, format_ms
+from airflow_provider_eos.core.preflight.rule import Outcome, Severity, failed, not_checked, passed, rule, unknown
 
 __all__ = ["HEADROOM_FRACTION"]
 

@@ -9,7 +9,7 @@ to write instead, before the old path is removed.
 from __future__ import annotations
 
 from airflow_provider_eos.core.preflight.facts import PreflightFacts
-from airflow_provider_eos.core.preflight.model import Outcome, Severity, failed, passed, rule
+from airflow_provider_eos.core.preflight.rule import Outcome, Severity, failed, passed, rule
 from airflow_provider_eos.core.transform_reference import resolve_transform
 
 __all__: list[str] = []

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from airflow_provider_eos.core.checkpoint.webhdfs import is_hdfs_location
 from airflow_provider_eos.core.preflight.facts import PreflightFacts
-from airflow_provider_eos.core.preflight.model import Outcome, Severity, failed, not_checked, passed, rule, unknown
+from airflow_provider_eos.core.preflight.rule import Outcome, Severity, failed, not_checked, passed, rule, unknown
 from airflow_provider_eos.core.spec import ExecutorWriter, Mode, PipelineSpec, Writers
 
 __all__ = ["CONTROL_RECORD_SHARE_LIMIT", "control_records_per_batch"]

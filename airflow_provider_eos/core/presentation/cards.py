@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from airflow_provider_eos.core.errors import EosError, MarkerError
-from airflow_provider_eos.core.health.base import LagStatus, iso_utc
+from airflow_provider_eos.core.health.statuses import LagStatus, iso_utc
 from airflow_provider_eos.core.markers import BatchMarker
 from airflow_provider_eos.core.presentation.markdown import (
     DEFAULT_MAX_CHARS,
@@ -29,7 +29,7 @@ from airflow_provider_eos.core.presentation.markdown import (
     md_table,
     more_rows,
 )
-from airflow_provider_eos.core.transactions.model import format_age
+from airflow_provider_eos.core.transactions.admin_reports import format_age
 
 if TYPE_CHECKING:
     from airflow_provider_eos.core.health import HealthReport

@@ -12,17 +12,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from airflow_provider_eos.core.acls.report import AclSetReport
-from airflow_provider_eos.core.health.base import iso_utc
 from airflow_provider_eos.core.health.report import HealthReport
-from airflow_provider_eos.core.preflight.model import Status
+from airflow_provider_eos.core.health.statuses import iso_utc
 from airflow_provider_eos.core.preflight.report import PreflightReport
+from airflow_provider_eos.core.preflight.rule import Status
 from airflow_provider_eos.core.presentation.table import render_table
 from airflow_provider_eos.core.repair.align import AlignPlan
 from airflow_provider_eos.core.repair.rewind_execute import RewindResult
 from airflow_provider_eos.core.repair.rewind_files import BACKUP_INFIX, MANIFEST_NAME
 from airflow_provider_eos.core.repair.rewind_plan import RewindPlan
 from airflow_provider_eos.core.transactions.abort_report import AbortReport
-from airflow_provider_eos.core.transactions.model import format_age, partitions_text
+from airflow_provider_eos.core.transactions.admin_reports import format_age, partitions_text
 from airflow_provider_eos.core.verification.report import VerificationReport
 
 if TYPE_CHECKING:

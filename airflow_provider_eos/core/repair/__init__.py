@@ -14,7 +14,7 @@ Rewind (``KAFKA_BEHIND``): :mod:`.rewind_plan` plans by the rules of :mod:`.rewi
 :mod:`.rewind_files` knows Spark's checkpoint files and the backup folder, :mod:`.rewind_execute`
 moves them. Align
 (``NO_MARKER``): :mod:`.align`. Plans and results are frozen pydantic models
-(:class:`~airflow_provider_eos.core.model.FrozenModel`): ``model_dump(mode="json")`` is what the
+(:class:`~airflow_provider_eos.core.frozen_model.FrozenModel`): ``model_dump(mode="json")`` is what the
 recovery operators push to XCom, what ``eos rewind``/``eos align --json`` print and what a
 rewind's manifest records; ``model_validate`` reads it back.
 """

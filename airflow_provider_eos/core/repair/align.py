@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import computed_field
 
 from airflow_provider_eos.core.errors import RepairError
+from airflow_provider_eos.core.frozen_model import FrozenModel
 from airflow_provider_eos.core.markers import BatchMarker, CommittedOffsets
-from airflow_provider_eos.core.model import FrozenModel
 from airflow_provider_eos.core.repair.fingerprint import plan_fingerprint
 from airflow_provider_eos.core.topic_partition import PartitionObject, PartitionRow, TopicPartition
 from airflow_provider_eos.core.verification import Verdict, VerificationReport, verify_checkpoint

@@ -13,7 +13,7 @@ import hashlib
 import json
 
 from airflow_provider_eos.core.errors import RepairError
-from airflow_provider_eos.core.model import FrozenModel
+from airflow_provider_eos.core.frozen_model import FrozenModel
 
 __all__ = ["FINGERPRINT_LENGTH", "check_expected_plan", "expectation_notes", "plan_fingerprint"]
 

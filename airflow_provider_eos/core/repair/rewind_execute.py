@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from airflow_provider_eos.core.errors import RepairError
-from airflow_provider_eos.core.model import FrozenModel
+from airflow_provider_eos.core.frozen_model import FrozenModel
 from airflow_provider_eos.core.repair.rewind_files import MANIFEST_NAME, backup_dir_for
 from airflow_provider_eos.core.repair.rewind_plan import RewindPlan, plan_rewind
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Literal
 import pendulum
 
 from airflow_provider_eos.core.errors import RepairError
-from airflow_provider_eos.core.model import FrozenModel
+from airflow_provider_eos.core.frozen_model import FrozenModel
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem

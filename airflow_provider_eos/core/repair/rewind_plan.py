@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import computed_field
 
-from airflow_provider_eos.core.model import FrozenModel
+from airflow_provider_eos.core.frozen_model import FrozenModel
 from airflow_provider_eos.core.repair.fingerprint import plan_fingerprint
 from airflow_provider_eos.core.repair.rewind_files import FileMove, log_moves, move_order, scan_state
 from airflow_provider_eos.core.repair.rewind_rules import (

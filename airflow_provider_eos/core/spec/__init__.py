@@ -4,7 +4,7 @@ A spec is written as YAML or JSON (or built in Python) and validated completely 
 typo fails the DAG parse or the first task with a message naming the field, the value and the
 fix, instead of failing inside Spark or Kafka later.
 
-- :mod:`.model`: :class:`PipelineSpec` (fields, validators, derived values, JSON), :class:`Mode`
+- :mod:`.pipeline_spec`: :class:`PipelineSpec` (fields, validators, derived values, JSON), :class:`Mode`
   :class:`Writers` and :class:`ExecutorWriter`;
 - :mod:`.field_rules`: the rules for names, topics, trigger, starting offsets, transform;
 - :mod:`.kafka_keys`: the rules for the shared ``kafka`` client config;
@@ -24,7 +24,7 @@ from airflow_provider_eos.core.spec.folder import (
     scan_spec_folder,
 )
 from airflow_provider_eos.core.spec.kafka_keys import RESERVED_KAFKA_KEYS
-from airflow_provider_eos.core.spec.model import ExecutorWriter, Mode, PipelineSpec, Writers
+from airflow_provider_eos.core.spec.pipeline_spec import ExecutorWriter, Mode, PipelineSpec, Writers
 
 __all__ = [
     "RESERVED_KAFKA_KEYS",

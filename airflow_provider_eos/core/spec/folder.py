@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 
 from airflow_provider_eos.core.errors import SpecError
 from airflow_provider_eos.core.spec.document import SPEC_SUFFIXES
-from airflow_provider_eos.core.spec.model import PipelineSpec
+from airflow_provider_eos.core.spec.pipeline_spec import PipelineSpec
 
 __all__ = ["SpecFolder", "is_spec_file_name", "load_spec_files", "load_specs", "scan_spec_folder"]
 

@@ -1,6 +1,6 @@
 """The pipeline spec as a JSON schema, for editors (completion, hover help, errors while typing).
 
-Generated from :class:`~airflow_provider_eos.core.spec.model.PipelineSpec` so it cannot drift from
+Generated from :class:`~airflow_provider_eos.core.spec.pipeline_spec.PipelineSpec` so it cannot drift from
 the model: pydantic gives the fields, types, defaults and enums; each field's description is its
 ``#:`` comment in the model's source (the one place a field is documented); and the few rules the
 validators enforce that a schema can express (``bootstrap.servers`` required, the reserved Kafka
@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from airflow_provider_eos.core.spec.kafka_keys import RESERVED_KAFKA_KEYS
-from airflow_provider_eos.core.spec.model import PipelineSpec
+from airflow_provider_eos.core.spec.pipeline_spec import PipelineSpec
 from airflow_provider_eos.core.spec.submission import Connector
 
 __all__ = ["JSON_SCHEMA_DIALECT", "field_comments", "plain_text", "spec_json_schema"]

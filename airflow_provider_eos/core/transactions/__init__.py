@@ -19,22 +19,14 @@ Safety rules, enforced here so every caller (CLI, Airflow operator) gets them:
 * Acting while the job looks alive is refused unless forced (:mod:`.safety`).
 
 The package is pure: the Kafka I/O lives in :mod:`airflow_provider_eos.kafka.transactions_admin`.
-:mod:`.model` holds what the admin API reports, :mod:`.abort_report` what ``eos abort`` shows.
+:mod:`.admin_reports` holds what the admin API reports, :mod:`.abort_report` what ``eos abort`` shows.
 """
 
 from __future__ import annotations
 
 from airflow_provider_eos.core.transactions.abort_plan import AbortRow, Action, Outcome, plan_abort
 from airflow_provider_eos.core.transactions.abort_report import AbortReport
-from airflow_provider_eos.core.transactions.hanging import (
-    HangingReason,
-    HangingTransaction,
-    OpenPartitionTransaction,
-    find_hanging,
-    hanging_candidates,
-)
-from airflow_provider_eos.core.transactions.lingering import LingeringTransaction, find_lingering, open_under_prefix
-from airflow_provider_eos.core.transactions.model import (
+from airflow_provider_eos.core.transactions.admin_reports import (
     PartitionOffsets,
     ProducerState,
     Transaction,
@@ -43,6 +35,14 @@ from airflow_provider_eos.core.transactions.model import (
     format_age,
     to_epoch_ms,
 )
+from airflow_provider_eos.core.transactions.hanging import (
+    HangingReason,
+    HangingTransaction,
+    OpenPartitionTransaction,
+    find_hanging,
+    hanging_candidates,
+)
+from airflow_provider_eos.core.transactions.lingering import LingeringTransaction, find_lingering, open_under_prefix
 from airflow_provider_eos.core.transactions.safety import (
     LivenessSigns,
     SafetyCheck,

@@ -13,15 +13,15 @@ import datetime as dt
 import enum
 from collections.abc import Iterable
 
-from airflow_provider_eos.core.model import FrozenModel
-from airflow_provider_eos.core.transactions.hanging import HangingTransaction
-from airflow_provider_eos.core.transactions.lingering import find_lingering, open_under_prefix
-from airflow_provider_eos.core.transactions.model import (
+from airflow_provider_eos.core.frozen_model import FrozenModel
+from airflow_provider_eos.core.transactions.admin_reports import (
     PartitionName,
     Transaction,
     format_age,
     to_epoch_ms,
 )
+from airflow_provider_eos.core.transactions.hanging import HangingTransaction
+from airflow_provider_eos.core.transactions.lingering import find_lingering, open_under_prefix
 
 __all__ = ["AbortRow", "Action", "Outcome", "plan_abort"]
 

@@ -12,9 +12,9 @@ from typing import Annotated
 
 from pydantic import PlainSerializer, computed_field
 
-from airflow_provider_eos.core.model import FrozenModel
+from airflow_provider_eos.core.frozen_model import FrozenModel
 from airflow_provider_eos.core.transactions.abort_plan import AbortRow, Outcome
-from airflow_provider_eos.core.transactions.model import PartitionOffsets
+from airflow_provider_eos.core.transactions.admin_reports import PartitionOffsets
 from airflow_provider_eos.core.transactions.safety import SafetyCheck
 
 __all__ = ["AbortReport"]

@@ -21,10 +21,10 @@ from typing import Literal
 
 from pydantic import Field
 
-from airflow_provider_eos.core.model import FrozenModel
+from airflow_provider_eos.core.frozen_model import FrozenModel
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.core.transactional_ids import belongs_to_prefix
-from airflow_provider_eos.core.transactions.model import (
+from airflow_provider_eos.core.transactions.admin_reports import (
     PartitionName,
     ProducerState,
     Transaction,

@@ -12,9 +12,9 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable
 
-from airflow_provider_eos.core.model import FrozenModel
+from airflow_provider_eos.core.frozen_model import FrozenModel
 from airflow_provider_eos.core.transactional_ids import belongs_to_prefix
-from airflow_provider_eos.core.transactions.model import Transaction, TxnState, to_epoch_ms
+from airflow_provider_eos.core.transactions.admin_reports import Transaction, TxnState, to_epoch_ms
 
 __all__ = ["LingeringTransaction", "find_lingering", "open_under_prefix"]
 

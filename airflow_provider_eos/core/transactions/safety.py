@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pydantic import computed_field
 
 from airflow_provider_eos.core.errors import UnsafeToActError
-from airflow_provider_eos.core.model import FrozenModel
+from airflow_provider_eos.core.frozen_model import FrozenModel
+from airflow_provider_eos.core.transactions.admin_reports import Transaction, format_age, to_epoch_ms
 from airflow_provider_eos.core.transactions.lingering import find_lingering
-from airflow_provider_eos.core.transactions.model import Transaction, format_age, to_epoch_ms
 
 __all__ = [
     "LIVE_JOB_HARM",

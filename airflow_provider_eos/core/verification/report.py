@@ -11,7 +11,7 @@ from collections import Counter
 
 from pydantic import computed_field
 
-from airflow_provider_eos.core.model import FrozenModel
+from airflow_provider_eos.core.frozen_model import FrozenModel
 from airflow_provider_eos.core.verification.verdict import PartitionVerdict, Verdict
 from airflow_provider_eos.core.verification.writers import WritersInUse, writers_in_use
 

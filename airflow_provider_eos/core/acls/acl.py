@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import field_validator
 
 from airflow_provider_eos.core.errors import EosError
-from airflow_provider_eos.core.model import FrozenModel
+from airflow_provider_eos.core.frozen_model import FrozenModel
 
 __all__ = [
     "ANY_HOST",

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, PlainSerializer, computed_field
 
-from airflow_provider_eos.core.model import FrozenModel
+from airflow_provider_eos.core.frozen_model import FrozenModel
 from airflow_provider_eos.core.topic_partition import TopicPartition
 
 __all__ = [

@@ -1,6 +1,6 @@
 """What every health module shares: the error, the statuses and the time format.
 
-The health values are :class:`~airflow_provider_eos.core.model.FrozenModel` models.
+The health values are :class:`~airflow_provider_eos.core.frozen_model.FrozenModel` models.
 """
 
 from __future__ import annotations
