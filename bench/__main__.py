@@ -27,7 +27,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from bench.common import kill_tracked, log
+from bench.job import kill_tracked
+from bench.measure import log
 
 BENCHES = ("scale", "throughput", "cluster", "control", "memory", "profile", "latency", "recovery")
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -257,8 +258,8 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, name) is not None:
             config = replace(config, **{field_name: getattr(args, name)})
 
-    # Every writing mode reads the one dict (bench.common.PRODUCER_SETTINGS): an override changes them all alike.
-    from bench.common import PRODUCER_SETTINGS
+    # Every writing mode reads the one dict (bench.specs.PRODUCER_SETTINGS): an override changes them all alike.
+    from bench.specs import PRODUCER_SETTINGS
 
     PRODUCER_SETTINGS.update(dict(args.producer_setting or []))
 

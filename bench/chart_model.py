@@ -110,7 +110,7 @@ def number(value: float) -> str:
 
 
 def spread(summary: dict | None, scale: float = 1.0) -> tuple[float | None, float | None, float | None]:
-    """``(median, min, max)`` of a :func:`bench.common.summarize` summary, divided by ``scale``."""
+    """``(median, min, max)`` of a :func:`bench.measure.summarize` summary, divided by ``scale``."""
     if not summary or summary.get("median") is None:
         return None, None, None
     return tuple(None if summary.get(k) is None else summary[k] / scale  # type: ignore[return-value]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench.common import log, summarize
+from bench.measure import log, summarize
 from bench.ratios import LETTERS, mode_key, ratios, scaling
 from bench.throughput import ThroughputInput, job_run
 

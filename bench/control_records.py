@@ -21,21 +21,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.common import (
-    Job,
-    bench_record,
-    create_topics,
-    delete_topics,
-    end_offsets,
-    loadavg,
-    log,
-    processing_time,
-    produce,
-    summarize,
-    unique,
-    write_spec,
-)
+from bench.job import Job, processing_time
+from bench.kafka_io import create_topics, delete_topics, end_offsets, produce, unique
+from bench.measure import loadavg, log, summarize
 from bench.ratios import label, split_key
+from bench.records import bench_record
+from bench.specs import write_spec
 from bench.throughput import JOB_MODES, sink_figures
 
 #: (input partitions, output partitions) of the measured shapes.

@@ -21,18 +21,10 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Producer, TopicPartition
 
-from bench.common import (
-    Job,
-    create_topics,
-    delete_topics,
-    loadavg,
-    log,
-    percentile,
-    read_committed_consumer,
-    summarize,
-    unique,
-    write_spec,
-)
+from bench.job import Job
+from bench.kafka_io import create_topics, delete_topics, read_committed_consumer, unique
+from bench.measure import loadavg, log, percentile, summarize
+from bench.specs import write_spec
 
 PARTITIONS = 4
 _PAD = b"x" * 160

@@ -17,7 +17,7 @@ per-partition rounding of the limit may leave a record or two for a second, tiny
 jobs per size: the driver writer (``writers: driver``), the executor writers (``writers:
 executors``) and Spark's at-least-once writer, the baseline whose driver collects nothing. A
 sampler walks the job's process tree every 0.2 s and keeps the kernel's high-water mark
-(``VmHWM``) of the Python driver and of the JVM (:class:`bench.common.MemorySampler`).
+(``VmHWM``) of the Python driver and of the JVM (:class:`bench.process_tree.MemorySampler`).
 """
 
 from __future__ import annotations
@@ -28,20 +28,11 @@ from typing import Any
 
 import yaml
 
-from bench.common import (
-    AT_LEAST_ONCE,
-    DEFAULT_MASTER,
-    EXACTLY_ONCE,
-    Job,
-    bench_record,
-    create_topics,
-    delete_topics,
-    loadavg,
-    log,
-    produce,
-    unique,
-    write_spec,
-)
+from bench.job import DEFAULT_MASTER, Job
+from bench.kafka_io import create_topics, delete_topics, produce, unique
+from bench.measure import loadavg, log
+from bench.records import bench_record
+from bench.specs import AT_LEAST_ONCE, EXACTLY_ONCE, write_spec
 
 PARTITIONS = 4
 #: The large batch is this many times the small one: 100k and 1M records in a full run.

@@ -35,7 +35,9 @@ from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.devstack.broker import LocalKafka
 from airflow_provider_eos.spark.transactional_producer import TransactionalProducer
-from bench.common import PRODUCER_SETTINGS, bench_records, create_topics, unique
+from bench.kafka_io import create_topics, unique
+from bench.records import bench_records
+from bench.specs import PRODUCER_SETTINGS
 
 
 def _batch(worker: TransactionalProducer, group: Consumer, spec: PipelineSpec, batch_id: int,

@@ -184,7 +184,10 @@ def _phase_totals(phases: list[dict[str, Any]]) -> dict[str, Any]:
 def run(bootstrap: str, work_dir: Path, *, input_topic: str, records: int, batch: int) -> dict[str, Any]:
     """Each mode on the same input with a flight recording; exactly-once also with cProfile."""
     from bench import jvm_profile
-    from bench.common import create_topics, delete_topics, loadavg, log, track, unique, write_spec
+    from bench.job import track
+    from bench.kafka_io import create_topics, delete_topics, unique
+    from bench.measure import loadavg, log
+    from bench.specs import write_spec
 
     repo = str(Path(__file__).resolve().parents[1])
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bench.common import summarize
+from bench.measure import summarize
 
 #: What each letter measures (the throughput table's first column).
 LETTERS = {

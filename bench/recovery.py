@@ -26,22 +26,11 @@ from typing import Any
 
 from confluent_kafka import TopicPartition
 
-from bench.common import (
-    EXACTLY_ONCE,
-    Job,
-    bench_records,
-    create_topics,
-    delete_topics,
-    end_offsets,
-    in_subprocess_env,
-    loadavg,
-    log,
-    produce,
-    read_committed_consumer,
-    summarize,
-    unique,
-    write_spec,
-)
+from bench.job import Job, in_subprocess_env
+from bench.kafka_io import create_topics, delete_topics, end_offsets, produce, read_committed_consumer, unique
+from bench.measure import loadavg, log, summarize
+from bench.records import bench_records
+from bench.specs import EXACTLY_ONCE, write_spec
 from tests.support.faults import arming_env
 
 PARTITIONS = 4

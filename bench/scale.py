@@ -44,7 +44,8 @@ from airflow_provider_eos.core.transactions import (
 )
 from airflow_provider_eos.core.verification import verify_checkpoint
 from airflow_provider_eos.kafka.settings import sink_producer_config
-from bench.common import create_topics, delete_topics, loadavg, log, summarize, unique
+from bench.kafka_io import create_topics, delete_topics, unique
+from bench.measure import loadavg, log, summarize
 
 TOPICS_FOR_PARTITIONS = 100
 

@@ -6,7 +6,7 @@ hits all of them alike), each into a fresh output topic with a fresh checkpoint,
 transactional id prefix; output topics are deleted after each run. Modes (:mod:`bench.ratios`):
 
 * (a) confluent-kafka's transactional producer with the sink's own producer config
-  (:func:`sink_producer_config`, given :data:`bench.common.PRODUCER_SETTINGS` like every mode),
+  (:func:`sink_producer_config`, given :data:`bench.specs.PRODUCER_SETTINGS` like every mode),
   producing the same records from Python lists in transactions of ``max_offsets_per_trigger``
   records: begin, produce, flush, commit (no ``send_offsets_to_transaction``). Timed from the
   first ``begin_transaction`` to the last commit; ``init_transactions`` is excluded.
@@ -35,28 +35,13 @@ from typing import Any
 from confluent_kafka import Producer
 
 from airflow_provider_eos.kafka.settings import sink_producer_config
-from bench.common import (
-    AT_LEAST_ONCE,
-    EXACTLY_ONCE,
-    NOOP,
-    PRODUCER_SETTINGS,
-    SPARK_CONF,
-    Job,
-    bench_records,
-    create_topics,
-    delete_topics,
-    end_offsets,
-    loadavg,
-    log,
-    processing_time,
-    produce,
-    record_bytes,
-    summarize,
-    unique,
-    write_spec,
-)
+from bench.job import NOOP, Job, processing_time
+from bench.kafka_io import create_topics, delete_topics, end_offsets, produce, unique
+from bench.measure import loadavg, log, summarize
 from bench.process_tree import listener_pid
 from bench.ratios import LETTERS, STEADY_RATE, label, ordered_keys, ratios, scaling, split_key
+from bench.records import bench_records, record_bytes
+from bench.specs import AT_LEAST_ONCE, EXACTLY_ONCE, PRODUCER_SETTINGS, SPARK_CONF, write_spec
 
 PARTITIONS = 4
 #: Local cores of the Spark jobs (``eos run --master local[N]``), in run order.

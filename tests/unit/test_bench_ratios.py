@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.common import summarize
+from bench.measure import summarize
 from bench.ratios import (
     label,
     median_ratio,

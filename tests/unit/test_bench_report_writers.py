@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.common import summarize
+from bench.measure import summarize
 from bench.ratios import label, ratios, scaling, split_key
 from bench.report import analyze, chart, evaluate_targets, markdown
 

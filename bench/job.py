@@ -1,4 +1,4 @@
-"""What every benchmark shares: load, statistics, topics, input records, and the job as a subprocess.
+"""The job as a subprocess: started as users start it, its progress and CPU read from its log and processes.
 
 The job runs exactly as users run it: ``eos run --spec FILE --mode ...`` (spark-submit of
 ``spark_jobs/eos_job.py``), in its own session so the bench can signal its whole process group.
@@ -14,209 +14,15 @@ import datetime as dt
 import json
 import os
 import signal
-import statistics
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
-import yaml
-from confluent_kafka import Consumer, IsolationLevel, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
-
-from airflow_provider_eos.core.spec import Mode, PipelineSpec
 from airflow_provider_eos.spark.sink_points import ACK_ENV, ARMING_ENV, PLUGIN_ENV
+from bench.measure import log
 from bench.noop_sink import BENCH_NOOP_MODE, noop_env
 from bench.process_tree import CpuSampler, MemorySampler
-
-EXACTLY_ONCE, AT_LEAST_ONCE = Mode.EXACTLY_ONCE, Mode.AT_LEAST_ONCE
-# Spark conf of every job the bench starts: modest heaps, the machine is shared.
-SPARK_CONF = {"spark.driver.memory": "1g", "spark.sql.shuffle.partitions": "2"}
-#: Producer settings of every mode that writes (the raw producer, Spark's Kafka writer, both exactly-once
-#: writers): in the spec's ``kafka`` settings, so each client gets them in its own dialect. The values are
-#: the exactly-once sink's own defaults (librdkafka's batch.size), which Spark's Java producer would not use.
-PRODUCER_SETTINGS = {"compression.type": "lz4", "linger.ms": 20, "batch.size": 1_000_000, "acks": "all",
-                     "enable.idempotence": True}
-#: The header a record of the mixed input carries (a trace id, as instrumented producers add).
-TRACE_HEADER = "trace-id"
-
-
-# -- measurement helpers ------------------------------------------------------------------------
-
-
-def loadavg() -> dict[str, float]:
-    """The 1/5/15-minute load averages, recorded before every measurement."""
-    one, five, fifteen = os.getloadavg()
-    return {"1m": round(one, 2), "5m": round(five, 2), "15m": round(fifteen, 2)}
-
-
-def summarize(values: Sequence[float], digits: int = 3) -> dict[str, Any]:
-    """min / median / max (and the values) of repeated measurements."""
-    if not values:
-        return {"n": 0, "min": None, "median": None, "max": None, "values": []}
-    return {
-        "n": len(values),
-        "min": round(min(values), digits),
-        "median": round(statistics.median(values), digits),
-        "max": round(max(values), digits),
-        "values": [round(v, digits) for v in values],
-    }
-
-
-def percentile(ordered: Sequence[float], q: float) -> float:
-    """Linear-interpolated percentile ``q`` (0..100) of an ascending sequence."""
-    if not ordered:
-        raise ValueError("no values")
-    rank = (len(ordered) - 1) * q / 100
-    low = int(rank)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
-
-
-def timed(call: Callable[[], Any]) -> tuple[float, Any]:
-    started = time.perf_counter()
-    result = call()
-    return time.perf_counter() - started, result
-
-
-def log(message: str) -> None:
-    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-# -- Kafka --------------------------------------------------------------------------------------
-
-
-def unique(stem: str) -> str:
-    return f"{stem}-{uuid.uuid4().hex[:8]}"
-
-
-def create_topics(bootstrap: str, names: Iterable[str], partitions: int) -> list[str]:
-    """Create topics and wait until the cluster metadata lists their partitions."""
-    names = list(names)
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(n, partitions, 1) for n in names], operation_timeout=60).values():
-        future.result(60)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        topics = admin.list_topics(timeout=10).topics
-        if all(n in topics and topics[n].error is None and len(topics[n].partitions) == partitions for n in names):
-            return names
-        time.sleep(0.2)
-    raise TimeoutError(f"topics {names[:3]}... not ready")
-
-
-def delete_topics(bootstrap: str, names: Iterable[str]) -> None:
-    """Delete topics the bench no longer needs (keeps the broker's disk small); errors are ignored."""
-    names = list(names)
-    if not names:
-        return
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.delete_topics(names, operation_timeout=60).values():
-        with contextlib.suppress(Exception):
-            future.result(60)
-
-
-def end_offsets(bootstrap: str, topic: str, partitions: int, *, committed: bool) -> dict[int, int]:
-    """Per partition: the last stable offset (``committed=True``) or the high watermark."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    isolation = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
-    request = {TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)}
-    result = admin.list_offsets(request, isolation_level=isolation, request_timeout=30)
-    return {tp.partition: future.result(30).offset for tp, future in result.items()}
-
-
-def produce(bootstrap: str, topic: str, records: Iterable[tuple[bytes, bytes]], *, headers_every: int = 0) -> int:
-    """Produce input records (idempotent producer, not transactional); returns the count. With
-    ``headers_every=k`` every k-th record carries a :data:`TRACE_HEADER` header (16 bytes)."""
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "enable.idempotence": True,
-                         "queue.buffering.max.messages": 500_000})
-    count = 0
-    for key, value in records:
-        headers = [(TRACE_HEADER, b"%016x" % count)] if headers_every and count % headers_every == 0 else None
-        while True:
-            try:
-                producer.produce(topic, value=value, key=key, headers=headers)
-                break
-            except BufferError:
-                producer.poll(0.05)
-        count += 1
-        if count % 50_000 == 0:
-            producer.poll(0)
-    remaining = producer.flush(120)
-    if remaining:
-        raise RuntimeError(f"{remaining} input record(s) not delivered to {topic}")
-    return count
-
-
-def read_committed_consumer(bootstrap: str, **extra: Any) -> Consumer:
-    """A ``read_committed`` consumer without a group of its own (partitions are assigned, not subscribed)."""
-    return Consumer({
-        "bootstrap.servers": bootstrap, "group.id": unique("bench-reader"), "enable.auto.commit": False,
-        "isolation.level": "read_committed", "auto.offset.reset": "earliest", **extra,
-    })
-
-
-# -- input records ------------------------------------------------------------------------------
-
-_PAD_POOL = [os.urandom(96).hex()[:150] for _ in range(256)]
-
-
-def bench_record(i: int) -> tuple[bytes, bytes]:
-    """Input record ``i``: key ``u<nnn>``, a JSON value of about 200 bytes (half random hex)."""
-    key = b"u%03d" % (i % 997)
-    value = b'{"id":%d,"user":"u%03d","amount":%d.%02d,"note":"%s"}' % (
-        i, i % 997, i % 5000, i % 100, _PAD_POOL[i % 256][: 150 - len(str(i))].encode())
-    return key, value
-
-
-def bench_records(count: int, start: int = 0) -> list[tuple[bytes, bytes]]:
-    return [bench_record(i) for i in range(start, start + count)]
-
-
-def record_bytes(records: Iterable[tuple[bytes, bytes]]) -> int:
-    return sum(len(k) + len(v) for k, v in records)
-
-
-# -- pipelines and the job ----------------------------------------------------------------------
-
-
-def write_spec(
-    work_dir: Path,
-    bootstrap: str,
-    *,
-    name: str,
-    input_topics: list[str],
-    output_topic: str,
-    trigger: str = "available_now",
-    max_offsets_per_trigger: int,
-    transaction_timeout_ms: int = 60_000,
-    spark_conf: dict[str, str] | None = None,
-    writers: str = "auto",
-    executor_writer: str | None = None,
-) -> tuple[PipelineSpec, Path]:
-    """A spec with a fresh checkpoint, group and prefix under ``work_dir/name``; returns it and its file.
-
-    ``writers`` and ``executor_writer`` are the spec's fields (``None``: the spec's default); they
-    matter for exactly-once only.
-    """
-    folder = work_dir / name
-    folder.mkdir(parents=True, exist_ok=True)
-    spec = PipelineSpec(
-        name=name.replace("-", "_"), kafka={"bootstrap.servers": bootstrap, **PRODUCER_SETTINGS},
-        input_topics=input_topics,
-        output_topic=output_topic, group_id=f"{name}-sink", transactional_id_prefix=f"{name}-txn",
-        checkpoint_location=str(folder / "checkpoint"), trigger=trigger,
-        max_offsets_per_trigger=max_offsets_per_trigger, transaction_timeout_ms=transaction_timeout_ms,
-        spark_conf={**SPARK_CONF, **(spark_conf or {})}, writers=writers,
-        **({"executor_writer": executor_writer} if executor_writer else {}),
-    )
-    spec_file = folder / "spec.yaml"
-    spec_file.write_text(yaml.safe_dump(spec.to_dict()))
-    return spec, spec_file
-
 
 _TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S,%f"
 
@@ -226,7 +32,6 @@ def _line_time(line: str) -> float | None:
         return dt.datetime.strptime(line[:23], _TIMESTAMP_FORMAT).timestamp()
     except ValueError:
         return None
-
 
 _TRACKED: dict[int, subprocess.Popen] = {}
 
@@ -251,9 +56,13 @@ def kill_tracked() -> None:
 
 #: The Spark master of every job unless a bench picks another (``eos run --master``).
 DEFAULT_MASTER = "local[2]"
+
+
 #: ``eos run --mode`` of Spark's noop sink (:mod:`bench.noop_sink`): benchmark only, reads and transforms,
 #: writes nothing.
 NOOP = BENCH_NOOP_MODE
+
+
 #: The variables that plug into the sink (a fault, the noop sink): a job that is given none inherits none.
 _PLUGIN_VARIABLES = (PLUGIN_ENV, ARMING_ENV, ACK_ENV)
 
