@@ -3,9 +3,9 @@
 Reports (the core's pydantic models, a use case's result) are data; they never render
 themselves. What a person reads is made here:
 
-- :mod:`.text`: the terminal and task-log text, ``<report>_text(report)`` and
-  :func:`~.text.result_text` (what ``eos`` prints and a task logs), its tables drawn by
-  :func:`~.table.render_table`;
+- :mod:`.text` (with :mod:`.text_checks` and :mod:`.text_recovery`): the terminal and task-log
+  text, ``<report>_text(report)`` and :func:`~.text.result_text` (what ``eos`` prints and a task
+  logs), its tables drawn by :func:`~.table.render_table`;
 - :mod:`.cards`: the compact, bounded Markdown card of a result, ``<result>_card(heading, report)``,
   built with :mod:`.markdown`; the operators put it where Airflow's UI shows a task's result to a
   person (the task's ``result`` field in the "Rendered Templates" tab) and at the top of the task
@@ -34,20 +34,21 @@ from airflow_provider_eos.core.presentation.markdown import (
     md_table,
 )
 from airflow_provider_eos.core.presentation.table import format_cell, render_table
-from airflow_provider_eos.core.presentation.text import (
-    abort_text,
+from airflow_provider_eos.core.presentation.text import report_text, result_text
+from airflow_provider_eos.core.presentation.text_checks import (
     acls_summary,
     acls_text,
-    align_plan_text,
-    align_text,
     health_text,
     preflight_summary,
     preflight_text,
-    report_text,
-    result_text,
+    verification_text,
+)
+from airflow_provider_eos.core.presentation.text_recovery import (
+    abort_text,
+    align_plan_text,
+    align_text,
     rewind_plan_text,
     rewind_text,
-    verification_text,
 )
 
 __all__ = [
