@@ -20,7 +20,7 @@ from airflow_provider_eos.core.acls.denials import AUTHORIZATION_CODES
 from airflow_provider_eos.core.errors import EosError, ScanRangeMismatchError, SinkError
 from airflow_provider_eos.core.markers import CommittedOffset
 from airflow_provider_eos.core.sink_failures import KafkaFailure, sink_failure_error, sink_refusal
-from airflow_provider_eos.core.sink_protocol import PlannedBatch, decide_partition
+from airflow_provider_eos.core.sink_protocol import decide_partition
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.kafka.group_offsets import GroupOffsetsError, metadata_read_back
 from airflow_provider_eos.spark.record_producer import require_dlq_topic
@@ -62,8 +62,8 @@ def _error(facts: dict[str, Any], tasks: BatchTasks) -> EosError:
         tp = TopicPartition(facts["topic"], facts["partition"])
         offset = facts.get("offset")
         committed = None if offset is None else CommittedOffset(offset, metadata_read_back(facts.get("metadata") or ""))
-        action = decide_partition(tp, PlannedBatch.of(query_id=tasks.query_id, batch_id=batch_id, start=tasks.start,
-                                                  end=tasks.end), committed, spec.group_id)
+        action = decide_partition(tp, query_id=tasks.query_id, batch_id=batch_id, start=tasks.start, end=tasks.end,
+                                  committed=committed, group_id=spec.group_id)
         found = committed.describe() if committed else "nothing committed"
         return SinkError(
             f"batch {batch_id}: the JVM executor writer refused {tp} at {found}, which the protocol decides as "
