@@ -163,40 +163,26 @@ def _fix(group_id: str) -> str:
     )
 
 
-def decide_batch(  # noqa: PLR0913  # keyword-only, called by spark/driver_writer.py; see PlannedBatch
-    *,
-    query_id: str,
-    batch_id: int,
-    start: OffsetMap,
-    end: OffsetMap,
-    committed: CommittedOffsets,
-    group_id: str,
-    is_first_batch: bool | None = None,
-) -> BatchAction:
+def decide_batch(batch: PlannedBatch, committed: CommittedOffsets, group_id: str) -> BatchAction:
     """Decide whether the sink produces batch ``N`` or skips it as a replay.
 
-    :param query_id: the query id from the checkpoint's ``metadata`` file.
-    :param batch_id: the micro-batch id ``N``.
-    :param start: the batch's start offsets (``offsets/N-1``, or the initial offsets for the
-        query's first batch). Partitions absent here are new in this batch.
-    :param end: the batch's end offsets (``offsets/N``); every partition here is checked.
+    :param batch: batch ``N`` as the checkpoint planned it; every partition of its end offsets is checked.
     :param committed: the sink group's committed offsets for the input partitions (read with
         ``require_stable``); a missing key or ``None`` means nothing is committed.
     :param group_id: the sink group, named in the error.
-    :param is_first_batch: whether ``N`` is the query's first batch; defaults to ``batch_id == 0``.
     :returns: :attr:`BatchAction.PRODUCE` or :attr:`BatchAction.SKIP_REPLAY`.
     :raises InconsistentOffsetsError: listing every partition whose committed offset or marker
         fits neither case, with expected and found values, or naming the mix of both cases.
     """
-    if not end:
+    query_id, batch_id = batch.query_id, batch.batch_id
+    if not batch.end:
         raise InconsistentOffsetsError(
             f"batch {batch_id} of query {query_id} has no input partitions in its end offsets, "
             f"so group {group_id!r} cannot be checked",
             fix="check that the checkpoint's offsets file for this batch holds the Kafka source's "
             "offsets (run `eos verify --spec <spec file>`)",
         )
-    batch = PlannedBatch.of(query_id=query_id, batch_id=batch_id, start=start, end=end, is_first_batch=is_first_batch)
-    findings = [_classify(batch, tp, committed.get(tp)) for tp in sorted(end)]
+    findings = [_classify(batch, tp, committed.get(tp)) for tp in sorted(batch.end)]
     states = {f.state for f in findings}
     if states == {_State.AT_END}:
         return BatchAction.SKIP_REPLAY
@@ -221,34 +207,28 @@ def decide_batch(  # noqa: PLR0913  # keyword-only, called by spark/driver_write
     raise InconsistentOffsetsError(message, fix=_fix(group_id))
 
 
-def decide_partition(  # noqa: PLR0913  # keyword-only, called by four spark/ writers; see PlannedBatch
-    tp: TopicPartition,
-    *,
-    query_id: str,
-    batch_id: int,
-    start: OffsetMap,
-    end: OffsetMap,
-    committed: CommittedOffset | None,
-    group_id: str,
-    is_first_batch: bool | None = None,
+def decide_partition(
+    tp: TopicPartition, batch: PlannedBatch, committed: CommittedOffset | None, group_id: str
 ) -> BatchAction:
     """The executor writers' decision for one input partition (docs/architecture.md): write it or skip it as a replay.
 
     Each partition commits in its own transaction, so partitions of one batch may stand on both
     sides of it after a crash; each decides alone, by the same rule as :func:`decide_batch`.
 
-    :param tp: the input partition; it must be in ``end``.
+    :param tp: the input partition; it must be in the batch's end offsets.
+    :param batch: batch ``N`` as the checkpoint planned it.
     :param committed: the sink group's committed offset for ``tp`` (``None``: nothing committed).
+    :param group_id: the sink group, named in the error.
     :raises InconsistentOffsetsError: naming the partition, the expected and the found offsets.
     """
-    batch = PlannedBatch.of(query_id=query_id, batch_id=batch_id, start=start, end=end, is_first_batch=is_first_batch)
     finding = _classify(batch, tp, committed)
     if finding.state is _State.AT_END:
         return BatchAction.SKIP_REPLAY
     if finding.state is _State.AT_START:
         return BatchAction.PRODUCE
     raise InconsistentOffsetsError(
-        f"sink group {group_id!r} disagrees with the checkpoint for {tp} in batch {batch_id} of query {query_id}: "
+        f"sink group {group_id!r} disagrees with the checkpoint for {tp} in batch {batch.batch_id} of query "
+        f"{batch.query_id}: "
         f"expected {finding.expected}; found {finding.found}",
         fix=_fix(group_id),
     )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from airflow_provider_eos.core.sink_protocol import BatchAction, decide_batch, offsets_to_commit
+from airflow_provider_eos.core.sink_protocol import BatchAction, PlannedBatch, decide_batch, offsets_to_commit
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
 from airflow_provider_eos.spark.output_spill import OutputSpill, spill_summary
 from airflow_provider_eos.spark.record_producer import (
@@ -59,8 +59,9 @@ class DriverWriter:
         # What a driver that died mid-batch left (this batch's earlier attempt or an earlier batch's).
         self.spill.clear()
         committed = read_committed_offsets(clients.admin, spec.group_id, end)
-        action = decide_batch(query_id=query_id, batch_id=batch_id, start=checkpoint.start_offsets(batch_id),
-                              end=end, committed=committed, group_id=spec.group_id)
+        action = decide_batch(PlannedBatch.of(query_id=query_id, batch_id=batch_id,
+                                            start=checkpoint.start_offsets(batch_id), end=end),
+                              committed, spec.group_id)
         if action is BatchAction.SKIP_REPLAY:
             return BatchStats(batch_id, "skip_replay")
 

@@ -26,7 +26,7 @@ from airflow_provider_eos.core.plan_alignment import (
     decide_alignment,
     map_input_partitions,
 )
-from airflow_provider_eos.core.sink_protocol import BatchAction, decide_partition, offsets_to_commit
+from airflow_provider_eos.core.sink_protocol import BatchAction, PlannedBatch, decide_partition, offsets_to_commit
 from airflow_provider_eos.core.spec import ExecutorWriter, PipelineSpec
 from airflow_provider_eos.core.topic_partition import OffsetMap, TopicPartition
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
@@ -157,10 +157,10 @@ class ExecutorWriters:
         spec, writer = clients.spec, clients.driver_producer
         writer.producer()
         committed = read_committed_offsets(clients.admin, spec.group_id, {tp: end[tp] for tp in without})
+        planned = PlannedBatch.of(query_id=query_id, batch_id=batch_id, start=start, end=end)
         pending = [
             tp for tp in without
-            if decide_partition(tp, query_id=query_id, batch_id=batch_id, start=start, end=end,
-                                committed=committed.get(tp), group_id=spec.group_id) is BatchAction.PRODUCE
+            if decide_partition(tp, planned, committed.get(tp), spec.group_id) is BatchAction.PRODUCE
         ]
         if pending:
             offsets = offsets_to_commit(query_id, batch_id, {tp: end[tp] for tp in pending})

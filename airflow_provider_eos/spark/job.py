@@ -274,16 +274,19 @@ def run_pipeline(spark: SparkSession, spec: PipelineSpec, mode: Mode | str = Mod
                 query.stop()
         # The StopGate may refuse a batch within the wait the signal arrived in: say it was seen.
         announce_stop()
-        exception = query.exception()
-        if exception is not None and stop_requested.is_set() and STOP_BEFORE_BATCH in str(exception):
-            refused = str(exception).split(STOP_BEFORE_BATCH, 1)[1].split(":", 1)[0].strip()
-            log.info("EOS-QUERY SIGTERM: stopped before batch %s (planned, nothing written; a restart runs it)",
-                     refused)
-            return 0
-        if exception is not None:
-            refused = source_refusal(spec, str(exception))
-            log.error("EOS-QUERY failed: %s", refused if refused is not None else exception)
-            return 1
-        return 0
+        return _exit_code(query.exception(), spec, stopped=stop_requested.is_set())
     finally:
         sink.close()
+
+
+def _exit_code(exception: Exception | None, spec: PipelineSpec, *, stopped: bool) -> int:
+    """The job's exit code once its query ended: 0 unless it failed other than by a requested stop."""
+    if exception is not None and stopped and STOP_BEFORE_BATCH in str(exception):
+        refused = str(exception).split(STOP_BEFORE_BATCH, 1)[1].split(":", 1)[0].strip()
+        log.info("EOS-QUERY SIGTERM: stopped before batch %s (planned, nothing written; a restart runs it)", refused)
+        return 0
+    if exception is not None:
+        refused = source_refusal(spec, str(exception))
+        log.error("EOS-QUERY failed: %s", refused if refused is not None else exception)
+        return 1
+    return 0

@@ -14,13 +14,14 @@ import base64
 import binascii
 import json
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_eos.core.acls.denials import AUTHORIZATION_CODES
 from airflow_provider_eos.core.errors import EosError, ScanRangeMismatchError, SinkError
 from airflow_provider_eos.core.markers import CommittedOffset
 from airflow_provider_eos.core.sink_failures import KafkaFailure, sink_failure_error, sink_refusal
-from airflow_provider_eos.core.sink_protocol import decide_partition
+from airflow_provider_eos.core.sink_protocol import PlannedBatch, decide_partition
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.kafka.group_offsets import GroupOffsetsError, metadata_read_back
 from airflow_provider_eos.spark.record_producer import require_dlq_topic
@@ -57,55 +58,92 @@ def typed_task_error(exc: BaseException, tasks: BatchTasks) -> EosError | None:
 
 
 def _error(facts: dict[str, Any], tasks: BatchTasks) -> EosError:
-    kind, spec, batch_id = facts.get("kind"), tasks.spec, tasks.batch_id
-    if kind == "inconsistent":
-        tp = TopicPartition(facts["topic"], facts["partition"])
-        offset = facts.get("offset")
-        committed = None if offset is None else CommittedOffset(offset, metadata_read_back(facts.get("metadata") or ""))
-        action = decide_partition(tp, query_id=tasks.query_id, batch_id=batch_id, start=tasks.start, end=tasks.end,
-                                  committed=committed, group_id=spec.group_id)
-        found = committed.describe() if committed else "nothing committed"
-        return SinkError(
-            f"batch {batch_id}: the JVM executor writer refused {tp} at {found}, which the protocol decides as "
-            f"{action.value}: the writer's plan and the protocol disagree",
-            fix=f"{_REPLAYED}. Set `executor_writer: python` and report this")
-    if kind == "kafka":
-        failure = KafkaFailure(facts["code"], fatal=bool(facts.get("fatal")), retriable=bool(facts.get("retriable")),
-                               detail=facts.get("detail") or "", outlived_timeout=bool(facts.get("outlived_timeout")))
-        if facts.get("stage") == "init" and failure.code in AUTHORIZATION_CODES:
-            return sink_refusal(failure, batch_id=None, spec=spec, stage="init",
-                                transactional_id=facts.get("transactional_id"))
-        stage = facts.get("stage") if facts.get("stage") in ("init", "offsets", "produce") else "produce"
-        return sink_failure_error(failure, batch_id=batch_id, spec=spec, stage=stage,
-                                  transactional_id=facts.get("transactional_id"),
-                                  unauthorized_topics=facts.get("unauthorized_topics") or ())
-    if kind == "no_dlq_topic":
-        require_dlq_topic(spec, int(facts["dead"]))
-    if kind == "scan_partition":
-        tasks.mapping.for_spark_partition(int(facts["spark_partition"]))
-    if kind == "foreign_rows":
-        r = tasks.mapping.for_spark_partition(int(facts["spark_partition"]))
-        return ScanRangeMismatchError(
-            f"batch {batch_id}: Spark partition {r.spark_partition} reads {r.describe()} but holds rows with "
-            f"{facts['column']} {[facts.get('found')]}",
-            fix="the plan moved rows between partitions; set `writers: driver` and report the plan")
-    if kind == "scan_partitions":
-        return ScanRangeMismatchError(
-            f"batch {batch_id}: Spark planned the write with {facts['spark_partitions']} partitions, expected "
-            f"{facts['partitions']} (one per input partition)",
-            fix=f"{_REPLAYED}. If this repeats, set `writers: driver` and report the plan")
-    if kind == "fenced_twice":
-        return SinkError(
-            f"batch {batch_id}: the producer of {facts.get('transactional_id')} was fenced twice before it wrote; "
-            "another task attempt is writing the same input partition",
-            fix="Spark retries the task; if this repeats, check that no second job runs this pipeline")
-    if kind == "group_offsets":
-        return GroupOffsetsError(
-            f"could not read committed offsets of group {facts.get('group_id')!r} for "
-            f"{facts.get('topic')}-{facts.get('partition')}: {facts.get('detail')}",
-            fix="check that the broker is reachable with the spec's kafka settings and that the principal may "
-            "Describe the group")
-    if kind == "fault":
-        return SinkError(f"batch {batch_id}: a test fault point crashed the task ({facts.get('where')}) and Spark "
-                         "did not retry it", fix="run with task retries (a master such as local[2,4]) or disarm it")
-    return SinkError(f"batch {batch_id}: a JVM write task failed: {facts}", fix=_REPLAYED)
+    handler = _BY_KIND.get(facts.get("kind") or "")
+    found = handler(facts, tasks) if handler is not None else None
+    return found or SinkError(f"batch {tasks.batch_id}: a JVM write task failed: {facts}", fix=_REPLAYED)
+
+
+def _inconsistent(facts: dict[str, Any], tasks: BatchTasks) -> EosError:
+    spec, batch_id = tasks.spec, tasks.batch_id
+    tp = TopicPartition(facts["topic"], facts["partition"])
+    offset = facts.get("offset")
+    committed = None if offset is None else CommittedOffset(offset, metadata_read_back(facts.get("metadata") or ""))
+    action = decide_partition(tp, PlannedBatch.of(query_id=tasks.query_id, batch_id=batch_id, start=tasks.start,
+                                              end=tasks.end), committed, spec.group_id)
+    found = committed.describe() if committed else "nothing committed"
+    return SinkError(
+        f"batch {batch_id}: the JVM executor writer refused {tp} at {found}, which the protocol decides as "
+        f"{action.value}: the writer's plan and the protocol disagree",
+        fix=f"{_REPLAYED}. Set `executor_writer: python` and report this")
+
+
+def _kafka(facts: dict[str, Any], tasks: BatchTasks) -> EosError:
+    spec, batch_id = tasks.spec, tasks.batch_id
+    failure = KafkaFailure(facts["code"], fatal=bool(facts.get("fatal")), retriable=bool(facts.get("retriable")),
+                           detail=facts.get("detail") or "", outlived_timeout=bool(facts.get("outlived_timeout")))
+    if facts.get("stage") == "init" and failure.code in AUTHORIZATION_CODES:
+        return sink_refusal(failure, batch_id=None, spec=spec, stage="init",
+                            transactional_id=facts.get("transactional_id"))
+    stage = facts.get("stage") if facts.get("stage") in ("init", "offsets", "produce") else "produce"
+    return sink_failure_error(failure, batch_id=batch_id, spec=spec, stage=stage,
+                              transactional_id=facts.get("transactional_id"),
+                              unauthorized_topics=facts.get("unauthorized_topics") or ())
+
+
+def _no_dlq_topic(facts: dict[str, Any], tasks: BatchTasks) -> EosError | None:
+    require_dlq_topic(tasks.spec, int(facts["dead"]))  # raises the owner's error
+    return None
+
+
+def _scan_partition(facts: dict[str, Any], tasks: BatchTasks) -> EosError | None:
+    tasks.mapping.for_spark_partition(int(facts["spark_partition"]))  # raises the owner's error
+    return None
+
+
+def _foreign_rows(facts: dict[str, Any], tasks: BatchTasks) -> EosError:
+    r = tasks.mapping.for_spark_partition(int(facts["spark_partition"]))
+    return ScanRangeMismatchError(
+        f"batch {tasks.batch_id}: Spark partition {r.spark_partition} reads {r.describe()} but holds rows with "
+        f"{facts['column']} {[facts.get('found')]}",
+        fix="the plan moved rows between partitions; set `writers: driver` and report the plan")
+
+
+def _scan_partitions(facts: dict[str, Any], tasks: BatchTasks) -> EosError:
+    return ScanRangeMismatchError(
+        f"batch {tasks.batch_id}: Spark planned the write with {facts['spark_partitions']} partitions, expected "
+        f"{facts['partitions']} (one per input partition)",
+        fix=f"{_REPLAYED}. If this repeats, set `writers: driver` and report the plan")
+
+
+def _fenced_twice(facts: dict[str, Any], tasks: BatchTasks) -> EosError:
+    return SinkError(
+        f"batch {tasks.batch_id}: the producer of {facts.get('transactional_id')} was fenced twice before it wrote; "
+        "another task attempt is writing the same input partition",
+        fix="Spark retries the task; if this repeats, check that no second job runs this pipeline")
+
+
+def _group_offsets(facts: dict[str, Any], tasks: BatchTasks) -> EosError:
+    return GroupOffsetsError(
+        f"could not read committed offsets of group {facts.get('group_id')!r} for "
+        f"{facts.get('topic')}-{facts.get('partition')}: {facts.get('detail')}",
+        fix="check that the broker is reachable with the spec's kafka settings and that the principal may "
+        "Describe the group")
+
+
+def _fault(facts: dict[str, Any], tasks: BatchTasks) -> EosError:
+    return SinkError(f"batch {tasks.batch_id}: a test fault point crashed the task ({facts.get('where')}) and Spark "
+                     "did not retry it", fix="run with task retries (a master such as local[2,4]) or disarm it")
+
+
+#: Per ``kind`` of the Java writer's failure facts (``TaskFailure.java``): the error that owns it.
+_BY_KIND: dict[str, Callable[[dict[str, Any], BatchTasks], EosError | None]] = {
+    "inconsistent": _inconsistent,
+    "kafka": _kafka,
+    "no_dlq_topic": _no_dlq_topic,
+    "scan_partition": _scan_partition,
+    "foreign_rows": _foreign_rows,
+    "scan_partitions": _scan_partitions,
+    "fenced_twice": _fenced_twice,
+    "group_offsets": _group_offsets,
+    "fault": _fault,
+}

@@ -31,7 +31,7 @@ from confluent_kafka.admin import AdminClient
 from airflow_provider_eos.core.errors import ScanRangeMismatchError, SinkError
 from airflow_provider_eos.core.plan_alignment import InputPartitionMap, InputRange
 from airflow_provider_eos.core.sink_failures import FENCED_CODES
-from airflow_provider_eos.core.sink_protocol import BatchAction, decide_partition, offsets_to_commit
+from airflow_provider_eos.core.sink_protocol import BatchAction, PlannedBatch, decide_partition, offsets_to_commit
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.topic_partition import OffsetMap
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
@@ -203,8 +203,8 @@ class PartitionWriteTask:
     def _decide(self, clients: _WorkerClients, input_range: InputRange) -> BatchAction:
         tp = input_range.tp
         committed = read_committed_offsets(clients.admin, self.spec.group_id, {tp: self.end[tp]})
-        return decide_partition(tp, query_id=self.query_id, batch_id=self.batch_id, start=self.start, end=self.end,
-                                committed=committed.get(tp), group_id=self.spec.group_id)
+        planned = PlannedBatch.of(query_id=self.query_id, batch_id=self.batch_id, start=self.start, end=self.end)
+        return decide_partition(tp, planned, committed.get(tp), self.spec.group_id)
 
     def _check_rows(self, rows, input_range: InputRange) -> None:
         # Where the transform kept the source columns, every row must come from the task's partition.

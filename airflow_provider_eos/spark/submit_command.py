@@ -136,7 +136,7 @@ def spark_submit_executable() -> str:
     return found
 
 
-def plan_submit(
+def plan_submit(  # noqa: PLR0913  # the spec plus each override a caller may give, all keyword-only
     spec_file: Path,
     spec: PipelineSpec,
     *,

@@ -199,7 +199,7 @@ def events(monkeypatch: pytest.MonkeyPatch) -> _Events:
 
 def _writer(events: _Events, *, action: BatchAction, monkeypatch: pytest.MonkeyPatch, dead: int = 0,
             dlq_topic: str | None = "dlq") -> DriverWriter:
-    monkeypatch.setattr(driver_writer, "decide_batch", lambda **kw: events.append("decide") or action)
+    monkeypatch.setattr(driver_writer, "decide_batch", lambda *a, **kw: events.append("decide") or action)
     parts = [SpilledPart(0, 0, "/f0", 30, dead, 1), SpilledPart(1, 1, "/f1", 5, 0, 1)]
     return DriverWriter(_FakeClients(events, dlq_topic), _FakeSpill(events, parts, [_batch(0, 30), _batch(30, 5)]))
 

@@ -14,7 +14,7 @@ import pytest
 
 from airflow_provider_eos.core.errors import InconsistentOffsetsError
 from airflow_provider_eos.core.markers import BatchMarker, CommittedOffset
-from airflow_provider_eos.core.sink_protocol import BatchAction, decide_partition, partition_expectation
+from airflow_provider_eos.core.sink_protocol import BatchAction, PlannedBatch, decide_partition, partition_expectation
 from airflow_provider_eos.core.topic_partition import TopicPartition
 
 Q = "5f0c2b7e-9a41-4c3e-8d2a-1b6f3e9c7a10"
@@ -37,8 +37,8 @@ def _committed(batch_id: int, offsets: list[int]) -> list[CommittedOffset | None
 
 def _protocol(tp: TopicPartition, batch_id: int, start: dict, end: dict, committed) -> BatchAction | None:
     try:
-        return decide_partition(tp, query_id=Q, batch_id=batch_id, start=start, end=end, committed=committed,
-                                group_id="g")
+        return decide_partition(tp, PlannedBatch.of(query_id=Q, batch_id=batch_id, start=start, end=end), committed,
+                                "g")
     except InconsistentOffsetsError:
         return None
 

@@ -6,7 +6,7 @@ import pytest
 
 from airflow_provider_eos.core.errors import InconsistentOffsetsError
 from airflow_provider_eos.core.markers import BatchMarker, CommittedOffset, CommittedOffsets
-from airflow_provider_eos.core.sink_protocol import BatchAction, decide_batch, offsets_to_commit
+from airflow_provider_eos.core.sink_protocol import BatchAction, PlannedBatch, decide_batch, offsets_to_commit
 from airflow_provider_eos.core.topic_partition import OffsetMap, TopicPartition
 
 Q = "5f0c2b7e-9a41-4c3e-8d2a-1b6f3e9c7a10"
@@ -32,15 +32,8 @@ def decide(
     end: OffsetMap = END,
     is_first_batch: bool | None = None,
 ) -> BatchAction:
-    return decide_batch(
-        query_id=Q,
-        batch_id=batch_id,
-        start=start,
-        end=end,
-        committed=committed,
-        group_id=GROUP,
-        is_first_batch=is_first_batch,
-    )
+    planned = PlannedBatch.of(query_id=Q, batch_id=batch_id, start=start, end=end, is_first_batch=is_first_batch)
+    return decide_batch(planned, committed, GROUP)
 
 
 def inconsistent(committed: CommittedOffsets, **kwargs: object) -> str:
