@@ -158,6 +158,9 @@ def spark_connector_jars(*, resolve: bool = True) -> list[Path]:
 #: The JVM executor writer's Maven module: a checkout's ``jvm/`` (``make install`` builds it through ``eos jars``).
 EXECUTOR_WRITER_MODULE = Path(__file__).resolve().parents[2] / "jvm"
 EXECUTOR_WRITER_JAR = "eos-executor-writer.jar"
+#: The Maven module's test jar, built beside it: the crash tests' task observer (``jvm/src/test``). A
+#: checkout's tests find it next to the writer's jar; a wheel never carries it.
+EXECUTOR_WRITER_TEST_JAR = "eos-executor-writer-tests.jar"
 #: Where a wheel carries the jar (setup.py's build step builds jvm/ into the package).
 PACKAGED_EXECUTOR_WRITER_JAR = Path(__file__).resolve().parents[1] / "jars" / EXECUTOR_WRITER_JAR
 #: What to do when the JVM executor writer's jar is missing, wherever that is found (submit, driver).
@@ -217,6 +220,7 @@ def executor_writer_jar(*, build: bool = True) -> Path:
         raise PrerequisiteError(f"Maven could not build {module} (exit {result.returncode}):\n{tail}",
                                 fix=f"read {log}; check network access to Maven Central and rerun `eos jars`.")
     shutil.copy(built, jar)
+    shutil.copy(module / "target" / EXECUTOR_WRITER_TEST_JAR, target / EXECUTOR_WRITER_TEST_JAR)
     stamp.write_text(fingerprint)
     return jar
 

@@ -78,9 +78,13 @@ def write_plan(tasks: BatchTasks, *, config_handle: str, report_key: str) -> dic
         "report_key": report_key, "config_handle": config_handle, "query_id": tasks.query_id,
         "batch_id": tasks.batch_id, "group_id": spec.group_id, "output_topic": spec.output_topic,
         "dlq_topic": spec.dlq_topic, "transaction_timeout_ms": spec.transaction_timeout_ms,
-        # The JVM writer's points act on what is armed there (TaskFaults.java); nothing unless a plug-in armed them.
-        "partitions": partitions, "faults": tasks.points.jvm_plan(),
+        "partitions": partitions, "observer": _observer(tasks.points.jvm_plan()),
     }
+
+
+def _observer(plan: dict[str, Any] | None) -> dict[str, Any] | None:
+    # The jar is the driver's business (JvmTasks adds it); the tasks need the class and its configuration.
+    return None if plan is None else {"class": plan["class"], "config": plan.get("config")}
 
 
 class JvmTasks:
@@ -93,6 +97,7 @@ class JvmTasks:
         self.spec = spec
         self._registry: Any = None
         self._handle = uuid.uuid4().hex
+        self._observer_jars: set[str] = set()
 
     def _driver_registry(self, frame: DataFrame) -> Any:
         if self._registry is None:
@@ -118,6 +123,7 @@ class JvmTasks:
             return []
         frame = output_frame(batch, arrow=False)
         registry = self._driver_registry(frame)
+        self._add_observer_jar(frame, tasks.points.jvm_plan())
         report_key = f"{tasks.query_id}/{tasks.batch_id}/{uuid.uuid4().hex}"
         plan = write_plan(tasks, config_handle=self._handle, report_key=report_key)
         try:
@@ -134,6 +140,14 @@ class JvmTasks:
                             fix="the batch is not complete; Spark replays it on restart (committed partitions "
                             "skip). If this repeats, set `executor_writer: python` and report it")
         return [json.dumps(report, sort_keys=True) for report in json.loads(found)]
+
+    def _add_observer_jar(self, frame: DataFrame, plan: dict[str, Any] | None) -> None:
+        """Ship a plug-in's task observer to the executors, once (``SparkContext.addJar``)."""
+        jar = None if plan is None else plan.get("jar")
+        if jar and jar not in self._observer_jars:
+            # PySpark's SparkContext has no addJar; the JVM's does (Spark 4's addArtifacts is Spark Connect's).
+            frame.sparkSession.sparkContext._jsc.addJar(jar)
+            self._observer_jars.add(jar)
 
     def close(self) -> None:
         """Forget the settings in the driver JVM and close its producers (local mode: the executors are there)."""

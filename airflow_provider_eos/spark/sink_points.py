@@ -75,7 +75,11 @@ class TaskObserver:
         """A task of batch ``batch_id`` reached ``point`` for ``partition``."""
 
     def jvm_plan(self) -> dict[str, Any] | None:
-        """What the JVM executor writer's points need (its plan's ``faults`` entry); ``None``: nothing."""
+        """Who listens at the JVM executor writer's points (``TaskObserver.java``); ``None``: nobody.
+
+        ``{"class": <a TaskObserver implementation>, "config": <JSON it is created from>, "jar": <path>}``:
+        each task creates the class from its class loader; the driver adds ``jar`` for the executors first.
+        """
         return None
 
 

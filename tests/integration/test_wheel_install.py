@@ -90,6 +90,11 @@ def test_the_wheel_carries_what_a_user_needs(wheel: Path):
             "spark_jobs/transforms/fraud_alerts.py"} <= names
     assert any(name.endswith(".dist-info/licenses/LICENSE") or name.endswith(".dist-info/LICENSE") for name in names)
     assert not [name for name in names if "__pycache__" in name or name.startswith(("tests/", "dags/", "jvm/"))]
+    # The JVM writer announces its points; the crash tests' observer of them stays in the test jar.
+    with zipfile.ZipFile(zipfile.Path(wheel, "airflow_provider_eos/jars/eos-executor-writer.jar").open("rb")) as jar:
+        classes = [name for name in jar.namelist() if name.endswith(".class")]
+    assert any(name.endswith("/TaskObserver.class") for name in classes), classes
+    assert not [name for name in classes if "Fault" in name], classes
 
 
 def _installer(python: Path) -> list[str]:

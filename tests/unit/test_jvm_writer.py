@@ -68,14 +68,17 @@ def test_the_plan_carries_the_protocols_states_and_the_same_transactional_ids():
     }
     # A partition new in the batch: only "nothing committed" is its state before the batch.
     assert (new["produce_when"], new["produce_when_nothing_committed"]) == (None, True)
-    assert plan["faults"] is None and plan["dlq_topic"] is None and plan["config_handle"] == "h"
+    assert plan["observer"] is None and plan["dlq_topic"] is None and plan["config_handle"] == "h"
     # No secret and no client setting in the options: the handle stands for them.
     assert "bootstrap" not in json.dumps(plan)
 
 
 def test_armed_faults_travel_with_the_plan():
     faults = TaskFaults(TaskFaultPoint.TASK_AFTER_PRODUCE, 1, 0, "/tmp/r.faults", (11, 12))
-    armed = write_plan(tasks(faults=faults), config_handle="h", report_key="k")["faults"]
+    observer = write_plan(tasks(faults=faults), config_handle="h", report_key="k")["observer"]
+    # The tasks get the class and what is armed; the jar is the driver's to add, not the tasks' to know.
+    assert observer["class"] == "io.github.airflowprovidereos.writer.FaultingTaskObserver" and "jar" not in observer
+    armed = observer["config"]
     assert armed["point"] == "task_after_produce" and armed["driver_pids"] == [11, 12] and armed["partition"] == 0
 
 

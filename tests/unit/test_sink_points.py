@@ -71,7 +71,7 @@ def test_the_fault_plugin_arms_what_eos_fault_injection_names(monkeypatch, tmp_p
     tasks.reached(TaskPoint.TASK_AFTER_COMMIT, 1, 0)
     assert fired == []
     tasks.reached(TaskPoint.TASK_AFTER_PRODUCE, 1, 0)
-    assert fired == [20] and tasks.jvm_plan()["point"] == "task_stall"
+    assert fired == [20] and tasks.jvm_plan()["config"]["point"] == "task_stall"
 
 
 def test_the_product_imports_no_test_or_bench_code() -> None:

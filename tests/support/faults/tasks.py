@@ -18,9 +18,10 @@ first task of batch N to get there SIGKILL the driver after producing and before
 ``slow_transaction@N`` stalls that task past ``transaction.timeout.ms`` before its commit.
 (``before_produce`` and ``after_kafka_commit`` fire on the driver, around the tasks.)
 
-The JVM executor writer (``executor_writer: jvm``) has the same points (``jvm/``, ``TaskFaults.java``,
-still in the product jar), armed by the same environment through :meth:`TaskFaults.armed`, which
-the driver puts in the write's plan (:meth:`TaskFaults.jvm_plan`). Its worker is the executor JVM
+The JVM executor writer (``executor_writer: jvm``) announces the same points to a ``TaskObserver.java``;
+this plug-in's JVM half (``jvm/src/test``: ``FaultingTaskObserver.java``, in the module's test jar, never in
+the product's) is armed by the same environment through :meth:`TaskFaults.armed`, named in the write's
+plan by :meth:`TaskFaults.jvm_plan`, and its jar added for the executors by the driver. Its worker is the executor JVM
 (in local mode the driver's): a "killed worker" there is the task attempt dying as a crash leaves
 it, its producer closed without ending its transaction.
 
@@ -42,11 +43,14 @@ import tempfile
 import time
 from enum import StrEnum
 
+from airflow_provider_eos.devstack.jars import EXECUTOR_WRITER_TEST_JAR, eos_home
 from airflow_provider_eos.spark.sink_points import ACK_VALUE, TaskObserver, TaskPoint
 
 __all__ = ["FAULTS_AT", "TaskFaultPoint", "TaskFaults"]
 
 _STALL_S = 20
+#: The JVM half of these faults, in the writer module's test jar (``make install`` builds it beside the writer's jar).
+JVM_OBSERVER = "io.github.airflowprovidereos.writer.FaultingTaskObserver"
 #: A partition setting that lets the first task of the batch to reach the point fire.
 ANY_PARTITION = -1
 
@@ -114,7 +118,12 @@ class TaskFaults(TaskObserver):
                 "claim_dir": tempfile.gettempdir()}
 
     def jvm_plan(self) -> dict | None:
-        return self.armed()
+        """The JVM half of the same points (``jvm/src/test``: ``FaultingTaskObserver.java``), when armed."""
+        armed = self.armed()
+        if armed is None:
+            return None
+        jar = eos_home() / "jars" / "eos-executor-writer" / EXECUTOR_WRITER_TEST_JAR
+        return {"class": JVM_OBSERVER, "config": armed, "jar": str(jar)}
 
     def reached(self, point: TaskPoint, batch_id: int, partition: int) -> None:
         for fault in FAULTS_AT[point]:

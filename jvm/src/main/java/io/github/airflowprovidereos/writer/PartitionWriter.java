@@ -33,6 +33,7 @@ final class PartitionWriter implements DataWriter<InternalRow> {
     private final RowRecords rows;
     private final TransactionalProducers.Lease lease;
     private final TaskStats stats;
+    private final TaskObserver observer;
     private final UTF8String topic;
     private final SendFailures sendFailures = new SendFailures();
     private KafkaProducer<byte[], byte[]> producer;
@@ -61,6 +62,7 @@ final class PartitionWriter implements DataWriter<InternalRow> {
         this.rows = rows;
         this.topic = UTF8String.fromString(part.topic);
         this.stats = new TaskStats(plan.batchId, sparkPartition, attempt, part.topic, part.partition);
+        this.observer = plan.observer.create();
         this.lease = TransactionalProducers.acquire(part.transactionalId, producerConfig);
         try {
             start(adminConfig, attempt);
@@ -183,10 +185,7 @@ final class PartitionWriter implements DataWriter<InternalRow> {
                         ? (RuntimeException) sendFailures.first : new IllegalStateException(sendFailures.first);
             }
             stats.produceMs = lap();
-            for (String point : new String[] {TaskFaults.TASK_STALL, TaskFaults.SLOW_TRANSACTION,
-                    TaskFaults.KILL_DRIVER_BEFORE_COMMIT, TaskFaults.TASK_AFTER_PRODUCE}) {
-                crashIf(plan.faults.hit(point, plan.batchId, part.partition), point);
-            }
+            announce(TaskObserver.Point.TASK_AFTER_PRODUCE);
             commitTransaction();
             inTransaction = false;
             lease.committed(plan.batchId);
@@ -196,8 +195,7 @@ final class PartitionWriter implements DataWriter<InternalRow> {
         } catch (RuntimeException e) {
             throw failed(e, "produce");
         }
-        crashIf(plan.faults.hit(TaskFaults.TASK_AFTER_COMMIT, plan.batchId, part.partition), "after commit");
-        crashIf(plan.faults.hit(TaskFaults.TASK_KILL_DRIVER, plan.batchId, part.partition), "after commit");
+        announce(TaskObserver.Point.TASK_AFTER_COMMIT);
         return new TaskReport(stats.toJson());
     }
 
@@ -216,11 +214,13 @@ final class PartitionWriter implements DataWriter<InternalRow> {
         }
     }
 
-    private void crashIf(TaskFaults.Outcome outcome, String where) {
-        if (outcome == TaskFaults.Outcome.CRASH_TASK) {
+    /** Tell the plan's observer where the task is; it may make the task die as a crashed attempt. */
+    private void announce(TaskObserver.Point point) {
+        if (observer.reached(point, plan.batchId, part.partition) == TaskObserver.Outcome.CRASH_TASK) {
             crashed = true;
             lease.drop(); // the crashed attempt's producer goes with it, its transaction left as it was
-            throw TaskFailure.of("fault", "where", where, "batch_id", plan.batchId, "partition", part.partition);
+            throw TaskFailure.of("fault", "where", point.wireName(), "batch_id", plan.batchId,
+                    "partition", part.partition);
         }
     }
 

@@ -91,7 +91,8 @@ public final class WritePlan implements Serializable {
     public final String dlqTopic;
     public final long transactionTimeoutMs;
     public final List<PartitionPlan> partitions;
-    public final TaskFaults faults;
+    /** Who the tasks announce their points to (a test plug-in), or nobody. */
+    final TaskObserverPlan observer;
 
     private WritePlan(JsonNode root) {
         reportKey = root.get("report_key").asText();
@@ -113,7 +114,7 @@ public final class WritePlan implements Serializable {
             }
         }
         partitions = Collections.unmodifiableList(found);
-        faults = TaskFaults.parse(root.get("faults"));
+        observer = TaskObserverPlan.parse(root.get("observer"));
     }
 
     /**

@@ -1,9 +1,9 @@
 package io.github.airflowprovidereos.writer;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.FileOutputStream;
 import java.io.IOException;
-import java.io.Serializable;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
@@ -13,10 +13,10 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Locale;
 
 /**
- * Test-only fault points of the write task, the same names and arming as the Python writer's
- * ({@code airflow_provider_eos/spark/task_faults.py}): the Python driver reads the environment
- * ({@code EOS_FAULT_INJECTION} with its acknowledgement) and passes what it armed in the plan;
- * without it every point is inert.
+ * The crash tests' faults at the write task's points, the JVM half of {@code tests/support/faults/tasks.py}
+ * (same names, same arming): the Python plug-in reads the environment ({@code EOS_FAULT_INJECTION}
+ * with its acknowledgement), names this class in the write's plan with what it armed, and adds this
+ * test jar for the executors. Never in the product jar.
  *
  * <p>A point fires once per run: the first task to create the claim file
  * {@code eos-fault-<driver pid>-<point>-<batch>.fired} fires, as in Python. What "kill the worker"
@@ -26,8 +26,8 @@ import java.util.Locale;
  * stays open on the broker) and the attempt fails, for Spark to retry. Killing the driver kills
  * the driver's processes and then halts this JVM, as the Python worker kills itself.
  */
-public final class TaskFaults implements Serializable {
-    private static final long serialVersionUID = 1L;
+public final class FaultingTaskObserver implements TaskObserver {
+    private static final ObjectMapper JSON = new ObjectMapper();
 
     public static final String TASK_AFTER_PRODUCE = "task_after_produce";
     public static final String TASK_AFTER_COMMIT = "task_after_commit";
@@ -39,9 +39,6 @@ public final class TaskFaults implements Serializable {
     public static final String SLOW_TRANSACTION = "slow_transaction";
     private static final int ANY_PARTITION = -1;
 
-    /** What the task must do after a point fired. */
-    public enum Outcome { NONE, CRASH_TASK }
-
     private final String point;
     private final long batchId;
     private final int partition;
@@ -50,30 +47,38 @@ public final class TaskFaults implements Serializable {
     private final double stallS;
     private final String claimDir;
 
-    private TaskFaults(String point, long batchId, int partition, String report, long[] driverPids, double stallS,
-                       String claimDir) {
-        this.point = point;
-        this.batchId = batchId;
-        this.partition = partition;
-        this.report = report;
-        this.driverPids = driverPids;
-        this.stallS = stallS;
-        this.claimDir = claimDir;
-    }
-
-    static TaskFaults parse(JsonNode node) {
-        if (node == null || node.isNull()) {
-            return new TaskFaults(null, -1, ANY_PARTITION, null, new long[0], 0, null);
-        }
+    /**
+     * @param config what the Python plug-in armed: point, batch_id, partition, report, driver_pids, stall_s, claim_dir
+     * @throws IOException when the configuration is not JSON
+     */
+    public FaultingTaskObserver(String config) throws IOException {
+        JsonNode node = JSON.readTree(config);
         JsonNode pids = node.get("driver_pids");
         long[] driverPids = new long[pids.size()];
         for (int i = 0; i < driverPids.length; i++) {
             driverPids[i] = pids.get(i).asLong();
         }
-        JsonNode report = node.get("report");
-        return new TaskFaults(node.get("point").asText(), node.get("batch_id").asLong(),
-                node.get("partition").asInt(), report == null || report.isNull() ? null : report.asText(),
-                driverPids, node.get("stall_s").asDouble(), node.get("claim_dir").asText());
+        JsonNode reportTo = node.get("report");
+        this.point = node.get("point").asText();
+        this.batchId = node.get("batch_id").asLong();
+        this.partition = node.get("partition").asInt();
+        this.report = reportTo == null || reportTo.isNull() ? null : reportTo.asText();
+        this.driverPids = driverPids;
+        this.stallS = node.get("stall_s").asDouble();
+        this.claimDir = node.get("claim_dir").asText();
+    }
+
+    @Override
+    public Outcome reached(Point at, long batch, int kafkaPartition) {
+        String[] faults = at == Point.TASK_AFTER_PRODUCE
+                ? new String[] {TASK_STALL, SLOW_TRANSACTION, KILL_DRIVER_BEFORE_COMMIT, TASK_AFTER_PRODUCE}
+                : new String[] {TASK_AFTER_COMMIT, TASK_KILL_DRIVER};
+        for (String fault : faults) {
+            if (hit(fault, batch, kafkaPartition) == Outcome.CRASH_TASK) {
+                return Outcome.CRASH_TASK;
+            }
+        }
+        return Outcome.CONTINUE;
     }
 
     /**
@@ -81,19 +86,19 @@ public final class TaskFaults implements Serializable {
      *
      * @return {@link Outcome#CRASH_TASK} when the task must die as a crashed attempt
      */
-    public Outcome hit(String at, long batch, int kafkaPartition) {
+    private Outcome hit(String at, long batch, int kafkaPartition) {
         if (point == null || !point.equals(at) || batchId != batch) {
-            return Outcome.NONE;
+            return Outcome.CONTINUE;
         }
         if ((partition != ANY_PARTITION && partition != kafkaPartition) || !claim()) {
-            return Outcome.NONE;
+            return Outcome.CONTINUE;
         }
         String where = at + " batch " + batch + " partition " + kafkaPartition;
         if (at.equals(TASK_STALL) || at.equals(SLOW_TRANSACTION)) {
             report(String.format(Locale.ROOT, "EOS-FAULT fired: %s, stalling %.0fs in executor JVM %d", where, stallS,
                     ProcessHandle.current().pid()));
             sleep((long) (stallS * 1000));
-            return Outcome.NONE;
+            return Outcome.CONTINUE;
         }
         if (at.equals(TASK_KILL_DRIVER) || at.equals(KILL_DRIVER_BEFORE_COMMIT)) {
             report("EOS-FAULT fired: " + where + ", killing the driver");
