@@ -72,7 +72,7 @@ $(STAMP): setup.cfg pyproject.toml $(CONSTRAINTS) tools/install-excludes.txt $(J
 	touch $(STAMP)
 
 demo: install
-	$(VENV)/bin/eos demo
+	$(PY) -m demo
 
 lint: install
 	$(VENV)/bin/ruff check .

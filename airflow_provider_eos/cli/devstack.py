@@ -1,4 +1,4 @@
-"""The local development commands: ``eos devstack``, ``eos jars``, ``eos run`` and ``eos demo``.
+"""The local development commands: ``eos devstack``, ``eos jars``, and ``eos run``.
 
 ``devstack up --spark-workers N`` starts a Spark standalone cluster beside the broker, and
 ``--yarn`` Hadoop's MiniCluster (HDFS + YARN), in the same state folder. ``devstack status``
@@ -187,12 +187,6 @@ def _jars(args: argparse.Namespace) -> int:
     return report.finish()
 
 
-def _demo(args: argparse.Namespace) -> int:
-    from airflow_provider_eos.demo import run_demo
-
-    return run_demo()
-
-
 def _run(args: argparse.Namespace) -> int:
     import os
     import signal
@@ -233,7 +227,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    """Add ``devstack``, ``jars``, ``run`` and ``demo`` to the ``eos`` command line."""
+    """Add ``devstack``, ``jars`` and ``run`` to the ``eos`` command line."""
     # The one spelling of the sink modes; core.spec imports pydantic, not Airflow, Spark or Kafka.
     from airflow_provider_eos.core.spec import Mode
     from airflow_provider_eos.devstack.security import SECURITY_MODES
@@ -304,6 +298,3 @@ def register(commands: argparse._SubParsersAction) -> None:
                      help="sink mode; at-least-once is Spark's built-in writer, for baselines only (other "
                      "modes come from a sink plug-in, EOS_SINK_PLUGIN: test and bench only)")
     run.set_defaults(handler=_run)
-
-    demo = commands.add_parser("demo", help="run the embedded default end to end and stop what it started")
-    demo.set_defaults(handler=_demo)

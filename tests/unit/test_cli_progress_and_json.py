@@ -23,9 +23,8 @@ from airflow_provider_eos.cli.output import ExitCode
 from airflow_provider_eos.core.progress import PROGRESS_LOGGER, Cadence, heartbeat
 from airflow_provider_eos.core.retry import RetryPolicy
 
-# Commands that print no report of their own: `run` is the pipeline itself (spark-submit's output), and
-# `demo` narrates a demonstration.
-NOT_REPORTS = {("run",), ("demo",)}
+# Commands that print no report of their own: `run` is the pipeline itself (spark-submit's output).
+NOT_REPORTS = {("run",)}
 
 
 def leaf_commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):

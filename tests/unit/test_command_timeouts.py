@@ -126,7 +126,7 @@ def test_the_devstack_airflow_commands_have_a_deadline(tmp_path: Path, monkeypat
 
 
 def test_the_demos_airflow_commands_have_a_deadline(tmp_path: Path, monkeypatch) -> None:
-    from airflow_provider_eos import demo
+    from demo import run as demo
 
     monkeypatch.setattr(demo, "AIRFLOW_COMMAND_TIMEOUT_S", SHORT_S, raising=False)
     airflow = demo._Airflow(tmp_path / "home", tmp_path / "specs", tmp_path)

@@ -1,4 +1,4 @@
-"""``eos demo`` (``make demo``): the embedded default end to end, then everything it started stopped.
+"""``make demo`` (``python -m demo``): the embedded default end to end, then everything it started stopped.
 
 Starts a local Kafka, creates topics, produces a sample dataset (transactional, with aborted
 transactions and malformed events in it), runs the ``eos_pipeline`` DAG through the ``airflow``
@@ -28,7 +28,7 @@ DEMO_EVENTS = 20_000
 MALFORMED_EVERY = 250
 FAULT = "after_produce@3"
 #: The crash comes from the tests' fault plug-in (``tests/support/faults``), through the sink's one
-#: extension point (:mod:`airflow_provider_eos.spark.sink_points`): the demo runs from a clone, which has it.
+#: extension point (:mod:`airflow_provider_eos.spark.sink_points`): the demo runs from a clone, as the tests do.
 FAULT_PLUGIN = "tests.support.faults:plugin"
 #: Seconds one ``airflow`` command of the demo may take: a whole DAG run (``dags test``) takes a few minutes.
 AIRFLOW_COMMAND_TIMEOUT_S = 1800.0
@@ -43,7 +43,7 @@ def _fault_env() -> dict[str, str]:
 
 
 def _dags_folder() -> Path:
-    dags = Path(__file__).resolve().parents[1] / "dags"
+    dags = Path(__file__).resolve().parents[1] / "dags"  # the clone's, beside demo/
     if not (dags / "eos_pipeline.py").exists():
         raise PrerequisiteError(f"no DAGs folder at {dags}", fix="run the demo from a clone of the repository")
     return dags
