@@ -67,6 +67,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.timeout(durations.timeout_for(recorded.get(item.nodeid))))
 
 
+def kafka_version_under_test() -> str:
+    """The brokers' Kafka version for this run: ``EOS_TEST_KAFKA_VERSION`` (``make compat``), else the default."""
+    from airflow_provider_eos.devstack.jars import KAFKA_VERSION
+
+    return os.environ.get("EOS_TEST_KAFKA_VERSION") or KAFKA_VERSION
+
+
 @pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Iterator:
     """A real single-node KRaft broker, started with the code of `eos devstack up`, one per test run
@@ -74,7 +81,8 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> It
     from airflow_provider_eos.devstack.broker import LocalKafka
 
     with shared_service(tmp_path_factory, worker_id, "kafka-broker",
-                        lambda folder, owner: LocalKafka(folder).up(stop_with_pid=owner),
+                        lambda folder, owner: LocalKafka(folder).up(stop_with_pid=owner,
+                                                                    kafka_version=kafka_version_under_test()),
                         lambda folder: LocalKafka(folder).down()) as info:
         yield info
 
@@ -92,7 +100,7 @@ def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
 
     kafka = LocalKafka(tmp_path_factory.mktemp("kafka-cluster"), heap="384m")
     try:
-        yield kafka.up(stop_with_pid=os.getpid(), brokers=3)
+        yield kafka.up(stop_with_pid=os.getpid(), brokers=3, kafka_version=kafka_version_under_test())
     finally:
         # Its data is thrown away: no controlled shutdown of a quorum that loses its voters one by one.
         kafka.down(timeout_s=5)
@@ -113,7 +121,8 @@ def secured_kafka(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> I
     from airflow_provider_eos.devstack.broker import LocalKafka
 
     with shared_service(tmp_path_factory, worker_id, "secured-kafka",
-                        lambda folder, owner: LocalKafka(folder, security="sasl_ssl").up(stop_with_pid=owner),
+                        lambda folder, owner: LocalKafka(folder, security="sasl_ssl").up(
+                            stop_with_pid=owner, kafka_version=kafka_version_under_test()),
                         lambda folder: LocalKafka(folder, security="sasl_ssl").down()) as info:
         yield info
 

@@ -14,6 +14,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_eos.cli.output import ExitCode, Report, add_json_flag, add_lifecycle_commands, add_spec_argument
+from airflow_provider_eos.devstack.jars import KAFKA_VERSION, KAFKA_VERSIONS
 
 if TYPE_CHECKING:
     from airflow_provider_eos.devstack.broker_state import BrokerInfo
@@ -42,9 +43,11 @@ def _devstack_up(args: argparse.Namespace) -> int:
         # Starting the broker clears its stale files: a cluster recorded beside them would be orphaned.
         spark.down()
         yarn.down()
-    info = kafka.up(transaction_max_timeout_ms=args.transaction_max_timeout_ms, brokers=args.brokers)
+    info = kafka.up(transaction_max_timeout_ms=args.transaction_max_timeout_ms, brokers=args.brokers,
+                    kafka_version=args.kafka_version)
     report.data["kafka"] = _broker_data(info)
-    report.line(f"Kafka {info.bootstrap_servers} pid={info.pid} security={info.security} logs={info.log_file}")
+    report.line(f"Kafka {info.kafka_version} {info.bootstrap_servers} pid={info.pid} security={info.security} "
+                f"logs={info.log_file}")
     if len(info.nodes) > 1:
         _print_nodes(report, info)
     if args.spark_workers:
@@ -67,7 +70,8 @@ def _devstack_up(args: argparse.Namespace) -> int:
 def _broker_data(info: BrokerInfo) -> dict[str, Any]:
     """The broker as ``--json`` shows it: where to connect, its processes and logs (never a password)."""
     return {
-        "bootstrap_servers": info.bootstrap_servers, "pid": info.pid, "security": info.security,
+        "bootstrap_servers": info.bootstrap_servers, "kafka_version": info.kafka_version, "pid": info.pid,
+        "security": info.security,
         "log_file": str(info.log_file), "transaction_max_timeout_ms": info.transaction_max_timeout_ms,
         "client_config": None if info.client_config is None else str(info.client_config),
         "nodes": [{"node_id": n.node_id, "port": n.port, "pid": n.pid, "running": n.running(),
@@ -248,6 +252,11 @@ def register(commands: argparse._SubParsersAction) -> None:
         "--brokers", type=int, default=1, metavar="N",
         help="1 (default) or 3: a KRaft cluster of N broker+controller nodes, replication factor 3 and "
         "min.insync.replicas 2; bootstrap.servers lists them all",
+    )
+    up.add_argument(
+        "--kafka-version", default=KAFKA_VERSION, metavar="X.Y.Z",
+        help=f"the brokers' Apache Kafka version, from Maven Central (default {KAFKA_VERSION}; tested: "
+        f"{', '.join(KAFKA_VERSIONS)}; 3.9.0 or later)",
     )
     up.add_argument(
         "--transaction-max-timeout-ms", type=int, default=900_000,

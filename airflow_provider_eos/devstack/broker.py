@@ -28,7 +28,13 @@ from airflow_provider_eos.devstack.broker_config import NodeLayout, free_port, s
 from airflow_provider_eos.devstack.broker_nodes import jvm_command, pid_alive, send, start_node, terminate
 from airflow_provider_eos.devstack.broker_ready import listening, log_tail, registered, wait_transactional
 from airflow_provider_eos.devstack.broker_state import BrokerDown, BrokerInfo, NodeInfo
-from airflow_provider_eos.devstack.jars import eos_home, kafka_classpath, require_java
+from airflow_provider_eos.devstack.jars import (
+    KAFKA_VERSION,
+    check_kafka_version,
+    eos_home,
+    kafka_classpath,
+    require_java,
+)
 from airflow_provider_eos.devstack.private_files import write_private
 from airflow_provider_eos.devstack.process_groups import start_reaper
 from airflow_provider_eos.devstack.security import (
@@ -107,6 +113,7 @@ class LocalKafka:
         timeout_s: float = 120,
         stop_with_pid: int | None = None,
         brokers: int = 1,
+        kafka_version: str = KAFKA_VERSION,
     ) -> BrokerInfo:
         """Format KRaft storage, start the node(s), and wait until transactions work on every one.
 
@@ -116,6 +123,8 @@ class LocalKafka:
             if it dies without running its cleanup (SIGKILL, a CI timeout). Tests and the demo pass
             their own pid; ``eos devstack up`` leaves the brokers running on purpose.
         :param brokers: 1, or 3 or more (a quorum of two survives no failure).
+        :param kafka_version: the brokers' Kafka version, resolved from Maven Central on first use
+            (:data:`~airflow_provider_eos.devstack.jars.KAFKA_VERSIONS` are the tested ones).
         """
         if transaction_max_timeout_ms <= 0:
             raise DevstackError(
@@ -128,14 +137,14 @@ class LocalKafka:
         running = self.status()
         if running is not None:
             self._security_matches(running)
-            self._check_same(running, transaction_max_timeout_ms, brokers)
+            self._check_same(running, transaction_max_timeout_ms, brokers, kafka_version)
             return running
         folder = StateFolder(self.state_dir)
         folder.claim()
         if self._state_file.exists():
             log.warning("Removing stale devstack state in %s (its broker is not running).", self.state_dir)
         folder.clear(*BROKER_ENTRIES)
-        java, classpath = require_java(), kafka_classpath()
+        java, classpath = require_java(), kafka_classpath(check_kafka_version(kafka_version))
         if self.security != "plaintext":
             # The metadata log holds the SCRAM verifiers, enough to log in as a user: owner only.
             self.state_dir.chmod(0o700)
@@ -150,7 +159,7 @@ class LocalKafka:
         client_config = None if secured is None else str(secured.write_client_config(
             ",".join(f"127.0.0.1:{n.port}" for n in nodes)))
         info = BrokerInfo(nodes[0].pid, nodes[0].port, nodes[0].controller_port, str(self.state_dir),
-                          transaction_max_timeout_ms, self.security, client_config, nodes)
+                          transaction_max_timeout_ms, self.security, client_config, nodes, kafka_version)
         self._state_file.write_text(info.to_json())
         if stop_with_pid is not None:
             start_reaper(__name__, stop_with_pid, self.state_dir)
@@ -162,7 +171,7 @@ class LocalKafka:
         return info
 
     @staticmethod
-    def _check_same(running: BrokerInfo, transaction_max_timeout_ms: int, brokers: int) -> None:
+    def _check_same(running: BrokerInfo, transaction_max_timeout_ms: int, brokers: int, kafka_version: str) -> None:
         def refuse(what: str, flag: str) -> DevstackError:
             return DevstackError(f"A devstack already runs at {running.bootstrap_servers} with {what}.",
                                  fix=f"run `eos devstack down` first, then `eos devstack up {flag}`.")
@@ -172,6 +181,8 @@ class LocalKafka:
                          f"{transaction_max_timeout_ms}", f"--transaction-max-timeout-ms {transaction_max_timeout_ms}")
         if len(running.nodes or (running,)) != brokers:
             raise refuse(f"{len(running.nodes)} broker(s), not {brokers}", f"--brokers {brokers}")
+        if running.kafka_version != kafka_version:
+            raise refuse(f"Kafka {running.kafka_version}, not {kafka_version}", f"--kafka-version {kafka_version}")
 
     def _security_matches(self, running: BrokerInfo) -> None:
         if running.security != self.security:
@@ -267,7 +278,8 @@ class LocalKafka:
     def _restart(self, info: BrokerInfo, node: NodeInfo, timeout_s: float) -> NodeInfo:
         if node.running():
             terminate(node.pid, 30)
-        process = start_node(jvm_command(require_java(), self.heap, kafka_classpath(), node.layout.log_dir),
+        process = start_node(jvm_command(require_java(), self.heap, kafka_classpath(info.kafka_version),
+                                         node.layout.log_dir),
                              node.layout)
         restarted = replace(node, pid=process.pid)
         nodes = tuple(restarted if n.node_id == node.node_id else n for n in info.nodes)

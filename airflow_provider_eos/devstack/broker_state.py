@@ -66,6 +66,8 @@ class BrokerInfo:
     client_config: str | None = None
     #: Every node, node 1 first (one for a single broker).
     nodes: tuple[NodeInfo, ...] = ()
+    #: The Kafka version the nodes run (state files from before it was recorded ran the default of their day).
+    kafka_version: str = "4.1.1"
 
     @property
     def every_node(self) -> tuple[NodeInfo, ...]:

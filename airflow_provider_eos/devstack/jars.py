@@ -17,11 +17,17 @@ import subprocess
 from pathlib import Path
 
 from airflow_provider_eos.configuration import setting
-from airflow_provider_eos.core.errors import PrerequisiteError
+from airflow_provider_eos.core.errors import DevstackError, PrerequisiteError
 from airflow_provider_eos.core.progress import heartbeat
 from airflow_provider_eos.subprocesses import run_bounded
 
+#: The broker the devstack starts unless asked for another (``eos devstack up --kafka-version``).
 KAFKA_VERSION = "4.1.1"
+#: The broker versions the compatibility matrix tests (``make compat``): the last 3.x, the default, the newest
+#: Maven Central serves here. Other versions from 3.9 on start too, untested.
+KAFKA_VERSIONS = ("3.9.2", "4.1.1", "4.4.0")
+_OLDEST_KAFKA = (3, 9)
+_VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
 #: Seconds one Maven resolution may take: the Hadoop MiniCluster's jars are a few hundred MB from a
 #: cold cache; a stalled download must end in an error, not hang `eos jars` or a task.
 MAVEN_TIMEOUT_S = 1800.0
@@ -116,11 +122,24 @@ def _resolve(pom_name: str, target: Path, properties: dict[str, str], *, resolve
     return target
 
 
-def kafka_jars_dir() -> Path:
-    """Kafka broker + tools jars (``kafka.Kafka``, ``TransactionsCommand``, ``ProducerPerformance``)."""
-    return _resolve(
-        "kafka-pom.xml", eos_home() / "jars" / f"kafka-{KAFKA_VERSION}", {"kafka.version": KAFKA_VERSION}
-    )
+def check_kafka_version(version: str) -> str:
+    """``version`` if the devstack can start a broker of it (3.9.0 or later, ``X.Y.Z``).
+
+    :raises DevstackError: naming the version and the tested ones.
+    """
+    found = _VERSION.match(version)
+    if found is None or (int(found[1]), int(found[2])) < _OLDEST_KAFKA:
+        raise DevstackError(
+            f"Kafka version {version!r} cannot run in the devstack: it starts KRaft brokers of 3.9.0 or later, "
+            "given as X.Y.Z",
+            fix=f"pass one of the tested versions {', '.join(KAFKA_VERSIONS)} (default {KAFKA_VERSION})")
+    return version
+
+
+def kafka_jars_dir(version: str = KAFKA_VERSION) -> Path:
+    """Kafka broker + tools jars (``kafka.Kafka``, ``TransactionsCommand``, ``ProducerPerformance``) of ``version``."""
+    version = check_kafka_version(version)
+    return _resolve("kafka-pom.xml", eos_home() / "jars" / f"kafka-{version}", {"kafka.version": version})
 
 
 def spark_kafka_jars_dir(*, resolve: bool = True) -> Path:
@@ -225,6 +244,6 @@ def executor_writer_jar(*, build: bool = True) -> Path:
     return jar
 
 
-def kafka_classpath() -> str:
-    """A Java classpath with every Kafka jar."""
-    return str(kafka_jars_dir() / "*")
+def kafka_classpath(version: str = KAFKA_VERSION) -> str:
+    """A Java classpath with every Kafka jar of ``version``."""
+    return str(kafka_jars_dir(version) / "*")

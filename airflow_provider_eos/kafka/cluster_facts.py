@@ -25,6 +25,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import ConfigResource, ResourceType
 
 from airflow_provider_eos.core.acls import PermissionFacts, is_secured, principal_of, required_acls
+from airflow_provider_eos.core.broker_protocol import BrokerProtocol
 from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.errors import EosError, RetryExhaustedError
 from airflow_provider_eos.core.markers import CommittedOffsets
@@ -39,6 +40,7 @@ from airflow_provider_eos.core.spec import PipelineSpec, load_specs
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.core.transactions import Transaction
 from airflow_provider_eos.kafka.acl_probes import read_permissions
+from airflow_provider_eos.kafka.broker_protocol import read_broker_protocol
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
 from airflow_provider_eos.kafka.login import connected_admin
 from airflow_provider_eos.kafka.retriable import COORDINATOR_LOADING
@@ -235,6 +237,14 @@ class _Gatherer:
             self.missing("transactions", exc)
             return None
 
+    def broker_protocol(self) -> BrokerProtocol | None:
+        try:
+            with admin_client(self.spec, timeout_ms=int(self.timeout_s * 1000)) as admin:
+                return read_broker_protocol(admin)
+        except EosError as exc:
+            self.missing("broker_protocol", exc)
+            return None
+
     def permissions(self) -> PermissionFacts | None:
         """What the spec's principal may do of the job's ACL set (EOS5xx); no principal: nothing to read."""
         principal, note = principal_of(self.spec.kafka)
@@ -300,6 +310,7 @@ def gather_facts(  # noqa: PLR0913  # keyword-only options with defaults
     # The checkpoint's partitions too: a partition the group committed but the topic lost still tells whose it is.
     group_offsets = gatherer.group_offsets(input_partitions | checkpoint_partitions)
     transactions = gatherer.transactions()
+    broker_protocol = gatherer.broker_protocol()
     permissions = gatherer.permissions()
     observed_at = dt.datetime.now(dt.UTC)
 
@@ -329,6 +340,7 @@ def gather_facts(  # noqa: PLR0913  # keyword-only options with defaults
         producer_config=gatherer.producer_config(),
         longest_expected_pause_ms=longest_expected_pause_ms,
         permissions=permissions,
+        broker_protocol=broker_protocol,
         unavailable=dict(gatherer.unavailable),
     )
 

@@ -28,6 +28,7 @@ from confluent_kafka import IsolationLevel, KafkaException
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from airflow_provider_eos.core.acls import ResourceType
+from airflow_provider_eos.core.broker_protocol import BrokerProtocol
 from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.errors import EosError
 from airflow_provider_eos.core.health import (
@@ -141,11 +142,13 @@ def _settled_read(
     return before, _checkpoint_facts(reader), VerificationSample(verdict=None, ok=None, note=note)
 
 
-def _open_transactions(spec: PipelineSpec) -> tuple[Transaction, ...]:
+def _open_transactions(spec: PipelineSpec) -> tuple[tuple[Transaction, ...], BrokerProtocol]:
+    """The transactions under the prefix, and the protocol the brokers run (one kafka-python session)."""
+    from airflow_provider_eos.kafka.broker_protocol import read_broker_protocol
     from airflow_provider_eos.kafka.transactions_admin import admin_client, scan_prefix
 
     with admin_client(spec) as admin:
-        return tuple(scan_prefix(admin, spec.transactional_id_prefix))
+        return tuple(scan_prefix(admin, spec.transactional_id_prefix)), read_broker_protocol(admin)
 
 
 def probe(
@@ -205,7 +208,7 @@ def probe(
             )
         )
     output_samples = [OutputPartitionSample(tp=tp, role=role, lso=lso[tp], hwm=hwm[tp]) for tp, role in outputs]
-    transactions = _open_transactions(spec) if include_transactions else ()
+    transactions, protocol = _open_transactions(spec) if include_transactions else ((), None)
     return HealthSample(
         taken_at_ms=taken_at,
         inputs=tuple(input_samples),
@@ -218,4 +221,5 @@ def probe(
         transactions=transactions,
         notes=tuple(notes),
         writers=writers_in_use(read_writers_choice(reader), spec.writers),
+        broker_protocol=protocol,
     )

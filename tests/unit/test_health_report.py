@@ -139,7 +139,7 @@ def test_report_json_keeps_its_keys_and_reads_back_as_the_same_report() -> None:
         "pipeline", "status", "is_healthy", "evaluated_at", "evaluated_at_ms", "samples", "window_span_ms",
         "thresholds", "checkpoint_exists", "query_id", "last_committed", "last_commit_time", "last_commit_time_ms",
         "commit_age_ms", "total_lag", "partitions", "gaps", "transactions", "verification", "findings", "notes",
-        "writers",
+        "writers", "broker_protocol",
     }
     assert data["evaluated_at"] == "2023-11-14T22:15:10+00:00" and data["commit_age_ms"] == 30 * SECOND
     assert data["partitions"][0] == {

@@ -54,7 +54,7 @@ def test_sample_json_keeps_its_keys() -> None:
     data = json.loads(json.dumps(rich_sample(0).model_dump(mode="json")))
     assert set(data) == {
         "taken_at_ms", "inputs", "outputs", "checkpoint_exists", "query_id", "last_committed",
-        "last_commit_time_ms", "verification", "transactions", "notes", "writers",
+        "last_commit_time_ms", "verification", "transactions", "notes", "writers", "broker_protocol",
     }
     assert data["inputs"][1] == {
         "topic": "orders-eu", "partition": 0, "lso": 7, "hwm": 9, "log_start": 2, "committed": None,

@@ -74,4 +74,5 @@ def evaluate(
         findings=tuple(findings),
         notes=latest.notes,
         writers=latest.writers,
+        broker_protocol=latest.broker_protocol,
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pydantic import computed_field
 
+from airflow_provider_eos.core.broker_protocol import BrokerProtocol
 from airflow_provider_eos.core.frozen_model import FrozenModel
 from airflow_provider_eos.core.health.findings import Finding, OpenTransaction, PartitionGap
 from airflow_provider_eos.core.health.lag_rules import PartitionLag
@@ -43,6 +44,7 @@ class HealthReport(FrozenModel):
     :param findings: every finding, worst first.
     :param notes: the newest sample's notes.
     :param writers: the writer the job uses, from the newest sample (``None``: not read).
+    :param broker_protocol: the cluster's transaction protocol and feature levels, from the newest sample.
     """
 
     pipeline: str
@@ -62,6 +64,7 @@ class HealthReport(FrozenModel):
     findings: tuple[Finding, ...]
     notes: tuple[str, ...] = ()
     writers: WritersInUse | None = None
+    broker_protocol: BrokerProtocol | None = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property

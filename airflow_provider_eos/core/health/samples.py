@@ -8,6 +8,7 @@ carries them between polls as ``model_dump(mode="json")`` and reads them back wi
 
 from __future__ import annotations
 
+from airflow_provider_eos.core.broker_protocol import BrokerProtocol
 from airflow_provider_eos.core.frozen_model import FrozenModel
 from airflow_provider_eos.core.topic_partition import PartitionRow
 from airflow_provider_eos.core.transactions import Transaction
@@ -89,6 +90,7 @@ class HealthSample(FrozenModel):
     :param notes: anything the probe wants the report to mention.
     :param writers: the writer the job uses (the checkpoint's recorded choice, else the spec's);
         ``None``: not read.
+    :param broker_protocol: what a broker announced (transaction protocol, feature levels); ``None``: not read.
     """
 
     taken_at_ms: int
@@ -102,6 +104,7 @@ class HealthSample(FrozenModel):
     transactions: tuple[Transaction, ...] = ()
     notes: tuple[str, ...] = ()
     writers: WritersInUse | None = None
+    broker_protocol: BrokerProtocol | None = None
 
     @property
     def total_lag(self) -> int:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 # Importing a family registers its rules; the names are not used here.
 from airflow_provider_eos.core.preflight import (  # noqa: F401
+    broker_protocol,
     cluster_topics,
     naming_ownership,
     security,

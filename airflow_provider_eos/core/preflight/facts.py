@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_eos.core.acls import PermissionFacts
+from airflow_provider_eos.core.broker_protocol import BrokerProtocol
 from airflow_provider_eos.core.errors import EosError
 from airflow_provider_eos.core.markers import CommittedOffsets
 from airflow_provider_eos.core.spec import PipelineSpec
@@ -126,6 +127,7 @@ class PreflightFacts:
     :param permissions: what the job principal may do (EOS5xx), learned from its ACLs or by probes.
     :param executor_writer_jar: where the JVM executor writer's jar is on this machine, the one that
         submits the job (EOS318); ``None`` with the reason in ``unavailable`` when it is missing or stale.
+    :param broker_protocol: the request versions and feature levels a broker announced (EOS213-EOS215).
     :param unavailable: why a fact is ``None`` (fact name -> reason), shown in "not checked".
     """
 
@@ -146,4 +148,5 @@ class PreflightFacts:
     transform_traits: TransformTraits | None = None
     permissions: PermissionFacts | None = None
     executor_writer_jar: str | None = None
+    broker_protocol: BrokerProtocol | None = None
     unavailable: Mapping[str, str] = field(default_factory=dict)

@@ -130,6 +130,7 @@ def _health_summary(report: HealthReport) -> list[str]:
         f"Checkpoint: {commit if report.checkpoint_exists else 'none yet'}; verification: {verdict}; "
         f"input lag {report.total_lag}",
         f"Writers: {'not read' if report.writers is None else report.writers.summary}",
+        f"Kafka: {'not read' if report.broker_protocol is None else report.broker_protocol.describe()}",
     ]
     lines.extend(f"Note: {note}" for note in report.notes)
     return lines

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from airflow_provider_eos.core.acls import CheckMethod, PermissionFacts, required_acls
+from airflow_provider_eos.core.broker_protocol import BrokerProtocol
 from airflow_provider_eos.core.markers import BatchMarker, CommittedOffset
 from airflow_provider_eos.core.preflight import (
     RULES,
@@ -75,6 +76,19 @@ BROKER = {
 }
 
 
+#: What a Kafka 4.4.0 broker announces (the keys the rules read; versions as the devstack's broker served them).
+PROTOCOL_V2 = BrokerProtocol(
+    api_versions={27: (0, 2), 28: (0, 6), 61: (0, 0), 65: (0, 0), 66: (0, 2)},
+    finalized_features={"metadata.version": 33, "transaction.version": 2},
+    supported_features={"metadata.version": (7, 33), "transaction.version": (0, 2)},
+)
+#: What a Kafka 3.9.2 broker announces: transactions v1, no transaction.version feature.
+PROTOCOL_V1 = BrokerProtocol(
+    api_versions={27: (0, 1), 28: (0, 4), 61: (0, 0), 65: (0, 0), 66: (0, 1)},
+    finalized_features={"metadata.version": 21},
+    supported_features={"metadata.version": (1, 21)},
+)
+
 #: Where the JVM executor writer's jar is on the submitting machine (EOS318).
 JAR = "/opt/eos/jars/eos-executor-writer/eos-executor-writer.jar"
 
@@ -105,6 +119,7 @@ def good_facts() -> PreflightFacts:
         master="spark://master:7077",
         producer_config=sink_producer_config(spec),
         executor_writer_jar=JAR,
+        broker_protocol=PROTOCOL_V2,
         permissions=PermissionFacts(principal=JOB_PRINCIPAL, method=CheckMethod.DESCRIBE_ACLS,
                                     bindings=tuple(required_acls(spec, JOB_PRINCIPAL, "job"))),
     )
