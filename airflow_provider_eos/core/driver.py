@@ -15,6 +15,10 @@ observer whose identity differs in any of them has no evidence. A process whose 
 be read may be the driver's: no evidence either, never "gone" — unless what anyone may read of it
 shows it is not: it runs as another user than the driver, or it started before any driver of the
 run could have (``/proc/1`` and the kernel's threads, which even root may not read in some sandboxes).
+
+The process table is one source of :class:`Evidence` among three: the driver's lease in the
+checkpoint (:mod:`.driver_lease`) and the cluster manager's record (:mod:`.cluster_records`) answer
+from any host, and :mod:`.driver_evidence` combines them (docs/design-notes.md, note 35).
 """
 
 from __future__ import annotations

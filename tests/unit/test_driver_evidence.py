@@ -72,7 +72,7 @@ def test_the_lease_rules(name: str, lease: DriverLease | None, verdict: Liveness
 
 def test_an_unreadable_lease_is_no_evidence_and_a_malformed_one_names_its_file() -> None:
     assert judge_lease(_handle(), None, observed_at=NOW, problem="PermissionError").says is UNKNOWN
-    with pytest.raises(CheckpointError, match="eos/driver-lease.json is not"):
+    with pytest.raises(CheckpointError, match=r"eos/driver-lease\.json is not"):
         parse_driver_lease("/c/eos/driver-lease.json", '{"token": "x"}')
     lease = _lease(3)
     assert parse_driver_lease("f", lease.to_json()) == lease
