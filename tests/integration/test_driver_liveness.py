@@ -13,7 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_eos.core.driver import DRIVER_TOKEN_ENV, DriverHandle, EvidenceSource, Liveness, driver_token
+from airflow_provider_eos.core.driver import (
+    DRIVER_TOKEN_ENV,
+    DriverHandle,
+    EvidenceSource,
+    Liveness,
+    driver_token,
+)
 from airflow_provider_eos.core.driver_lease import CLOCK_SKEW_MARGIN, read_driver_lease
 from airflow_provider_eos.spark.driver_processes import this_host_identity
 from airflow_provider_eos.usecases.driver_liveness import (
@@ -22,6 +28,7 @@ from airflow_provider_eos.usecases.driver_liveness import (
     observe_driver_anywhere,
     wait_until_driver_gone,
 )
+from tests.support.observers import another_worker
 from tests.support.pipeline import (
     PipelineHarness,
     assert_exactly_once,
@@ -40,12 +47,6 @@ def _handle(harness: PipelineHarness, token: str, master: str, manager_url: str 
     return DriverHandle(pipeline=harness.spec.name, token=token, master=master, submitted_at=now,
                         earliest_start=now - dt.timedelta(seconds=1), manager_url=manager_url,
                         **this_host_identity().model_dump())
-
-
-def _another_worker():
-    """This host's identity seen from another pid namespace (another worker's container)."""
-    here = this_host_identity()
-    return here.model_copy(update={"pid_namespace": (here.pid_namespace or 0) + 1})
 
 
 def _said(seen, source: EvidenceSource) -> Liveness:
@@ -70,7 +71,7 @@ def test_a_killed_local_driver_is_gone_by_its_lease_for_another_worker_and_a_cle
     records, valid, malformed = json_events(1200)
     harness.produce_input(records)
     token = driver_token(harness.spec.name, "eos_pipeline", f"manual__{time.time()}")
-    handle, elsewhere = _handle(harness, token, "local[2]"), _another_worker()
+    handle, elsewhere = _handle(harness, token, "local[2]"), another_worker()
     checkpoint = harness.checkpoint()
 
     process = _running(harness, token)
@@ -114,7 +115,7 @@ def test_the_standalone_masters_record_says_alive_then_gone_after_the_driver_is_
     harness.produce_input(json_events(600)[0])
     token = driver_token(harness.spec.name, "eos_pipeline", f"manual__{time.time()}")
     handle = _handle(harness, token, spark_standalone.master_url, spark_standalone.info.webui_url)
-    elsewhere = _another_worker()
+    elsewhere = another_worker()
     checkpoint = harness.checkpoint()
 
     process = _running(harness, token)
