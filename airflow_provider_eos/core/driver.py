@@ -269,8 +269,8 @@ def _unobservable(handle: DriverHandle, here: HostIdentity) -> str | None:
     alone, as it was then.
     """
     if handle.deploy_mode == "cluster":
-        return (f"the driver runs in the cluster ({handle.master}, cluster deploy mode); only the cluster "
-                "manager can say it is gone, and it was not asked")
+        return (f"the driver runs in the cluster ({handle.master}, cluster deploy mode): no process table "
+                "here can see it; only its lease or the cluster manager can say it is gone")
     if handle.host != here.host:
         return (f"the driver ran on host {handle.host!r}, this task runs on {here.host!r}: its processes "
                 "cannot be observed from here")

@@ -35,12 +35,16 @@ from airflow_provider_eos.core.writers_choice import read_writers_choice
 from airflow_provider_eos.devstack.yarn import YarnClusterInfo
 from airflow_provider_eos.usecases.abort import abort
 from airflow_provider_eos.usecases.clients import PipelineClients
-from airflow_provider_eos.usecases.driver_liveness import observe_driver_anywhere, wait_until_driver_gone
+from airflow_provider_eos.usecases.driver_liveness import (
+    manager_evidence,
+    observe_driver_anywhere,
+    wait_until_driver_gone,
+)
 from airflow_provider_eos.usecases.rewind import rewind
 from airflow_provider_eos.usecases.verify import verify
 from tests.support.checkpoints import write_checkpoint
 from tests.support.observers import another_worker
-from tests.support.pipeline import PipelineHarness, assert_exactly_once, json_events, output_ids
+from tests.support.pipeline import PipelineHarness, assert_exactly_once, json_events, output_ids, wait_for
 from tests.support.yarn_cluster import FINAL_STATES, application, container_log, same_machine_conf, wait_for_state
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -173,6 +177,10 @@ def test_killing_the_task_kills_the_yarn_application_then_recovery_runs_on_the_h
     print(f"\nYARN cluster-mode driver GONE {time.monotonic() - killed_at:.1f}s after KILLED: {gone.evidence}")
     assert gone.liveness is Liveness.GONE, gone.evidence
     assert {each.source: each.says for each in gone.sources}[EvidenceSource.PROCESS_TABLE] is Liveness.UNKNOWN
+    # The ResourceManager's word alone, once its record of the end has settled (the lease may have expired first).
+    assert wait_for(lambda: manager_evidence(handle).says is Liveness.GONE, 40, interval_s=1), \
+        manager_evidence(handle).detail
+    print(f"YARN ResourceManager's record GONE {time.monotonic() - killed_at:.1f}s after KILLED")
 
     # Recovery, as the DAG's recovery branch runs it, against the hdfs:// checkpoint.
     clients = PipelineClients(harness.spec)
