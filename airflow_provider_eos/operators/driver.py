@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.driver import DRIVER_XCOM_KEY, DriverHandle, DriverObservation, driver_token
 from airflow_provider_eos.hooks.checkpoint_storage import CheckpointStorageHook
 from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
@@ -27,6 +26,8 @@ from airflow_provider_eos.usecases.driver_liveness import wait_until_driver_gone
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
+
+    from airflow_provider_eos.core.checkpoint import CheckpointReader
 
 __all__ = ["ConfirmDriverGoneOperator", "StopPipelineDriverOperator", "earliest_driver_start"]
 
@@ -150,10 +151,8 @@ class ConfirmDriverGoneOperator(_DriverStep):
     def _checkpoint(self) -> CheckpointReader | None:
         """The pipeline's checkpoint, where the driver's lease is; ``None`` when it cannot be opened (no evidence)."""
         try:
-            spec = load_pipeline_spec(self.spec_path)
-            storage = CheckpointStorageHook(self.checkpoint_conn_id or None).get_storage_options(
-                spec.checkpoint_location)
-            return CheckpointReader(spec.checkpoint_location, storage or None)
+            location = load_pipeline_spec(self.spec_path).checkpoint_location
+            return CheckpointStorageHook(self.checkpoint_conn_id or None).get_reader(location)
         except Exception as err:  # the lease is then no evidence; the other sources still count
             self.log.warning("The checkpoint cannot be opened, so the driver's lease is not read: %s", err)
             return None

@@ -212,7 +212,7 @@ def plan_submit(  # noqa: PLR0913  # the spec plus each override a caller may gi
 def driver_tagging(token: str | None, given: Mapping[str, str]) -> dict[str, str]:
     """The settings that let the driver and the cluster manager name the driver by its token.
 
-    ``spark.eos.driverToken``: the driver reads it when the environment does not carry the token
+    ``spark.eos.driverTag``: the driver reads it when the environment does not carry the token
     (cluster deploy mode). ``spark.yarn.tags``: the token beside the tags the user gave, so the
     ResourceManager can be asked for the run's applications from any worker (other masters ignore it).
     """

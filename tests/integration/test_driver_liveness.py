@@ -68,7 +68,7 @@ def test_a_killed_local_driver_is_gone_by_its_lease_for_another_worker_and_a_cle
     harness = PipelineHarness(bootstrap, tmp_path, trigger="2 seconds", max_offsets_per_trigger=100,
                               writers="driver", transform=None)
     harness.with_overrides(driver_lease_ttl_s=TTL_S)
-    records, valid, malformed = json_events(1200)
+    records, valid, malformed = json_events(500)
     harness.produce_input(records)
     token = driver_token(harness.spec.name, "eos_pipeline", f"manual__{time.time()}")
     handle, elsewhere = _handle(harness, token, "local[2]"), another_worker()
@@ -112,7 +112,7 @@ def test_the_standalone_masters_record_says_alive_then_gone_after_the_driver_is_
     harness = PipelineHarness(bootstrap, tmp_path, trigger="2 seconds", max_offsets_per_trigger=100,
                               writers="driver", transform=None, master=spark_standalone.master_url)
     harness.with_overrides(driver_lease_ttl_s=TTL_S)
-    harness.produce_input(json_events(600)[0])
+    harness.produce_input(json_events(300)[0])
     token = driver_token(harness.spec.name, "eos_pipeline", f"manual__{time.time()}")
     handle = _handle(harness, token, spark_standalone.master_url, spark_standalone.info.webui_url)
     elsewhere = another_worker()
