@@ -146,7 +146,8 @@ def judge_lease(
     """What the checkpoint's lease says about the driver of ``handle``.
 
     :param lease: the lease read, or ``None`` when there is none (or it could not be read: ``problem``).
-    :param observed_at: when it was read, by the observer's clock.
+    :param observed_at: when it was read, by the observer's clock, taken *before* the read: a
+        renewal landing during the read must not meet a later observation time.
     :param problem: why it could not be read, if it could not.
     :param skew: :data:`CLOCK_SKEW_MARGIN`.
 

@@ -55,34 +55,40 @@ def process_table_evidence(handle: DriverHandle, here: HostIdentity | None = Non
 
 
 def lease_evidence(handle: DriverHandle, checkpoint: CheckpointReader | None) -> Evidence:
-    """What the checkpoint's driver lease says; no evidence when the checkpoint cannot be read."""
+    """What the checkpoint's driver lease says; no evidence when the checkpoint cannot be read.
+
+    The clock is read before the lease: a renewal that lands while the observer reads must not
+    meet an observation time later than the read (core/driver_lease.py has the argument).
+    """
+    observed_at = _now()
     if checkpoint is None:
-        return judge_lease(handle, None, observed_at=_now(), problem="no checkpoint location known")
+        return judge_lease(handle, None, observed_at=observed_at, problem="no checkpoint location known")
     try:
         lease = read_driver_lease(checkpoint)
     except (EosError, OSError, ValueError) as err:
-        return judge_lease(handle, None, observed_at=_now(), problem=f"{type(err).__name__}: {err}")
-    return judge_lease(handle, lease, observed_at=_now())
+        return judge_lease(handle, None, observed_at=observed_at, problem=f"{type(err).__name__}: {err}")
+    return judge_lease(handle, lease, observed_at=observed_at)
 
 
 def manager_evidence(handle: DriverHandle, fetch: Fetch = _http_get) -> Evidence | None:
     """What the cluster manager's record says; ``None`` when the handle names no manager (local master)."""
     if handle.manager_url is None:
         return None
+    observed_at = _now()  # before asking, as for the lease
     if handle.master.startswith("spark://"):
         url = f"{handle.manager_url}/json/"
         body, problem = _fetched(fetch, url)
         record = parse_standalone_master(body) if body is not None else None
         if isinstance(record, str):
             record, problem = None, record
-        return judge_standalone_master(handle, record, observed_at=_now(), problem=problem)
+        return judge_standalone_master(handle, record, observed_at=observed_at, problem=problem)
     query = urllib.parse.urlencode({"applicationTags": handle.token})
     url = f"{handle.manager_url}/ws/v1/cluster/apps?{query}"
     body, problem = _fetched(fetch, url)
     apps = parse_yarn_apps(body) if body is not None else None
     if isinstance(apps, str):
         apps, problem = None, apps
-    return judge_yarn_apps(handle, apps, observed_at=_now(), problem=problem)
+    return judge_yarn_apps(handle, apps, observed_at=observed_at, problem=problem)
 
 
 def _fetched(fetch: Fetch, url: str) -> tuple[bytes | None, str | None]:
