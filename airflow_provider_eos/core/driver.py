@@ -15,6 +15,10 @@ observer whose identity differs in any of them has no evidence. A process whose 
 be read may be the driver's: no evidence either, never "gone" — unless what anyone may read of it
 shows it is not: it runs as another user than the driver, or it started before any driver of the
 run could have (``/proc/1`` and the kernel's threads, which even root may not read in some sandboxes).
+
+The process table is one source of :class:`Evidence` among three: the driver's lease in the
+checkpoint (:mod:`.driver_lease`) and the cluster manager's record (:mod:`.cluster_records`) answer
+from any host, and :mod:`.driver_evidence` combines them (docs/design-notes.md, note 35).
 """
 
 from __future__ import annotations
@@ -27,6 +31,10 @@ from enum import StrEnum
 from airflow_provider_eos.core.frozen_model import FrozenModel
 
 DRIVER_TOKEN_ENV = "EOS_DRIVER_TOKEN"
+#: The Spark setting that carries the driver token to a driver that does not inherit spark-submit's
+#: environment (cluster deploy mode); the driver reads the environment first, then this. Not named
+#: "token": Spark and this package hide settings so named, and the token is no secret.
+DRIVER_TOKEN_CONF = "spark.eos.driverTag"
 #: The pid of the process that submitted a client-mode driver (an Airflow task): the driver stops
 #: after its running batch once that process is gone, so a killed task leaves no driver streaming.
 DRIVER_OWNER_PID_ENV = "EOS_DRIVER_OWNER_PID"
@@ -92,6 +100,9 @@ class DriverHandle(FrozenModel):
     :param boot_id: :attr:`HostIdentity.boot_id` of the submitter; ``None`` in handles recorded before it was.
     :param pid_namespace: :attr:`HostIdentity.pid_namespace` of the submitter, or ``None`` (same).
     :param uid: the user the submitter (and so the driver) ran as, or ``None`` (same).
+    :param manager_url: the web address of the cluster manager's record of the application: the
+        standalone master's web UI, or the YARN ResourceManager's; ``None``: none known (local
+        master, or a handle recorded before it was), and the manager is not asked.
     """
 
     pipeline: str
@@ -104,6 +115,7 @@ class DriverHandle(FrozenModel):
     boot_id: str | None = None
     pid_namespace: int | None = None
     uid: int | None = None
+    manager_url: str | None = None
 
     @property
     def identity(self) -> HostIdentity:
@@ -162,18 +174,44 @@ class Liveness(StrEnum):
     UNKNOWN = "UNKNOWN"
 
 
+class EvidenceSource(StrEnum):
+    """Where a piece of evidence about the driver comes from (docs/design-notes.md, note 35)."""
+
+    PROCESS_TABLE = "process table"
+    LEASE = "driver lease"
+    STANDALONE_MASTER = "standalone master"
+    YARN_RESOURCEMANAGER = "YARN ResourceManager"
+
+
+class Evidence(FrozenModel):
+    """What one source said about the driver.
+
+    :param source: where it comes from.
+    :param says: ALIVE or GONE; UNKNOWN is no evidence (the source could not be read, or does not know the driver).
+    :param detail: one sentence a person can check: what was looked at and what was found.
+    :param processes: for the process table, the processes found carrying the token.
+    """
+
+    source: EvidenceSource
+    says: Liveness
+    detail: str
+    processes: tuple[DriverProcess, ...] = ()
+
+
 class DriverObservation(FrozenModel):
     """The outcome of looking for a driver: the verdict and the evidence behind it.
 
     :param liveness: GONE only on positive evidence; UNKNOWN when the driver's host cannot be observed.
     :param evidence: one sentence a person can check (what was looked at, where, what was found).
     :param processes: the processes found carrying the token (empty when GONE or UNKNOWN).
+    :param sources: what each source said, when several were asked (:mod:`.driver_evidence`).
     """
 
     token: str
     liveness: Liveness
     evidence: str
     processes: tuple[DriverProcess, ...] = ()
+    sources: tuple[Evidence, ...] = ()
 
     @property
     def gone(self) -> bool:
@@ -232,8 +270,8 @@ def _unobservable(handle: DriverHandle, here: HostIdentity) -> str | None:
     alone, as it was then.
     """
     if handle.deploy_mode == "cluster":
-        return (f"the driver runs in the cluster ({handle.master}, cluster deploy mode); only the cluster "
-                "manager can say it is gone, and it was not asked")
+        return (f"the driver runs in the cluster ({handle.master}, cluster deploy mode): no process table "
+                "here can see it; only its lease or the cluster manager can say it is gone")
     if handle.host != here.host:
         return (f"the driver ran on host {handle.host!r}, this task runs on {here.host!r}: its processes "
                 "cannot be observed from here")

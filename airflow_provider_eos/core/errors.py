@@ -239,3 +239,7 @@ class SubmissionError(EosError):
 
 class JobEnvironmentError(EosError):
     """The job's packed Python environment (``eos package``) could not be built; names the step, its log and the fix."""
+
+
+class DriverLeaseError(EosError):
+    """The driver could not take or renew its lease in the checkpoint, so it commits nothing more (it fenced itself)."""

@@ -2,8 +2,9 @@
 
 docs/architecture.md, "Never act on a live job". Recovery (abort, verify) runs only after a task
 that ran the driver failed, or after :class:`StopPipelineDriverOperator` stopped it, and only
-once :class:`ConfirmDriverGoneOperator` has positive evidence that no process of the driver is
-left. Both find the driver by the run's driver token
+once :class:`ConfirmDriverGoneOperator` has positive evidence that the driver is gone: from this
+host's process table, the driver's lease in the checkpoint or the cluster manager's record, so
+from any worker (:mod:`airflow_provider_eos.usecases.driver_liveness`). Both find the driver by the run's driver token
 (:func:`~airflow_provider_eos.core.driver.driver_token`), so they can only ever touch the driver
 their own run submitted.
 """
@@ -18,11 +19,15 @@ from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from airflow_provider_eos.core.driver import DRIVER_XCOM_KEY, DriverHandle, DriverObservation, driver_token
+from airflow_provider_eos.hooks.checkpoint_storage import CheckpointStorageHook
 from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
-from airflow_provider_eos.spark.driver_processes import observe, stop_driver, this_host_identity, wait_until_gone
+from airflow_provider_eos.spark.driver_processes import observe, stop_driver, this_host_identity
+from airflow_provider_eos.usecases.driver_liveness import wait_until_driver_gone
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
+
+    from airflow_provider_eos.core.checkpoint import CheckpointReader
 
 __all__ = ["ConfirmDriverGoneOperator", "StopPipelineDriverOperator", "earliest_driver_start"]
 
@@ -107,18 +112,26 @@ class ConfirmDriverGoneOperator(_DriverStep):
     Runs when every task on the running path is done. Skips its downstream (the recovery tasks)
     when no submit task failed and :param stopped_by: did not stop the driver: a pre-flight
     failure, or a failure that left the driver to finish cleanly, gives recovery nothing to do and
-    must not fence anyone. Otherwise waits up to ``timeout_s`` for positive evidence that no
-    process of the driver is left, and fails (recovery does not run) without it. Returns the
-    observation (XCom), which the abort task passes on as its evidence.
+    must not fence anyone. Otherwise waits up to ``timeout_s`` for positive evidence that the
+    driver is gone (this host's process table, the driver's lease in the checkpoint, the cluster
+    manager's record: any of them alive means alive), and fails (recovery does not run) without
+    it. Returns the observation (XCom), which the abort task passes on as its evidence.
 
     :param stopped_by: the task that stops the driver deliberately.
-    :param timeout_s: how long to wait for the driver's processes to exit.
+    :param timeout_s: how long to wait for positive evidence; longer than the spec's
+        ``driver_lease_ttl_s`` plus 10 s, so a lease can expire within it.
+    :param checkpoint_conn_id: an Airflow connection with the checkpoint storage credentials (the lease is there);
+        default: the worker's ambient credentials.
     """
 
-    def __init__(self, *, stopped_by: str, timeout_s: float = 120, **kwargs: Any) -> None:
+    template_fields: Sequence[str] = (*_DriverStep.template_fields, "checkpoint_conn_id")
+
+    def __init__(self, *, stopped_by: str, timeout_s: float = 120, checkpoint_conn_id: str | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.stopped_by = stopped_by
         self.timeout_s = timeout_s
+        self.checkpoint_conn_id = checkpoint_conn_id
 
     def execute(self, context: Context) -> dict[str, Any]:
         states = self.submit_states(context)
@@ -132,8 +145,17 @@ class ConfirmDriverGoneOperator(_DriverStep):
         handle, _ = self.driver_handle(context)
         cause = f"{', '.join(failed)} failed" if failed else f"{self.stopped_by} stopped the driver"
         self.log.info("%s; waiting for positive evidence that the driver is gone", cause)
-        seen = wait_until_gone(handle, self.timeout_s)
+        seen = wait_until_driver_gone(handle, self._checkpoint(), self.timeout_s)
         return _result_or_fail(seen, "refusing to recover: the driver is not positively gone")
+
+    def _checkpoint(self) -> CheckpointReader | None:
+        """The pipeline's checkpoint, where the driver's lease is; ``None`` when it cannot be opened (no evidence)."""
+        try:
+            location = load_pipeline_spec(self.spec_path).checkpoint_location
+            return CheckpointStorageHook(self.checkpoint_conn_id or None).get_reader(location)
+        except Exception as err:  # the lease is then no evidence; the other sources still count
+            self.log.warning("The checkpoint cannot be opened, so the driver's lease is not read: %s", err)
+            return None
 
 
 def _result_or_fail(seen: DriverObservation, failure: str) -> dict[str, Any]:

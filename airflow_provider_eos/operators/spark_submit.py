@@ -43,6 +43,7 @@ from airflow.providers.common.compat.openlineage.utils.spark import (
 from airflow.sdk.exceptions import AirflowFailException
 from airflow.sdk.log import mask_secret
 
+from airflow_provider_eos.core.cluster_records import manager_web_url
 from airflow_provider_eos.core.driver import (
     DRIVER_OWNER_PID_ENV,
     DRIVER_TOKEN_ENV,
@@ -66,6 +67,9 @@ from airflow_provider_eos.spark.submit_command import plan_submit, spark_submit_
 if TYPE_CHECKING:
     import jinja2
     from airflow.sdk import Context
+
+#: The ``spark`` connection's extra naming a standalone master's web UI (its record of applications).
+STANDALONE_WEBUI_EXTRA = "spark_master_webui_url"
 
 
 def write_private_spec(spec: PipelineSpec, folder: Path) -> Path:
@@ -167,10 +171,11 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
                     spec_file = write_private_spec(spec, work_dir)
                 mode = self.mode or spec.mode
                 deploy_mode = self._get_hook()._connection["deploy_mode"]
+                token = driver_token(spec.name, context["ti"].dag_id, context["run_id"])
                 plan = plan_submit(spec_file, spec, mode=mode, work_dir=work_dir, deploy_mode=deploy_mode,
                                    python_environment=self.python_environment, connector=self.connector,
                                    properties_file=Path(self.properties_file) if self.properties_file else None,
-                                   extra_conf=self._conf_with_openlineage(context))
+                                   extra_conf=self._conf_with_openlineage(context), driver_token=token)
             self.application = str(plan.application)
             self.application_args = plan.application_args
             self.jars = _joined(plan.jars, self.jars)
@@ -269,11 +274,30 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
             pipeline=pipeline, token=token, master=str(self._hook._connection["master"]),
             deploy_mode=str(self._hook._connection["deploy_mode"] or "client"),
             submitted_at=dt.datetime.now(dt.UTC), earliest_start=earliest_driver_start(context),
-            **this_host_identity().model_dump(),
+            manager_url=self._manager_url(), **this_host_identity().model_dump(),
         )
         self._driver = handle
         context["ti"].xcom_push(key=DRIVER_XCOM_KEY, value=handle.model_dump(mode="json"))
         self.log.info("Driver token %s on host %s (%s)", token, handle.host, handle.master)
+
+    def _manager_url(self) -> str | None:
+        """Where the cluster manager keeps its record of the application (the recovery branch asks it).
+
+        Standalone: the connection extra ``spark_master_webui_url``, else the master's host, port 8080.
+        YARN: the ResourceManager's web address, as :meth:`_track_through_resourcemanager` finds it
+        (connection extra ``yarn_resourcemanager_webapp_address``, else ``yarn-site.xml``).
+        """
+        master = str(self._hook._connection["master"])
+        try:
+            extra = self._hook.get_connection(self._conn_id).extra_dejson
+        except Exception:  # no such connection: the hook's defaults apply, and no extra
+            extra = {}
+        resourcemanager = self._resourcemanager_url or extra.get(SparkSubmitHook._YARN_RM_WEBAPP_ADDRESS_EXTRA_KEY)
+        if master.startswith("yarn") and not resourcemanager:
+            environment = {**os.environ, **(self.env_vars or {})}
+            resourcemanager = ambient_hadoop_conf(environment).get("yarn.resourcemanager.webapp.address")
+        return manager_web_url(master, standalone_webui=extra.get(STANDALONE_WEBUI_EXTRA),
+                               resourcemanager=resourcemanager)
 
     def _wait_for_previous_driver(self) -> None:
         """A retried or cleared task of the same run: wait until the earlier attempt's driver is gone."""

@@ -128,13 +128,17 @@ def _started_at(entry: Path, booted_at: dt.datetime | None) -> dt.datetime | Non
     return booted_at + dt.timedelta(seconds=ticks / os.sysconf("SC_CLK_TCK"))
 
 
-def observe(handle: DriverHandle, *, group: int | None = None) -> DriverObservation:
+def observe(handle: DriverHandle, *, group: int | None = None, here: HostIdentity | None = None) -> DriverObservation:
     """Look at this host's processes now and judge whether the driver of ``handle`` is gone.
 
+    Only the process table: the other sources, which work from any host, are
+    :mod:`airflow_provider_eos.usecases.driver_liveness`'s.
+
     :param group: only that process group's processes count (see :func:`observe_driver`).
+    :param here: who looks (default: this process's identity); a test passes another to stand for another worker.
     """
     return observe_driver(
-        handle, here=this_host_identity(), table=processes_with_token(handle.token),
+        handle, here=here or this_host_identity(), table=processes_with_token(handle.token),
         observed_at=dt.datetime.now(dt.UTC), group=group,
     )
 

@@ -81,6 +81,7 @@ class DriverWriter:
                 points.hit(SinkPoint.AFTER_PRODUCE)
                 points.hit(SinkPoint.SLOW_TRANSACTION)
                 writer.send_offsets(producer, offsets_to_commit(query_id, batch_id, end), clients.group_metadata())
+                clients.guard()  # a driver whose lease lapsed commits nothing (core/driver_lease.py)
                 writer.commit(producer, batch_id)
                 stats.commit_ms = clock.lap()
             points.hit(SinkPoint.AFTER_KAFKA_COMMIT)

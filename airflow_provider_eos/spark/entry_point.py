@@ -35,6 +35,18 @@ def local_spec_file(given: str) -> Path | None:
     return None
 
 
+def application_name(pipeline: str) -> str:
+    """The Spark application's name: the driver token when there is one, so the standalone master's
+    record of the application can be found by it from any worker (``core/cluster_records.py``);
+    ``eos-<pipeline>`` otherwise. The token is ``eos-<pipeline>-<digest>``: it still reads as the pipeline.
+
+    A client-mode driver names its application itself (spark-submit's ``--name`` is only a default).
+    """
+    from airflow_provider_eos.core.driver import DRIVER_TOKEN_ENV
+
+    return os.environ.get(DRIVER_TOKEN_ENV) or f"eos-{pipeline}"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Load the spec, start Spark and run the pipeline; returns the process exit code."""
     from airflow_provider_eos.core.spec import Mode
@@ -66,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("airflow_provider_eos.job").error("EOS-ERROR %s", exc)
         return 2
     builder = SparkSession.builder
-    spark = (builder.appName(f"eos-{spec.name}") if spec else builder).getOrCreate()
+    spark = (builder.appName(application_name(spec.name)) if spec else builder).getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     try:
         if spec is None:

@@ -166,6 +166,7 @@ class ExecutorWriters:
             offsets = offsets_to_commit(query_id, batch_id, {tp: end[tp] for tp in pending})
             with writer.transaction(batch_id) as producer:
                 writer.send_offsets(producer, offsets, clients.group_metadata())
+                clients.guard()  # a driver whose lease lapsed commits nothing (core/driver_lease.py)
                 writer.commit(producer, batch_id)
         return pending
 

@@ -17,12 +17,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from airflow_provider_eos.core.acls import ResourceType
-from airflow_provider_eos.core.driver import DRIVER_OWNER_PID_ENV
+from airflow_provider_eos.core.driver import DRIVER_OWNER_PID_ENV, DRIVER_TOKEN_CONF, DRIVER_TOKEN_ENV
 from airflow_provider_eos.core.errors import AclMissingError, EosError, SpecError
 from airflow_provider_eos.core.spec import Mode, PipelineSpec
 from airflow_provider_eos.core.transform_reference import resolve_transform
 from airflow_provider_eos.kafka.settings import spark_source_options
+from airflow_provider_eos.spark.driver_lease import LeaseKeeper
 from airflow_provider_eos.spark.sink import DLQ_REASON_COLUMN, AtLeastOnceKafkaSink, ExactlyOnceKafkaSink
+from airflow_provider_eos.spark.sink_clients import driver_checkpoint
 from airflow_provider_eos.spark.sink_points import BatchSink, load_plugin
 
 if TYPE_CHECKING:
@@ -105,28 +107,34 @@ class StopGate:
     moment between two of them to call ``query.stop()``. Refused before the sink reads or writes
     anything, the batch stays planned in ``offsets/N`` only, and a restart runs it (a replay of
     a planned batch, which the protocol expects).
+
+    With ``guard`` (the driver's lease, :class:`~.driver_lease.LeaseKeeper`), a driver that may no
+    longer commit starts no batch either: ``guard`` raises.
     """
 
-    def __init__(self, sink: Callable, stop: threading.Event) -> None:
-        self.sink, self.stop = sink, stop
+    def __init__(self, sink: Callable, stop: threading.Event, guard: Callable[[], None] | None = None) -> None:
+        self.sink, self.stop, self.guard = sink, stop, guard
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         if self.stop.is_set():
             raise StopBeforeBatch(f"{STOP_BEFORE_BATCH} {batch_id}: stop requested (SIGTERM); the batch is planned "
                                   "in offsets/ and nothing of it was written; a restart runs it")
+        if self.guard is not None:
+            self.guard()
         self.sink(batch, batch_id)
 
 
 def start_query(
     spark: SparkSession, spec: PipelineSpec, mode: Mode | str = Mode.EXACTLY_ONCE,
-    stop: threading.Event | None = None,
+    stop: threading.Event | None = None, guard: Callable[[], None] | None = None,
 ) -> tuple[StreamingQuery, object]:
     """Start the query; returns it and its sink.
 
     ``mode`` is the spec's :class:`Mode`, or a mode only the acknowledged sink plug-in has
     (:mod:`.sink_points`; the bench's ``noop``). The sink announces its points to the plug-in's
     observer (by default nobody). With ``stop``, a set event refuses the next batch at its start
-    (:class:`StopGate`).
+    (:class:`StopGate`). With ``guard`` (the driver's lease), a driver that may no longer commit
+    starts no batch and its exactly-once sink commits nothing.
     """
     transformed = load_transform(spec.transform)(read_source(spark, spec))
     missing = {"key", "value"} - set(transformed.columns)
@@ -138,14 +146,14 @@ def start_query(
     plugin = load_plugin()
     sink: BatchSink | None
     if mode == Mode.EXACTLY_ONCE:
-        sink = ExactlyOnceKafkaSink(spec, spark, plugin.observer(spec))
+        sink = ExactlyOnceKafkaSink(spec, spark, plugin.observer(spec), guard)
     elif mode == Mode.AT_LEAST_ONCE:
         sink = AtLeastOnceKafkaSink(spec, plugin.observer(spec))
     else:
         sink = plugin.sink(str(mode), spec, spark)
     if sink is None:
         raise EosError(f"unknown mode {mode!r}", fix=f"use one of {', '.join(repr(m.value) for m in Mode)}")
-    writer = transformed.writeStream.foreachBatch(_gated(sink, stop)).outputMode(output_mode)
+    writer = transformed.writeStream.foreachBatch(_gated(sink, stop, guard)).outputMode(output_mode)
     writer = _apply_trigger(writer.option("checkpointLocation", spec.checkpoint_location), spec)
     # Registered before start so the first batch's progress is logged too.
     spark.streams.addListener(BatchProgressLogger(sink, mode).as_listener())
@@ -153,8 +161,10 @@ def start_query(
     return query, sink
 
 
-def _gated(sink: Callable, stop: threading.Event | None) -> Callable:
-    return sink if stop is None else StopGate(sink, stop)
+def _gated(sink: Callable, stop: threading.Event | None, guard: Callable[[], None] | None = None) -> Callable:
+    if stop is None and guard is None:
+        return sink
+    return StopGate(sink, stop or threading.Event(), guard)
 
 
 class BatchProgressLogger:
@@ -237,13 +247,60 @@ def _owner_watch() -> Callable[[], bool]:
     return gone
 
 
+def driver_lease(spark: SparkSession, spec: PipelineSpec) -> LeaseKeeper | None:
+    """The lease keeper of a driver submitted with a driver token; ``None`` without one (``eos run``).
+
+    The token is in the environment (client deploy mode: spark-submit's, inherited) or in the
+    Spark settings (cluster deploy mode, where the driver does not inherit spark-submit's environment).
+    """
+    token = os.environ.get(DRIVER_TOKEN_ENV) or spark.sparkContext.getConf().get(DRIVER_TOKEN_CONF)
+    if not token:
+        return None
+    return LeaseKeeper(driver_checkpoint(spec, spark), token, spec.driver_lease_ttl_s,
+                       app_id=spark.sparkContext.applicationId)
+
+
 def run_pipeline(spark: SparkSession, spec: PipelineSpec, mode: Mode | str = Mode.EXACTLY_ONCE) -> int:
     """Run until the query ends (available-now) or SIGTERM; returns a process exit code.
 
-    SIGTERM stops the query after the running batch completes, never in the middle of one.
+    SIGTERM stops the query after the running batch completes, never in the middle of one. A
+    driver submitted with a driver token holds the lease in the checkpoint while it runs
+    (:func:`driver_lease`): it starts no batch and commits nothing once it cannot renew it, and
+    releases it once the query has stopped.
     """
     stop_requested = threading.Event()
-    query, sink = start_query(spark, spec, mode, stop=stop_requested)
+    lease = driver_lease(spark, spec)
+    if lease is not None:
+        lease.acquire()
+    try:
+        query, sink = start_query(spark, spec, mode, stop=stop_requested, guard=lease.guard if lease else None)
+    except BaseException:
+        if lease is not None:
+            lease.release(query_stopped=True)  # no query ever ran
+        raise
+    if lease is not None:
+        lease.started_query(str(query.id), str(query.runId))
+    try:
+        return _until_stopped(query, sink, spec, stop_requested, lease)
+    finally:
+        try:
+            sink.close()
+        finally:
+            if lease is not None:
+                lease.release(query_stopped=not _active(query))
+
+
+def _active(query: StreamingQuery) -> bool:
+    """Whether the query may still run; when it cannot be asked, it may."""
+    try:
+        return bool(query.isActive)
+    except Exception:
+        return True
+
+
+def _until_stopped(query: StreamingQuery, sink, spec: PipelineSpec, stop_requested: threading.Event,
+                   lease: LeaseKeeper | None) -> int:
+    """Wait for the query to end, stopping it between batches on SIGTERM, its owner's end or a lapsed lease."""
     signal.signal(signal.SIGTERM, lambda *_: stop_requested.set())
     announced = False
 
@@ -253,30 +310,44 @@ def run_pipeline(spark: SparkSession, spec: PipelineSpec, mode: Mode | str = Mod
             log.info("EOS-QUERY SIGTERM: stopping after the running batch")
             announced = True
 
-    owner_gone = _owner_watch()
-    try:
-        while query.isActive:
-            if not stop_requested.is_set() and owner_gone():
-                log.info("EOS-QUERY the process that submitted this driver is gone: stopping after the running batch")
-                stop_requested.set()
-            announce_stop()
-            try:
-                if query.awaitTermination(0.5):
-                    break
-            except Exception:  # the query failed (or the StopGate refused a batch): read below
-                break
-            if not stop_requested.is_set():
-                continue
-            announce_stop()
-            # Between triggers if the loop sees a moment between two (nothing planned is left
-            # over); otherwise the StopGate refuses the next batch at its start.
-            if not sink.in_batch and not query.status.get("isTriggerActive"):
-                query.stop()
-        # The StopGate may refuse a batch within the wait the signal arrived in: say it was seen.
+    must_stop = _stop_conditions(lease)
+    while query.isActive:
+        if not stop_requested.is_set() and (reason := must_stop()):
+            log.info("EOS-QUERY %s: stopping after the running batch", reason)
+            stop_requested.set()
         announce_stop()
-        return _exit_code(query.exception(), spec, stopped=stop_requested.is_set())
-    finally:
-        sink.close()
+        try:
+            if query.awaitTermination(0.5):
+                break
+        except Exception:  # the query failed (or the StopGate refused a batch): read below
+            break
+        if not stop_requested.is_set():
+            continue
+        announce_stop()
+        # Between triggers if the loop sees a moment between two (nothing planned is left
+        # over); otherwise the StopGate refuses the next batch at its start.
+        if not sink.in_batch and not query.status.get("isTriggerActive"):
+            query.stop()
+    # The StopGate may refuse a batch within the wait the signal arrived in: say it was seen.
+    announce_stop()
+    lapsed = lease.lapsed() if lease is not None else None
+    if lapsed:
+        log.error("EOS-QUERY stopped: the driver lease lapsed (%s); it committed nothing since", lapsed)
+        return 1
+    return _exit_code(query.exception(), spec, stopped=stop_requested.is_set())
+
+
+def _stop_conditions(lease: LeaseKeeper | None) -> Callable[[], str | None]:
+    """Why the driver must stop by itself now, or ``None``: its submitter is gone, or its lease lapsed."""
+    owner_gone = _owner_watch()
+
+    def reason() -> str | None:
+        if owner_gone():
+            return "the process that submitted this driver is gone"
+        lapsed = lease.lapsed() if lease is not None else None
+        return f"the driver lease lapsed ({lapsed})" if lapsed else None
+
+    return reason
 
 
 def _exit_code(exception: Exception | None, spec: PipelineSpec, *, stopped: bool) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
@@ -43,13 +44,14 @@ class ExactlyOnceKafkaSink:
     :param spec: the pipeline spec (topics, group, prefix, checkpoint, timeouts, writers).
     :param session: the SparkSession that runs the query (the executor writers read its plan).
     :param observer: what the writers announce their points to (:mod:`.sink_points`); by default nobody.
+    :param guard: raises when the driver may no longer commit (:class:`~.sink_clients.SinkClients`).
     """
 
     def __init__(self, spec: PipelineSpec, session: SparkSession | None = None,
-                 observer: SinkObserver | None = None) -> None:
+                 observer: SinkObserver | None = None, guard: Callable[[], None] | None = None) -> None:
         self.spec, self.session = spec, session
         self.observer = observer or SinkObserver()
-        self.clients = SinkClients(spec, driver_checkpoint(spec, session))
+        self.clients = SinkClients(spec, driver_checkpoint(spec, session), guard)
         self.driver_writer = DriverWriter(self.clients, observer=self.observer)
         self.executor_writers = ExecutorWriters(self.clients, observer=self.observer)
         self.choice: WritersChoice | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from confluent_kafka import Consumer
@@ -36,15 +37,24 @@ def driver_checkpoint(spec: PipelineSpec, session: SparkSession | None) -> Check
                             hadoop_conf=hadoop_conf)
 
 
+def _no_guard() -> None:
+    """Without a lease (``eos run``, no driver token) nothing stops the driver's commits."""
+
+
 class SinkClients:
     """One admin client, one group-metadata handle and the driver's transactional producer ``<prefix>-0``.
 
     The driver producer writes every batch of the driver writer, and the partitions without a task
     of the executor writers.
+
+    :param guard: called right before the driver's producer commits; raises when the driver may no
+        longer commit (its lease lapsed: :class:`~airflow_provider_eos.spark.driver_lease.LeaseKeeper`).
     """
 
-    def __init__(self, spec: PipelineSpec, checkpoint: CheckpointReader | None = None) -> None:
+    def __init__(self, spec: PipelineSpec, checkpoint: CheckpointReader | None = None,
+                 guard: Callable[[], None] | None = None) -> None:
         self.spec = spec
+        self.guard: Callable[[], None] = guard or _no_guard
         self.checkpoint = checkpoint or CheckpointReader(spec.checkpoint_location)
         self.admin = connected_admin("admin", admin_config(spec))
         self.driver_producer = TransactionalProducer(spec, spec.transactional_id(0))

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from airflow_provider_eos.core.driver import ENTRY_SCRIPT
+from airflow_provider_eos.core.driver import DRIVER_TOKEN_CONF, ENTRY_SCRIPT
 from airflow_provider_eos.core.errors import PrerequisiteError, SubmissionError
 from airflow_provider_eos.core.secrets import SPARK_REDACTION_REGEX
 from airflow_provider_eos.core.spec import Mode, PipelineSpec
@@ -38,6 +38,8 @@ from airflow_provider_eos.spark.sink_points import run_mode as driver_mode
 PACKAGES_SHIPPED = DISTRIBUTION_PACKAGES
 #: The package whose ``eos_job.py`` spark-submit runs.
 ENTRY_PACKAGE = "spark_jobs"
+#: The application tags YARN lists an application under (``/ws/v1/cluster/apps?applicationTags=``).
+YARN_TAGS_KEY = "spark.yarn.tags"
 #: The settings Spark hides by (``Utils.redact``); a user's own value, wherever set, is kept.
 REDACTION_REGEX_KEY = "spark.redaction.regex"
 # Driver mode collects each batch on the driver; Arrow makes that a columnar transfer.
@@ -147,6 +149,7 @@ def plan_submit(  # noqa: PLR0913  # the spec plus each override a caller may gi
     connector: Connector | None = None,
     properties_file: Path | None = None,
     extra_conf: Mapping[str, str] | None = None,
+    driver_token: str | None = None,
 ) -> SubmitPlan:
     """The spark-submit plan of ``spec``.
 
@@ -165,6 +168,9 @@ def plan_submit(  # noqa: PLR0913  # the spec plus each override a caller may gi
         plan's own file starts with it (else with ``spark-defaults.conf``) and replaces it.
     :param extra_conf: Spark settings the caller was given (the operator's ``conf`` argument); they
         win over the spec's ``spark_conf`` and take the same split: secrets to the private file.
+    :param driver_token: the run's driver token (:func:`~airflow_provider_eos.core.driver.driver_token`):
+        the driver finds it in its settings in every deploy mode (for its lease), and YARN lists the
+        application under it as a tag (:func:`driver_tagging`).
     :raises SubmissionError: a local jar or archive named does not exist.
     """
     cluster = (deploy_mode or "client") == "cluster"
@@ -188,7 +194,8 @@ def plan_submit(  # noqa: PLR0913  # the spec plus each override a caller may gi
     if REDACTION_REGEX_KEY in properties_keys(defaults):
         # --conf would win over the user's (or the cluster's) own choice in the properties file.
         del conf[REDACTION_REGEX_KEY]
-    public, secret = split_secret_conf({**conf, **spec.spark_conf, **(extra_conf or {})})
+    given = {**spec.spark_conf, **(extra_conf or {})}
+    public, secret = split_secret_conf({**conf, **given, **driver_tagging(driver_token, given)})
     return SubmitPlan(
         application=entry_script(),
         application_args=["--spec", spec_arg, "--mode", run_mode],
@@ -200,6 +207,19 @@ def plan_submit(  # noqa: PLR0913  # the spec plus each override a caller may gi
         env=env,
         properties_file=write_secret_properties(secret, work_dir, defaults) if secret else properties_file,
     )
+
+
+def driver_tagging(token: str | None, given: Mapping[str, str]) -> dict[str, str]:
+    """The settings that let the driver and the cluster manager name the driver by its token.
+
+    ``spark.eos.driverTag``: the driver reads it when the environment does not carry the token
+    (cluster deploy mode). ``spark.yarn.tags``: the token beside the tags the user gave, so the
+    ResourceManager can be asked for the run's applications from any worker (other masters ignore it).
+    """
+    if not token:
+        return {}
+    tags = [tag for tag in given.get(YARN_TAGS_KEY, "").split(",") if tag.strip() and tag.strip() != token]
+    return {DRIVER_TOKEN_CONF: token, YARN_TAGS_KEY: ",".join([*tags, token])}
 
 
 def _existing(location: str, what: str) -> str:

@@ -26,6 +26,7 @@ import pytest
 from fsspec.implementations.webhdfs import WebHDFS
 
 from airflow_provider_eos.core.checkpoint import CheckpointReader
+from airflow_provider_eos.core.driver import EvidenceSource, Liveness
 from airflow_provider_eos.core.hadoop_conf import HADOOP_CONF_DIR_ENV
 from airflow_provider_eos.core.presentation import result_text
 from airflow_provider_eos.core.retry import RetryPolicy
@@ -34,10 +35,16 @@ from airflow_provider_eos.core.writers_choice import read_writers_choice
 from airflow_provider_eos.devstack.yarn import YarnClusterInfo
 from airflow_provider_eos.usecases.abort import abort
 from airflow_provider_eos.usecases.clients import PipelineClients
+from airflow_provider_eos.usecases.driver_liveness import (
+    manager_evidence,
+    observe_driver_anywhere,
+    wait_until_driver_gone,
+)
 from airflow_provider_eos.usecases.rewind import rewind
 from airflow_provider_eos.usecases.verify import verify
 from tests.support.checkpoints import write_checkpoint
-from tests.support.pipeline import PipelineHarness, assert_exactly_once, json_events, output_ids
+from tests.support.observers import another_worker
+from tests.support.pipeline import PipelineHarness, assert_exactly_once, json_events, output_ids, wait_for
 from tests.support.yarn_cluster import FINAL_STATES, application, container_log, same_machine_conf, wait_for_state
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -127,6 +134,7 @@ def test_killing_the_task_kills_the_yarn_application_then_recovery_runs_on_the_h
     on_yarn: YarnClusterInfo, bootstrap: str, tmp_path: Path
 ) -> None:
     harness = hdfs_harness(bootstrap, tmp_path, on_yarn, trigger="5 seconds", max_offsets_per_trigger=100)
+    harness.with_overrides(driver_lease_ttl_s=6)
     records, _, _ = json_events(3000, prefix=f"k{uuid.uuid4().hex[:4]}-")
     harness.produce_input(records)
     operator = submit_operator(harness, on_yarn)
@@ -149,6 +157,13 @@ def test_killing_the_task_kills_the_yarn_application_then_recovery_runs_on_the_h
                                   what=f"a committed batch of {app_id}")
     assert committed.settled, container_log(application(on_yarn, app_id), "stdout")[-3000:]
     assert application(on_yarn, app_id)["state"] == "RUNNING"
+    # Another worker's view (design note 35): the application found by its tag, the cluster-mode driver's lease on HDFS.
+    handle, elsewhere = operator._driver, another_worker()
+    assert handle.manager_url == on_yarn.resourcemanager_url.rstrip("/")
+    running = observe_driver_anywhere(handle, checkpoint, here=elsewhere)
+    assert running.liveness is Liveness.ALIVE, running.evidence
+    assert {each.source: each.says for each in running.sources}[EvidenceSource.YARN_RESOURCEMANAGER] is Liveness.ALIVE
+    assert {each.source: each.says for each in running.sources}[EvidenceSource.LEASE] is Liveness.ALIVE
 
     operator.on_kill()  # what Airflow calls when the task is killed
 
@@ -157,11 +172,19 @@ def test_killing_the_task_kills_the_yarn_application_then_recovery_runs_on_the_h
     task.join(120)
     assert not task.is_alive() and failure, "the task did not end with the killed application"
     assert "KILLED" in str(failure[0]), failure[0]
+    killed_at = time.monotonic()
+    gone = wait_until_driver_gone(handle, checkpoint, 90, here=elsewhere)
+    print(f"\nYARN cluster-mode driver GONE {time.monotonic() - killed_at:.1f}s after KILLED: {gone.evidence}")
+    assert gone.liveness is Liveness.GONE, gone.evidence
+    assert {each.source: each.says for each in gone.sources}[EvidenceSource.PROCESS_TABLE] is Liveness.UNKNOWN
+    # The ResourceManager's word alone, once its record of the end has settled (the lease may have expired first).
+    assert wait_for(lambda: manager_evidence(handle).says is Liveness.GONE, 40, interval_s=1), \
+        manager_evidence(handle).detail
+    print(f"YARN ResourceManager's record GONE {time.monotonic() - killed_at:.1f}s after KILLED")
 
     # Recovery, as the DAG's recovery branch runs it, against the hdfs:// checkpoint.
     clients = PipelineClients(harness.spec)
-    evidence = f"YARN application {app_id} is KILLED by the ResourceManager's word"
-    aborted = abort(clients, execute=True, driver_gone=evidence)
+    aborted = abort(clients, execute=True, driver_gone=gone.evidence)
     assert aborted.ok, result_text(aborted)
     verified = verify(clients)
     assert verified.report.overall.value in ("IN_SYNC", "KAFKA_AHEAD_SAFE"), result_text(verified)

@@ -175,9 +175,13 @@ class _FakeClients:
                                  output_topic="out", dlq_topic=dlq_topic, group_id="orders-g",
                                  transactional_id_prefix="orders-eos", checkpoint_location="/tmp/ckpt")
         self.checkpoint, self.driver_producer, self.admin = _FakeCheckpoint(), _FakeWriter(events), object()
+        self.checkpoint_events = events
 
     def group_metadata(self) -> object:
         return object()
+
+    def guard(self) -> None:  # the driver's lease: may it still commit?
+        self.checkpoint_events.append("lease guard")
 
 
 class _RecordingFaults:
@@ -212,7 +216,8 @@ def test_a_batch_is_spilled_by_spark_first_and_the_transaction_opens_after_the_j
     assert events == [
         "init_transactions", "spill.clear", "read_group", "decide", "spill.write 2",
         "begin", "fault before_produce", "spill.read 30", "produce 30", "spill.read 5", "produce 5", "flush",
-        "fault after_produce", "fault slow_transaction", "send_offsets [30]", "commit", "fault after_kafka_commit",
+        "fault after_produce", "fault slow_transaction", "send_offsets [30]", "lease guard", "commit",
+        "fault after_kafka_commit",
         "spill.remove 2",
     ]
     assert (stats.action, stats.rows_out, stats.extra["spill_files"], stats.extra["spill_retried"]) == (

@@ -265,3 +265,15 @@ def test_the_operators_conf_wins_over_the_specs(spec_file, tmp_path, jar):
                          extra_conf={"spark.executor.memory": "2g", AZURE_KEY: "new-key"})
     assert submit.conf["spark.executor.memory"] == "2g"
     assert f"{AZURE_KEY}=new-key" in submit.properties_file.read_text()
+
+
+def test_the_driver_token_reaches_the_driver_and_tags_the_yarn_application(spec_file: Path, tmp_path: Path) -> None:
+    from airflow_provider_eos.core.driver import DRIVER_TOKEN_CONF
+
+    token = "eos-orders-0123456789abcdef0123"
+    planned = plan(spec_file, tmp_path, driver_token=token, extra_conf={"spark.yarn.tags": "team-a,nightly"})
+    assert planned.conf[DRIVER_TOKEN_CONF] == token
+    assert planned.conf["spark.yarn.tags"] == f"team-a,nightly,{token}"
+    assert planned.properties_file is None, "the token is no secret: no private properties file for it"
+    untagged = plan(spec_file, tmp_path)
+    assert DRIVER_TOKEN_CONF not in untagged.conf and "spark.yarn.tags" not in untagged.conf

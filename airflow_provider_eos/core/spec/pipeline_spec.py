@@ -29,6 +29,9 @@ from airflow_provider_eos.core.spec.validation_errors import spec_error
 
 __all__ = ["ExecutorWriter", "Mode", "PipelineSpec", "Writers"]
 
+#: The shortest driver lease: renewed every second, written at most once a second to the checkpoint.
+MIN_LEASE_TTL_S = 3
+
 
 class Mode(StrEnum):
     """The delivery guarantee of the sink: the one spelling the spec, the CLI and the job share."""
@@ -113,6 +116,11 @@ class PipelineSpec(BaseModel):
     #: A packed Python environment (``eos package``) shipped with ``--archives``: executors run its
     #: interpreter instead of the submitting machine's; ``null``: the submitting machine's interpreter.
     python_environment: str | None = None
+    #: Seconds the driver's lease in the checkpoint (``eos/driver-lease.json``) holds after each renewal;
+    #: the driver renews it every third of that and commits nothing once it could not for four fifths
+    #: of it. Recovery counts a driver gone by its lease this long (plus a clock margin of 10 s) after its
+    #: last renewal, from any Airflow worker. At least 3.
+    driver_lease_ttl_s: int = 30
 
     # -- field validation (pydantic runs these in field order, so later fields see earlier ones) --
 
@@ -121,7 +129,8 @@ class PipelineSpec(BaseModel):
     def _check_name(cls, value: str) -> str:
         return field_rules.check_name(value)
 
-    @field_validator("max_offsets_per_trigger", "transaction_timeout_ms", "batch_budget_ms", mode="before")
+    @field_validator("max_offsets_per_trigger", "transaction_timeout_ms", "batch_budget_ms", "driver_lease_ttl_s",
+                     mode="before")
     @classmethod
     def _reject_bool(cls, value: Any, info: ValidationInfo) -> Any:
         # pydantic's lax mode turns `true` into 1, which would hide a YAML slip in a timeout.
@@ -237,6 +246,14 @@ class PipelineSpec(BaseModel):
     def _check_positive(cls, value: int, info: ValidationInfo) -> int:
         if value <= 0:
             raise ValueError(f"{info.field_name} is {value}; use a positive number of milliseconds")
+        return value
+
+    @field_validator("driver_lease_ttl_s")
+    @classmethod
+    def _check_lease_ttl(cls, value: int, info: ValidationInfo) -> int:
+        if value < MIN_LEASE_TTL_S:
+            raise ValueError(f"{info.field_name} is {value}; use at least {MIN_LEASE_TTL_S} seconds (the driver renews "
+                             "its lease every third of it)")
         return value
 
     @field_validator("starting_offsets")

@@ -1,0 +1,182 @@
+"""The driver's lease in the checkpoint: evidence of life that any observer can read, and its self-fencing.
+
+The driver (the Spark job's Python driver) writes ``eos/driver-lease.json`` under the checkpoint
+root when it starts, renews it every ``ttl / 3`` from a daemon thread (:mod:`airflow_provider_eos.spark.driver_lease`)
+and marks it released once its query has stopped. The checkpoint is the one place every
+deployment shares between the driver (wherever the cluster runs it) and every Airflow worker, so
+the lease answers "is the driver gone?" from any worker, for local, standalone and YARN alike.
+
+A lease is evidence of death only because the driver fences itself: it commits nothing (no batch
+starts, no transaction of the driver commits) once its last successful renewal is older than
+:func:`self_fence_after` (``ttl`` minus a fifth of it), and never resumes after that, even if a late
+renewal lands. The observer says GONE only when the lease is older than ``ttl`` plus
+:data:`CLOCK_SKEW_MARGIN` by its own clock: by then a driver that could not renew has stopped
+committing for at least the margin, as long as the two clocks differ by less than the margin
+(docs/design-notes.md, note 35, has the whole argument, including the executors' tasks).
+
+What is pure here: the record, its parser and the observer's judgement (:func:`judge_lease`).
+Reading and writing go through the one checkpoint reader (:class:`CheckpointReader`), as
+``eos/writers.json`` does.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING
+
+from pydantic import ValidationError
+
+from airflow_provider_eos.core.checkpoint.reader import EOS_FOLDER
+from airflow_provider_eos.core.driver import START_MARGIN, DriverHandle, Evidence, EvidenceSource, Liveness
+from airflow_provider_eos.core.errors import CheckpointError
+from airflow_provider_eos.core.frozen_model import FrozenModel
+
+if TYPE_CHECKING:
+    from airflow_provider_eos.core.checkpoint import CheckpointReader
+
+__all__ = [
+    "CLOCK_SKEW_MARGIN",
+    "LEASE_RECORD",
+    "DriverLease",
+    "judge_lease",
+    "parse_driver_lease",
+    "read_driver_lease",
+    "renewal_interval_s",
+    "self_fence_after_s",
+    "write_driver_lease",
+]
+
+#: Where the lease lives, relative to the checkpoint root (Spark ignores the folder, as ``eos/writers.json``).
+LEASE_RECORD = (EOS_FOLDER, "driver-lease.json")
+
+#: How far the observer's clock may be from the driver's: a lease is expired only ``ttl`` plus this
+#: after its renewal, by the observer's clock. NTP keeps hosts within well under a second; ten
+#: seconds also covers a host that lost its time source for a while.
+CLOCK_SKEW_MARGIN = dt.timedelta(seconds=10)
+
+
+def renewal_interval_s(ttl_s: float) -> float:
+    """How often the driver renews: three tries within a ``ttl``."""
+    return ttl_s / 3
+
+
+def self_fence_after_s(ttl_s: float) -> float:
+    """How old the driver's last successful renewal may be while it still commits: ``ttl`` minus a fifth.
+
+    Two missed renewals (at ``ttl/3`` and ``2 ttl/3``) are tolerated; the fifth left is the margin
+    by which the driver has stopped before its lease can expire.
+    """
+    return ttl_s * 4 / 5
+
+
+class DriverLease(FrozenModel):
+    """``eos/driver-lease.json``: which driver holds the checkpoint, and since when it has said so.
+
+    :param token: the driver token of the submission (:data:`~.driver.DRIVER_TOKEN_ENV`).
+    :param query_id: the streaming query id (``None`` before the query started).
+    :param run_id: the query's run id (``None`` before the query started).
+    :param app_id: the Spark application id.
+    :param host: the host the driver runs on.
+    :param pid: the driver's process id there.
+    :param started_at: when this driver took the lease (its clock).
+    :param renewed_at: when it last renewed it (its clock, taken before the write).
+    :param ttl_s: how long the lease holds after ``renewed_at``.
+    :param sequence: renewals so far (0 for the first write), to tell two readings apart.
+    :param released: the driver stopped its query and commits nothing more.
+    """
+
+    token: str
+    query_id: str | None = None
+    run_id: str | None = None
+    app_id: str | None = None
+    host: str
+    pid: int
+    started_at: dt.datetime
+    renewed_at: dt.datetime
+    ttl_s: float
+    sequence: int = 0
+    released: bool = False
+
+    def to_json(self) -> str:
+        return self.model_dump_json(indent=1) + "\n"
+
+
+def parse_driver_lease(where: str, text: str) -> DriverLease:
+    """Read ``eos/driver-lease.json``.
+
+    :raises CheckpointError: naming the file when it is not a driver lease.
+    """
+    try:
+        return DriverLease.model_validate_json(text)
+    except ValidationError as err:
+        raise CheckpointError(
+            f"{where} is not this package's driver lease: {err.errors()[0]['msg']}",
+            fix="delete the file: the next driver writes it again when it starts (until then, the lease is "
+            "no evidence either way)",
+        ) from err
+
+
+def read_driver_lease(checkpoint: CheckpointReader) -> DriverLease | None:
+    """The lease in the checkpoint, ``None`` when there is none.
+
+    :raises CheckpointError: if it is there but malformed.
+    """
+    path = checkpoint.path(*LEASE_RECORD)
+    checkpoint.fs.invalidate_cache(checkpoint.path(EOS_FOLDER))
+    if not checkpoint.fs.isfile(path):
+        return None
+    return parse_driver_lease(checkpoint.display(path), checkpoint.read_text(path, "the driver lease"))
+
+
+def write_driver_lease(checkpoint: CheckpointReader, lease: DriverLease) -> None:
+    """Write the lease, replacing the one there.
+
+    Written in place, not through a rename: HDFS cannot rename over an existing file, and a reader
+    that meets half a record finds it malformed, which is no evidence, never "gone".
+    """
+    checkpoint.fs.makedirs(checkpoint.path(EOS_FOLDER), exist_ok=True)
+    with checkpoint.fs.open(checkpoint.path(*LEASE_RECORD), "w") as out:
+        out.write(lease.to_json())
+
+
+def judge_lease(
+    handle: DriverHandle, lease: DriverLease | None, *, observed_at: dt.datetime, problem: str | None = None,
+    skew: dt.timedelta = CLOCK_SKEW_MARGIN,
+) -> Evidence:
+    """What the checkpoint's lease says about the driver of ``handle``.
+
+    :param lease: the lease read, or ``None`` when there is none (or it could not be read: ``problem``).
+    :param observed_at: when it was read, by the observer's clock, taken *before* the read: a
+        renewal landing during the read must not meet a later observation time.
+    :param problem: why it could not be read, if it could not.
+    :param skew: :data:`CLOCK_SKEW_MARGIN`.
+
+    GONE: the lease is this handle's driver's (its token, taken after the run could have started one)
+    and released, or expired by ``ttl + skew``. ALIVE: a lease not expired, this driver's or another
+    one's (then another driver uses the pipeline's checkpoint and transactional ids: acting would hit it).
+    Otherwise no evidence: no lease, an unreadable one, or another driver's expired one.
+    """
+    def said(says: Liveness, detail: str) -> Evidence:
+        return Evidence(source=EvidenceSource.LEASE, says=says, detail=detail)
+
+    if problem is not None:
+        return said(Liveness.UNKNOWN, f"the lease could not be read ({problem})")
+    if lease is None:
+        return said(Liveness.UNKNOWN, "the checkpoint holds no driver lease")
+    expires = lease.renewed_at + dt.timedelta(seconds=lease.ttl_s) + skew
+    age = (observed_at - lease.renewed_at).total_seconds()
+    what = (f"lease #{lease.sequence} of {lease.token} (host {lease.host!r}, pid {lease.pid}) renewed "
+            f"{lease.renewed_at.isoformat(timespec='seconds')}, {age:.0f}s before "
+            f"{observed_at.isoformat(timespec='seconds')}")
+    ours = lease.token == handle.token
+    if not lease.released and observed_at <= expires:
+        whose = "" if ours else "; another driver holds the pipeline's checkpoint"
+        return said(Liveness.ALIVE, f"{what}, within its ttl {lease.ttl_s:.0f}s + {skew.total_seconds():.0f}s{whose}")
+    state = "released" if lease.released else f"expired (ttl {lease.ttl_s:.0f}s + skew {skew.total_seconds():.0f}s)"
+    if not ours:
+        return said(Liveness.UNKNOWN, f"{what}, {state}: another driver's, which says nothing of this one")
+    earliest = handle.earliest_start or handle.submitted_at
+    if lease.started_at < earliest - START_MARGIN:
+        return said(Liveness.UNKNOWN, f"{what}, {state}, but taken {lease.started_at.isoformat(timespec='seconds')}, "
+                    "before this run could have started a driver")
+    return said(Liveness.GONE, f"{what}, {state}")

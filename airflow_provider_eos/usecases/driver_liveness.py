@@ -1,0 +1,133 @@
+"""Is the run's driver gone? Ask every source that can say, from whichever worker asks (docs/design-notes.md, note 35).
+
+The sources: this host's process table (:mod:`airflow_provider_eos.spark.driver_processes`; the
+best evidence when this worker ran the driver, none otherwise), the driver's lease in the
+checkpoint (:mod:`airflow_provider_eos.core.driver_lease`) and the cluster manager's record of
+the application (:mod:`airflow_provider_eos.core.cluster_records`, read here over HTTP). The
+core judges each and combines them (:func:`~airflow_provider_eos.core.driver_evidence.combine_evidence`):
+alive wins, gone needs a source that holds for the master and deploy mode, else UNKNOWN.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from airflow_provider_eos.core.cluster_records import (
+    judge_standalone_master,
+    judge_yarn_apps,
+    parse_standalone_master,
+    parse_yarn_apps,
+)
+from airflow_provider_eos.core.driver import DriverHandle, DriverObservation, Evidence, EvidenceSource, Liveness
+from airflow_provider_eos.core.driver_evidence import combine_evidence
+from airflow_provider_eos.core.driver_lease import judge_lease, read_driver_lease
+from airflow_provider_eos.core.errors import EosError
+from airflow_provider_eos.core.retry import RetryPolicy
+from airflow_provider_eos.spark.driver_processes import observe
+
+if TYPE_CHECKING:
+    from airflow_provider_eos.core.checkpoint import CheckpointReader
+    from airflow_provider_eos.core.driver import HostIdentity
+
+__all__ = ["observe_driver_anywhere", "wait_until_driver_gone"]
+
+#: Seconds one request to a cluster manager may take: an unreachable one is no evidence, not a wait.
+HTTP_TIMEOUT_S = 5.0
+
+#: ``fetch(url) -> body``; raises ``OSError`` (``urllib``'s errors and timeouts are) when there is no answer.
+Fetch = Callable[[str], bytes]
+
+
+def _http_get(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=HTTP_TIMEOUT_S) as response:
+        return response.read()
+
+
+def process_table_evidence(handle: DriverHandle, here: HostIdentity | None = None) -> Evidence:
+    """What this host's process table says (UNKNOWN from another host, boot, pid namespace or user)."""
+    seen = observe(handle, here=here)
+    return Evidence(source=EvidenceSource.PROCESS_TABLE, says=seen.liveness, detail=seen.evidence,
+                    processes=seen.processes)
+
+
+def lease_evidence(handle: DriverHandle, checkpoint: CheckpointReader | None) -> Evidence:
+    """What the checkpoint's driver lease says; no evidence when the checkpoint cannot be read.
+
+    The clock is read before the lease: a renewal that lands while the observer reads must not
+    meet an observation time later than the read (core/driver_lease.py has the argument).
+    """
+    observed_at = _now()
+    if checkpoint is None:
+        return judge_lease(handle, None, observed_at=observed_at, problem="no checkpoint location known")
+    try:
+        lease = read_driver_lease(checkpoint)
+    except (EosError, OSError, ValueError) as err:
+        return judge_lease(handle, None, observed_at=observed_at, problem=f"{type(err).__name__}: {err}")
+    return judge_lease(handle, lease, observed_at=observed_at)
+
+
+def manager_evidence(handle: DriverHandle, fetch: Fetch = _http_get) -> Evidence | None:
+    """What the cluster manager's record says; ``None`` when the handle names no manager (local master)."""
+    if handle.manager_url is None:
+        return None
+    observed_at = _now()  # before asking, as for the lease
+    if handle.master.startswith("spark://"):
+        url = f"{handle.manager_url}/json/"
+        body, problem = _fetched(fetch, url)
+        record = parse_standalone_master(body) if body is not None else None
+        if isinstance(record, str):
+            record, problem = None, record
+        return judge_standalone_master(handle, record, observed_at=observed_at, problem=problem)
+    query = urllib.parse.urlencode({"applicationTags": handle.token})
+    url = f"{handle.manager_url}/ws/v1/cluster/apps?{query}"
+    body, problem = _fetched(fetch, url)
+    apps = parse_yarn_apps(body) if body is not None else None
+    if isinstance(apps, str):
+        apps, problem = None, apps
+    return judge_yarn_apps(handle, apps, observed_at=observed_at, problem=problem)
+
+
+def _fetched(fetch: Fetch, url: str) -> tuple[bytes | None, str | None]:
+    try:
+        return fetch(url), None
+    except (OSError, ValueError) as err:  # URLError, HTTPError and timeouts are OSErrors
+        return None, f"{url}: {type(err).__name__}: {err}"
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def observe_driver_anywhere(
+    handle: DriverHandle, checkpoint: CheckpointReader | None, *, here: HostIdentity | None = None,
+    fetch: Fetch = _http_get,
+) -> DriverObservation:
+    """Ask every source about the driver of ``handle`` now and combine what they say.
+
+    :param checkpoint: the pipeline's checkpoint (its lease), or ``None`` when unknown.
+    :param here: who looks at the process table (default: this process); tests pass another identity.
+    :param fetch: reads a cluster manager's URL (tests pass their own).
+    """
+    evidence = [process_table_evidence(handle, here), lease_evidence(handle, checkpoint)]
+    manager = manager_evidence(handle, fetch)
+    if manager is not None:
+        evidence.append(manager)
+    return combine_evidence(handle, evidence)
+
+
+def wait_until_driver_gone(
+    handle: DriverHandle, checkpoint: CheckpointReader | None, timeout_s: float, poll_s: float = 2.0, *,
+    here: HostIdentity | None = None, fetch: Fetch = _http_get,
+) -> DriverObservation:
+    """Observe until the driver is positively gone or ``timeout_s`` passes; returns the last observation.
+
+    An UNKNOWN is waited out too: a lease expires, a manager's record settles, after a while.
+    """
+    policy = RetryPolicy("positive evidence that the driver is gone", timeout_s=timeout_s, first_delay_s=poll_s,
+                         max_delay_s=poll_s)
+    return policy.poll(lambda: observe_driver_anywhere(handle, checkpoint, here=here, fetch=fetch),
+                       until=lambda seen: seen.liveness is Liveness.GONE, what=f"end of driver {handle.token}").value
