@@ -56,7 +56,9 @@ def test_failed_preflight_aborts_nothing_and_a_live_transaction_stays_open(airfl
     hwm = end_offsets(bootstrap, harness.output_topic, harness.partitions, committed=False)
     assert lso[0] < hwm[0], "the live transaction was aborted"
     live.commit_transaction(30)  # not fenced: its producer can still finish its work
-    assert end_offsets(bootstrap, harness.output_topic, harness.partitions, committed=True)[0] == hwm[0] + 1
+    # The commit returns once the coordinator decided; the partition's marker follows (and the LSO with it).
+    assert wait_for(lambda: end_offsets(bootstrap, harness.output_topic, harness.partitions,
+                                        committed=True)[0] == hwm[0] + 1, 30)
 
 
 @pytest.mark.spark
