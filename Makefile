@@ -40,7 +40,7 @@ SYSTEM_PACKAGES := chromium fonts-liberation
 CHROMIUM ?= chromium
 APT_INSTALL := apt-get -qq update && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(SYSTEM_PACKAGES)
 
-.PHONY: install system demo test smoke test-long durations lint docs screenshots bench soak constraints clean
+.PHONY: install system demo test smoke test-compat compat test-long durations lint docs screenshots bench soak constraints clean
 
 install: system $(STAMP)
 
@@ -102,6 +102,16 @@ smoke: install
 # the at-least-once control under the same schedule); run before every bench and soak.
 test-long: install
 	$(PYTEST) -m long --durations=0 $(PYTEST_ARGS)
+
+# The broker-version subset (marker `compat`) on the oldest tested Kafka: CI runs it after `make test`, which
+# runs everything on the default broker. `make compat` runs the whole matrix (every tested version, the long
+# compat tests too) and writes docs/compatibility.md; it stays out of CI.
+OLDEST_KAFKA ?= 3.9.2
+test-compat: install
+	EOS_TEST_KAFKA_VERSION=$(OLDEST_KAFKA) $(PYTEST) -m "compat and not long" --durations=10 $(PYTEST_ARGS)
+
+compat: install
+	$(PY) -m tools.compat
 
 # Record every test's duration (tests/durations.json: the order tests start in, and their timeouts).
 durations: install

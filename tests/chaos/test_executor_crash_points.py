@@ -44,6 +44,9 @@ EXECUTOR_WRITERS = pytest.mark.parametrize("executor_writer", ["python", "jvm"])
 #: The default (JVM) writer in CI, the Python one as a long proof (`make test-long`): CI keeps the
 #: Python writer's task killed with its transaction open (a retry fencing it) above.
 DEFAULT_IN_CI = pytest.mark.parametrize("executor_writer", [pytest.param("python", marks=pytest.mark.long), "jvm"])
+#: As DEFAULT_IN_CI, the JVM writer's case also in the broker-version matrix (`make compat`).
+DEFAULT_IN_CI_AND_COMPAT = pytest.mark.parametrize(
+    "executor_writer", [pytest.param("python", marks=pytest.mark.long), pytest.param("jvm", marks=pytest.mark.compat)])
 
 
 def _harness(bootstrap, tmp_path, executor_writer: str = "jvm", **kwargs) -> PipelineHarness:
@@ -87,7 +90,7 @@ def test_python_worker_killed_after_its_commit_and_before_it_reports(bootstrap, 
     assert max(output_ids(harness.output_values("read_uncommitted")).values()) == 1
 
 
-@DEFAULT_IN_CI
+@DEFAULT_IN_CI_AND_COMPAT
 def test_driver_killed_after_some_partitions_committed(bootstrap, tmp_path, executor_writer):
     # One core: the tasks run one after the other, so the first task commits its partition and kills
     # the driver, and the other never starts. (Which Kafka partition Spark runs first is its choice.)

@@ -264,6 +264,7 @@ def test_align_dry_run_commits_nothing_and_execute_writes_offsets_with_markers(
     assert run.xcoms["verify"]["overall"] == "IN_SYNC"
 
 
+@pytest.mark.compat
 def test_abort_refuses_while_the_job_looks_alive_and_fences_the_open_transaction_when_forced(
     pipeline: CheckpointedPipeline, airflow_home: Path, tmp_path: Path
 ) -> None:

@@ -130,6 +130,7 @@ def test_caught_up_group_is_healthy(make_pipeline) -> None:
 # -- open transactions -------------------------------------------------------------------------
 
 
+@pytest.mark.compat
 def test_open_transaction_under_the_prefix_older_than_the_timeout_is_lingering(make_pipeline) -> None:
     pipeline = make_pipeline(transaction_timeout_ms=3_000)
     txn_id = pipeline.spec.transactional_id(0)

@@ -120,6 +120,7 @@ def test_a_low_broker_transaction_max_timeout_fires_the_timeout_rule_with_the_br
         kafka.down()
 
 
+@pytest.mark.compat
 def test_a_good_spec_passes_with_the_clusters_real_configs(good: tuple[PipelineSpec, Path]) -> None:
     spec, path = good
     facts = gather_facts(spec, specs_dir=path.parent, master="local[2]")

@@ -212,6 +212,7 @@ def ongoing_ids(bootstrap: str, ids: set[str]) -> dict[str, str]:
     return {item.transactional_id: item.state.value for item in listed if item.transactional_id in ids}
 
 
+@pytest.mark.compat
 def test_sigkilled_transaction_is_lingering_then_aborted_and_read_committed_moves_on(
     bootstrap: str, topic_factory, tmp_path: Path
 ) -> None:
@@ -280,6 +281,7 @@ def test_sigkilled_transaction_is_lingering_then_aborted_and_read_committed_move
         fence_quietly(bootstrap, foreign)
 
 
+@pytest.mark.compat
 def test_hanging_transactions_found_like_kafkas_tool_ours_aborted_foreign_left(
     bootstrap: str, topic_factory, tmp_path: Path
 ) -> None:
