@@ -170,6 +170,9 @@ def celery_environment(postgres_port: int, db_password: str, redis_port: int, re
         # One process sends the scheduler's tasks to Redis: the default (one per core but one) buys nothing here.
         "AIRFLOW__CELERY__SYNC_PARALLELISM": "1",
         "AIRFLOW__OPERATORS__DEFAULT_QUEUE": DEFAULT_QUEUE,
+        # A worker that dies takes its tasks' supervisors (they run in its pool's processes), and with them
+        # the heartbeats (every 5 s): the scheduler fails (or retries) such a task after this, not 5 minutes.
+        "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "60",
     }
 
 

@@ -28,6 +28,7 @@ __all__ = ["HOSTNAME_PREFIX", "spawn_worker", "worker_command", "worker_ready"]
 
 #: A worker's hostname: this prefix and its name (``eos-worker-1``).
 HOSTNAME_PREFIX = "eos-"
+_INIT_MODULE = "airflow_provider_eos.devstack.host_init"
 #: What the Celery worker logs once it consumes its queues.
 _READY = " ready."
 
@@ -37,7 +38,7 @@ def worker_command(name: str, hostname: str, hosts_file: Path, airflow_bin: str,
     """The command line of one worker's namespace (pure: the unit tests read it)."""
     namespaces = ["unshare", *(() if root else ("--user", "--map-root-user")), "--uts", "--pid", "--fork",
                   "--mount-proc", "--kill-child"]
-    init = [sys.executable, "-m", "airflow_provider_eos.devstack.host_init", "--hostname", hostname,
+    init = [sys.executable, "-m", _INIT_MODULE, "--hostname", hostname,
             "--hosts-file", str(hosts_file), "--"]
     # No log server: the workers share the deployment's log folder with the api-server (one machine),
     # and two would fight over its one port. No mingle and gossip: they only slow the start.
@@ -68,17 +69,20 @@ def spawn_worker(name: str, env: dict[str, str], work_dir: Path, airflow_bin: st
     with log_file.open("w") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                    env={**env, **worker_environment(name)}, start_new_session=True, cwd=work_dir)
-    init_pid = _child(process.pid, "airflow_provider_eos.devstack.host_init", log_file, timeout_s)
-    worker_pid = _child(init_pid, "celery", log_file, timeout_s)
+    init_pid = _child(process.pid, _INIT_MODULE, log_file, timeout_s)
+    worker_pid = _child(init_pid, "celery", log_file, timeout_s, unless=_INIT_MODULE)
     proc = Path("/proc") / str(init_pid) / "ns"
     return CeleryWorker(name=name, hostname=hostname, queues=[name, DEFAULT_QUEUE], unshare_pid=process.pid,
                         init_pid=init_pid, worker_pid=worker_pid, pid_namespace=os.readlink(proc / "pid"),
                         uts_namespace=os.readlink(proc / "uts"), work_dir=str(work_dir), log_file=str(log_file))
 
 
-def _child(parent: int, marker: str, log_file: Path, timeout_s: float) -> int:
-    """The child of ``parent`` with ``marker`` as one of its arguments (the init runs ``mount`` before the worker,
-    whose arguments may hold any word of the deployment's folder)."""
+def _child(parent: int, marker: str, log_file: Path, timeout_s: float, *, unless: str | None = None) -> int:
+    """The child of ``parent`` with ``marker`` as one of its arguments, and not ``unless``.
+
+    The init runs ``mount`` before the worker, and each child holds the init's arguments (``celery``
+    among them) until it executes its own program: those are not the worker.
+    """
     import psutil  # Airflow's own dependency
 
     deadline = time.monotonic() + timeout_s
@@ -91,7 +95,8 @@ def _child(parent: int, marker: str, log_file: Path, timeout_s: float) -> int:
             break
         for child in children:
             with contextlib.suppress(psutil.Error):
-                if marker in child.cmdline():
+                arguments = child.cmdline()
+                if marker in arguments and (unless is None or unless not in arguments):
                     return child.pid
         time.sleep(0.05)
     raise AirflowDeploymentError(f"a Celery worker's namespace did not start (process {parent} started no {marker}):\n"
