@@ -73,6 +73,10 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
         leaders.update({server.pid: server.marker for server in (info.postgres, info.redis) if server is not None})
         return leaders
 
+    def watched(self, info: AirflowDeploymentInfo) -> set[int]:
+        # The components' pids, not the workers': a worker started anew (restart_worker) is the same deployment.
+        return {d.pid for d in info.daemons}
+
     def running(self) -> AirflowDeploymentInfo | None:
         """The recorded deployment if every component, server and worker runs and the api-server answers, else None."""
         info = self.recorded()
@@ -254,6 +258,10 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
         logs = ", ".join(d.log_file for d in info.daemons)
         raise AirflowDeploymentError(f"The Airflow deployment at {info.url} did not come up: waited for {waiting_for}.",
                                      fix=f"read the logs: {logs}.")
+
+
+#: The reaper's entry point (:func:`~airflow_provider_eos.devstack.process_groups.start_reaper` imports ``reap``).
+reap = LocalAirflow.reap
 
 
 def _health(url: str) -> dict | None:

@@ -145,3 +145,19 @@ def test_redis_listens_on_loopback_with_a_password_and_persists_nothing(tmp_path
     config = redis_config(tmp_path, 6379, "secret").splitlines()
     assert "bind 127.0.0.1" in config and "port 6379" in config and "requirepass secret" in config
     assert 'save ""' in config and "appendonly no" in config and f"dir {tmp_path}" in config
+
+
+def test_the_reaper_finds_the_deployment_and_a_restarted_worker_does_not_hide_it(tmp_path: Path) -> None:
+    from airflow_provider_eos.devstack import airflow_deployment
+    from airflow_provider_eos.devstack.airflow_settings import AirflowDaemon
+
+    # start_reaper runs `from <module> import reap`: without it the reaper died at once, unseen.
+    assert callable(airflow_deployment.reap)
+    worker = CeleryWorker(name="worker-1", hostname="eos-worker-1", queues=["worker-1"], unshare_pid=7, init_pid=8,
+                          worker_pid=9, pid_namespace="p", uts_namespace="u", work_dir="w", log_file="l")
+    info = _info(tmp_path, deployment_kind("celery")).model_copy(update={
+        "daemons": [AirflowDaemon(component="scheduler", pid=5, log_file="l")], "workers": [worker]})
+    airflow = airflow_deployment.LocalAirflow(tmp_path)
+    restarted = info.model_copy(update={"workers": [worker.model_copy(update={"unshare_pid": 17})]})
+    assert airflow.watched(info) == airflow.watched(restarted) == {5}
+    assert {5, 7, 10, 11} <= set(airflow.leaders(info))
