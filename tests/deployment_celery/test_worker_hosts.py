@@ -45,6 +45,9 @@ def test_tasks_pinned_to_two_queues_run_on_two_hosts_recorded_in_postgres(
     assert {t: (ti["hostname"], ti["queue"]) for t, ti in by_task.items()} == {
         "on_worker_1": ("eos-worker-1", "worker-1"), "on_worker_2": ("eos-worker-2", "worker-2")}
     assert _hosts_in_postgres(info, run_id) == {"on_worker_1": "eos-worker-1", "on_worker_2": "eos-worker-2"}
+    # No worker serves its logs (their hosts' names resolve nowhere else): the api-server reads the shared folder.
+    log = celery_api.task_log(DAG, run_id, "on_worker_1")
+    assert f"{info.airflow_home}/logs/dag_id={DAG}" in log and "'hostname': 'eos-worker-1'" in log, log[-3000:]
 
 
 def _hosts_in_postgres(info: AirflowDeploymentInfo, run_id: str) -> dict[str, str]:
