@@ -23,6 +23,7 @@ from pathlib import Path
 from airflow_provider_eos.core.errors import AirflowDeploymentError
 from airflow_provider_eos.devstack.broker_nodes import pid_alive
 from airflow_provider_eos.devstack.celery_settings import DEFAULT_QUEUE, CeleryWorker, worker_environment
+from airflow_provider_eos.devstack.process_groups import stop_groups
 
 __all__ = ["HOSTNAME_PREFIX", "spawn_worker", "worker_command", "worker_ready"]
 
@@ -58,7 +59,8 @@ def spawn_worker(name: str, env: dict[str, str], work_dir: Path, airflow_bin: st
     """Start worker ``name`` in its namespaces, working in ``work_dir`` (its log there too, ``worker.log``);
     return its pids once its init started the Celery worker.
 
-    :raises AirflowDeploymentError: the namespace or the worker did not start (the message names the log).
+    :raises AirflowDeploymentError: the namespace or the worker did not start (the message names the log);
+        what was started is stopped then.
     """
     hostname = f"{HOSTNAME_PREFIX}{name}"
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -69,8 +71,12 @@ def spawn_worker(name: str, env: dict[str, str], work_dir: Path, airflow_bin: st
     with log_file.open("w") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                    env={**env, **worker_environment(name)}, start_new_session=True, cwd=work_dir)
-    init_pid = _child(process.pid, _INIT_MODULE, log_file, timeout_s)
-    worker_pid = _child(init_pid, "celery", log_file, timeout_s, unless=_INIT_MODULE)
+    try:
+        init_pid = _child(process.pid, _INIT_MODULE, log_file, timeout_s)
+        worker_pid = _child(init_pid, "celery", log_file, timeout_s, unless=_INIT_MODULE)
+    except BaseException:
+        stop_groups({process.pid: _INIT_MODULE}, 10)  # not recorded yet: nobody else could stop it
+        raise
     proc = Path("/proc") / str(init_pid) / "ns"
     return CeleryWorker(name=name, hostname=hostname, queues=[name, DEFAULT_QUEUE], unshare_pid=process.pid,
                         init_pid=init_pid, worker_pid=worker_pid, pid_namespace=os.readlink(proc / "pid"),

@@ -26,6 +26,7 @@ from pathlib import Path
 from airflow_provider_eos.core.errors import AirflowDeploymentError, PrerequisiteError
 from airflow_provider_eos.devstack.broker_nodes import pid_alive
 from airflow_provider_eos.devstack.celery_settings import DB_NAME, DB_USER, PostgresServer
+from airflow_provider_eos.devstack.process_groups import stop_groups
 from airflow_provider_eos.subprocesses import run_bounded
 
 __all__ = ["OS_USER", "PG_ROOT", "find_postgres", "start_postgres"]
@@ -91,7 +92,7 @@ def start_postgres(folder: Path, port: int, password: str, *, timeout_s: float =
 
     :raises PrerequisiteError: no server binaries (see :func:`find_postgres`).
     :raises AirflowDeploymentError: ``initdb`` failed, or the server did not come up in ``timeout_s``
-        (the message names its log). The server is left running for the caller to stop.
+        (the message names its log); the server is stopped then.
     """
     version, bin_dir = find_postgres()
     user = server_user()
@@ -117,9 +118,13 @@ def start_postgres(folder: Path, port: int, password: str, *, timeout_s: float =
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     info = PostgresServer(pid=server.pid, port=port, version=version, bin_dir=str(bin_dir), data_dir=str(data),
                           socket_dir=str(sockets), os_user=user, log_file=str(log_file))
-    _wait_for_logins(info, timeout_s)
-    _run([str(bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", DB_USER, DB_NAME],
-         folder / "createdb.log", "createdb", env={**os.environ, "PGPASSWORD": password})
+    try:
+        _wait_for_logins(info, timeout_s)
+        _run([str(bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", DB_USER, DB_NAME],
+             folder / "createdb.log", "createdb", env={**os.environ, "PGPASSWORD": password})
+    except BaseException:
+        stop_groups({info.pid: info.marker}, 10)  # not recorded yet: nobody else could stop it
+        raise
     return info
 
 

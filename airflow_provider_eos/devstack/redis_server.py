@@ -17,6 +17,7 @@ from pathlib import Path
 from airflow_provider_eos.core.errors import AirflowDeploymentError, PrerequisiteError
 from airflow_provider_eos.devstack.broker_nodes import pid_alive
 from airflow_provider_eos.devstack.celery_settings import RedisServer
+from airflow_provider_eos.devstack.process_groups import stop_groups
 
 __all__ = ["ping", "redis_config", "start_redis"]
 
@@ -36,7 +37,7 @@ def start_redis(folder: Path, port: int, password: str, *, timeout_s: float = 30
 
     :raises PrerequisiteError: ``redis-server`` is not installed.
     :raises AirflowDeploymentError: it did not answer within ``timeout_s`` (the message names its log);
-        it is left running for the caller to stop.
+        it is stopped then.
     """
     binary = shutil.which("redis-server")
     if binary is None:
@@ -60,6 +61,7 @@ def start_redis(folder: Path, port: int, password: str, *, timeout_s: float = 30
         if ping(port, password):
             return info
         time.sleep(0.1)
+    stop_groups({info.pid: info.marker}, 10)  # not recorded yet: nobody else could stop it
     raise AirflowDeploymentError(f"redis-server did not answer on 127.0.0.1:{port} within {timeout_s:g}s.",
                                  fix=f"read {log_file}.")
 
