@@ -86,7 +86,10 @@ def _status(args: argparse.Namespace) -> int:
         recorded = airflow.recorded()
         report.line("no Airflow deployment runs" + (f" (recorded in {airflow.state_file}, not all of it runs: "
                                                     "`eos airflow up` starts it anew)" if recorded else ""))
-        report.data.update(running=False, recorded=bool(recorded), state_file=str(airflow.state_file))
+        down = [name for name, alive in airflow.parts(recorded).items() if not alive] if recorded else []
+        if down:
+            report.line(f"down: {', '.join(down)}")
+        report.data.update(running=False, recorded=bool(recorded), state_file=str(airflow.state_file), down=down)
         return report.finish(ExitCode.FINDING)
     report.line(f"Airflow {info.url} runs: {', '.join(f'{d.component}={d.pid}' for d in info.daemons)}")
     _describe_kind(report, info)

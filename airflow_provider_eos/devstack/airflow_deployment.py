@@ -82,11 +82,18 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
         info = self.recorded()
         if info is None or len(info.daemons) != len(COMPONENTS) or len(info.workers) != info.kind.workers:
             return None
-        processes = [(d.pid, d.marker) for d in info.daemons] + [(w.worker_pid, "celery") for w in info.workers]
-        processes += [(s.pid, s.marker) for s in (info.postgres, info.redis) if s is not None]
-        if not all(pid_alive(pid) and runs(pid, marker) for pid, marker in processes):
+        if not all(self.parts(info).values()):
             return None
         return info if _health(info.url) is not None else None
+
+    @staticmethod
+    def parts(info: AirflowDeploymentInfo) -> dict[str, bool]:
+        """Whether each recorded part's process runs: the components, ``postgres``, ``redis``, the workers."""
+        processes: dict[str, tuple[int, Marker]] = {d.component: (d.pid, d.marker) for d in info.daemons}
+        processes.update({name: (s.pid, s.marker) for name, s in (("postgres", info.postgres), ("redis", info.redis))
+                          if s is not None})
+        processes.update({w.name: (w.worker_pid, "celery") for w in info.workers})
+        return {name: pid_alive(pid) and runs(pid, marker) for name, (pid, marker) in processes.items()}
 
     def environment(self, info: AirflowDeploymentInfo) -> dict[str, str]:
         """The environment the components run with: this process's, the venv's tools first, the pinned settings."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 import fcntl
 import json
 import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -62,6 +64,13 @@ def worker_hosts(celery_deployment: AirflowDeploymentInfo, tmp_path_factory: pyt
             yield LocalAirflow(folder)
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def eos_status(state_dir: Path) -> tuple[int, dict]:
+    """``eos airflow status --json`` of the deployment: its exit code and its JSON."""
+    done = subprocess.run([sys.executable, "-m", "airflow_provider_eos.cli", "airflow", "status", "--state-dir",
+                           str(state_dir), "--json"], capture_output=True, text=True, timeout=120, check=False)
+    return done.returncode, json.loads(done.stdout)
 
 
 def db_password(info: AirflowDeploymentInfo) -> str:

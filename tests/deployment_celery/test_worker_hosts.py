@@ -9,7 +9,7 @@ import pytest
 
 from airflow_provider_eos.devstack.airflow_deployment import LocalAirflow
 from airflow_provider_eos.devstack.airflow_settings import AirflowDeploymentInfo
-from tests.deployment_celery.conftest import db_password, wait_for_dag
+from tests.deployment_celery.conftest import db_password, eos_status, wait_for_dag
 from tests.support.airflow_api import AirflowApi
 
 pytestmark = [pytest.mark.airflow, pytest.mark.integration, pytest.mark.deployment]
@@ -23,6 +23,10 @@ def test_tasks_pinned_to_two_queues_run_on_two_hosts_recorded_in_postgres(
     info = worker_hosts.recorded()
     assert info is not None and info.kind.executor == "celery" and info.kind.db == "postgres"
     assert [w.name for w in info.workers] == ["worker-1", "worker-2"]
+    code, status = eos_status(worker_hosts.state_dir)
+    assert code == 0 and (status["executor"], status["db"]) == ("celery", "postgres"), status
+    assert {name: w["hostname"] for name, w in status["workers"].items()} == {
+        "worker-1": "eos-worker-1", "worker-2": "eos-worker-2"}
     wait_for_dag(celery_api, DAG)
 
     run_id = celery_api.trigger(DAG, {})

@@ -20,7 +20,7 @@ import pytest
 from airflow_provider_eos.devstack.airflow_deployment import LocalAirflow
 from airflow_provider_eos.devstack.airflow_settings import AirflowDeploymentInfo
 from airflow_provider_eos.devstack.broker_nodes import pid_alive
-from tests.deployment_celery.conftest import wait_for_dag
+from tests.deployment_celery.conftest import eos_status, wait_for_dag
 from tests.support.airflow_api import AirflowApi
 
 pytestmark = [pytest.mark.airflow, pytest.mark.integration, pytest.mark.deployment, pytest.mark.chaos]
@@ -74,6 +74,8 @@ def test_a_sigkilled_worker_leaves_its_hosts_processes_and_its_task_is_retried_o
         assert not pid_alive(worker.worker_pid)
         assert pid_alive(worker.init_pid) and pid_alive(task_pid) and pid_alive(child_pid)
         assert celery_api.task_instance(DAG, run_id, TASK)["state"] == "running"
+        code, status = eos_status(worker_hosts.state_dir)
+        assert (code, status["running"], status["down"]) == (1, False, ["worker-2"]), status
 
         # The host "reboots": every process of its namespaces ends, a new worker starts on it.
         restarted = worker_hosts.restart_worker("worker-2")
