@@ -34,22 +34,30 @@ PYTEST_WORKERS ?= 2
 PYTEST := $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist load --maxschedchunk 1
 
 # Debian packages for the browser (UI) tests: Playwright drives the system's Chromium (its own browser
-# download cannot work here). Skipped when chromium is installed; without root, passwordless sudo or
-# apt-get it only warns, and the browser tests skip (under CI they fail).
-SYSTEM_PACKAGES := chromium fonts-liberation
+# download cannot work here). And for `eos airflow up --executor celery --db postgres` (tests/deployment_celery):
+# redis-server and PostgreSQL's server binaries, which the deployment starts itself, in its own folder on free
+# ports (Debian's own cluster is not even created: createcluster.d). Each is skipped when installed; without
+# root, passwordless sudo or apt-get it only warns, and those tests fail naming the package.
 CHROMIUM ?= chromium
-APT_INSTALL := apt-get -qq update && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(SYSTEM_PACKAGES)
+# The packages whose command is missing (PostgreSQL's binaries live off PATH).
+MISSING_PACKAGES = $(strip $(if $(shell command -v $(CHROMIUM)),,chromium fonts-liberation) \
+	$(if $(shell command -v redis-server),,redis-server) \
+	$(if $(wildcard /usr/lib/postgresql/*/bin/initdb),,postgresql))
+NO_MAIN_CLUSTER := mkdir -p /etc/postgresql-common/createcluster.d && \
+	echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.d/eos-no-main-cluster.conf
+APT_INSTALL = $(NO_MAIN_CLUSTER) && apt-get -qq update && DEBIAN_FRONTEND=noninteractive \
+	apt-get install -y -qq --no-install-recommends $(MISSING_PACKAGES)
 
 .PHONY: install system demo test smoke test-compat compat test-long durations lint docs screenshots bench soak constraints clean
 
 install: system $(STAMP)
 
 system:
-	@if command -v $(CHROMIUM) >/dev/null 2>&1; then :; \
-	elif ! command -v apt-get >/dev/null 2>&1; then echo "make system: no apt-get; install Chromium yourself (or set EOS_CHROMIUM)" >&2; \
-	elif [ "$$(id -u)" = 0 ]; then echo "make system: apt-get install $(SYSTEM_PACKAGES)"; $(APT_INSTALL); \
-	elif sudo -n true 2>/dev/null; then echo "make system: sudo apt-get install $(SYSTEM_PACKAGES)"; sudo sh -c '$(APT_INSTALL)'; \
-	else echo "make system: not root: skipping apt-get install $(SYSTEM_PACKAGES); the browser tests will skip" >&2; fi
+	@if [ -z "$(MISSING_PACKAGES)" ]; then :; \
+	elif ! command -v apt-get >/dev/null 2>&1; then echo "make system: no apt-get; install $(MISSING_PACKAGES) yourself (or set EOS_CHROMIUM)" >&2; \
+	elif [ "$$(id -u)" = 0 ]; then echo "make system: apt-get install $(MISSING_PACKAGES)"; $(APT_INSTALL); \
+	elif sudo -n true 2>/dev/null; then echo "make system: sudo apt-get install $(MISSING_PACKAGES)"; sudo sh -c '$(APT_INSTALL)'; \
+	else echo "make system: not root: skipping apt-get install $(MISSING_PACKAGES); the browser tests skip, the Celery deployment's fail" >&2; fi
 
 # The JVM executor writer's Maven module (`executor_writer: jvm`): a change to it rebuilds the jar.
 JVM_SOURCES := $(shell find jvm -type f -not -path 'jvm/target/*' 2>/dev/null)

@@ -5,13 +5,21 @@
 pipelines folder, and the ``kafka_default`` / ``spark_default`` connections for the devstack in
 the same ``--state-dir`` (its broker and, when one runs, its Spark standalone master). It prints
 the UI's address and the admin login last.
+
+``--db postgres`` keeps the metadata in a PostgreSQL server of its own; ``--executor celery
+--workers N`` runs the tasks on N Celery workers (Redis their broker, PostgreSQL the DB), each a
+host of its own: its own hostname, process table and queue ``worker-<n>`` (docs/design-notes.md note 34).
 """
 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from airflow_provider_eos.cli.output import ExitCode, Report, add_lifecycle_commands
+
+if TYPE_CHECKING:
+    from airflow_provider_eos.devstack.airflow_settings import AirflowDeploymentInfo
 
 __all__ = ["register"]
 
@@ -19,16 +27,20 @@ __all__ = ["register"]
 def _up(args: argparse.Namespace) -> int:
     from airflow_provider_eos.devstack.airflow_deployment import LocalAirflow
     from airflow_provider_eos.devstack.broker import LocalKafka
+    from airflow_provider_eos.devstack.celery_settings import deployment_kind
     from airflow_provider_eos.devstack.spark_cluster import SparkCluster
 
     report = Report(args)
+    kind = deployment_kind(args.executor, args.db, args.workers)
     airflow = LocalAirflow(args.state_dir)
     broker = LocalKafka(airflow.state_dir).status()
     cluster = SparkCluster(airflow.state_dir).status()
     master = args.spark_master or (cluster.info.master_url if cluster and cluster.healthy else "local[2]")
     info = airflow.up(specs_dir=args.specs_dir, dags_folder=args.dags_folder,
-                      bootstrap_servers=broker.bootstrap_servers if broker else None, spark_master=master)
+                      bootstrap_servers=broker.bootstrap_servers if broker else None, spark_master=master,
+                      kind=kind)
     report.line(f"Airflow {info.url} home={info.airflow_home} pids={','.join(str(d.pid) for d in info.daemons)}")
+    _describe_kind(report, info)
     report.line(f"pipelines={info.specs_dir} (put spec files here; the DAGs list them within seconds)")
     kafka_line = f" kafka_default={broker.bootstrap_servers}" if broker else " (no devstack broker: no kafka_default)"
     report.line(f"connections: spark_default={master}{kafka_line}")
@@ -40,6 +52,18 @@ def _up(args: argparse.Namespace) -> int:
                        password_file=str(info.password_file), spark_default=master,
                        kafka_default=broker.bootstrap_servers if broker else None)
     return report.finish()
+
+
+def _describe_kind(report: Report, info: AirflowDeploymentInfo) -> None:
+    """The executor, the metadata DB and the workers' hosts: a line each, and the same in ``--json``."""
+    db = f"postgres 127.0.0.1:{info.postgres.port} (PostgreSQL {info.postgres.version})" if info.postgres else "sqlite"
+    report.line(f"executor={info.kind.executor} db={db}")
+    for worker in info.workers:
+        report.line(f"worker {worker.name}: host={worker.hostname} queues={','.join(worker.queues)} "
+                    f"pid={worker.worker_pid} {worker.pid_namespace}")
+    report.data.update(executor=info.kind.executor, db=info.kind.db,
+                       workers={w.name: {"hostname": w.hostname, "pid": w.worker_pid, "queues": w.queues}
+                                for w in info.workers})
 
 
 def _down(args: argparse.Namespace) -> int:
@@ -62,9 +86,13 @@ def _status(args: argparse.Namespace) -> int:
         recorded = airflow.recorded()
         report.line("no Airflow deployment runs" + (f" (recorded in {airflow.state_file}, not all of it runs: "
                                                     "`eos airflow up` starts it anew)" if recorded else ""))
-        report.data.update(running=False, recorded=bool(recorded), state_file=str(airflow.state_file))
+        down = [name for name, alive in airflow.parts(recorded).items() if not alive] if recorded else []
+        if down:
+            report.line(f"down: {', '.join(down)}")
+        report.data.update(running=False, recorded=bool(recorded), state_file=str(airflow.state_file), down=down)
         return report.finish(ExitCode.FINDING)
     report.line(f"Airflow {info.url} runs: {', '.join(f'{d.component}={d.pid}' for d in info.daemons)}")
+    _describe_kind(report, info)
     report.line(f"ui={info.url}")
     report.data.update(running=True, url=info.url, daemons={d.component: d.pid for d in info.daemons})
     return report.finish()
@@ -88,3 +116,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     up.add_argument("--dags-folder", default=str(REPO_DAGS), help=f"the DAG files (default {REPO_DAGS})")
     up.add_argument("--spark-master", default=None,
                     help="spark_default's master (default: the devstack's standalone master, else local[2])")
+    up.add_argument("--executor", choices=("local", "celery"), default="local",
+                    help="local: the scheduler runs the tasks (default); celery: Celery workers on hosts of their own, "
+                    "Redis their broker")
+    up.add_argument("--workers", type=int, default=None,
+                    help="the Celery workers (default 2): worker-<n>, each consuming its queue worker-<n> and default")
+    up.add_argument("--db", choices=("sqlite", "postgres"), default=None,
+                    help="the metadata DB: sqlite (default with the LocalExecutor) or a PostgreSQL server of its own "
+                    "(default and required with Celery)")

@@ -4,6 +4,10 @@
 devstack's ``kafka`` and ``spark`` connections, starts the four components bound to 127.0.0.1 on
 a free port, and returns once the api-server reports the scheduler, the dag-processor and the
 triggerer healthy and this project's DAGs are parsed. Settings: :mod:`.airflow_settings`.
+
+``--db postgres`` starts a PostgreSQL server first (:mod:`.postgres_server`); ``--executor celery``
+also Redis (:mod:`.redis_server`) and, after the components, N Celery workers, each on a "host" of
+its own (:mod:`.celery_workers`). ``down`` stops them all with the components.
 """
 
 from __future__ import annotations
@@ -31,8 +35,12 @@ from airflow_provider_eos.devstack.airflow_settings import (
 )
 from airflow_provider_eos.devstack.broker_config import free_port
 from airflow_provider_eos.devstack.broker_nodes import pid_alive
-from airflow_provider_eos.devstack.process_groups import Marker, runs
+from airflow_provider_eos.devstack.celery_settings import CeleryWorker, DeploymentKind, worker_names
+from airflow_provider_eos.devstack.celery_workers import spawn_worker, worker_ready
+from airflow_provider_eos.devstack.postgres_server import start_postgres
+from airflow_provider_eos.devstack.process_groups import Marker, runs, stop_groups
 from airflow_provider_eos.devstack.recorded import RecordedDaemons
+from airflow_provider_eos.devstack.redis_server import start_redis
 from airflow_provider_eos.subprocesses import run_bounded
 
 __all__ = ["REPO_DAGS", "LocalAirflow"]
@@ -60,16 +68,32 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
     user_folders = (DEFAULT_SPECS_DIR,)
 
     def leaders(self, info: AirflowDeploymentInfo) -> dict[int, Marker]:
-        return {d.pid: d.marker for d in info.daemons}
+        leaders: dict[int, Marker] = {d.pid: d.marker for d in info.daemons}
+        leaders.update({w.unshare_pid: w.marker for w in info.workers})
+        leaders.update({server.pid: server.marker for server in (info.postgres, info.redis) if server is not None})
+        return leaders
+
+    def watched(self, info: AirflowDeploymentInfo) -> set[int]:
+        # The components' pids, not the workers': a worker started anew (restart_worker) is the same deployment.
+        return {d.pid for d in info.daemons}
 
     def running(self) -> AirflowDeploymentInfo | None:
-        """The recorded deployment if every component runs and the api-server answers, else None."""
+        """The recorded deployment if every component, server and worker runs and the api-server answers, else None."""
         info = self.recorded()
-        if info is None or len(info.daemons) != len(COMPONENTS):
+        if info is None or len(info.daemons) != len(COMPONENTS) or len(info.workers) != info.kind.workers:
             return None
-        if not all(pid_alive(d.pid) and runs(d.pid, d.marker) for d in info.daemons):
+        if not all(self.parts(info).values()):
             return None
         return info if _health(info.url) is not None else None
+
+    @staticmethod
+    def parts(info: AirflowDeploymentInfo) -> dict[str, bool]:
+        """Whether each recorded part's process runs: the components, ``postgres``, ``redis``, the workers."""
+        processes: dict[str, tuple[int, Marker]] = {d.component: (d.pid, d.marker) for d in info.daemons}
+        processes.update({name: (s.pid, s.marker) for name, s in (("postgres", info.postgres), ("redis", info.redis))
+                          if s is not None})
+        processes.update({w.name: (w.worker_pid, "celery") for w in info.workers})
+        return {name: pid_alive(pid) and runs(pid, marker) for name, (pid, marker) in processes.items()}
 
     def environment(self, info: AirflowDeploymentInfo) -> dict[str, str]:
         """The environment the components run with: this process's, the venv's tools first, the pinned settings."""
@@ -78,7 +102,7 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
         return {**os.environ, "PATH": f"{tools}{os.pathsep}{os.environ.get('PATH', '')}",
                 **airflow_environment(info, **secrets)}
 
-    def up(
+    def up(  # noqa: PLR0913  # keyword-only options with defaults; the CLI passes them by name
         self,
         *,
         specs_dir: Path | str | None = None,
@@ -87,22 +111,33 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
         spark_master: str = "local[2]",
         timeout_s: float = 240,
         stop_with_pid: int | None = None,
+        kind: DeploymentKind | None = None,
     ) -> AirflowDeploymentInfo:
         """Start the deployment; return once its components are healthy and the project's DAGs are parsed.
 
-        Idempotent: a running deployment is returned as it is; a partly running one is stopped and
-        started anew. On any failure, what was started is stopped and the logs are kept.
+        Idempotent: a running deployment of the same kind is returned as it is; a partly running one
+        is stopped and started anew. On any failure, what was started is stopped and the logs are kept.
 
         :param specs_dir: the pipelines folder the DAGs read (``$EOS_SPECS_DIR``); default
             ``<state folder>/pipelines``.
         :param bootstrap_servers: the devstack broker, for the ``kafka_default`` connection.
         :param spark_master: the ``spark_default`` connection's master.
         :param stop_with_pid: stop the deployment when this process dies, even without its cleanup.
-        :raises AirflowDeploymentError: a component did not come up (the message names its log).
+        :param kind: the executor, metadata DB and workers (default: LocalExecutor on SQLite);
+            Celery workers are ready too when this returns.
+        :raises AirflowDeploymentError: a component, server or worker did not come up (the message names
+            its log), or a deployment of another kind runs in the folder.
+        :raises PrerequisiteError: PostgreSQL's or Redis's binaries are missing.
         """
+        kind = kind or DeploymentKind()
         self.folder.claim()
         current = self.running()
         if current is not None:
+            if current.kind != kind:
+                raise AirflowDeploymentError(
+                    f"an Airflow deployment with {current.kind.describe()} runs in {self.state_dir}; "
+                    f"asked for {kind.describe()}.",
+                    fix="stop it first (`eos airflow down`), or ask for the same kind.")
             return current
         if self.recorded() is not None:
             log.warning("Stopping the partly running Airflow deployment of %s to start it anew.", self.state_dir)
@@ -113,13 +148,19 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
         specs.mkdir(parents=True, exist_ok=True)
         info = AirflowDeploymentInfo(
             port=free_port(), airflow_home=str(home), dags_folder=str(Path(dags_folder).resolve()),
-            specs_dir=str(specs.resolve()), password_file=str(home / "passwords.json"), daemons=[],
+            specs_dir=str(specs.resolve()), password_file=str(home / "passwords.json"), daemons=[], kind=kind,
         )
         _write_private(Path(info.password_file), {ADMIN_USER: new_secret()[:20]})
-        _write_private(home / _SECRETS_FILE, {"jwt_secret": new_secret(), "fernet_key": _fernet_key()})
-        env = self.environment(info)
+        secrets = {"jwt_secret": new_secret(), "fernet_key": _fernet_key()}
+        if kind.db == "postgres":
+            secrets["db_password"] = new_secret()
+        if kind.executor == "celery":
+            secrets["redis_password"] = new_secret()
+        _write_private(home / _SECRETS_FILE, secrets)
         deadline = time.monotonic() + timeout_s
         try:
+            info = self._start_servers(info, secrets)
+            env = self.environment(info)
             self._airflow(env, ["db", "migrate"], "db-migrate")
             connections = home / "connections.json"
             _write_private(connections, devstack_connections(bootstrap_servers, spark_master))
@@ -127,6 +168,8 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
             for component in COMPONENTS:
                 daemon = self._spawn(env, component)
                 info = self._record(info.model_copy(update={"daemons": [*info.daemons, daemon]}))
+            for name in worker_names(kind.workers):
+                info = self._record_worker(info, self._spawn_worker(env, name))
             if stop_with_pid is not None:
                 self._start_reaper(stop_with_pid)
             self._wait_until_ready(info, deadline)
@@ -134,6 +177,47 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
             self.down(keep_logs=True)
             raise
         return info
+
+    def _start_servers(self, info: AirflowDeploymentInfo, secrets: dict[str, str]) -> AirflowDeploymentInfo:
+        """PostgreSQL and Redis, as the deployment's kind asks, each recorded once it answers."""
+        home = Path(info.airflow_home)
+        if info.kind.db == "postgres":
+            info = self._record(info.model_copy(update={
+                "postgres": start_postgres(home / "postgres", free_port(), secrets["db_password"])}))
+        if info.kind.executor == "celery":
+            info = self._record(info.model_copy(update={
+                "redis": start_redis(home / "redis", free_port(), secrets["redis_password"])}))
+        return info
+
+    def _spawn_worker(self, env: dict[str, str], name: str) -> CeleryWorker:
+        return spawn_worker(name, env, self.work_dir / "workers" / name, _airflow_bin())
+
+    def _record_worker(self, info: AirflowDeploymentInfo, worker: CeleryWorker) -> AirflowDeploymentInfo:
+        workers = [w for w in info.workers if w.name != worker.name] + [worker]
+        return self._record(info.model_copy(update={"workers": sorted(workers, key=lambda w: w.name)}))
+
+    def restart_worker(self, name: str, *, timeout_s: float = 120) -> CeleryWorker:
+        """Stop worker ``name``'s host (every process of its namespaces) and start it anew; return it once ready.
+
+        What a reboot of one worker host is: its tasks that still ran are gone with it.
+
+        :raises AirflowDeploymentError: no such worker is recorded, or it did not come up again.
+        """
+        info = self.recorded()
+        old = info.worker(name) if info else None
+        if info is None or old is None:
+            raise AirflowDeploymentError(f"no Celery worker {name} is recorded in {self.state_file}.",
+                                         fix="start the deployment with `eos airflow up --executor celery`.")
+        stop_groups({old.unshare_pid: old.marker}, 20)
+        worker = self._spawn_worker(self.environment(info), name)
+        self._record_worker(self.recorded() or info, worker)
+        deadline = time.monotonic() + timeout_s
+        while not worker_ready(worker):
+            if time.monotonic() > deadline:
+                raise AirflowDeploymentError(f"Celery worker {name} did not become ready within {timeout_s:g}s.",
+                                             fix=f"read {worker.log_file}.")
+            time.sleep(0.5)
+        return worker
 
     def _airflow(self, env: dict[str, str], args: list[str], name: str) -> None:
         log_file = self.work_dir / "logs" / f"{name}.log"
@@ -156,7 +240,8 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
         return AirflowDaemon(component=component, pid=process.pid, log_file=str(log_file))
 
     def _wait_until_ready(self, info: AirflowDeploymentInfo, deadline: float) -> None:
-        """Healthy components (the api-server's ``/api/v2/monitor/health``), then the project's DAGs parsed."""
+        """Healthy components (the api-server's ``/api/v2/monitor/health``), then the project's DAGs parsed
+        and every Celery worker consuming its queues."""
         waiting_for = "the api-server"
         while time.monotonic() < deadline:
             for daemon in info.daemons:
@@ -165,19 +250,25 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
                         f"Airflow's {daemon.component} exited while starting:\n{_tail(Path(daemon.log_file))}",
                         fix=f"read {daemon.log_file}.",
                     )
+            unready = [w.name for w in info.workers if not worker_ready(w)]
             health = _health(info.url)
             if health is not None:
                 unhealthy = [part for part in ("metadatabase", "scheduler", "triggerer", "dag_processor")
                              if (health.get(part) or {}).get("status") != "healthy"]
                 missing = [] if unhealthy else _missing_dags(info)
-                if not unhealthy and not missing:
+                if not unhealthy and not missing and not unready:
                     return
-                waiting_for = f"{', '.join(unhealthy)} to report healthy" if unhealthy else \
-                    f"the DAGs {', '.join(missing)} to be parsed"
+                waiting_for = (f"{', '.join(unhealthy)} to report healthy" if unhealthy else
+                               f"the DAGs {', '.join(missing)} to be parsed" if missing else
+                               f"the Celery workers {', '.join(unready)} to be ready")
             time.sleep(1)
         logs = ", ".join(d.log_file for d in info.daemons)
         raise AirflowDeploymentError(f"The Airflow deployment at {info.url} did not come up: waited for {waiting_for}.",
                                      fix=f"read the logs: {logs}.")
+
+
+#: The reaper's entry point (:func:`~airflow_provider_eos.devstack.process_groups.start_reaper` imports ``reap``).
+reap = LocalAirflow.reap
 
 
 def _health(url: str) -> dict | None:
@@ -189,16 +280,22 @@ def _health(url: str) -> dict | None:
 
 
 def _missing_dags(info: AirflowDeploymentInfo) -> list[str]:
-    """The project's DAGs the deployment has not serialized yet (read from its metadata DB)."""
-    import sqlite3
-    from contextlib import closing
-
-    with closing(sqlite3.connect(Path(info.airflow_home) / "airflow.db", timeout=5)) as db:
-        try:
-            found = {row[0] for row in db.execute("SELECT dag_id FROM serialized_dag")}
-        except sqlite3.Error:
-            return list(_PROJECT_DAGS)
+    """The project's DAGs the deployment does not list yet (its REST API, whichever the metadata DB)."""
+    try:
+        login = urllib.request.Request(f"{info.url}/auth/token", method="POST", headers=_JSON,
+                                       data=json.dumps({"username": info.user, "password": info.password()}).encode())
+        with urllib.request.urlopen(login, timeout=10) as answer:
+            token = json.loads(answer.read())["access_token"]
+        listing = urllib.request.Request(f"{info.url}/api/v2/dags?limit=1000",
+                                         headers={**_JSON, "Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(listing, timeout=10) as answer:
+            found = {dag["dag_id"] for dag in json.loads(answer.read())["dags"]}
+    except (OSError, ValueError, KeyError, urllib.error.URLError):
+        return list(_PROJECT_DAGS)
     return [dag for dag in _PROJECT_DAGS if dag not in found]
+
+
+_JSON = {"Content-Type": "application/json", "Accept": "application/json"}
 
 
 def _airflow_bin() -> str:

@@ -6,9 +6,11 @@ starts the daemons and records an :class:`AirflowDeploymentInfo` in ``airflow-de
 The deployment is a small production Airflow on one machine, as the project asks (docs/design-notes.md note 26): an
 api-server, a scheduler with the LocalExecutor, a dag-processor and a triggerer, each its own
 process (``airflow standalone`` runs the same four, but as threads of one command that a test
-cannot stop one part of). The metadata DB is SQLite: Airflow 3 runs the LocalExecutor on it
+cannot stop one part of). The default metadata DB is SQLite: Airflow 3 runs the LocalExecutor on it
 (``airflow standalone`` does), and the deployment tests measure that it holds parallel tasks and
-a deferred sensor (see the README's Airflow section).
+a deferred sensor (see the README's Airflow section). ``--db postgres`` and ``--executor celery``
+make it closer to production: PostgreSQL, Redis and Celery workers that are hosts of their own
+(:mod:`.celery_settings`, docs/design-notes.md note 34).
 """
 
 from __future__ import annotations
@@ -17,7 +19,16 @@ import secrets
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+
+from airflow_provider_eos.devstack.celery_settings import (
+    CeleryWorker,
+    DeploymentKind,
+    PostgresServer,
+    RedisServer,
+    celery_environment,
+    postgres_url,
+)
 
 __all__ = [
     "ADMIN_USER",
@@ -65,6 +76,10 @@ class AirflowDeploymentInfo(BaseModel):
     specs_dir: str
     password_file: str
     daemons: list[AirflowDaemon]
+    kind: DeploymentKind = DeploymentKind()
+    postgres: PostgresServer | None = None
+    redis: RedisServer | None = None
+    workers: list[CeleryWorker] = Field(default_factory=list)
 
     @property
     def url(self) -> str:
@@ -83,19 +98,47 @@ class AirflowDeploymentInfo(BaseModel):
     def daemon(self, component: Component) -> AirflowDaemon | None:
         return next((d for d in self.daemons if d.component == component), None)
 
+    def worker(self, name: str) -> CeleryWorker | None:
+        return next((w for w in self.workers if w.name == name), None)
+
 
 def new_secret() -> str:
     return secrets.token_urlsafe(32)
 
 
 def airflow_environment(info: AirflowDeploymentInfo, *, jwt_secret: str, fernet_key: str,
-                        parallelism: int = 8) -> dict[str, str]:
+                        parallelism: int = 8, db_password: str | None = None,
+                        redis_password: str | None = None) -> dict[str, str]:
     """The ``AIRFLOW__*`` settings every component (and every task it runs) gets.
 
     Everything is pinned here rather than in an ``airflow.cfg``, so a user's own
     ``~/airflow/airflow.cfg`` or environment cannot leak into the deployment.
+
+    :param db_password: the PostgreSQL password (``--db postgres``; the server must be recorded in ``info``).
+    :param redis_password: Redis's password (``--executor celery``; the server must be recorded in ``info``).
     """
     home = Path(info.airflow_home)
+    return {**_local_environment(info, home, jwt_secret, fernet_key, parallelism),
+            **_server_environment(info, db_password, redis_password)}
+
+
+def _server_environment(info: AirflowDeploymentInfo, db_password: str | None,
+                        redis_password: str | None) -> dict[str, str]:
+    """What PostgreSQL and Celery replace of the SQLite and LocalExecutor defaults (nothing without them)."""
+    env: dict[str, str] = {}
+    if info.kind.db == "postgres":
+        if info.postgres is None or db_password is None:
+            raise ValueError("a PostgreSQL deployment's settings need its server and password")  # a caller's bug
+        env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = postgres_url(info.postgres.port, db_password)
+    if info.kind.executor == "celery":
+        if info.postgres is None or info.redis is None or db_password is None or redis_password is None:
+            raise ValueError("a Celery deployment's settings need PostgreSQL, Redis and their passwords")
+        env.update(celery_environment(info.postgres.port, db_password, info.redis.port, redis_password))
+    return env
+
+
+def _local_environment(info: AirflowDeploymentInfo, home: Path, jwt_secret: str, fernet_key: str,
+                       parallelism: int) -> dict[str, str]:
     return {
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__CORE__DAGS_FOLDER": info.dags_folder,

@@ -77,6 +77,10 @@ class RecordedDaemons(Generic[InfoT]):
         """The process groups to stop: leader pid -> the main class its command line holds."""
         raise NotImplementedError
 
+    def watched(self, info: InfoT) -> set[int]:
+        """The pids whose set identifies one start of the part, for the reaper: by default its leaders'."""
+        return set(self.leaders(info))
+
     def recorded(self) -> InfoT | None:
         """What the state file records (running or not), or None.
 
@@ -138,9 +142,9 @@ class RecordedDaemons(Generic[InfoT]):
         info = part.recorded()
         if info is None:
             return
-        watched = set(part.leaders(info))
+        watched = part.watched(info)
         while pid_alive(owner_pid) and any(pid_alive(pid) for pid in watched):
             time.sleep(2)
         current = part.recorded() if part.state_file.exists() else None
-        if not pid_alive(owner_pid) and current is not None and set(part.leaders(current)) == watched:
+        if not pid_alive(owner_pid) and current is not None and part.watched(current) == watched:
             part.down()
