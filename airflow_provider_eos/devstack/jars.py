@@ -22,7 +22,7 @@ from airflow_provider_eos.core.progress import heartbeat
 from airflow_provider_eos.subprocesses import run_bounded
 
 #: The broker the devstack starts unless asked for another (``eos devstack up --kafka-version``).
-KAFKA_VERSION = "4.1.1"
+KAFKA_VERSION = "4.4.0"
 #: The broker versions the compatibility matrix tests (``make compat``): the last 3.x, the default, the newest
 #: Maven Central serves here. Other versions from 3.9 on start too, untested.
 KAFKA_VERSIONS = ("3.9.2", "4.1.1", "4.4.0")
