@@ -38,6 +38,7 @@ from airflow_provider_eos.devstack.broker_nodes import pid_alive
 from airflow_provider_eos.devstack.celery_settings import CeleryWorker, DeploymentKind, worker_names
 from airflow_provider_eos.devstack.celery_workers import spawn_worker, worker_ready
 from airflow_provider_eos.devstack.postgres_server import start_postgres
+from airflow_provider_eos.devstack.private_files import write_private
 from airflow_provider_eos.devstack.process_groups import Marker, runs, stop_groups
 from airflow_provider_eos.devstack.recorded import RecordedDaemons
 from airflow_provider_eos.devstack.redis_server import start_redis
@@ -150,20 +151,20 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
             port=free_port(), airflow_home=str(home), dags_folder=str(Path(dags_folder).resolve()),
             specs_dir=str(specs.resolve()), password_file=str(home / "passwords.json"), daemons=[], kind=kind,
         )
-        _write_private(Path(info.password_file), {ADMIN_USER: new_secret()[:20]})
+        write_private(Path(info.password_file), json.dumps({ADMIN_USER: new_secret()[:20]}, indent=2))
         secrets = {"jwt_secret": new_secret(), "fernet_key": _fernet_key()}
         if kind.db == "postgres":
             secrets["db_password"] = new_secret()
         if kind.executor == "celery":
             secrets["redis_password"] = new_secret()
-        _write_private(home / _SECRETS_FILE, secrets)
+        write_private(home / _SECRETS_FILE, json.dumps(secrets, indent=2))
         deadline = time.monotonic() + timeout_s
         try:
             info = self._start_servers(info, secrets)
             env = self.environment(info)
             self._airflow(env, ["db", "migrate"], "db-migrate")
             connections = home / "connections.json"
-            _write_private(connections, devstack_connections(bootstrap_servers, spark_master))
+            write_private(connections, json.dumps(devstack_connections(bootstrap_servers, spark_master), indent=2))
             self._airflow(env, ["connections", "import", "--overwrite", str(connections)], "connections")
             for component in COMPONENTS:
                 daemon = self._spawn(env, component)
@@ -306,12 +307,6 @@ def _fernet_key() -> str:
     from cryptography.fernet import Fernet  # Airflow's own dependency
 
     return Fernet.generate_key().decode()
-
-
-def _write_private(path: Path, content: dict) -> None:
-    # Owner-only before the first byte: passwords, keys and connections.
-    path.touch(mode=0o600)
-    path.write_text(json.dumps(content, indent=2))
 
 
 def _tail(path: Path, lines: int = 25) -> str:

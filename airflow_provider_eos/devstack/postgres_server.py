@@ -26,6 +26,7 @@ from pathlib import Path
 from airflow_provider_eos.core.errors import AirflowDeploymentError, PrerequisiteError
 from airflow_provider_eos.devstack.broker_nodes import pid_alive
 from airflow_provider_eos.devstack.celery_settings import DB_NAME, DB_USER, PostgresServer
+from airflow_provider_eos.devstack.private_files import write_private
 from airflow_provider_eos.devstack.process_groups import stop_groups
 from airflow_provider_eos.subprocesses import run_bounded
 
@@ -100,8 +101,7 @@ def start_postgres(folder: Path, port: int, password: str, *, timeout_s: float =
     data, sockets = folder / "data", _owned_by(folder / "socket", user)
     log_file = folder / "postgres.log"
     password_file = folder / "initdb-password"
-    password_file.touch(mode=0o600)
-    password_file.write_text(password)
+    write_private(password_file, password)
     if user is not None:
         shutil.chown(password_file, user, user)
     _run(_as_user(user, [str(bin_dir / "initdb"), "-D", str(data), "-U", DB_USER, f"--pwfile={password_file}",

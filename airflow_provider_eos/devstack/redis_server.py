@@ -17,6 +17,7 @@ from pathlib import Path
 from airflow_provider_eos.core.errors import AirflowDeploymentError, PrerequisiteError
 from airflow_provider_eos.devstack.broker_nodes import pid_alive
 from airflow_provider_eos.devstack.celery_settings import RedisServer
+from airflow_provider_eos.devstack.private_files import write_private
 from airflow_provider_eos.devstack.process_groups import stop_groups
 
 __all__ = ["ping", "redis_config", "start_redis"]
@@ -46,8 +47,7 @@ def start_redis(folder: Path, port: int, password: str, *, timeout_s: float = 30
                                 "default --executor local.")
     folder.mkdir(mode=0o700, exist_ok=True)
     config = folder / "redis.conf"
-    config.touch(mode=0o600)
-    config.write_text(redis_config(folder, port, password))
+    write_private(config, redis_config(folder, port, password))
     log_file = folder / "redis.log"
     with log_file.open("w") as out:
         server = subprocess.Popen([binary, str(config)], stdout=out, stderr=subprocess.STDOUT,
