@@ -115,8 +115,11 @@ test-long: install
 # runs everything on the default broker. `make compat` runs the whole matrix (every tested version, the long
 # compat tests too) and writes docs/compatibility.md; it stays out of CI.
 OLDEST_KAFKA ?= 3.9.2
+# CI's share of it: the executor writers' crash, recovery, health, pre-flight and transactions v2 (the driver
+# writer's crash and the DAG-level abort stay in `make compat`, within CI's budget).
 test-compat: install
-	EOS_TEST_KAFKA_VERSION=$(OLDEST_KAFKA) $(PYTEST) -m "compat and not long" --durations=10 $(PYTEST_ARGS)
+	EOS_TEST_KAFKA_VERSION=$(OLDEST_KAFKA) $(PYTEST) -m "compat and not long and not airflow" \
+		-k "not after_produce-driver" --durations=10 $(PYTEST_ARGS)
 
 compat: install
 	$(PY) -m tools.compat

@@ -52,6 +52,7 @@ def _wait_for_facts(api: AirflowApi, run_id: str, facts_file: Path) -> dict:
     return json.loads(facts_file.read_text())
 
 
+@pytest.mark.long  # 90 s, 60 of them Airflow's heartbeat timeout: CI keeps the two hosts' test (make test-long)
 def test_a_sigkilled_worker_leaves_its_hosts_processes_and_its_task_is_retried_on_the_host_started_anew(
     celery_deployment: AirflowDeploymentInfo, celery_api: AirflowApi, worker_hosts: LocalAirflow, tmp_path: Path,
 ) -> None:
