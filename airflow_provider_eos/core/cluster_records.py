@@ -33,6 +33,7 @@ __all__ = [
     "SETTLE",
     "StandaloneApp",
     "StandaloneMasterRecord",
+    "StandaloneWorker",
     "YarnApp",
     "judge_standalone_master",
     "judge_yarn_apps",
@@ -70,12 +71,29 @@ class StandaloneApp(BaseModel):
     duration: int = 0
 
 
-class StandaloneMasterRecord(BaseModel):
-    """The applications of the standalone master's ``/json/`` (the devstack's ``MasterView`` reads its workers)."""
+class StandaloneWorker(BaseModel):
+    """A worker as the standalone master's ``/json/`` lists it."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    url: str = ""
+    id: str
+    host: str
+    port: int
+    state: str
+
+
+class StandaloneMasterRecord(BaseModel):
+    """The standalone master's web UI ``/json/`` (``MasterStateResponse``): the one model of it.
+
+    The liveness check reads its applications; the devstack (``devstack/spark_cluster_state.MasterView``)
+    its status and workers.
+    """
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    url: str
+    status: str
+    workers: list[StandaloneWorker] = []
     activeapps: list[StandaloneApp] = []
     completedapps: list[StandaloneApp] = []
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
+from airflow_provider_eos.core.checkpoint.eos_records import eos_record_display, read_eos_record, write_eos_record
 from airflow_provider_eos.core.checkpoint.reader import EOS_FOLDER
 from airflow_provider_eos.core.driver import START_MARGIN, DriverHandle, Evidence, EvidenceSource, Liveness
 from airflow_provider_eos.core.errors import CheckpointError
@@ -121,11 +122,10 @@ def read_driver_lease(checkpoint: CheckpointReader) -> DriverLease | None:
 
     :raises CheckpointError: if it is there but malformed.
     """
-    path = checkpoint.path(*LEASE_RECORD)
-    checkpoint.fs.invalidate_cache(checkpoint.path(EOS_FOLDER))
-    if not checkpoint.fs.isfile(path):
+    text = read_eos_record(checkpoint, LEASE_RECORD[1], "the driver lease")
+    if text is None:
         return None
-    return parse_driver_lease(checkpoint.display(path), checkpoint.read_text(path, "the driver lease"))
+    return parse_driver_lease(eos_record_display(checkpoint, LEASE_RECORD[1]), text)
 
 
 def write_driver_lease(checkpoint: CheckpointReader, lease: DriverLease) -> None:
@@ -134,9 +134,7 @@ def write_driver_lease(checkpoint: CheckpointReader, lease: DriverLease) -> None
     Written in place, not through a rename: HDFS cannot rename over an existing file, and a reader
     that meets half a record finds it malformed, which is no evidence, never "gone".
     """
-    checkpoint.fs.makedirs(checkpoint.path(EOS_FOLDER), exist_ok=True)
-    with checkpoint.fs.open(checkpoint.path(*LEASE_RECORD), "w") as out:
-        out.write(lease.to_json())
+    write_eos_record(checkpoint, LEASE_RECORD[1], lease.to_json())
 
 
 def judge_lease(

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
+from airflow_provider_eos.core.checkpoint.eos_records import eos_record_display, read_eos_record, write_eos_record
 from airflow_provider_eos.core.checkpoint.reader import EOS_FOLDER
 from airflow_provider_eos.core.errors import CheckpointError
 from airflow_provider_eos.core.frozen_model import FrozenModel
@@ -87,10 +88,10 @@ def read_writers_choice(checkpoint: CheckpointReader) -> WritersChoice | None:
 
     :raises CheckpointError: if the record is there but malformed.
     """
-    path = checkpoint.path(*WRITERS_RECORD)
-    if not checkpoint.fs.isfile(path):
+    text = read_eos_record(checkpoint, WRITERS_RECORD[1], "the writers record")
+    if text is None:
         return None
-    return parse_writers_record(checkpoint.display(path), checkpoint.read_text(path, "the writers record"))
+    return parse_writers_record(eos_record_display(checkpoint, WRITERS_RECORD[1]), text)
 
 
 def record_writers_choice(checkpoint: CheckpointReader, choice: WritersChoice) -> None:
@@ -98,9 +99,5 @@ def record_writers_choice(checkpoint: CheckpointReader, choice: WritersChoice) -
 
     Written to a temporary name and moved into place, so a reader never sees half a record.
     """
-    path = checkpoint.path(*WRITERS_RECORD)
-    checkpoint.fs.makedirs(checkpoint.path(WRITERS_RECORD[0]), exist_ok=True)
-    temporary = f"{path}.{choice.query_id}.tmp"
-    with checkpoint.fs.open(temporary, "w") as out:
-        out.write(choice.to_json())
-    checkpoint.fs.mv(temporary, path)
+    name = WRITERS_RECORD[1]
+    write_eos_record(checkpoint, name, choice.to_json(), staged_as=f"{name}.{choice.query_id}.tmp")

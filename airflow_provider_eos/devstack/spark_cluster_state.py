@@ -14,6 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from airflow_provider_eos.core.cluster_records import StandaloneMasterRecord
 from airflow_provider_eos.core.errors import SparkClusterError
 
 __all__ = [
@@ -21,7 +22,6 @@ __all__ = [
     "STATE_FILE",
     "WORKER_CLASS",
     "MasterView",
-    "MasterWorker",
     "SparkClusterInfo",
     "SparkClusterStatus",
     "SparkDaemon",
@@ -84,25 +84,8 @@ class SparkClusterInfo(BaseModel):
         return [d.pid for d in self.daemons if role is None or d.role == role]
 
 
-class MasterWorker(BaseModel):
-    """A worker as the master's ``/json/`` lists it."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    id: str
-    host: str
-    port: int
-    state: str
-
-
-class MasterView(BaseModel):
-    """The master's web UI ``/json/`` document (the fields the devstack reads)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    url: str
-    status: str
-    workers: list[MasterWorker] = []
+class MasterView(StandaloneMasterRecord):
+    """The master's web UI ``/json/`` document (its model is the core's), with what the devstack asks of it."""
 
     @property
     def alive_workers(self) -> int:

@@ -23,7 +23,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from airflow_provider_eos.core.checkpoint.eos_records import eos_record_display
 from airflow_provider_eos.core.driver_lease import (
+    LEASE_RECORD,
     DriverLease,
     renewal_interval_s,
     self_fence_after_s,
@@ -74,7 +76,7 @@ class LeaseKeeper:
             self._renew()
         except Exception as err:
             raise DriverLeaseError(
-                f"the driver could not write its lease to {self.checkpoint.display(self.checkpoint.path('eos'))}: "
+                f"the driver could not write its lease to {eos_record_display(self.checkpoint, LEASE_RECORD[1])}: "
                 f"{err}", fix="check that the driver can write to the spec's checkpoint_location",
             ) from err
         self._thread = threading.Thread(target=self._run, name="eos-driver-lease", daemon=True)

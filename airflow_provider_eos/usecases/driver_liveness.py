@@ -76,19 +76,15 @@ def manager_evidence(handle: DriverHandle, fetch: Fetch = _http_get) -> Evidence
         return None
     observed_at = _now()  # before asking, as for the lease
     if handle.master.startswith("spark://"):
-        url = f"{handle.manager_url}/json/"
-        body, problem = _fetched(fetch, url)
-        record = parse_standalone_master(body) if body is not None else None
-        if isinstance(record, str):
-            record, problem = None, record
-        return judge_standalone_master(handle, record, observed_at=observed_at, problem=problem)
-    query = urllib.parse.urlencode({"applicationTags": handle.token})
-    url = f"{handle.manager_url}/ws/v1/cluster/apps?{query}"
+        url, parse, judge = f"{handle.manager_url}/json/", parse_standalone_master, judge_standalone_master
+    else:
+        query = urllib.parse.urlencode({"applicationTags": handle.token})
+        url, parse, judge = f"{handle.manager_url}/ws/v1/cluster/apps?{query}", parse_yarn_apps, judge_yarn_apps
     body, problem = _fetched(fetch, url)
-    apps = parse_yarn_apps(body) if body is not None else None
-    if isinstance(apps, str):
-        apps, problem = None, apps
-    return judge_yarn_apps(handle, apps, observed_at=observed_at, problem=problem)
+    record = parse(body) if body is not None else None
+    if isinstance(record, str):  # not the document expected: why, as the evidence says it
+        record, problem = None, record
+    return judge(handle, record, observed_at=observed_at, problem=problem)
 
 
 def _fetched(fetch: Fetch, url: str) -> tuple[bytes | None, str | None]:

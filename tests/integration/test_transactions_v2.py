@@ -16,7 +16,7 @@ import os
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -98,7 +98,7 @@ def _fence(bootstrap: str, txn_id: str) -> Producer:
     return producer
 
 
-def _epochs(bootstrap: str, txn_id: str, run: callable) -> list[Transaction]:
+def _epochs(bootstrap: str, txn_id: str, run: Callable[[str], object]) -> list[Transaction]:
     seen = [_settled(bootstrap, txn_id)]
     for end in ("commit", "abort", "commit"):
         run(end)
@@ -110,7 +110,7 @@ def _stable(bootstrap: str, topic: str) -> bool:
     return end_offsets(bootstrap, topic, 1, committed=True)[0] == end_offsets(bootstrap, topic, 1, committed=False)[0]
 
 
-def _wait(condition: callable, what: str, timeout_s: float = 30) -> None:
+def _wait(condition: Callable[[], bool], what: str, timeout_s: float = 30) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
         assert time.monotonic() < deadline, what
