@@ -59,6 +59,12 @@ def _report_failure() -> None:
     )
 
 
+def _queue(key: str) -> dict[str, str]:
+    """``{"queue": ...}`` when the ``[eos]`` option ``key`` names one; empty: the operators' default queue."""
+    queue = setting(key)
+    return {"queue": queue} if queue else {}
+
+
 def pipeline_dag(pipelines: str | Path) -> DAG:
     """The ``eos_pipeline`` DAG: pre-flight, abort lingering, verify, submit, supervise; recovery after a failure.
 
@@ -73,6 +79,8 @@ def pipeline_dag(pipelines: str | Path) -> DAG:
     # Each role's principal (its own ACLs, `eos acls`); None: the spec's own kafka settings.
     job, recovery, health = kafka_conn_id("job"), kafka_conn_id("recovery"), kafka_conn_id("health")
     submit_operator = spark_submit_operator()
+    # [eos] queue_submit / queue_recovery: where the driver runs and where recovery judges it (note 37).
+    on_submit, on_recovery = _queue("queue_submit"), _queue("queue_recovery")
 
     with DAG(
         dag_id=DAG_ID,
@@ -106,31 +114,32 @@ def pipeline_dag(pipelines: str | Path) -> DAG:
             return ["submit_stream", "watch_stream"]
 
         path = choose_path(SPEC_PATH)
-        submit = submit_operator(task_id="submit", spec_path=SPEC_PATH, conn_id=spark_conn_id, kafka_conn_id=job)
+        submit = submit_operator(task_id="submit", spec_path=SPEC_PATH, conn_id=spark_conn_id, kafka_conn_id=job,
+                                 **on_submit)
         supervise = StreamingQueryHealthSensor(
             task_id="supervise", spec_path=SPEC_PATH, watch="wait_healthy",
             committed_after="{{ dag_run.start_date }}", poke_interval=5, timeout=600, kafka_conn_id=health,
         )
         submit_stream = submit_operator(task_id="submit_stream", spec_path=SPEC_PATH, conn_id=spark_conn_id,
-                                        kafka_conn_id=job)
+                                        kafka_conn_id=job, **on_submit)
         watch_stream = StreamingQueryHealthSensor(
             task_id="watch_stream", spec_path=SPEC_PATH, watch="watch", poke_interval=30, timeout=7 * 24 * 3600,
             driver_task_id="submit_stream", kafka_conn_id=health,
         )
         stop_stream = StopPipelineDriverOperator(
             task_id="stop_stream", spec_path=SPEC_PATH, submit_task_ids=["submit_stream"],
-            trigger_rule=TriggerRule.ALL_FAILED,
+            trigger_rule=TriggerRule.ALL_FAILED, **on_recovery,
         )
         confirm_driver_gone = ConfirmDriverGoneOperator(
             task_id="confirm_driver_gone", spec_path=SPEC_PATH, submit_task_ids=["submit", "submit_stream"],
-            stopped_by="stop_stream", trigger_rule=TriggerRule.ALL_DONE,
+            stopped_by="stop_stream", trigger_rule=TriggerRule.ALL_DONE, **on_recovery,
         )
         recover_abort = AbortOpenTransactionsOperator(
             task_id="recover_abort", spec_path=SPEC_PATH, dry_run=False, driver_gone_task_id="confirm_driver_gone",
-            kafka_conn_id=recovery,
+            kafka_conn_id=recovery, **on_recovery,
         )
         recover_verify = VerifyCommittedOffsetsOperator(
-            task_id="recover_verify", spec_path=SPEC_PATH, kafka_conn_id=recovery
+            task_id="recover_verify", spec_path=SPEC_PATH, kafka_conn_id=recovery, **on_recovery,
         )
         pipeline_failed = PythonOperator(
             task_id="pipeline_failed", python_callable=_report_failure, trigger_rule=TriggerRule.ONE_FAILED,

@@ -22,6 +22,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from airflow_provider_eos.configuration import OPTIONS
 from airflow_provider_eos.core.errors import AirflowDeploymentError
 from airflow_provider_eos.devstack.airflow_settings import (
     ADMIN_USER,
@@ -70,7 +71,7 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
 
     def leaders(self, info: AirflowDeploymentInfo) -> dict[int, Marker]:
         leaders: dict[int, Marker] = {d.pid: d.marker for d in info.daemons}
-        leaders.update({w.unshare_pid: w.marker for w in info.workers})
+        leaders.update({w.unshare_pid: w.marker for w in [*info.workers, *info.retired_workers]})
         leaders.update({server.pid: server.marker for server in (info.postgres, info.redis) if server is not None})
         return leaders
 
@@ -113,6 +114,7 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
         timeout_s: float = 240,
         stop_with_pid: int | None = None,
         kind: DeploymentKind | None = None,
+        eos_settings: dict[str, str] | None = None,
     ) -> AirflowDeploymentInfo:
         """Start the deployment; return once its components are healthy and the project's DAGs are parsed.
 
@@ -126,19 +128,22 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
         :param stop_with_pid: stop the deployment when this process dies, even without its cleanup.
         :param kind: the executor, metadata DB and workers (default: LocalExecutor on SQLite);
             Celery workers are ready too when this returns.
+        :param eos_settings: ``[eos]`` options of the deployment (``{"queue_submit": "worker-1"}``), given to
+            every component and task as ``AIRFLOW__EOS__<OPTION>``; a running deployment must have the same.
         :raises AirflowDeploymentError: a component, server or worker did not come up (the message names
             its log), or a deployment of another kind runs in the folder.
         :raises PrerequisiteError: PostgreSQL's or Redis's binaries are missing.
         """
         kind = kind or DeploymentKind()
+        eos_settings = _checked_eos_settings(eos_settings or {})
         self.folder.claim()
         current = self.running()
         if current is not None:
-            if current.kind != kind:
+            if current.kind != kind or current.eos_settings != eos_settings:
                 raise AirflowDeploymentError(
-                    f"an Airflow deployment with {current.kind.describe()} runs in {self.state_dir}; "
-                    f"asked for {kind.describe()}.",
-                    fix="stop it first (`eos airflow down`), or ask for the same kind.")
+                    f"an Airflow deployment with {current.kind.describe()} and [eos] {current.eos_settings} runs in "
+                    f"{self.state_dir}; asked for {kind.describe()} and [eos] {eos_settings}.",
+                    fix="stop it first (`eos airflow down`), or ask for the same kind and settings.")
             return current
         if self.recorded() is not None:
             log.warning("Stopping the partly running Airflow deployment of %s to start it anew.", self.state_dir)
@@ -150,6 +155,7 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
         info = AirflowDeploymentInfo(
             port=free_port(), airflow_home=str(home), dags_folder=str(Path(dags_folder).resolve()),
             specs_dir=str(specs.resolve()), password_file=str(home / "passwords.json"), daemons=[], kind=kind,
+            eos_settings=eos_settings,
         )
         write_private(Path(info.password_file), json.dumps({ADMIN_USER: new_secret()[:20]}, indent=2))
         secrets = {"jwt_secret": new_secret(), "fernet_key": _fernet_key()}
@@ -197,11 +203,15 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
         workers = [w for w in info.workers if w.name != worker.name] + [worker]
         return self._record(info.model_copy(update={"workers": sorted(workers, key=lambda w: w.name)}))
 
-    def restart_worker(self, name: str, *, timeout_s: float = 120) -> CeleryWorker:
+    def restart_worker(self, name: str, *, timeout_s: float = 120, keep_old_host: bool = False) -> CeleryWorker:
         """Stop worker ``name``'s host (every process of its namespaces) and start it anew; return it once ready.
 
         What a reboot of one worker host is: its tasks that still ran are gone with it.
 
+        :param keep_old_host: leave the old host's processes running (a task's orphaned process, the
+            driver it started) and start the worker on a new host of the same name: what replacing a
+            worker whose machine still runs is. The old host is recorded, and stopped by
+            :meth:`stop_old_hosts` or ``down``.
         :raises AirflowDeploymentError: no such worker is recorded, or it did not come up again.
         """
         info = self.recorded()
@@ -209,7 +219,10 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
         if info is None or old is None:
             raise AirflowDeploymentError(f"no Celery worker {name} is recorded in {self.state_file}.",
                                          fix="start the deployment with `eos airflow up --executor celery`.")
-        stop_groups({old.unshare_pid: old.marker}, 20)
+        if keep_old_host:
+            info = self._record(info.model_copy(update={"retired_workers": [*info.retired_workers, old]}))
+        else:
+            stop_groups({old.unshare_pid: old.marker}, 20)
         worker = self._spawn_worker(self.environment(info), name)
         self._record_worker(self.recorded() or info, worker)
         deadline = time.monotonic() + timeout_s
@@ -219,6 +232,17 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
                                              fix=f"read {worker.log_file}.")
             time.sleep(0.5)
         return worker
+
+    def stop_old_hosts(self, name: str, *, timeout_s: float = 20) -> list[CeleryWorker]:
+        """Stop the old hosts of worker ``name`` that :meth:`restart_worker` kept running (every process in them:
+        the host goes down); return them."""
+        info = self.recorded()
+        if info is None:
+            return []
+        old = [w for w in info.retired_workers if w.name == name]
+        stop_groups({w.unshare_pid: w.marker for w in old}, timeout_s)
+        self._record(info.model_copy(update={"retired_workers": [w for w in info.retired_workers if w.name != name]}))
+        return old
 
     def _airflow(self, env: dict[str, str], args: list[str], name: str) -> None:
         log_file = self.work_dir / "logs" / f"{name}.log"
@@ -307,6 +331,18 @@ def _fernet_key() -> str:
     from cryptography.fernet import Fernet  # Airflow's own dependency
 
     return Fernet.generate_key().decode()
+
+
+def _checked_eos_settings(settings: dict[str, str]) -> dict[str, str]:
+    """The ``[eos]`` options given to ``up``, each one the provider declares.
+
+    :raises AirflowDeploymentError: naming an option the provider does not have.
+    """
+    unknown = sorted(set(settings) - set(OPTIONS))
+    if unknown:
+        raise AirflowDeploymentError(f"no [eos] option {', '.join(unknown)}.",
+                                     fix=f"use one of {', '.join(OPTIONS)}.")
+    return dict(settings)
 
 
 def _tail(path: Path, lines: int = 25) -> str:

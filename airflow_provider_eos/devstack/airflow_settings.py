@@ -80,6 +80,11 @@ class AirflowDeploymentInfo(BaseModel):
     postgres: PostgresServer | None = None
     redis: RedisServer | None = None
     workers: list[CeleryWorker] = Field(default_factory=list)
+    #: Hosts of workers started anew while their old host kept running (``restart_worker(keep_old_host=True)``):
+    #: ``down`` stops them too.
+    retired_workers: list[CeleryWorker] = Field(default_factory=list)
+    #: The ``[eos]`` options of the deployment (``AIRFLOW__EOS__<OPTION>`` in every component and task).
+    eos_settings: dict[str, str] = Field(default_factory=dict)
 
     @property
     def url(self) -> str:
@@ -167,6 +172,7 @@ def _local_environment(info: AirflowDeploymentInfo, home: Path, jwt_secret: str,
         "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(home / "logs"),
         "AIRFLOW__WEBSERVER__EXPOSE_CONFIG": "False",
         "EOS_SPECS_DIR": info.specs_dir,
+        **{f"AIRFLOW__EOS__{key.upper()}": value for key, value in info.eos_settings.items()},
     }
 
 

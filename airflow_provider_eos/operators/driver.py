@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-from airflow_provider_eos.core.driver import DRIVER_XCOM_KEY, DriverHandle, DriverObservation, driver_token
+from airflow_provider_eos.core.driver import DRIVER_XCOM_KEY, DriverHandle, DriverObservation, Liveness, driver_token
 from airflow_provider_eos.hooks.checkpoint_storage import CheckpointStorageHook
 from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
 from airflow_provider_eos.spark.driver_processes import observe, stop_driver, this_host_identity
-from airflow_provider_eos.usecases.driver_liveness import wait_until_driver_gone
+from airflow_provider_eos.usecases.driver_liveness import wait_until_driver_gone, wait_until_gone_unless_renewed
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -47,15 +47,19 @@ class _DriverStep(BaseOperator):
 
     :param spec_path: the pipeline spec file (its name is part of the driver token). (templated)
     :param submit_task_ids: the tasks of this DAG that run spark-submit for the pipeline.
+    :param checkpoint_conn_id: an Airflow connection with the checkpoint storage credentials (the lease is there);
+        default: the worker's ambient credentials. (templated)
     """
 
-    template_fields: Sequence[str] = ("spec_path",)
+    template_fields: Sequence[str] = ("spec_path", "checkpoint_conn_id")
     ui_color = "#f6d6d6"
 
-    def __init__(self, *, spec_path: str, submit_task_ids: Sequence[str], **kwargs: Any) -> None:
+    def __init__(self, *, spec_path: str, submit_task_ids: Sequence[str], checkpoint_conn_id: str | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.spec_path = spec_path
         self.submit_task_ids = list(submit_task_ids)
+        self.checkpoint_conn_id = checkpoint_conn_id
 
     def driver_handle(self, context: Context) -> tuple[DriverHandle, bool]:
         """The driver this run submitted, and whether a submit task recorded it.
@@ -80,14 +84,27 @@ class _DriverStep(BaseOperator):
         states = ti.get_task_states(dag_id=ti.dag_id, run_ids=[context["run_id"]], task_ids=self.submit_task_ids)
         return {task_id: str(state) for task_id, state in states.get(context["run_id"], {}).items()}
 
+    def checkpoint(self) -> CheckpointReader | None:
+        """The pipeline's checkpoint, where the driver's lease is; ``None`` when it cannot be opened (no evidence)."""
+        try:
+            location = load_pipeline_spec(self.spec_path).checkpoint_location
+            return CheckpointStorageHook(self.checkpoint_conn_id or None).get_reader(location)
+        except Exception as err:  # the lease is then no evidence; the other sources still count
+            self.log.warning("The checkpoint cannot be opened, so the driver's lease is not read: %s", err)
+            return None
+
 
 class StopPipelineDriverOperator(_DriverStep):
     """Stop this run's driver deliberately (the watcher found the stream unhealthy) and wait until it is gone.
 
     SIGTERM to the Python driver first (it stops its query after the running batch), SIGKILL to
     whatever is left after ``grace_period_s``. Skips when this run has no driver. Fails when the
-    driver's host cannot be observed from here or the driver outlives the kill: recovery then
-    does not run. Returns the observation (XCom).
+    driver outlives the kill: recovery then does not run. Returns the observation (XCom).
+
+    On another host than the driver's (its process table says nothing from here) no signal can
+    reach it: the step waits up to ``grace_period_s`` for the driver's lease or the cluster
+    manager to show it ended (a SIGKILLed driver's lease expires), and fails at once when the lease
+    is renewed meanwhile, which only a running driver does (docs/design-notes.md, note 37).
 
     :param grace_period_s: how long the driver may take to finish its running batch.
     """
@@ -101,6 +118,12 @@ class StopPipelineDriverOperator(_DriverStep):
         before = observe(handle)
         if not recorded and not before.processes:
             raise AirflowSkipException(f"this run submitted no driver ({before.evidence}); nothing to stop")
+        if before.liveness is Liveness.UNKNOWN:
+            self.log.info("The driver cannot be signalled from this host (%s); waiting up to %.0fs for its lease or "
+                          "cluster manager to show it ended", before.evidence, self.grace_period_s)
+            after = wait_until_gone_unless_renewed(handle, self.checkpoint(), self.grace_period_s)
+            return _result_or_fail(after, f"the driver could not be stopped from {this_host_identity().host} "
+                                          f"(it runs on {handle.host})")
         self.log.info("Stopping the driver of %s: %s", handle.pipeline, before.evidence)
         after = stop_driver(handle, grace_s=self.grace_period_s)
         return _result_or_fail(after, "the driver could not be stopped")
@@ -120,18 +143,12 @@ class ConfirmDriverGoneOperator(_DriverStep):
     :param stopped_by: the task that stops the driver deliberately.
     :param timeout_s: how long to wait for positive evidence; longer than the spec's
         ``driver_lease_ttl_s`` plus 10 s, so a lease can expire within it.
-    :param checkpoint_conn_id: an Airflow connection with the checkpoint storage credentials (the lease is there);
-        default: the worker's ambient credentials.
     """
 
-    template_fields: Sequence[str] = (*_DriverStep.template_fields, "checkpoint_conn_id")
-
-    def __init__(self, *, stopped_by: str, timeout_s: float = 120, checkpoint_conn_id: str | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(self, *, stopped_by: str, timeout_s: float = 120, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.stopped_by = stopped_by
         self.timeout_s = timeout_s
-        self.checkpoint_conn_id = checkpoint_conn_id
 
     def execute(self, context: Context) -> dict[str, Any]:
         states = self.submit_states(context)
@@ -145,17 +162,8 @@ class ConfirmDriverGoneOperator(_DriverStep):
         handle, _ = self.driver_handle(context)
         cause = f"{', '.join(failed)} failed" if failed else f"{self.stopped_by} stopped the driver"
         self.log.info("%s; waiting for positive evidence that the driver is gone", cause)
-        seen = wait_until_driver_gone(handle, self._checkpoint(), self.timeout_s)
+        seen = wait_until_driver_gone(handle, self.checkpoint(), self.timeout_s)
         return _result_or_fail(seen, "refusing to recover: the driver is not positively gone")
-
-    def _checkpoint(self) -> CheckpointReader | None:
-        """The pipeline's checkpoint, where the driver's lease is; ``None`` when it cannot be opened (no evidence)."""
-        try:
-            location = load_pipeline_spec(self.spec_path).checkpoint_location
-            return CheckpointStorageHook(self.checkpoint_conn_id or None).get_reader(location)
-        except Exception as err:  # the lease is then no evidence; the other sources still count
-            self.log.warning("The checkpoint cannot be opened, so the driver's lease is not read: %s", err)
-            return None
 
 
 def _result_or_fail(seen: DriverObservation, failure: str) -> dict[str, Any]:

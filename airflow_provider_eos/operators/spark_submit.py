@@ -49,6 +49,7 @@ from airflow_provider_eos.core.driver import (
     DRIVER_TOKEN_ENV,
     DRIVER_XCOM_KEY,
     DriverHandle,
+    Liveness,
     driver_token,
 )
 from airflow_provider_eos.core.errors import SpecError
@@ -57,16 +58,20 @@ from airflow_provider_eos.core.secrets import is_secret_setting
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.spec.submission import Connector, parse_connector
 from airflow_provider_eos.core.submit_environment import submit_environment, withheld
+from airflow_provider_eos.hooks.checkpoint_storage import CheckpointStorageHook
 from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
 from airflow_provider_eos.operators.driver import earliest_driver_start
 from airflow_provider_eos.operators.use_case import task_failures
 from airflow_provider_eos.spark.detached_stop import hand_over_stop
-from airflow_provider_eos.spark.driver_processes import observe, request_stop, this_host_identity, wait_until_gone
+from airflow_provider_eos.spark.driver_processes import request_stop, this_host_identity
 from airflow_provider_eos.spark.submit_command import plan_submit, spark_submit_executable
+from airflow_provider_eos.usecases.driver_liveness import observe_driver_anywhere, wait_while_driver_alive
 
 if TYPE_CHECKING:
     import jinja2
     from airflow.sdk import Context
+
+    from airflow_provider_eos.core.checkpoint import CheckpointReader
 
 #: The ``spark`` connection's extra naming a standalone master's web UI (its record of applications).
 STANDALONE_WEBUI_EXTRA = "spark_master_webui_url"
@@ -117,7 +122,9 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         ``connector``: ``{"jars": [...]}`` (paths or URLs) or ``{"packages": [...], "repositories": [...]}``.
     :param conn_id: the Spark provider's ``spark`` connection (master URL, deploy mode).
     :param previous_driver_wait_s: how long a new attempt waits for the previous attempt's driver to
-        finish its batch and exit.
+        finish its batch and exit (seen on this host, in its lease or by the cluster manager).
+    :param checkpoint_conn_id: an Airflow connection with the checkpoint storage credentials (where the
+        previous driver's lease is); default: the worker's ambient credentials.
     :param kill_grace_period_s: how long the driver of a killed task may take to finish its running
         batch before its process group is SIGKILLed (client mode).
     :param env_vars: variables spark-submit gets beyond the allow-list (the worker's environment does
@@ -141,6 +148,7 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         conn_id: str = "spark_default",
         previous_driver_wait_s: float = 180,
         kill_grace_period_s: float = 60,
+        checkpoint_conn_id: str | None = None,
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("name", "eos-pipeline")
@@ -154,6 +162,7 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         # The ResourceManager's address from HADOOP_CONF_DIR, when the connection gives none (see the module).
         self._resourcemanager_url: str | None = None
         self.previous_driver_wait_s = previous_driver_wait_s
+        self.checkpoint_conn_id = checkpoint_conn_id
         if kill_grace_period_s < 0:
             raise SpecError(f"kill_grace_period_s is {kill_grace_period_s}; it must be 0 or more",
                             fix=f"give {type(self).__name__} a grace period in seconds, e.g. 60")
@@ -192,7 +201,7 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
             self._spark_binary = self._spark_binary or spark_submit_executable()
             self._track_through_resourcemanager()
             self._record_driver(context, spec.name)
-            self._wait_for_previous_driver()
+            self._wait_for_previous_driver(spec.checkpoint_location)
             self.log.info("Submitting pipeline %s (%s) with %d connector jars%s", spec.name, mode, len(plan.jars),
                           f", packed environment {plan.archives[0]}" if plan.archives else "")
             super().execute(context)
@@ -299,22 +308,37 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         return manager_web_url(master, standalone_webui=extra.get(STANDALONE_WEBUI_EXTRA),
                                resourcemanager=resourcemanager)
 
-    def _wait_for_previous_driver(self) -> None:
-        """A retried or cleared task of the same run: wait until the earlier attempt's driver is gone."""
+    def _wait_for_previous_driver(self, checkpoint_location: str) -> None:
+        """A retried or cleared task of the same run: wait until no earlier driver of the pipeline is alive.
+
+        This host's process table (the earlier attempt ran here: it is asked to stop), the driver's
+        lease in the checkpoint and the cluster manager's record (it ran on another worker, or on
+        this one before the host restarted): any of them alive means wait (note 37).
+        """
         if self._driver is None or self._driver.deploy_mode == "cluster":
             return
-        seen = observe(self._driver)
-        if not seen.processes:
+        checkpoint = self._checkpoint(checkpoint_location)
+        seen = observe_driver_anywhere(self._driver, checkpoint)
+        if seen.liveness is not Liveness.ALIVE:
             return
-        self.log.info("The previous attempt's driver still runs (%s); waiting up to %.0fs for it to exit",
+        self.log.info("An earlier driver of the pipeline still runs (%s); waiting up to %.0fs for it to exit",
                       seen.evidence, self.previous_driver_wait_s)
-        request_stop(self._driver)
-        seen = wait_until_gone(self._driver, self.previous_driver_wait_s)
-        if not seen.gone:
+        request_stop(self._driver)  # the earlier attempt's processes on this host, if any
+        seen = wait_while_driver_alive(self._driver, checkpoint, self.previous_driver_wait_s)
+        if seen.liveness is Liveness.ALIVE:
             raise AirflowFailException(
-                f"refusing to start a second driver for this run: the previous attempt's is still there "
-                f"({seen.evidence}). Stop it (it ends after its running batch on SIGTERM), then clear this task."
+                f"refusing to start a second driver for this run: an earlier one is still alive ({seen.evidence}). "
+                "Stop it on its host (it ends after its running batch on SIGTERM), then clear this task."
             )
+        self.log.info("No earlier driver is alive any more: %s", seen.evidence)
+
+    def _checkpoint(self, location: str) -> CheckpointReader | None:
+        """The pipeline's checkpoint (the driver's lease); ``None`` when it cannot be opened (no evidence)."""
+        try:
+            return CheckpointStorageHook(self.checkpoint_conn_id or None).get_reader(location)
+        except Exception as err:  # the lease is then no evidence; the process table and the manager still count
+            self.log.warning("The checkpoint cannot be opened, so the driver's lease is not read: %s", err)
+            return None
 
     @staticmethod
     def _launch_spark_submit(hook: SparkSubmitHook, *, own_session: bool) -> None:

@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from airflow_provider_eos.core.checkpoint import CheckpointReader
     from airflow_provider_eos.core.driver import HostIdentity
 
-__all__ = ["observe_driver_anywhere", "wait_until_driver_gone"]
+__all__ = ["observe_driver_anywhere", "wait_until_driver_gone", "wait_until_gone_unless_renewed",
+           "wait_while_driver_alive"]
 
 #: Seconds one request to a cluster manager may take: an unreachable one is no evidence, not a wait.
 HTTP_TIMEOUT_S = 5.0
@@ -127,3 +128,63 @@ def wait_until_driver_gone(
                          max_delay_s=poll_s)
     return policy.poll(lambda: observe_driver_anywhere(handle, checkpoint, here=here, fetch=fetch),
                        until=lambda seen: seen.liveness is Liveness.GONE, what=f"end of driver {handle.token}").value
+
+
+def wait_while_driver_alive(
+    handle: DriverHandle, checkpoint: CheckpointReader | None, timeout_s: float, poll_s: float = 2.0, *,
+    here: HostIdentity | None = None, fetch: Fetch = _http_get,
+) -> DriverObservation:
+    """Observe until no source sees a driver of the pipeline alive, or ``timeout_s`` passes; the last observation.
+
+    A new submission's wait (docs/design-notes.md, note 37): a driver may start when nothing is
+    alive, whether the earlier one is positively gone or was never seen (a first attempt has no
+    evidence of any kind). From another host than the earlier attempt's, its lease and the cluster
+    manager are what still see it.
+    """
+    policy = RetryPolicy("no live driver of the pipeline", timeout_s=timeout_s, first_delay_s=poll_s,
+                         max_delay_s=poll_s)
+    return policy.poll(lambda: observe_driver_anywhere(handle, checkpoint, here=here, fetch=fetch),
+                       until=lambda seen: seen.liveness is not Liveness.ALIVE,
+                       what=f"end of the driver before {handle.token}").value
+
+
+def _live_lease_mark(checkpoint: CheckpointReader | None) -> tuple[str, int] | None:
+    """``(token, sequence)`` of the checkpoint's lease while it is not released; ``None`` otherwise or unreadable."""
+    if checkpoint is None:
+        return None
+    try:
+        lease = read_driver_lease(checkpoint)
+    except (EosError, OSError, ValueError):
+        return None
+    return None if lease is None or lease.released else (lease.token, lease.sequence)
+
+
+def wait_until_gone_unless_renewed(
+    handle: DriverHandle, checkpoint: CheckpointReader | None, timeout_s: float, poll_s: float = 2.0, *,
+    here: HostIdentity | None = None, fetch: Fetch = _http_get,
+) -> DriverObservation:
+    """:func:`wait_until_driver_gone` for a caller that cannot signal the driver (another host than its own).
+
+    Returns early, not gone, once the lease is renewed during the wait: a driver that renews its
+    lease runs, and waiting cannot end it when nobody stops it. A SIGKILLed driver renews nothing:
+    its lease expires within the wait when ``timeout_s`` exceeds its ttl plus 10 s.
+    """
+    first = _live_lease_mark(checkpoint)
+    renewed = False
+
+    def settled(seen: DriverObservation) -> bool:
+        nonlocal renewed
+        if seen.liveness is Liveness.GONE:
+            return True
+        mark = _live_lease_mark(checkpoint)
+        renewed = first is not None and mark is not None and mark != first
+        return renewed
+
+    policy = RetryPolicy("positive evidence that the driver is gone", timeout_s=timeout_s, first_delay_s=poll_s,
+                         max_delay_s=poll_s)
+    seen = policy.poll(lambda: observe_driver_anywhere(handle, checkpoint, here=here, fetch=fetch),
+                       until=settled, what=f"end of driver {handle.token}").value
+    if renewed and seen.liveness is not Liveness.GONE:
+        return seen.model_copy(update={"evidence": f"{seen.evidence}; the lease was renewed while this host "
+                                                   "waited: the driver runs"})
+    return seen

@@ -27,6 +27,8 @@ from tests.support.shared_services import shared_service
 
 TEST_DAGS = Path(__file__).parent / "dags"
 SERVICE = "airflow-celery-deployment"
+#: eos_pipeline's driver on one host and its recovery on the other (test_cross_worker_pipeline.py).
+EOS_SETTINGS = {"queue_submit": "worker-1", "queue_recovery": "worker-2"}
 
 
 def _start(folder: Path, owner: int) -> AirflowDeploymentInfo:
@@ -36,7 +38,7 @@ def _start(folder: Path, owner: int) -> AirflowDeploymentInfo:
     for dag_file in TEST_DAGS.glob("*.py"):
         shutil.copy(dag_file, dags / dag_file.name)
     return LocalAirflow(folder).up(dags_folder=dags, stop_with_pid=owner,
-                                   kind=deployment_kind("celery", "postgres", 2))
+                                   kind=deployment_kind("celery", "postgres", 2), eos_settings=EOS_SETTINGS)
 
 
 @pytest.fixture(scope="package")

@@ -1,0 +1,311 @@
+"""eos_pipeline on two worker hosts: the driver on ``eos-worker-1``, its recovery on ``eos-worker-2`` (issue 26).
+
+On the shared Celery deployment, through its REST API only; its ``[eos] queue_submit`` and
+``queue_recovery`` pin the submit tasks to queue ``worker-1`` and the recovery tasks (``stop_stream``,
+``confirm_driver_gone``, ``recover_abort``, ``recover_verify``) to ``worker-2``. From worker-2 the
+driver's process table is another host's (UNKNOWN); what it has is the driver's lease in the
+checkpoint (Spark local mode: no cluster manager). docs/design-notes.md, note 37.
+
+1. The driver is SIGKILLed: recovery runs on the other worker once the lease expired (stop, confirm,
+   abort, verify), and a new run resumes exactly once.
+2. The watcher fails while that new run's driver streams: the stop on the other host refuses (the
+   driver renews its lease), nothing is fenced, the output stays exact; marked failed, the driver
+   stops cleanly on its own host and recovery runs after the released lease.
+3. (long) The Celery worker running ``submit_stream`` is SIGKILLed: its host's task process and
+   driver live on; the retried submit, on the worker started anew on another host, waits until the
+   old driver's lease shows it ended, never starting a second one, then resumes exactly once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from airflow_provider_eos.core.driver import DriverHandle, DriverProcess
+from airflow_provider_eos.core.driver_lease import DriverLease, read_driver_lease
+from airflow_provider_eos.devstack.airflow_deployment import LocalAirflow
+from airflow_provider_eos.devstack.airflow_settings import AirflowDeploymentInfo
+from airflow_provider_eos.devstack.broker_nodes import pid_alive
+from airflow_provider_eos.spark.driver_processes import processes_with_token
+from tests.deployment.conftest import deploy_spec
+from tests.support.airflow_api import AirflowApi
+from tests.support.pipeline import PipelineHarness, json_events, output_ids, wait_for
+
+pytestmark = [pytest.mark.airflow, pytest.mark.integration, pytest.mark.spark, pytest.mark.deployment,
+              pytest.mark.chaos]
+
+DAG = "eos_pipeline"
+RECOVERY = ("confirm_driver_gone", "recover_abort", "recover_verify")
+SUBMIT_HOST, RECOVERY_HOST = "eos-worker-1", "eos-worker-2"
+#: The driver renews every 10/3 s; a SIGKILLed one's lease is expired 10 + 10 s after its last renewal.
+LEASE_TTL_S = 10
+
+
+def driver_processes(token: str) -> tuple[DriverProcess, ...]:
+    """Every process carrying the run's token, on any worker host (this test sees the whole machine)."""
+    table = processes_with_token(token)
+    assert table is not None
+    return table.carrying
+
+
+def python_drivers(token: str) -> list[DriverProcess]:
+    return [p for p in driver_processes(token) if p.is_python_driver]
+
+
+class Stream:
+    """One pipeline deployed to the Celery deployment: its input so far, its runs, its driver."""
+
+    def __init__(self, harness: PipelineHarness, api: AirflowApi) -> None:
+        self.harness, self.api = harness, api
+        self.valid: list[str] = []
+        self.chunks = 0
+        self.runs: list[str] = []
+
+    def produce(self, count: int) -> None:
+        records, valid, _ = json_events(count, prefix=f"c{self.chunks}-")
+        self.chunks += 1
+        self.harness.produce_input(records, aborted_every=4, chunk=250)
+        self.valid += valid
+
+    def output(self) -> Counter:
+        return output_ids(self.harness.output_values())  # read_committed
+
+    def wait_exact(self, timeout_s: float = 180) -> None:
+        """Every valid id in the read_committed output, none twice."""
+        seen: Counter = Counter()
+
+        def complete() -> bool:
+            nonlocal seen
+            seen = self.output()
+            return set(self.valid) <= set(seen)
+
+        assert wait_for(complete, timeout_s, interval_s=2), f"{len(set(self.valid) - set(seen))} ids never arrived"
+        duplicates = {k: v for k, v in seen.items() if v > 1}
+        assert not duplicates and set(seen) == set(self.valid), (list(duplicates.items())[:5], len(seen))
+
+    def start_run(self) -> str:
+        run_id = self.api.trigger(DAG, {"pipeline": self.harness.spec.name})
+        self.runs.append(run_id)
+        self.wait_streaming(run_id)
+        return run_id
+
+    def wait_streaming(self, run_id: str, try_number: int = 1, timeout_s: float = 300) -> dict:
+        """``submit_stream`` running (at least its ``try_number``) while ``watch_stream`` is deferred; its TI."""
+        submit: dict = {}
+
+        def both() -> bool:
+            nonlocal submit
+            tis = {ti["task_id"]: ti for ti in self.api.task_instances(DAG, run_id)}
+            submit, watch = tis.get("submit_stream") or {}, tis.get("watch_stream") or {}
+            if submit.get("state") in ("failed", "upstream_failed") or self.api.run(DAG, run_id)["state"] == "failed":
+                raise AssertionError(f"the run failed while starting: {self.api.task_states(DAG, run_id)}")
+            return (submit.get("state") == "running" and submit.get("try_number", 0) >= try_number
+                    and watch.get("state") == "deferred")
+
+        assert wait_for(both, timeout_s, interval_s=1), self.api.task_states(DAG, run_id)
+        return submit
+
+    def driver(self, run_id: str) -> DriverHandle:
+        return DriverHandle.model_validate(self.api.xcom(DAG, run_id, "submit_stream", key="driver"))
+
+    def lease(self) -> DriverLease | None:
+        return read_driver_lease(self.harness.checkpoint())
+
+    def hosts(self, run_id: str) -> dict[str, str | None]:
+        return {ti["task_id"]: ti.get("hostname") for ti in self.api.task_instances(DAG, run_id)}
+
+    def stop_everything(self) -> None:
+        """Cleanup: no run left running, no driver left alive, whatever the test did."""
+        for run_id in self.runs:
+            with contextlib.suppress(Exception):
+                if self.api.run(DAG, run_id)["state"] not in ("success", "failed"):
+                    self.api.request("PATCH", f"/dags/{DAG}/dagRuns/{run_id}", json={"state": "failed"})
+            with contextlib.suppress(Exception):
+                for process in driver_processes(self.driver(run_id).token):
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(process.pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def stream(tmp_path: Path, bootstrap: str, celery_deployment: AirflowDeploymentInfo,
+           celery_api: AirflowApi) -> Iterator[Stream]:
+    harness = PipelineHarness(bootstrap, tmp_path, partitions=2, max_offsets_per_trigger=400,
+                              trigger="2 seconds", writers="driver")
+    harness.with_overrides(driver_lease_ttl_s=LEASE_TTL_S)
+    deployed = deploy_spec(celery_deployment, harness.spec_file, celery_api, harness.spec.name, dag_ids=(DAG,))
+    made = Stream(harness, celery_api)
+    try:
+        yield made
+    finally:
+        made.stop_everything()
+        deployed.unlink(missing_ok=True)
+
+
+def _recovered_on_the_other_host(stream: Stream, run_id: str) -> dict:
+    """The recovery tasks succeeded on the recovery host; the gate's evidence; returns it."""
+    api = stream.api
+    states, hosts = api.task_states(DAG, run_id), stream.hosts(run_id)
+    assert all(states[task] == "success" for task in RECOVERY), states
+    assert {task: hosts[task] for task in RECOVERY} == dict.fromkeys(RECOVERY, RECOVERY_HOST), hosts
+    assert api.xcom(DAG, run_id, "recover_verify")["overall"] in ("IN_SYNC", "KAFKA_AHEAD_SAFE")
+    gate = api.xcom(DAG, run_id, "confirm_driver_gone")
+    said = {source["source"]: source["says"] for source in gate["sources"]}
+    # From the other host the process table says nothing; the lease says gone.
+    assert gate["liveness"] == "GONE" and said["driver lease"] == "GONE" and said["process table"] == "UNKNOWN", gate
+    return gate
+
+
+def test_driver_killed_on_one_worker_is_recovered_from_the_other_and_a_failed_watcher_fences_nothing(
+    stream: Stream, celery_api: AirflowApi,
+) -> None:
+    api, timings = celery_api, {}
+    began = time.monotonic()
+    stream.produce(1200)
+
+    # 1. The driver streams on worker-1, then dies with its host's processes (SIGKILL).
+    first = stream.start_run()
+    stream.wait_exact()
+    handle = stream.driver(first)
+    assert handle.host == SUBMIT_HOST and stream.hosts(first)["submit_stream"] == SUBMIT_HOST, handle
+    stream.produce(800)
+    killed = driver_processes(handle.token)
+    assert any(p.is_python_driver for p in killed), killed
+    for process in killed:
+        os.kill(process.pid, signal.SIGKILL)
+
+    assert api.wait_for_run(DAG, first, timeout_s=240) == "failed"
+    states = api.task_states(DAG, first)
+    assert states["submit_stream"] == "failed" and states["pipeline_failed"] == "failed", states
+    # stop_stream could not signal a driver on another host: it waited for the lease to expire.
+    assert states["stop_stream"] == "success" and stream.hosts(first)["stop_stream"] == RECOVERY_HOST, states
+    assert api.xcom(DAG, first, "stop_stream")["liveness"] == "GONE"
+    gate = _recovered_on_the_other_host(stream, first)
+    assert "expired" in gate["evidence"], gate["evidence"]
+    timings["1: killed, recovered from the other host"] = time.monotonic() - began
+
+    # A new run resumes exactly once.
+    second = stream.start_run()
+    stream.wait_exact()
+    timings["1: new run resumed exactly once"] = time.monotonic() - began
+
+    # 2. The watcher fails while the driver streams: the stop on the other host refuses, nothing is fenced.
+    handle = stream.driver(second)
+    drivers = python_drivers(handle.token)
+    assert len(drivers) == 1, drivers
+    api.set_task_state(DAG, second, "watch_stream", "failed")
+    assert api.wait_for_task(DAG, second, "stop_stream", ("failed",), timeout_s=120) == "failed"
+    refused = api.task_log(DAG, second, "stop_stream")
+    assert "the driver could not be stopped from eos-worker-2" in refused, refused[-3000:]
+    assert "the lease was renewed while this host waited" in refused, refused[-3000:]
+    stream.produce(800)
+    stream.wait_exact()  # the driver was not fenced: it still commits, once
+    states = api.task_states(DAG, second)
+    assert states["submit_stream"] == "running" and states["recover_abort"] is None, states
+    assert [p.pid for p in python_drivers(handle.token)] == [drivers[0].pid]
+    lease = stream.lease()
+    assert lease is not None and lease.token == handle.token and not lease.released, lease
+    timings["2: watcher failed, nothing fenced"] = time.monotonic() - began
+
+    # Marked failed: the driver's own host stops it cleanly (SIGTERM), the lease is released, recovery runs.
+    api.set_task_state(DAG, second, "submit_stream", "failed")
+    assert api.wait_for_run(DAG, second, timeout_s=240) == "failed"
+    gate = _recovered_on_the_other_host(stream, second)
+    assert "released" in gate["evidence"], gate["evidence"]
+    seen = stream.output()
+    assert not {k: v for k, v in seen.items() if v > 1} and set(seen) == set(stream.valid), len(seen)
+    timings["2: stopped on its host, recovered"] = time.monotonic() - began
+    print("phases (s since start):", {k: round(v, 1) for k, v in timings.items()})
+
+
+@pytest.mark.long  # ~3-4 min: 60 s of heartbeat timeout, the old driver's lease, two Spark starts
+def test_a_sigkilled_worker_under_submit_stream_leaves_one_driver_and_the_retry_waits_for_it(
+    stream: Stream, celery_api: AirflowApi, worker_hosts: LocalAirflow,
+) -> None:
+    api, timings = celery_api, {}
+    began = time.monotonic()
+    info = worker_hosts.recorded()
+    worker = info.worker("worker-1") if info else None
+    assert worker is not None
+    stream.produce(1200)
+    run_id = stream.start_run()
+    stream.wait_exact()
+    token = stream.driver(run_id).token
+    old_driver = python_drivers(token)
+    assert len(old_driver) == 1, old_driver
+    timings["streaming"] = time.monotonic() - began
+
+    # The worker dies; its host lives on, with the task's process and the driver it started.
+    os.kill(worker.worker_pid, signal.SIGKILL)
+    restarted = None
+    try:
+        time.sleep(3)
+        assert not pid_alive(worker.worker_pid) and pid_alive(old_driver[0].pid)
+        restarted = worker_hosts.restart_worker("worker-1", keep_old_host=True)
+        assert restarted.pid_namespace != worker.pid_namespace
+        # A user retries the silent task: "Clear" sets it restarting; the scheduler gives up on the dead
+        # try after the heartbeat timeout (60 s) and, since the clear, retries it.
+        api.clear_task(DAG, run_id, "submit_stream")
+        stream.produce(600)
+        retried = _wait_for_retry(stream, run_id)
+        timings["retry running"] = time.monotonic() - began
+
+        # Never two drivers: the retry waits while the old driver renews its lease.
+        waiting = ""
+
+        def retry_waits() -> bool:
+            nonlocal waiting
+            assert len(python_drivers(token)) <= 1, python_drivers(token)
+            waiting = api.task_log(DAG, run_id, "submit_stream", try_number=retried["try_number"])
+            return "An earlier driver of the pipeline still runs" in waiting or "No earlier driver" in waiting
+
+        assert wait_for(retry_waits, 120, interval_s=2), waiting[-3000:]
+        assert retried["hostname"] == SUBMIT_HOST
+        if "No earlier driver" not in waiting:  # the old driver kept running, as its task's process did
+            assert [p.pid for p in python_drivers(token)] == [old_driver[0].pid]
+            stream.wait_exact()  # it still commits, once
+            worker_hosts.stop_old_hosts("worker-1")  # the old host goes down, its driver with it
+        timings["old driver ended"] = time.monotonic() - began
+
+        # The retry starts anew once the lease shows the old driver ended, and resumes exactly once.
+        def new_driver() -> bool:
+            drivers = python_drivers(token)
+            assert len(drivers) <= 1, drivers
+            return bool(drivers) and drivers[0].pid != old_driver[0].pid
+
+        assert wait_for(new_driver, 180, interval_s=1), api.task_states(DAG, run_id)
+        log = api.task_log(DAG, run_id, "submit_stream", try_number=retried["try_number"])
+        assert "No earlier driver is alive any more" in log, log[-3000:]
+        stream.produce(400)
+        stream.wait_exact()
+        timings["resumed exactly once"] = time.monotonic() - began
+    finally:
+        worker_hosts.stop_old_hosts("worker-1")
+        if restarted is None:
+            worker_hosts.restart_worker("worker-1")
+    print("phases (s since start):", {k: round(v, 1) for k, v in timings.items()})
+
+
+def _wait_for_retry(stream: Stream, run_id: str) -> dict:
+    """The cleared ``submit_stream`` running again; a try waiting out its retry delay is cleared once more
+    (what a user does rather than wait 5 minutes)."""
+    api = stream.api
+    deadline = time.monotonic() + 240
+    cleared_again = False
+    while time.monotonic() < deadline:
+        ti = api.task_instance(DAG, run_id, "submit_stream")
+        if ti["state"] == "up_for_retry" and not cleared_again:
+            api.clear_task(DAG, run_id, "submit_stream")
+            cleared_again = True
+        if ti["state"] == "running" and ti["try_number"] > 1:
+            assert api.task_instance(DAG, run_id, "watch_stream")["state"] == "deferred"
+            return ti
+        assert ti["state"] not in ("failed", "upstream_failed"), api.task_states(DAG, run_id)
+        time.sleep(2)
+    raise AssertionError(f"submit_stream was never retried: {api.task_states(DAG, run_id)}")
