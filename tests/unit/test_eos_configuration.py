@@ -96,3 +96,19 @@ def test_the_provider_declares_the_section_as_airflow_s_schema_wants():
     for key, option in OPTIONS.items():
         assert option.env in options[key]["description"], key
         assert options[key]["default"] == option.default
+
+
+def test_the_pipeline_dag_puts_its_submit_and_recovery_tasks_on_the_configured_queues(monkeypatch, tmp_path):
+    from airflow_provider_eos.dags.pipeline import pipeline_dag
+
+    monkeypatch.setenv("AIRFLOW__EOS__QUEUE_SUBMIT", "drivers")
+    monkeypatch.setenv("EOS_QUEUE_RECOVERY", "recovery")
+    queues = {task.task_id: task.queue for task in pipeline_dag(tmp_path).tasks}
+    default = queues["preflight"]
+    assert default not in ("drivers", "recovery")
+    assert {t: q for t, q in queues.items() if q != default} == {
+        "submit": "drivers", "submit_stream": "drivers", "stop_stream": "recovery",
+        "confirm_driver_gone": "recovery", "recover_abort": "recovery", "recover_verify": "recovery"}
+    monkeypatch.delenv("AIRFLOW__EOS__QUEUE_SUBMIT")
+    monkeypatch.delenv("EOS_QUEUE_RECOVERY")
+    assert {task.queue for task in pipeline_dag(tmp_path).tasks} == {default}  # empty: the default queue
