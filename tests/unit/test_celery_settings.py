@@ -161,3 +161,17 @@ def test_the_reaper_finds_the_deployment_and_a_restarted_worker_does_not_hide_it
     restarted = info.model_copy(update={"workers": [worker.model_copy(update={"unshare_pid": 17})]})
     assert airflow.watched(info) == airflow.watched(restarted) == {5}
     assert {5, 7, 10, 11} <= set(airflow.leaders(info))
+    # A host kept running beside its worker started anew (keep_old_host) is still the deployment's to stop.
+    kept = restarted.model_copy(update={"retired_workers": [worker]})
+    assert {7, 17} <= set(airflow.leaders(kept))
+
+
+def test_the_deployments_eos_options_reach_every_component_and_an_unknown_one_is_refused(tmp_path: Path) -> None:
+    from airflow_provider_eos.devstack import airflow_deployment
+
+    info = _info(tmp_path, deployment_kind("celery")).model_copy(update={
+        "eos_settings": {"queue_submit": "worker-1", "queue_recovery": "worker-2"}})
+    env = airflow_environment(info, jwt_secret="j", fernet_key="f", db_password="d", redis_password="r")
+    assert (env["AIRFLOW__EOS__QUEUE_SUBMIT"], env["AIRFLOW__EOS__QUEUE_RECOVERY"]) == ("worker-1", "worker-2")
+    with pytest.raises(AirflowDeploymentError, match="no \\[eos\\] option queue_submitt"):
+        airflow_deployment.LocalAirflow(tmp_path).up(eos_settings={"queue_submitt": "worker-1"})
