@@ -12,6 +12,7 @@ their own run submitted.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 
     from airflow_provider_eos.core.checkpoint import CheckpointReader
 
-__all__ = ["ConfirmDriverGoneOperator", "StopPipelineDriverOperator", "earliest_driver_start"]
+__all__ = ["ConfirmDriverGoneOperator", "StopPipelineDriverOperator", "earliest_driver_start", "lease_checkpoint"]
 
 _FAILED = "failed"
 # No bound known: a driver of the run may have started at any time.
@@ -40,6 +41,18 @@ def earliest_driver_start(context: Context) -> dt.datetime | None:
     """When the DAG run became due (``run_after``): no attempt of any of its tasks, and so no driver, started before."""
     dag_run = context.get("dag_run")
     return getattr(dag_run, "run_after", None)
+
+
+def lease_checkpoint(location: str, conn_id: str | None, log: logging.Logger | Any) -> CheckpointReader | None:
+    """The checkpoint at ``location``, where the driver's lease is; ``None`` when it cannot be opened.
+
+    The lease is then no evidence, which only ever makes a step wait or refuse; the other sources still count.
+    """
+    try:
+        return CheckpointStorageHook(conn_id or None).get_reader(location)
+    except Exception as err:
+        log.warning("The checkpoint cannot be opened, so the driver's lease is not read: %s", err)
+        return None
 
 
 class _DriverStep(BaseOperator):
@@ -88,10 +101,10 @@ class _DriverStep(BaseOperator):
         """The pipeline's checkpoint, where the driver's lease is; ``None`` when it cannot be opened (no evidence)."""
         try:
             location = load_pipeline_spec(self.spec_path).checkpoint_location
-            return CheckpointStorageHook(self.checkpoint_conn_id or None).get_reader(location)
         except Exception as err:  # the lease is then no evidence; the other sources still count
-            self.log.warning("The checkpoint cannot be opened, so the driver's lease is not read: %s", err)
+            self.log.warning("The spec cannot be read, so the driver's lease is not read: %s", err)
             return None
+        return lease_checkpoint(location, self.checkpoint_conn_id, self.log)
 
 
 class StopPipelineDriverOperator(_DriverStep):

@@ -58,9 +58,8 @@ from airflow_provider_eos.core.secrets import is_secret_setting
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.spec.submission import Connector, parse_connector
 from airflow_provider_eos.core.submit_environment import submit_environment, withheld
-from airflow_provider_eos.hooks.checkpoint_storage import CheckpointStorageHook
 from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
-from airflow_provider_eos.operators.driver import earliest_driver_start
+from airflow_provider_eos.operators.driver import earliest_driver_start, lease_checkpoint
 from airflow_provider_eos.operators.use_case import task_failures
 from airflow_provider_eos.spark.detached_stop import hand_over_stop
 from airflow_provider_eos.spark.driver_processes import request_stop, this_host_identity
@@ -70,8 +69,6 @@ from airflow_provider_eos.usecases.driver_liveness import observe_driver_anywher
 if TYPE_CHECKING:
     import jinja2
     from airflow.sdk import Context
-
-    from airflow_provider_eos.core.checkpoint import CheckpointReader
 
 #: The ``spark`` connection's extra naming a standalone master's web UI (its record of applications).
 STANDALONE_WEBUI_EXTRA = "spark_master_webui_url"
@@ -317,7 +314,7 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         """
         if self._driver is None or self._driver.deploy_mode == "cluster":
             return
-        checkpoint = self._checkpoint(checkpoint_location)
+        checkpoint = lease_checkpoint(checkpoint_location, self.checkpoint_conn_id, self.log)
         seen = observe_driver_anywhere(self._driver, checkpoint)
         if seen.liveness is not Liveness.ALIVE:
             return
@@ -331,14 +328,6 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
                 "Stop it on its host (it ends after its running batch on SIGTERM), then clear this task."
             )
         self.log.info("No earlier driver is alive any more: %s", seen.evidence)
-
-    def _checkpoint(self, location: str) -> CheckpointReader | None:
-        """The pipeline's checkpoint (the driver's lease); ``None`` when it cannot be opened (no evidence)."""
-        try:
-            return CheckpointStorageHook(self.checkpoint_conn_id or None).get_reader(location)
-        except Exception as err:  # the lease is then no evidence; the process table and the manager still count
-            self.log.warning("The checkpoint cannot be opened, so the driver's lease is not read: %s", err)
-            return None
 
     @staticmethod
     def _launch_spark_submit(hook: SparkSubmitHook, *, own_session: bool) -> None:
