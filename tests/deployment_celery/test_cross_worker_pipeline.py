@@ -12,8 +12,9 @@ checkpoint (Spark local mode: no cluster manager). docs/design-notes.md, note 37
    driver renews its lease), nothing is fenced, the output stays exact; marked failed, the driver
    stops cleanly on its own host and recovery runs after the released lease.
 3. (long) The Celery worker running ``submit_stream`` is SIGKILLed: its host's task process and
-   driver live on; the retried submit, on the worker started anew on another host, waits until the
-   old driver's lease shows it ended, never starting a second one, then resumes exactly once.
+   driver live on; the submit, cleared and run again by the worker started anew on another host,
+   waits until the old driver's lease shows it ended, never starting a second one, then resumes
+   exactly once.
 """
 
 from __future__ import annotations
@@ -224,7 +225,7 @@ def test_driver_killed_on_one_worker_is_recovered_from_the_other_and_a_failed_wa
     print("phases (s since start):", {k: round(v, 1) for k, v in timings.items()})
 
 
-@pytest.mark.long  # ~3-4 min: 60 s of heartbeat timeout, the old driver's lease, two Spark starts
+@pytest.mark.long  # ~3-4 min: two Spark starts, the old driver's lease, a worker started anew
 def test_a_sigkilled_worker_under_submit_stream_leaves_one_driver_and_the_retry_waits_for_it(
     stream: Stream, celery_api: AirflowApi, worker_hosts: LocalAirflow,
 ) -> None:
@@ -249,8 +250,8 @@ def test_a_sigkilled_worker_under_submit_stream_leaves_one_driver_and_the_retry_
         assert not pid_alive(worker.worker_pid) and pid_alive(old_driver[0].pid)
         restarted = worker_hosts.restart_worker("worker-1", keep_old_host=True)
         assert restarted.pid_namespace != worker.pid_namespace
-        # A user retries the silent task: "Clear" sets it restarting; the scheduler gives up on the dead
-        # try after the heartbeat timeout (60 s) and, since the clear, retries it.
+        # A user retries the silent task: "Clear" on a running task only marks it restarting (its
+        # supervisor, dead with the worker, would have ended it); cleared again, it runs anew.
         api.clear_task(DAG, run_id, "submit_stream")
         stream.produce(600)
         retried = _wait_for_retry(stream, run_id)
@@ -293,14 +294,18 @@ def test_a_sigkilled_worker_under_submit_stream_leaves_one_driver_and_the_retry_
 
 
 def _wait_for_retry(stream: Stream, run_id: str) -> dict:
-    """The cleared ``submit_stream`` running again; a try waiting out its retry delay is cleared once more
-    (what a user does rather than wait 5 minutes)."""
+    """The cleared ``submit_stream`` running again on its queue's worker.
+
+    Cleared while running, the task is ``restarting``: its supervisor would end it and it would be
+    retried, but the supervisor died with the worker, and the scheduler would only fail the silent
+    try after the heartbeat timeout. So it is cleared once more, which schedules a new try at once.
+    """
     api = stream.api
     deadline = time.monotonic() + 240
     cleared_again = False
     while time.monotonic() < deadline:
         ti = api.task_instance(DAG, run_id, "submit_stream")
-        if ti["state"] == "up_for_retry" and not cleared_again:
+        if ti["state"] in ("restarting", "up_for_retry") and not cleared_again:
             api.clear_task(DAG, run_id, "submit_stream")
             cleared_again = True
         if ti["state"] == "running" and ti["try_number"] > 1:
