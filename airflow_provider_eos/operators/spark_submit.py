@@ -317,6 +317,7 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         checkpoint = lease_checkpoint(checkpoint_location, self.checkpoint_conn_id, self.log)
         seen = observe_driver_anywhere(self._driver, checkpoint)
         if seen.liveness is not Liveness.ALIVE:
+            self.log.info("No earlier driver of the pipeline is alive: %s", seen.evidence)
             return
         self.log.info("An earlier driver of the pipeline still runs (%s); waiting up to %.0fs for it to exit",
                       seen.evidence, self.previous_driver_wait_s)
@@ -327,7 +328,7 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
                 f"refusing to start a second driver for this run: an earlier one is still alive ({seen.evidence}). "
                 "Stop it on its host (it ends after its running batch on SIGTERM), then clear this task."
             )
-        self.log.info("No earlier driver is alive any more: %s", seen.evidence)
+        self.log.info("No earlier driver of the pipeline is alive any more: %s", seen.evidence)
 
     @staticmethod
     def _launch_spark_submit(hook: SparkSubmitHook, *, own_session: bool) -> None:

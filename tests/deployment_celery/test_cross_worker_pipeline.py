@@ -242,47 +242,51 @@ def test_a_sigkilled_worker_under_submit_stream_leaves_one_driver_and_the_retry_
     assert len(old_driver) == 1, old_driver
     timings["streaming"] = time.monotonic() - began
 
-    # The worker dies; its host lives on, with the task's process and the driver it started.
+    # The worker dies; its host lives on, with what the task started.
     os.kill(worker.worker_pid, signal.SIGKILL)
     restarted = None
     try:
-        time.sleep(3)
-        assert not pid_alive(worker.worker_pid) and pid_alive(old_driver[0].pid)
-        restarted = worker_hosts.restart_worker("worker-1", keep_old_host=True)
-        assert restarted.pid_namespace != worker.pid_namespace
-        # A user retries the silent task: "Clear" on a running task only marks it restarting (its
-        # supervisor, dead with the worker, would have ended it); cleared again, it runs anew.
+        # A user retries the silent task at once: "Clear" on a running task only marks it restarting (its
+        # supervisor, dead with the worker, would have ended it); cleared again, a new try is queued.
         api.clear_task(DAG, run_id, "submit_stream")
+        restarted = worker_hosts.restart_worker("worker-1", keep_old_host=True)
+        assert restarted.pid_namespace != worker.pid_namespace and not pid_alive(worker.worker_pid)
         stream.produce(600)
         retried = _wait_for_retry(stream, run_id)
+        assert retried["hostname"] == SUBMIT_HOST
         timings["retry running"] = time.monotonic() - began
 
-        # Never two drivers: the retry waits while the old driver renews its lease.
-        waiting = ""
+        # Never two drivers. The old one stops by itself once its owner, the task's process, is gone (it
+        # dies with its supervisor), or lives on with it: the retry waits while its lease says it lives.
+        log, waited_since, host_stopped = "", None, False
 
-        def retry_waits() -> bool:
-            nonlocal waiting
-            assert len(python_drivers(token)) <= 1, python_drivers(token)
-            waiting = api.task_log(DAG, run_id, "submit_stream", try_number=retried["try_number"])
-            return "An earlier driver of the pipeline still runs" in waiting or "No earlier driver" in waiting
+        def retry_decided() -> bool:
+            nonlocal log, waited_since, host_stopped
+            drivers = python_drivers(token)
+            assert len(drivers) <= 1, drivers
+            log = api.task_log(DAG, run_id, "submit_stream", try_number=retried["try_number"])
+            if "An earlier driver of the pipeline still runs" in log and waited_since is None:
+                waited_since = time.monotonic()
+                assert [p.pid for p in drivers] in ([old_driver[0].pid], []), drivers
+                assert "driver lease: ALIVE" in log, log[-3000:]
+            if waited_since and time.monotonic() - waited_since > 30 and not host_stopped:
+                worker_hosts.stop_old_hosts("worker-1")  # its task's process lived on: the old host goes down
+                host_stopped = True
+            return "No earlier driver of the pipeline is alive" in log
 
-        assert wait_for(retry_waits, 120, interval_s=2), waiting[-3000:]
-        assert retried["hostname"] == SUBMIT_HOST
-        if "No earlier driver" not in waiting:  # the old driver kept running, as its task's process did
-            assert [p.pid for p in python_drivers(token)] == [old_driver[0].pid]
-            stream.wait_exact()  # it still commits, once
-            worker_hosts.stop_old_hosts("worker-1")  # the old host goes down, its driver with it
-        timings["old driver ended"] = time.monotonic() - began
+        assert wait_for(retry_decided, 150, interval_s=1), log[-3000:]
+        decided = next(line for line in log.splitlines() if "No earlier driver of the pipeline is alive" in line)
+        assert "driver lease: GONE" in decided and not pid_alive(old_driver[0].pid), decided
+        timings["retry found the old driver gone" + (" after waiting" if waited_since else "")
+                + (" (old host stopped)" if host_stopped else "")] = time.monotonic() - began
 
-        # The retry starts anew once the lease shows the old driver ended, and resumes exactly once.
+        # The retry starts its driver, the only one, which resumes exactly once.
         def new_driver() -> bool:
             drivers = python_drivers(token)
             assert len(drivers) <= 1, drivers
             return bool(drivers) and drivers[0].pid != old_driver[0].pid
 
         assert wait_for(new_driver, 180, interval_s=1), api.task_states(DAG, run_id)
-        log = api.task_log(DAG, run_id, "submit_stream", try_number=retried["try_number"])
-        assert "No earlier driver is alive any more" in log, log[-3000:]
         stream.produce(400)
         stream.wait_exact()
         timings["resumed exactly once"] = time.monotonic() - began
