@@ -30,6 +30,7 @@ from airflow_provider_eos.devstack.airflow_settings import (
     AirflowDaemon,
     AirflowDeploymentInfo,
     airflow_environment,
+    check_statsd_address,
     devstack_connections,
     new_secret,
 )
@@ -113,6 +114,7 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
         timeout_s: float = 240,
         stop_with_pid: int | None = None,
         kind: DeploymentKind | None = None,
+        statsd: str | None = None,
     ) -> AirflowDeploymentInfo:
         """Start the deployment; return once its components are healthy and the project's DAGs are parsed.
 
@@ -126,6 +128,8 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
         :param stop_with_pid: stop the deployment when this process dies, even without its cleanup.
         :param kind: the executor, metadata DB and workers (default: LocalExecutor on SQLite);
             Celery workers are ready too when this returns.
+        :param statsd: ``host:port`` of a StatsD listener for Airflow's metrics (the package's task
+            metrics among them); ``None``: metrics off.
         :raises AirflowDeploymentError: a component, server or worker did not come up (the message names
             its log), or a deployment of another kind runs in the folder.
         :raises PrerequisiteError: PostgreSQL's or Redis's binaries are missing.
@@ -150,6 +154,7 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
         info = AirflowDeploymentInfo(
             port=free_port(), airflow_home=str(home), dags_folder=str(Path(dags_folder).resolve()),
             specs_dir=str(specs.resolve()), password_file=str(home / "passwords.json"), daemons=[], kind=kind,
+            statsd=check_statsd_address(statsd),
         )
         write_private(Path(info.password_file), json.dumps({ADMIN_USER: new_secret()[:20]}, indent=2))
         secrets = {"jwt_secret": new_secret(), "fernet_key": _fernet_key()}

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseOperator, BaseXCom
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
+from airflow_provider_eos.airflow_stats import emit_report
 from airflow_provider_eos.core.errors import EosError, RepairError, UnsafeToActError
 from airflow_provider_eos.core.flags import parse_flag
 from airflow_provider_eos.core.presentation import (
@@ -249,8 +250,11 @@ class EosUseCaseOperator(ResultFieldMixin, BaseOperator):
 
         :param max_rows: partitions shown in the log's tables (the XCom holds all).
         :param hint: the next step's Airflow spelling, appended to the failure message.
+
+        The report's task metrics (health, verification, abort) go to Airflow's metrics first.
         """
         self.show_result(self.card(result, max_rows=max_rows))
+        emit_report(result.pipeline, result.report)
         text = result_text(result, max_rows=max_rows)
         data = result.data()
         if result.ok:

@@ -34,6 +34,7 @@ import pendulum
 from airflow.sdk import BaseSensorOperator, BaseXCom, PokeReturnValue
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSensorTimeout
 
+from airflow_provider_eos.airflow_stats import emit
 from airflow_provider_eos.core.errors import EosError
 from airflow_provider_eos.core.health import (
     DEFAULT_MAX_SAMPLES,
@@ -45,6 +46,7 @@ from airflow_provider_eos.core.health import (
     WatchOutcome,
     watch_outcome,
 )
+from airflow_provider_eos.core.metrics.task_metrics import health_metrics
 from airflow_provider_eos.core.presentation import health_text
 from airflow_provider_eos.triggers.health import StreamingQueryHealthTrigger, driver_task_state, event_payload
 from airflow_provider_eos.usecases.clients import DEFAULT_CONNECT_TIMEOUT_S, PipelineClients
@@ -192,6 +194,7 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
         except EosError as err:
             raise _task_failure(err) from err
         self.log.info("%s", health_text(report))
+        emit(health_metrics(report))
         return report
 
     def _push_before_failing(self, context: Context, value: dict[str, Any] | None) -> None:

@@ -126,23 +126,28 @@ TASK_METRICS: tuple[MetricDefinition, ...] = (
                      "the verification verdict the health check read, as a number: 0 IN_SYNC, 1 KAFKA_AHEAD_SAFE, "
                      "2 KAFKA_BEHIND, 3 NO_MARKER, 4 DIVERGED (not emitted when the check could not verify)"),
     MetricDefinition("eos.health.{pipeline}.lag", MetricKind.GAUGE,
-                     "records behind, summed over the input partitions (read_committed end offsets minus the "
-                     "sink group's committed offsets)"),
+                     "records behind, summed over the input partitions (read_committed end offsets, the LSO, minus "
+                     "the sink group's committed offsets)"),
     MetricDefinition("eos.health.{pipeline}.{topic}.{partition}.lag", MetricKind.GAUGE,
-                     "records behind on one input partition"),
+                     "records behind on one input partition (a `.` in the topic's name becomes `_`)"),
     MetricDefinition("eos.health.{pipeline}.commit_age_seconds", MetricKind.GAUGE,
-                     "seconds since the sink group's offsets last moved while input waits (0 when caught up)"),
+                     "seconds since the checkpoint's newest commit (`commits/N`); not emitted before the first"),
     MetricDefinition("eos.health.{pipeline}.open_transactions", MetricKind.GAUGE,
                      "open transactions under the pipeline's transactional-id prefix"),
-    MetricDefinition("eos.health.{pipeline}.hanging_transactions", MetricKind.GAUGE,
-                     "of those, transactions open longer than the transaction timeout (lingering or hanging)"),
+    MetricDefinition("eos.health.{pipeline}.lingering_transactions", MetricKind.GAUGE,
+                     "of those, the ones open longer than their transaction timeout (or the lingering threshold)"),
     MetricDefinition("eos.recovery.{pipeline}.verdict", MetricKind.GAUGE,
                      "the recovery's verification verdict as a number: 0 IN_SYNC, 1 KAFKA_AHEAD_SAFE, 2 KAFKA_BEHIND, "
                      "3 NO_MARKER, 4 DIVERGED"),
+    MetricDefinition("eos.recovery.{pipeline}.open_transactions", MetricKind.GAUGE,
+                     "open transactions the recovery's scan found on the pipeline's ids and partitions"),
+    MetricDefinition("eos.recovery.{pipeline}.hanging_transactions", MetricKind.GAUGE,
+                     "of those, hanging ones (open on a partition with no live transactional id, KIP-664)"),
     MetricDefinition("eos.recovery.{pipeline}.transactions_aborted", MetricKind.COUNTER,
                      "transactions the recovery aborted (0 on a dry run)"),
-    MetricDefinition("eos.recovery.{pipeline}.hanging_transactions", MetricKind.GAUGE,
-                     "hanging transactions the recovery found on the pipeline's partitions"),
+    MetricDefinition("eos.recovery.{pipeline}.remaining_transactions", MetricKind.GAUGE,
+                     "transactions the pipeline may abort that are still open after the recovery (a dry run: the "
+                     "ones it would abort)"),
 )
 
 _JOB = {metric.name: metric for metric in JOB_METRICS}
