@@ -185,7 +185,7 @@ def test_pipeline_spec_takes_the_connection_and_keeps_the_spec(monkeypatch: pyte
 
 
 def test_connection_without_bootstrap_servers_is_refused_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    from airflow.sdk.exceptions import AirflowException
+    from airflow.providers.common.compat.sdk import AirflowException
 
     from airflow_provider_eos.hooks.kafka_admin import EosKafkaHook
 
@@ -196,7 +196,7 @@ def test_connection_without_bootstrap_servers_is_refused_naming_it(monkeypatch: 
 
 
 def test_connection_with_a_nested_value_names_the_key_not_the_value(monkeypatch: pytest.MonkeyPatch) -> None:
-    from airflow.sdk.exceptions import AirflowException
+    from airflow.providers.common.compat.sdk import AirflowException
 
     from airflow_provider_eos.hooks.kafka_admin import EosKafkaHook
 
@@ -273,7 +273,7 @@ def test_aws_connection_becomes_s3fs_options_with_the_secret_masked(monkeypatch:
 
 
 def test_aws_connection_for_a_non_s3_location_or_with_a_role_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    from airflow.sdk.exceptions import AirflowException
+    from airflow.providers.common.compat.sdk import AirflowException
 
     from airflow_provider_eos.hooks.checkpoint_storage import CheckpointStorageHook
 
