@@ -66,7 +66,7 @@ class AirflowSet:
 #: The lowest Airflow and provider versions setup.cfg's ranges claim, and the newest of each on PyPI.
 #: common-compat's floor is its newest release too: the Spark provider's OpenLineage helpers need it.
 AIRFLOWS: tuple[AirflowSet, ...] = (
-    AirflowSet("3.1.0", "2025-09-26", {"apache-kafka": "1.10.0", "apache-spark": "5.0.0",
+    AirflowSet("3.1.0", "2025-09-26", {"apache-kafka": "1.10.0", "apache-spark": "6.2.0",
                                        "common-compat": "1.23.0", "standard": "1.0.0", "celery": "3.8.3"},
                "the lowest claimed"),
     AirflowSet("3.3.2", "2026-09-18", {"apache-kafka": "2.1.0", "apache-spark": "6.3.4",
@@ -173,6 +173,14 @@ def _load(airflow: AirflowSet) -> dict[str, dict]:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
+def _record(airflow: AirflowSet, name: str, result: dict) -> None:
+    """Keep one capability's result (read afresh: two runs of different parts may overlap)."""
+    results = _load(airflow)
+    results[name] = result
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    _results_file(airflow).write_text(json.dumps(results, indent=1) + "\n")
+
+
 def _summary(outcomes: list[Outcome]) -> dict:
     statuses = {o.status for o in outcomes}
     status = ("not run" if not outcomes else "fail" if "fail" in statuses
@@ -233,15 +241,13 @@ def main(argv: list[str] | None = None) -> int:
                     and not (args.light and c.heavy)]
     failed = []
     for airflow in chosen:
-        results = _load(airflow)
         python, seconds = venv(airflow)
-        results["install"] = {"status": "pass", "seconds": round(seconds), "tests": 0, "failed": []}
+        _record(airflow, "install", {"status": "pass", "seconds": round(seconds), "tests": 0, "failed": []})
         for capability in capabilities:
-            results[capability.name] = _summary(run(python, capability, args.workers))
-            if results[capability.name]["status"] == "fail":
-                failed.append(f"{airflow.airflow}: {capability.name}")
-            RESULTS.mkdir(parents=True, exist_ok=True)
-            _results_file(airflow).write_text(json.dumps(results, indent=1) + "\n")
+            result = _summary(run(python, capability, args.workers))
+            _record(airflow, capability.name, result)
+            if result["status"] == "fail":
+                failed.append(f"{airflow.airflow}: {capability.name}: {', '.join(result['failed'])}")
     day = time.strftime("%Y-%m-%d")
     TABLE.write_text(replace_section(TABLE.read_text(), "airflow", table({a.airflow: _load(a) for a in AIRFLOWS}, day)))
     print(f"wrote {TABLE}")
