@@ -10,9 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pendulum
+
+# common-compat: the Task SDK's where this Airflow has it, core's on Airflow 3.1
+from airflow.providers.common.compat.sdk import AirflowFailException
 from airflow.providers.standard.operators.python import PythonOperator
 from airflow.sdk import DAG, Param, task
-from airflow.sdk.exceptions import AirflowFailException
 from airflow.task.trigger_rule import TriggerRule
 
 from airflow_provider_eos.configuration import setting

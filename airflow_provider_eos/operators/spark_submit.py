@@ -40,7 +40,9 @@ from airflow.providers.common.compat.openlineage.utils.spark import (
     inject_parent_job_information_into_spark_properties,
     inject_transport_information_into_spark_properties,
 )
-from airflow.sdk.exceptions import AirflowFailException
+
+# common-compat: the Task SDK's where this Airflow has it, core's on Airflow 3.1
+from airflow.providers.common.compat.sdk import AirflowFailException
 from airflow.sdk.log import mask_secret
 
 from airflow_provider_eos.core.cluster_records import manager_web_url

@@ -31,8 +31,13 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pendulum
-from airflow.sdk import BaseSensorOperator, BaseXCom, PokeReturnValue
-from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSensorTimeout
+
+# common-compat: the Task SDK's where this Airflow has it, core's on Airflow 3.1
+from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException, AirflowSensorTimeout
+from airflow.sdk import BaseSensorOperator, PokeReturnValue
+
+# The Task SDK's own module: Airflow 3.1's `airflow.sdk` (SDK 1.1) does not re-export BaseXCom yet.
+from airflow.sdk.bases.xcom import BaseXCom
 
 from airflow_provider_eos.airflow_stats import emit
 from airflow_provider_eos.core.errors import EosError

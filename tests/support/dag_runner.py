@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.support.airflow_compat import dagbag_module
+
 REPO = Path(__file__).resolve().parents[2]
 DAGS = REPO / "dags"
 HEAVY_MODULES = ("pyspark", "pandas", "pyarrow")
@@ -78,9 +80,8 @@ def run_dag(dag_id: str, conf: dict[str, Any], out: Path, env: dict[str, str] | 
 
 def _parse(out: str) -> None:
     started = time.monotonic()
-    from airflow.dag_processing.dagbag import DagBag
 
-    bag = DagBag(dag_folder=str(DAGS))
+    bag = dagbag_module().DagBag(dag_folder=str(DAGS))
     result = {
         "seconds": time.monotonic() - started,
         "dag_ids": sorted(bag.dag_ids),
@@ -137,17 +138,16 @@ def _upsert_connections() -> None:
 
 def _run(dag_id: str, conf: str, out: str, run_after: str = "", mark_success: str = "") -> None:
     from airflow.dag_processing.bundles.manager import DagBundlesManager
-    from airflow.dag_processing.dagbag import DagBag, sync_bag_to_db
     from airflow.models.renderedtifields import RenderedTaskInstanceFields
     from airflow.models.xcom import XComModel
     from airflow.utils.session import create_session
 
     _upsert_connections()
-    bag = DagBag(dag_folder=str(DAGS))
+    bag = dagbag_module().DagBag(dag_folder=str(DAGS))
     assert not bag.import_errors, bag.import_errors
     # dag.test() runs only DAGs serialized with a version, as the DAG processor would write them.
     DagBundlesManager().sync_bundles_to_db()
-    sync_bag_to_db(bag, "dags-folder", None)
+    dagbag_module().sync_bag_to_db(bag, "dags-folder", None)
     dag = bag.get_dag(dag_id)
     when = {}
     if run_after:
