@@ -61,6 +61,7 @@ from airflow_provider_eos.core.spec.submission import Connector, parse_connector
 from airflow_provider_eos.core.submit_environment import submit_environment, withheld
 from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
 from airflow_provider_eos.operators.driver import earliest_driver_start
+from airflow_provider_eos.operators.lineage import announce_outputs, openlineage_facets
 from airflow_provider_eos.operators.use_case import task_failures
 from airflow_provider_eos.spark.detached_stop import hand_over_stop
 from airflow_provider_eos.spark.driver_processes import observe, request_stop, this_host_identity, wait_until_gone
@@ -68,6 +69,7 @@ from airflow_provider_eos.spark.submit_command import plan_submit, spark_submit_
 
 if TYPE_CHECKING:
     import jinja2
+    from airflow.providers.openlineage.extractors import OperatorLineage
     from airflow.sdk import Context
 
 #: The ``spark`` connection's extra naming a standalone master's web UI (its record of applications).
@@ -198,8 +200,17 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
             self.log.info("Submitting pipeline %s (%s) with %d connector jars%s", spec.name, mode, len(plan.jars),
                           f", packed environment {plan.archives[0]}" if plan.archives else "")
             super().execute(context)
+            announce_outputs(context, spec, self.outlets)
         finally:
             shutil.rmtree(work_dir, ignore_errors=True)
+
+    def get_openlineage_facets_on_start(self) -> OperatorLineage:
+        """The pipeline's input and output topics, for the openlineage provider's listener."""
+        return openlineage_facets(load_pipeline_spec(self.spec_path, self.kafka_conn_id))
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> OperatorLineage:
+        """The same topics when the run ends (a run that failed read and wrote them as far as it got)."""
+        return self.get_openlineage_facets_on_start()
 
     def _conf_with_openlineage(self, context: Context) -> dict[str, Any]:
         """The DAG author's ``conf`` with the OpenLineage properties the provider injects, added now.

@@ -34,6 +34,8 @@ class DagRunResult:
     times: dict[str, list[float | None]] = field(default_factory=dict)
     stored_xcoms: list[str] = field(default_factory=list)
     rendered_fields: list[str] = field(default_factory=list)
+    #: The run's asset events: ``{"task_id", "uri", "extra"}`` each.
+    asset_events: list[dict[str, Any]] = field(default_factory=list)
 
     def started(self, task_id: str) -> float:
         """When the task started (epoch seconds)."""
@@ -138,6 +140,7 @@ def _upsert_connections() -> None:
 
 def _run(dag_id: str, conf: str, out: str, run_after: str = "", mark_success: str = "") -> None:
     from airflow.dag_processing.bundles.manager import DagBundlesManager
+    from airflow.models.asset import AssetEvent
     from airflow.models.renderedtifields import RenderedTaskInstanceFields
     from airflow.models.xcom import XComModel
     from airflow.utils.session import create_session
@@ -173,6 +176,9 @@ def _run(dag_id: str, conf: str, out: str, run_after: str = "", mark_success: st
             # Every XCom of the run and every rendered template field, as stored (secrets checks read them).
             "stored_xcoms": [json.dumps(x.value, default=str) for x in session.query(XComModel).filter(
                 XComModel.dag_id == dag_id, XComModel.run_id == dag_run.run_id)],
+            "asset_events": [{"task_id": e.source_task_id, "uri": e.asset.uri, "extra": e.extra}
+                             for e in session.query(AssetEvent).filter(AssetEvent.source_dag_id == dag_id,
+                                                                       AssetEvent.source_run_id == dag_run.run_id)],
             "rendered_fields": [json.dumps(r.rendered_fields, default=str) for r in session.query(
                 RenderedTaskInstanceFields).filter(RenderedTaskInstanceFields.dag_id == dag_id,
                                                    RenderedTaskInstanceFields.run_id == dag_run.run_id)],
