@@ -36,19 +36,21 @@ PYTEST := $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist load --maxschedchunk 1
 # Debian packages for the browser (UI) tests: Playwright drives the system's Chromium (its own browser
 # download cannot work here). And for `eos airflow up --executor celery --db postgres` (tests/deployment_celery):
 # redis-server and PostgreSQL's server binaries, which the deployment starts itself, in its own folder on free
-# ports (Debian's own cluster is not even created: createcluster.d). Each is skipped when installed; without
+# ports (Debian's own cluster is not even created: createcluster.d). And Prometheus for the metrics tests
+# (tests/observability), which start their own on 127.0.0.1. Each is skipped when installed; without
 # root, passwordless sudo or apt-get it only warns, and those tests fail naming the package.
 CHROMIUM ?= chromium
 # The packages whose command is missing (PostgreSQL's binaries live off PATH).
 MISSING_PACKAGES = $(strip $(if $(shell command -v $(CHROMIUM)),,chromium fonts-liberation) \
 	$(if $(shell command -v redis-server),,redis-server) \
-	$(if $(wildcard /usr/lib/postgresql/*/bin/initdb),,postgresql))
+	$(if $(wildcard /usr/lib/postgresql/*/bin/initdb),,postgresql) \
+	$(if $(shell command -v prometheus),,prometheus))
 NO_MAIN_CLUSTER := mkdir -p /etc/postgresql-common/createcluster.d && \
 	echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.d/eos-no-main-cluster.conf
 APT_INSTALL = $(NO_MAIN_CLUSTER) && apt-get -qq update && DEBIAN_FRONTEND=noninteractive \
 	apt-get install -y -qq --no-install-recommends $(MISSING_PACKAGES)
 
-.PHONY: install system demo test smoke test-compat compat test-long durations lint docs screenshots bench soak constraints clean
+.PHONY: install system demo test smoke test-compat compat compat-airflow test-long durations lint docs screenshots bench soak constraints clean
 
 install: system $(STAMP)
 
@@ -123,6 +125,15 @@ test-compat: install
 
 compat: install
 	$(PY) -m tools.compat
+
+# The Airflow-version matrix: the lowest Airflow and provider versions setup.cfg claims and the newest, each in
+# its own virtualenv outside the repository (~/.cache/airflow-provider-eos/venvs, or EOS_COMPAT_VENVS) through
+# its constraints file (constraints-airflow-X.Y.Z.txt; `python -m tools.compat_airflow lock` writes them anew),
+# then the Airflow subset of the suite in each, into docs/compatibility.md. Out of CI, like `make compat`.
+# COMPAT_AIRFLOW_ARGS="--only DAGs --workers 0" runs a part; the rest of the table keeps its last results.
+COMPAT_AIRFLOW_ARGS ?=
+compat-airflow: install
+	$(PY) -m tools.compat_airflow $(COMPAT_AIRFLOW_ARGS)
 
 # Record every test's duration (tests/durations.json: the order tests start in, and their timeouts).
 durations: install

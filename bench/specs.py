@@ -35,11 +35,12 @@ def write_spec(
     spark_conf: dict[str, str] | None = None,
     writers: str = "auto",
     executor_writer: str | None = None,
+    metrics: dict[str, object] | None = None,
 ) -> tuple[PipelineSpec, Path]:
     """A spec with a fresh checkpoint, group and prefix under ``work_dir/name``; returns it and its file.
 
     ``writers`` and ``executor_writer`` are the spec's fields (``None``: the spec's default); they
-    matter for exactly-once only.
+    matter for exactly-once only; ``metrics`` is the spec's block (the driver's exporter).
     """
     folder = work_dir / name
     folder.mkdir(parents=True, exist_ok=True)
@@ -51,6 +52,7 @@ def write_spec(
         max_offsets_per_trigger=max_offsets_per_trigger, transaction_timeout_ms=transaction_timeout_ms,
         spark_conf={**SPARK_CONF, **(spark_conf or {})}, writers=writers,
         **({"executor_writer": executor_writer} if executor_writer else {}),
+        **({"metrics": metrics} if metrics else {}),
     )
     spec_file = folder / "spec.yaml"
     spec_file.write_text(yaml.safe_dump(spec.to_dict()))

@@ -156,7 +156,8 @@ def sink_figures(job: Job, progress: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def job_run(bootstrap: str, work_dir: Path, data: ThroughputInput, key: str, batch: int, rep: int,
-            timeout_s: float, *, master: str | None = None, spark_conf: dict[str, str] | None = None) -> dict[str, Any]:
+            timeout_s: float, *, master: str | None = None, spark_conf: dict[str, str] | None = None,
+            metrics: dict[str, Any] | None = None) -> dict[str, Any]:
     """One Spark mode (``b@2``, ``c_e@1``...) over the whole input topic, fresh checkpoint/group/output.
 
     The number after ``@`` is the local cores (``local[N]``) unless ``master`` names another master,
@@ -171,7 +172,7 @@ def job_run(bootstrap: str, work_dir: Path, data: ThroughputInput, key: str, bat
         create_topics(bootstrap, [output], PARTITIONS)
     _, spec_file = write_spec(work_dir, bootstrap, name=name, input_topics=[data.topic], output_topic=output,
                               max_offsets_per_trigger=batch, writers=writers, spark_conf=spark_conf,
-                              executor_writer=EXECUTOR_WRITERS.get(letter))
+                              executor_writer=EXECUTOR_WRITERS.get(letter), metrics=metrics)
     load = loadavg()
     job = Job(spec_file, mode, work_dir / name / "job.log", master=master,
               broker_pid=listener_pid(bootstrap)).start(sample_memory=True)

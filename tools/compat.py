@@ -24,6 +24,7 @@ from airflow_provider_eos.devstack.jars import KAFKA_VERSIONS
 
 REPO = Path(__file__).resolve().parents[1]
 TABLE = REPO / "docs" / "compatibility.md"
+PAGE_HEAD = "# Compatibility\n\nThe tested versions of what the product runs with, one matrix per part.\n\n"
 
 #: Capability -> the compat tests that prove it (pytest node ids without parameters match every parameter).
 CAPABILITIES: dict[str, tuple[str, ...]] = {
@@ -70,7 +71,8 @@ def _nodeid(case: ET.Element) -> str:
     return f"{path}.py::{case.get('name')}"
 
 
-def _outcomes(junit: Path) -> list[Outcome]:
+def outcomes_of(junit: Path) -> list[Outcome]:
+    """Every test case of pytest's JUnit report."""
     found = []
     for case in ET.parse(junit).getroot().iter("testcase"):
         status = "pass"
@@ -91,7 +93,7 @@ def run_version(version: str, workers: str, *, long: bool) -> tuple[list[Outcome
                    f"--junitxml={junit}", "-p", "no:cacheprovider"]
         code = subprocess.run(command, cwd=REPO, env={**os.environ, "EOS_TEST_KAFKA_VERSION": version},
                               check=False).returncode
-        return (_outcomes(junit) if junit.exists() else []), code
+        return (outcomes_of(junit) if junit.exists() else []), code
 
 
 def broker_protocol(version: str) -> str:
@@ -110,6 +112,20 @@ def broker_protocol(version: str) -> str:
             kafka.down()
 
 
+def replace_section(page: str, name: str, body: str) -> str:
+    """``page`` with its section ``name`` (between ``<!-- compat:name -->`` markers) replaced by ``body``.
+
+    docs/compatibility.md holds one section per matrix (Kafka brokers, Airflow versions); each tool
+    rewrites only its own, and a missing one is appended.
+    """
+    start, end = f"<!-- compat:{name} -->", f"<!-- /compat:{name} -->"
+    block = f"{start}\n{body.rstrip()}\n{end}"
+    if start in page and end in page:
+        head, rest = page.split(start, 1)
+        return head + block + rest.split(end, 1)[1]
+    return (page.rstrip() + "\n\n" if page.strip() else PAGE_HEAD) + block + "\n"
+
+
 def _cell(outcomes: list[Outcome], nodeids: tuple[str, ...]) -> str:
     mine = [o for o in outcomes if any(o.nodeid == n or o.nodeid.startswith(n + "[") for n in nodeids)]
     if not mine:
@@ -123,7 +139,7 @@ def table(results: dict[str, list[Outcome]], protocols: dict[str, str]) -> str:
     """docs/compatibility.md: capability x version."""
     versions = list(results)
     lines = [
-        "# Compatibility: Kafka broker versions",
+        "## Kafka broker versions",
         "",
         f"`make compat` on {dt.date.today().isoformat()}: the tests marked `compat` against brokers of each",
         "version (started by `eos devstack up --kafka-version V`'s code), one row per capability. CI runs the",
@@ -156,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         results[version], code = run_version(version, args.workers, long=version in args.long_on)
         if code != 0:
             failed.append(f"{version} (pytest exit {code})")
-    TABLE.write_text(table(results, protocols))
+    TABLE.write_text(replace_section(TABLE.read_text() if TABLE.exists() else "", "kafka", table(results, protocols)))
     print(f"wrote {TABLE}")
     if failed:
         print(f"compat: failed on {', '.join(failed)}", file=sys.stderr)

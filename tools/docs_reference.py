@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_eos.core.metrics import JOB_METRICS, TASK_METRICS
 from airflow_provider_eos.core.preflight import RULES
 from airflow_provider_eos.core.spec.json_schema import spec_json_schema
 
@@ -43,20 +44,20 @@ def _table(header: tuple[str, ...], rows: Iterable[tuple[str, ...]]) -> str:
     return "\n".join(lines)
 
 
-def _type_of(prop: dict[str, Any], defs: dict[str, Any]) -> str:
-    """A JSON schema property's type as a reader of the spec file says it."""
+def _type_of(prop: dict[str, Any], defs: dict[str, Any], field: str = "") -> str:
+    """A JSON schema property's type as a reader of the spec file says it (``field``: the property's name)."""
     if "anyOf" in prop:
         options = [option for option in prop["anyOf"] if option.get("type") != "null"]
         nullable = len(options) < len(prop["anyOf"])
-        text = " or ".join(_type_of(option, defs) for option in options)
+        text = " or ".join(_type_of(option, defs, field) for option in options)
         return f"{text} or null" if nullable else text
     if "$ref" in prop:
         name = prop["$ref"].rsplit("/", 1)[-1]
         target = defs[name]
         if "enum" in target:
             return " | ".join(f"`{value}`" for value in target["enum"])
-        # A nested model is described in its own section of spec.md, "The `<name>` block".
-        return f"[{name.lower()}](#the-{name.lower()}-block)"
+        # A nested model is described in its own section of spec.md, "The `<field>` block".
+        return f"[{field}](#the-{field}-block)"
     kind = prop.get("type")
     if kind == "array":
         return f"list of {_type_of(prop['items'], defs)}"
@@ -74,7 +75,7 @@ def _default(name: str, prop: dict[str, Any], required: list[str]) -> str:
 def _fields_table(definition: dict[str, Any], defs: dict[str, Any]) -> str:
     required = definition.get("required", [])
     rows = (
-        (f"`{name}`", _type_of(prop, defs), _default(name, prop, required), prop.get("description", ""))
+        (f"`{name}`", _type_of(prop, defs, name), _default(name, prop, required), prop.get("description", ""))
         for name, prop in definition["properties"].items()
     )
     return _table(("field", "type", "default", "meaning"), rows)
@@ -100,6 +101,25 @@ def connector_fields() -> str:
     return _fields_table(schema["$defs"]["Connector"], schema["$defs"])
 
 
+def metrics_fields() -> str:
+    """The table of the ``metrics`` block's fields."""
+    schema = spec_json_schema()
+    return _fields_table(schema["$defs"]["MetricsSettings"], schema["$defs"])
+
+
+def job_metrics() -> str:
+    """The driver exporter's metrics: one row each, in catalog order."""
+    rows = ((f"`{m.name}`", m.kind.value, ", ".join(f"`{label}`" for label in m.labels), m.description)
+            for m in JOB_METRICS)
+    return _table(("metric", "type", "labels", "meaning"), rows)
+
+
+def task_metrics() -> str:
+    """The health and recovery tasks' metrics through Airflow's metrics layer."""
+    rows = ((f"`{m.name}`", m.kind.value, m.description) for m in TASK_METRICS)
+    return _table(("metric (after Airflow's prefix)", "type", "meaning"), rows)
+
+
 def preflight_rules() -> str:
     """The pre-flight catalog: one row per rule, in code order."""
     ordered = sorted(RULES, key=lambda rule: rule.code)
@@ -111,6 +131,9 @@ def preflight_rules() -> str:
 REGIONS: tuple[tuple[Path, str, Callable[[], str]], ...] = (
     (DOCS / "spec.md", "spec-fields", spec_fields),
     (DOCS / "spec.md", "connector-fields", connector_fields),
+    (DOCS / "spec.md", "metrics-fields", metrics_fields),
+    (DOCS / "observability.md", "job-metrics", job_metrics),
+    (DOCS / "observability.md", "task-metrics", task_metrics),
     (DOCS / "preflight-rules.md", "preflight-rules", preflight_rules),
 )
 

@@ -38,7 +38,7 @@ def _up(args: argparse.Namespace) -> int:
     master = args.spark_master or (cluster.info.master_url if cluster and cluster.healthy else "local[2]")
     info = airflow.up(specs_dir=args.specs_dir, dags_folder=args.dags_folder,
                       bootstrap_servers=broker.bootstrap_servers if broker else None, spark_master=master,
-                      kind=kind)
+                      kind=kind, statsd=args.statsd)
     report.line(f"Airflow {info.url} home={info.airflow_home} pids={','.join(str(d.pid) for d in info.daemons)}")
     _describe_kind(report, info)
     report.line(f"pipelines={info.specs_dir} (put spec files here; the DAGs list them within seconds)")
@@ -46,11 +46,13 @@ def _up(args: argparse.Namespace) -> int:
     report.line(f"connections: spark_default={master}{kafka_line}")
     report.line(f"login: user={info.user} password={info.password()}  ({info.password_file})")
     report.line(f"ui={info.url}")
+    if info.statsd:
+        report.line(f"metrics: StatsD to {info.statsd} (prefix airflow; the task metrics: docs/observability.md)")
     # The password file's path, not the password: JSON output ends up in logs and CI artifacts.
     report.data.update(url=info.url, airflow_home=str(info.airflow_home), specs_dir=str(info.specs_dir),
                        daemons={d.component: d.pid for d in info.daemons}, user=info.user,
                        password_file=str(info.password_file), spark_default=master,
-                       kafka_default=broker.bootstrap_servers if broker else None)
+                       kafka_default=broker.bootstrap_servers if broker else None, statsd=info.statsd)
     return report.finish()
 
 
@@ -94,6 +96,8 @@ def _status(args: argparse.Namespace) -> int:
     report.line(f"Airflow {info.url} runs: {', '.join(f'{d.component}={d.pid}' for d in info.daemons)}")
     _describe_kind(report, info)
     report.line(f"ui={info.url}")
+    if info.statsd:
+        report.line(f"metrics: StatsD to {info.statsd} (prefix airflow; the task metrics: docs/observability.md)")
     report.data.update(running=True, url=info.url, daemons={d.component: d.pid for d in info.daemons})
     return report.finish()
 
@@ -121,6 +125,8 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "Redis their broker")
     up.add_argument("--workers", type=int, default=None,
                     help="the Celery workers (default 2): worker-<n>, each consuming its queue worker-<n> and default")
+    up.add_argument("--statsd", default=None, metavar="HOST:PORT",
+                    help="send Airflow's metrics (the health and recovery tasks' among them) to this StatsD listener")
     up.add_argument("--db", choices=("sqlite", "postgres"), default=None,
                     help="the metadata DB: sqlite (default with the LocalExecutor) or a PostgreSQL server of its own "
                     "(default and required with Celery)")

@@ -243,3 +243,9 @@ class JobEnvironmentError(EosError):
 
 class DriverLeaseError(EosError):
     """The driver could not take or renew its lease in the checkpoint, so it commits nothing more (it fenced itself)."""
+
+
+class MetricsExporterError(EosError):
+    """The driver cannot serve its metrics (``metrics.prometheus_port`` in use or not bindable)."""
+
+    retryable = False

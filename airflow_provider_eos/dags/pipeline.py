@@ -10,13 +10,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pendulum
+
+# common-compat: the Task SDK's where this Airflow has it, core's on Airflow 3.1
+from airflow.providers.common.compat.sdk import AirflowFailException
 from airflow.providers.standard.operators.python import PythonOperator
 from airflow.sdk import DAG, Param, task
-from airflow.sdk.exceptions import AirflowFailException
 from airflow.task.trigger_rule import TriggerRule
 
 from airflow_provider_eos.configuration import setting
 from airflow_provider_eos.operators.driver import ConfirmDriverGoneOperator, StopPipelineDriverOperator
+from airflow_provider_eos.operators.lineage import submit_lineage
 from airflow_provider_eos.operators.preflight import EosPreflightOperator
 from airflow_provider_eos.operators.recovery import AbortOpenTransactionsOperator, VerifyCommittedOffsetsOperator
 from airflow_provider_eos.operators.spark_extra import spark_submit_operator
@@ -114,14 +117,16 @@ def pipeline_dag(pipelines: str | Path) -> DAG:
             return ["submit_stream", "watch_stream"]
 
         path = choose_path(SPEC_PATH)
+        # Assets: the folder's input topics, and the outputs alias a run attaches its own topics to.
+        lineage = submit_lineage(specs.values())
         submit = submit_operator(task_id="submit", spec_path=SPEC_PATH, conn_id=spark_conn_id, kafka_conn_id=job,
-                                 **on_submit)
+                                 **lineage, **on_submit)
         supervise = StreamingQueryHealthSensor(
             task_id="supervise", spec_path=SPEC_PATH, watch="wait_healthy",
             committed_after="{{ dag_run.start_date }}", poke_interval=5, timeout=600, kafka_conn_id=health,
         )
         submit_stream = submit_operator(task_id="submit_stream", spec_path=SPEC_PATH, conn_id=spark_conn_id,
-                                        kafka_conn_id=job, **on_submit)
+                                        kafka_conn_id=job, **lineage, **on_submit)
         watch_stream = StreamingQueryHealthSensor(
             task_id="watch_stream", spec_path=SPEC_PATH, watch="watch", poke_interval=30, timeout=7 * 24 * 3600,
             driver_task_id="submit_stream", kafka_conn_id=health,

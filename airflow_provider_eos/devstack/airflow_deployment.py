@@ -31,6 +31,7 @@ from airflow_provider_eos.devstack.airflow_settings import (
     AirflowDaemon,
     AirflowDeploymentInfo,
     airflow_environment,
+    check_statsd_address,
     devstack_connections,
     new_secret,
 )
@@ -115,6 +116,7 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
         stop_with_pid: int | None = None,
         kind: DeploymentKind | None = None,
         eos_settings: dict[str, str] | None = None,
+        statsd: str | None = None,
     ) -> AirflowDeploymentInfo:
         """Start the deployment; return once its components are healthy and the project's DAGs are parsed.
 
@@ -130,6 +132,8 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
             Celery workers are ready too when this returns.
         :param eos_settings: ``[eos]`` options of the deployment (``{"queue_submit": "worker-1"}``), given to
             every component and task as ``AIRFLOW__EOS__<OPTION>``; a running deployment must have the same.
+        :param statsd: ``host:port`` of a StatsD listener for Airflow's metrics (the package's task
+            metrics among them); ``None``: metrics off.
         :raises AirflowDeploymentError: a component, server or worker did not come up (the message names
             its log), or a deployment of another kind runs in the folder.
         :raises PrerequisiteError: PostgreSQL's or Redis's binaries are missing.
@@ -156,6 +160,7 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
             port=free_port(), airflow_home=str(home), dags_folder=str(Path(dags_folder).resolve()),
             specs_dir=str(specs.resolve()), password_file=str(home / "passwords.json"), daemons=[], kind=kind,
             eos_settings=eos_settings,
+            statsd=check_statsd_address(statsd),
         )
         write_private(Path(info.password_file), json.dumps({ADMIN_USER: new_secret()[:20]}, indent=2))
         secrets = {"jwt_secret": new_secret(), "fernet_key": _fernet_key()}

@@ -15,12 +15,14 @@ make it closer to production: PostgreSQL, Redis and Celery workers that are host
 
 from __future__ import annotations
 
+import importlib.util
 import secrets
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from airflow_provider_eos.core.errors import AirflowDeploymentError, PrerequisiteError
 from airflow_provider_eos.devstack.celery_settings import (
     CeleryWorker,
     DeploymentKind,
@@ -38,6 +40,7 @@ __all__ = [
     "AirflowDeploymentInfo",
     "Component",
     "airflow_environment",
+    "check_statsd_address",
     "devstack_connections",
     "new_secret",
 ]
@@ -85,6 +88,8 @@ class AirflowDeploymentInfo(BaseModel):
     retired_workers: list[CeleryWorker] = Field(default_factory=list)
     #: The ``[eos]`` options of the deployment (``AIRFLOW__EOS__<OPTION>`` in every component and task).
     eos_settings: dict[str, str] = Field(default_factory=dict)
+    #: ``host:port`` of the StatsD listener Airflow's metrics go to (``eos airflow up --statsd``); ``None``: off.
+    statsd: str | None = None
 
     @property
     def url(self) -> str:
@@ -173,7 +178,35 @@ def _local_environment(info: AirflowDeploymentInfo, home: Path, jwt_secret: str,
         "AIRFLOW__WEBSERVER__EXPOSE_CONFIG": "False",
         "EOS_SPECS_DIR": info.specs_dir,
         **{f"AIRFLOW__EOS__{key.upper()}": value for key, value in info.eos_settings.items()},
+        **_metrics_environment(info.statsd),
     }
+
+
+def check_statsd_address(statsd: str | None) -> str | None:
+    """``host:port`` of a StatsD listener, checked (``None`` stays ``None``).
+
+    :raises AirflowDeploymentError: the value is not ``host:port`` with a port of 1-65535.
+    :raises PrerequisiteError: the ``statsd`` client Airflow sends through is not installed.
+    """
+    if statsd is None:
+        return None
+    host, _, port = statsd.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise AirflowDeploymentError(f"--statsd {statsd!r} is not HOST:PORT",
+                                     fix="give the StatsD listener's address, e.g. --statsd 127.0.0.1:8125")
+    if importlib.util.find_spec("statsd") is None:
+        raise PrerequisiteError("Airflow's StatsD metrics need the `statsd` client, which is not installed",
+                                fix="pip install 'apache-airflow[statsd]' (the provider's `dev` extra has it)")
+    return statsd
+
+
+def _metrics_environment(statsd: str | None) -> dict[str, str]:
+    """Airflow's metrics (its own and the package's task metrics) to the StatsD listener ``host:port``."""
+    if statsd is None:
+        return {}
+    host, _, port = statsd.rpartition(":")
+    return {"AIRFLOW__METRICS__STATSD_ON": "True", "AIRFLOW__METRICS__STATSD_HOST": host,
+            "AIRFLOW__METRICS__STATSD_PORT": port, "AIRFLOW__METRICS__STATSD_PREFIX": "airflow"}
 
 
 def devstack_connections(bootstrap_servers: str | None, spark_master: str) -> dict[str, dict]:

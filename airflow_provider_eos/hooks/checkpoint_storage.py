@@ -29,8 +29,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+# common-compat: the Task SDK's where this Airflow has it, core's on Airflow 3.1
+from airflow.providers.common.compat.sdk import AirflowException
 from airflow.sdk import BaseHook
-from airflow.sdk.exceptions import AirflowException
 from airflow.sdk.log import mask_secret
 
 from airflow_provider_eos.core.checkpoint import CheckpointReader, normalize_location

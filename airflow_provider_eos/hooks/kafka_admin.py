@@ -18,7 +18,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from airflow.providers.apache.kafka.hooks.base import KafkaBaseHook
-from airflow.sdk.exceptions import AirflowException
+
+# common-compat: the Task SDK's where this Airflow has it, core's on Airflow 3.1
+from airflow.providers.common.compat.sdk import AirflowException
 from airflow.sdk.log import mask_secret
 
 from airflow_provider_eos.core.errors import SpecError

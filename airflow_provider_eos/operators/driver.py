@@ -16,8 +16,9 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+# common-compat: the Task SDK's where this Airflow has it, core's on Airflow 3.1
+from airflow.providers.common.compat.sdk import AirflowFailException, AirflowSkipException
 from airflow.sdk import BaseOperator
-from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from airflow_provider_eos.core.driver import DRIVER_XCOM_KEY, DriverHandle, DriverObservation, Liveness, driver_token
 from airflow_provider_eos.hooks.checkpoint_storage import CheckpointStorageHook

@@ -114,7 +114,8 @@ class AbortOpenTransactionsOperator(EosUseCaseOperator):
     def _driver_gone_evidence(self, context: Context) -> str | None:
         if self.driver_gone_task_id is None:
             return None
-        from airflow.sdk.exceptions import AirflowFailException
+        # common-compat: the Task SDK's where this Airflow has it, core's on Airflow 3.1
+        from airflow.providers.common.compat.sdk import AirflowFailException
 
         from airflow_provider_eos.core.driver import DriverObservation
 

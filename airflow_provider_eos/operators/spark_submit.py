@@ -40,7 +40,9 @@ from airflow.providers.common.compat.openlineage.utils.spark import (
     inject_parent_job_information_into_spark_properties,
     inject_transport_information_into_spark_properties,
 )
-from airflow.sdk.exceptions import AirflowFailException
+
+# common-compat: the Task SDK's where this Airflow has it, core's on Airflow 3.1
+from airflow.providers.common.compat.sdk import AirflowFailException
 from airflow.sdk.log import mask_secret
 
 from airflow_provider_eos.core.cluster_records import manager_web_url
@@ -60,6 +62,7 @@ from airflow_provider_eos.core.spec.submission import Connector, parse_connector
 from airflow_provider_eos.core.submit_environment import submit_environment, withheld
 from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
 from airflow_provider_eos.operators.driver import earliest_driver_start, lease_checkpoint
+from airflow_provider_eos.operators.lineage import announce_outputs, openlineage_facets
 from airflow_provider_eos.operators.use_case import task_failures
 from airflow_provider_eos.spark.detached_stop import hand_over_stop
 from airflow_provider_eos.spark.driver_processes import request_stop, this_host_identity
@@ -68,6 +71,7 @@ from airflow_provider_eos.usecases.driver_liveness import observe_driver_anywher
 
 if TYPE_CHECKING:
     import jinja2
+    from airflow.providers.openlineage.extractors import OperatorLineage
     from airflow.sdk import Context
 
 #: The ``spark`` connection's extra naming a standalone master's web UI (its record of applications).
@@ -202,8 +206,17 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
             self.log.info("Submitting pipeline %s (%s) with %d connector jars%s", spec.name, mode, len(plan.jars),
                           f", packed environment {plan.archives[0]}" if plan.archives else "")
             super().execute(context)
+            announce_outputs(context, spec, self.outlets)
         finally:
             shutil.rmtree(work_dir, ignore_errors=True)
+
+    def get_openlineage_facets_on_start(self) -> OperatorLineage:
+        """The pipeline's input and output topics, for the openlineage provider's listener."""
+        return openlineage_facets(load_pipeline_spec(self.spec_path, self.kafka_conn_id))
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> OperatorLineage:
+        """The same topics when the run ends (a run that failed read and wrote them as far as it got)."""
+        return self.get_openlineage_facets_on_start()
 
     def _conf_with_openlineage(self, context: Context) -> dict[str, Any]:
         """The DAG author's ``conf`` with the OpenLineage properties the provider injects, added now.

@@ -31,9 +31,14 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseOperator, BaseXCom
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
+# common-compat: the Task SDK's where this Airflow has it, core's on Airflow 3.1
+from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException
+from airflow.sdk import BaseOperator
 
+# The Task SDK's own module: Airflow 3.1's `airflow.sdk` (SDK 1.1) does not re-export BaseXCom yet.
+from airflow.sdk.bases.xcom import BaseXCom
+
+from airflow_provider_eos.airflow_stats import emit_report
 from airflow_provider_eos.core.errors import EosError, RepairError, UnsafeToActError
 from airflow_provider_eos.core.flags import parse_flag
 from airflow_provider_eos.core.presentation import (
@@ -96,7 +101,8 @@ def quiet_kafka_client_logs(level: int = logging.WARNING) -> Iterator[None]:
 
 def card_budget() -> int:
     """How long a result card may be: under ``[core] max_templated_field_length``, so Airflow never cuts it."""
-    from airflow.sdk.configuration import conf
+    # common-compat: the Task SDK's where this Airflow has it, core's on Airflow 3.1
+    from airflow.providers.common.compat.sdk import conf
 
     try:
         limit = conf.getint("core", "max_templated_field_length")
@@ -249,8 +255,11 @@ class EosUseCaseOperator(ResultFieldMixin, BaseOperator):
 
         :param max_rows: partitions shown in the log's tables (the XCom holds all).
         :param hint: the next step's Airflow spelling, appended to the failure message.
+
+        The report's task metrics (health, verification, abort) go to Airflow's metrics first.
         """
         self.show_result(self.card(result, max_rows=max_rows))
+        emit_report(result.pipeline, result.report)
         text = result_text(result, max_rows=max_rows)
         data = result.data()
         if result.ok:

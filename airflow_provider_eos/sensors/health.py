@@ -31,9 +31,15 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pendulum
-from airflow.sdk import BaseSensorOperator, BaseXCom, PokeReturnValue
-from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSensorTimeout
 
+# common-compat: the Task SDK's where this Airflow has it, core's on Airflow 3.1
+from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException, AirflowSensorTimeout
+from airflow.sdk import BaseSensorOperator, PokeReturnValue
+
+# The Task SDK's own module: Airflow 3.1's `airflow.sdk` (SDK 1.1) does not re-export BaseXCom yet.
+from airflow.sdk.bases.xcom import BaseXCom
+
+from airflow_provider_eos.airflow_stats import emit
 from airflow_provider_eos.core.errors import EosError
 from airflow_provider_eos.core.health import (
     DEFAULT_MAX_SAMPLES,
@@ -45,6 +51,7 @@ from airflow_provider_eos.core.health import (
     WatchOutcome,
     watch_outcome,
 )
+from airflow_provider_eos.core.metrics.task_metrics import health_metrics
 from airflow_provider_eos.core.presentation import health_text
 from airflow_provider_eos.triggers.health import StreamingQueryHealthTrigger, driver_task_state, event_payload
 from airflow_provider_eos.usecases.clients import DEFAULT_CONNECT_TIMEOUT_S, PipelineClients
@@ -192,6 +199,7 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
         except EosError as err:
             raise _task_failure(err) from err
         self.log.info("%s", health_text(report))
+        emit(health_metrics(report))
         return report
 
     def _push_before_failing(self, context: Context, value: dict[str, Any] | None) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from airflow_provider_eos.core.spec import PipelineSpec
@@ -61,7 +60,7 @@ class AtLeastOnceKafkaSink:
 
     def _record(self, stats: BatchStats) -> None:
         self.stats[stats.batch_id] = stats
-        log.info("EOS-BATCH %s", json.dumps(asdict(stats), sort_keys=True))
+        log.info("EOS-BATCH %s", json.dumps(stats.log_fields(), sort_keys=True))
 
     def close(self) -> None:
         """Nothing to release: Spark owns the writer's producers."""

@@ -143,6 +143,7 @@ class ExecutorWriters:
                 "producers_created": sum(1 for r in reports if r["producer_created"]),
                 "producers_replaced": sum(1 for r in reports if r["producer_replaced"]),
             },
+            task_reports=reports,
         )
 
     def close(self) -> None:

@@ -7,7 +7,6 @@ The driver program (:mod:`airflow_provider_eos.spark.entry_point`, which spark-s
 from __future__ import annotations
 
 import importlib
-import json
 import logging
 import os
 import signal
@@ -22,6 +21,7 @@ from airflow_provider_eos.core.errors import AclMissingError, EosError, SpecErro
 from airflow_provider_eos.core.spec import Mode, PipelineSpec
 from airflow_provider_eos.core.transform_reference import resolve_transform
 from airflow_provider_eos.kafka.settings import spark_source_options
+from airflow_provider_eos.spark.batch_progress import BatchProgressLogger
 from airflow_provider_eos.spark.driver_lease import LeaseKeeper
 from airflow_provider_eos.spark.sink import DLQ_REASON_COLUMN, AtLeastOnceKafkaSink, ExactlyOnceKafkaSink
 from airflow_provider_eos.spark.sink_clients import driver_checkpoint
@@ -31,12 +31,11 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
+    from airflow_provider_eos.spark.metrics_exporter import PrometheusExporter
+
 log = logging.getLogger("airflow_provider_eos.job")
 
 Transform = Callable[["DataFrame"], "DataFrame"]
-
-_TASK_SUMS = ("tasks", "tasks_ms", "partitions_produced", "partitions_skipped", "partitions_committed_by_driver")
-
 
 def read_source(spark: SparkSession, spec: PipelineSpec) -> DataFrame:
     """Spark's Kafka source, ``read_committed`` and failing on data loss (never silently skipping)."""
@@ -127,6 +126,7 @@ class StopGate:
 def start_query(
     spark: SparkSession, spec: PipelineSpec, mode: Mode | str = Mode.EXACTLY_ONCE,
     stop: threading.Event | None = None, guard: Callable[[], None] | None = None,
+    exporter: PrometheusExporter | None = None,
 ) -> tuple[StreamingQuery, object]:
     """Start the query; returns it and its sink.
 
@@ -134,7 +134,8 @@ def start_query(
     (:mod:`.sink_points`; the bench's ``noop``). The sink announces its points to the plug-in's
     observer (by default nobody). With ``stop``, a set event refuses the next batch at its start
     (:class:`StopGate`). With ``guard`` (the driver's lease), a driver that may no longer commit
-    starts no batch and its exactly-once sink commits nothing.
+    starts no batch and its exactly-once sink commits nothing. With ``exporter`` (the spec's
+    ``metrics``), the sink and Spark's progress report to it.
     """
     transformed = load_transform(spec.transform)(read_source(spark, spec))
     missing = {"key", "value"} - set(transformed.columns)
@@ -146,7 +147,7 @@ def start_query(
     plugin = load_plugin()
     sink: BatchSink | None
     if mode == Mode.EXACTLY_ONCE:
-        sink = ExactlyOnceKafkaSink(spec, spark, plugin.observer(spec), guard)
+        sink = ExactlyOnceKafkaSink(spec, spark, plugin.observer(spec), guard, exporter)
     elif mode == Mode.AT_LEAST_ONCE:
         sink = AtLeastOnceKafkaSink(spec, plugin.observer(spec))
     else:
@@ -156,7 +157,7 @@ def start_query(
     writer = transformed.writeStream.foreachBatch(_gated(sink, stop, guard)).outputMode(output_mode)
     writer = _apply_trigger(writer.option("checkpointLocation", spec.checkpoint_location), spec)
     # Registered before start so the first batch's progress is logged too.
-    spark.streams.addListener(BatchProgressLogger(sink, mode).as_listener())
+    spark.streams.addListener(BatchProgressLogger(sink, mode, exporter, spec.name).as_listener())
     query = writer.queryName(f"eos-{spec.name}").start()
     return query, sink
 
@@ -165,46 +166,6 @@ def _gated(sink: Callable, stop: threading.Event | None, guard: Callable[[], Non
     if stop is None and guard is None:
         return sink
     return StopGate(sink, stop or threading.Event(), guard)
-
-
-class BatchProgressLogger:
-    """One ``EOS-PROGRESS`` JSON line per finished batch: Spark's counts joined with the sink's."""
-
-    def __init__(self, sink: BatchSink, mode: Mode | str) -> None:
-        self.sink, self.mode = sink, mode
-
-    def as_listener(self):
-        from pyspark.sql.streaming import StreamingQueryListener
-
-        outer = self
-
-        class _Listener(StreamingQueryListener):
-            def onQueryStarted(self, event) -> None:
-                log.info("EOS-QUERY started id=%s run_id=%s", event.id, event.runId)
-
-            def onQueryProgress(self, event) -> None:
-                outer.log_progress(event.progress)
-
-            def onQueryIdle(self, event) -> None:
-                pass
-
-            def onQueryTerminated(self, event) -> None:
-                log.info("EOS-QUERY terminated id=%s exception=%s", event.id, event.exception)
-
-        return _Listener()
-
-    def log_progress(self, progress) -> None:
-        line = {"mode": self.mode, "batch_id": progress.batchId, "rows_in": progress.numInputRows,
-                "batch_ms": (progress.durationMs or {}).get("triggerExecution")}
-        if stats := self.sink.stats.pop(progress.batchId, None):
-            line.update(action=stats.action, rows_out=stats.rows_out, rows_dlq=stats.rows_dlq,
-                        replay_skipped=stats.action == "skip_replay", collect_ms=stats.collect_ms,
-                        produce_ms=stats.produce_ms, commit_ms=stats.commit_ms)
-            if self.mode == Mode.EXACTLY_ONCE:
-                line["writers"] = stats.extra.get("writers", "driver")
-            # The executor writers' batch sums its tasks' EOS-TASK lines.
-            line.update({key: stats.extra[key] for key in _TASK_SUMS if key in stats.extra})
-        log.info("EOS-PROGRESS %s", json.dumps(line, sort_keys=True))
 
 
 def source_refusal(spec: PipelineSpec, failure: str) -> AclMissingError | None:
@@ -269,25 +230,42 @@ def run_pipeline(spark: SparkSession, spec: PipelineSpec, mode: Mode | str = Mod
     releases it once the query has stopped.
     """
     stop_requested = threading.Event()
+    exporter = _metrics_exporter(spec)
     lease = driver_lease(spark, spec)
     if lease is not None:
         lease.acquire()
     try:
-        query, sink = start_query(spark, spec, mode, stop=stop_requested, guard=lease.guard if lease else None)
+        query, sink = start_query(spark, spec, mode, stop=stop_requested, guard=lease.guard if lease else None,
+                                  exporter=exporter)
     except BaseException:
         if lease is not None:
             lease.release(query_stopped=True)  # no query ever ran
+        if exporter is not None:
+            exporter.stop()
         raise
     if lease is not None:
         lease.started_query(str(query.id), str(query.runId))
+    exit_code = 1
     try:
-        return _until_stopped(query, sink, spec, stop_requested, lease)
+        exit_code = _until_stopped(query, sink, spec, stop_requested, lease)
+        return exit_code
     finally:
         try:
             sink.close()
         finally:
             if lease is not None:
                 lease.release(query_stopped=not _active(query))
+            if exporter is not None:
+                exporter.stop(failed=exit_code != 0)
+
+
+def _metrics_exporter(spec: PipelineSpec) -> PrometheusExporter | None:
+    """The driver's exporter, serving already, when the spec has ``metrics``; ``None`` otherwise."""
+    if spec.metrics is None:
+        return None
+    from airflow_provider_eos.spark.metrics_exporter import PrometheusExporter
+
+    return PrometheusExporter(spec).start()
 
 
 def _active(query: StreamingQuery) -> bool:

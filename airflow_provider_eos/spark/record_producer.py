@@ -7,7 +7,7 @@ produce the same records with the same headers; only where and in how many trans
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +44,14 @@ class BatchStats:
     produce_ms: int = 0
     commit_ms: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    #: The executor writers' tasks' ``EOS-TASK`` reports (each logged on its own line; the metrics sum them).
+    task_reports: list[dict[str, Any]] = field(default_factory=list)
+
+    def log_fields(self) -> dict[str, Any]:
+        """The ``EOS-BATCH`` line's fields: everything but the task reports, which have lines of their own."""
+        fields = asdict(self)
+        del fields["task_reports"]
+        return fields
 
 
 class Stopwatch:

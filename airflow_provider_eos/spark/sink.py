@@ -14,7 +14,6 @@ import datetime as dt
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from airflow_provider_eos.core.checkpoint.webhdfs import is_hdfs_location
@@ -28,10 +27,13 @@ from airflow_provider_eos.spark.executor_writers import ExecutorWriters
 from airflow_provider_eos.spark.plan_reader import read_batch_plan
 from airflow_provider_eos.spark.record_producer import DLQ_REASON_COLUMN, BatchStats
 from airflow_provider_eos.spark.sink_clients import SinkClients, driver_checkpoint
+from airflow_provider_eos.spark.sink_metrics import SinkMetrics
 from airflow_provider_eos.spark.sink_points import SinkObserver
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+    from airflow_provider_eos.spark.metrics_exporter import PrometheusExporter
 
 __all__ = ["DLQ_REASON_COLUMN", "AtLeastOnceKafkaSink", "BatchStats", "ExactlyOnceKafkaSink"]
 
@@ -45,13 +47,16 @@ class ExactlyOnceKafkaSink:
     :param session: the SparkSession that runs the query (the executor writers read its plan).
     :param observer: what the writers announce their points to (:mod:`.sink_points`); by default nobody.
     :param guard: raises when the driver may no longer commit (:class:`~.sink_clients.SinkClients`).
+    :param exporter: the driver's metrics exporter (the spec's ``metrics``); ``None``: no metrics.
     """
 
     def __init__(self, spec: PipelineSpec, session: SparkSession | None = None,
-                 observer: SinkObserver | None = None, guard: Callable[[], None] | None = None) -> None:
+                 observer: SinkObserver | None = None, guard: Callable[[], None] | None = None,
+                 exporter: PrometheusExporter | None = None) -> None:
         self.spec, self.session = spec, session
-        self.observer = observer or SinkObserver()
         self.clients = SinkClients(spec, driver_checkpoint(spec, session), guard)
+        self.metrics = SinkMetrics(exporter, spec.name, self.clients.driver_producer)
+        self.observer = self.metrics.observer(observer or SinkObserver())
         self.driver_writer = DriverWriter(self.clients, observer=self.observer)
         self.executor_writers = ExecutorWriters(self.clients, observer=self.observer)
         self.choice: WritersChoice | None = None
@@ -61,18 +66,24 @@ class ExactlyOnceKafkaSink:
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         self.in_batch = True
+        self.metrics.batch_started()
         try:
             points = self.observer.for_batch(batch_id)
             plan = self._plan(batch, batch_id)
             if self.choice is None:
                 self.choice = self._choose(plan, batch_id)
+                self.metrics.writer_chosen(self.choice, self.spec.executor_writer.value)
             if self.choice.writers is Writers.EXECUTORS:
                 stats = self.executor_writers.write(batch, batch_id, plan or self._read_plan(batch, batch_id), points)
             else:
                 stats = self.driver_writer.write(batch, batch_id, points)
-            self._record(stats)
+        except BaseException as error:
+            self.metrics.batch_failed(error)
+            raise
         finally:
             self.in_batch = False
+        self.metrics.batch_finished(stats)
+        self._record(stats)
 
     def _plan(self, batch: DataFrame, batch_id: int) -> BatchPlan | None:
         """The batch's plan when a writer needs it: to decide at the start, and every batch of the executors."""
@@ -124,7 +135,7 @@ class ExactlyOnceKafkaSink:
             self.replays_skipped += 1
             stats.extra["replays_skipped"] = self.replays_skipped
         self.stats[stats.batch_id] = stats
-        log.info("EOS-BATCH %s", json.dumps(asdict(stats), sort_keys=True))
+        log.info("EOS-BATCH %s", json.dumps(stats.log_fields(), sort_keys=True))
 
     def close(self) -> None:
         try:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from airflow_provider_eos.core.driver import DRIVER_TOKEN_CONF, ENTRY_SCRIPT
 from airflow_provider_eos.core.errors import PrerequisiteError, SubmissionError
+from airflow_provider_eos.core.metrics.spark_conf import spark_metrics_conf
 from airflow_provider_eos.core.secrets import SPARK_REDACTION_REGEX
 from airflow_provider_eos.core.spec import Mode, PipelineSpec
 from airflow_provider_eos.core.spec.submission import Connector, check_python_environment, url_scheme
@@ -179,7 +180,7 @@ def plan_submit(  # noqa: PLR0913  # the spec plus each override a caller may gi
     jars = [*jars, *writer_jars(spec)]
     archive = _archive_location(python_environment) if python_environment else spec.python_environment
     env: dict[str, str] = {}
-    conf = {**DEFAULT_CONF, **connector_conf}
+    conf = {**DEFAULT_CONF, **connector_conf, **spark_metrics_conf(spec.metrics)}
     archives: list[str] = []
     if archive is None:
         # Driver and executors run this interpreter, which has the Kafka clients installed.

@@ -22,6 +22,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from airflow_provider_eos.core.acls.denials import AUTHORIZATION_CODES
 from airflow_provider_eos.core.errors import RetryExhaustedError
+from airflow_provider_eos.core.metrics.updates import TransactionCounts
 from airflow_provider_eos.core.sink_failures import (
     KafkaFailure,
     SinkStage,
@@ -60,6 +61,8 @@ class TransactionalProducer:
         self.last_committed_batch: int | None = None
         #: Where the open transaction is (names the request of a refusal).
         self._stage: SinkStage = "produce"
+        #: Transactions begun, committed, and aborted or abandoned, over the producer's life (the driver's metrics).
+        self.counts = TransactionCounts()
 
     @property
     def timeout_s(self) -> float:
@@ -97,8 +100,10 @@ class TransactionalProducer:
         self._stage = "produce"
         try:
             producer.begin_transaction()
+            self.counts += TransactionCounts(begun=1)
             yield producer
         except (KafkaException, RetryExhaustedError) as exc:
+            self.counts += TransactionCounts(aborted=1)
             outlived = (time.monotonic() - opened) * 1000 >= self.spec.transaction_timeout_ms
             failure = kafka_failure(exc, outlived_timeout=outlived)
             refused_topics: list[str] = []
@@ -113,6 +118,7 @@ class TransactionalProducer:
                                      unauthorized_topics=refused_topics) from exc
         except BaseException:
             # Whatever else went wrong left a transaction open: the next producer's init aborts it.
+            self.counts += TransactionCounts(aborted=1)
             self.drop()
             raise
 
@@ -155,6 +161,7 @@ class TransactionalProducer:
         )
         self.fresh = False
         self.last_committed_batch = batch_id
+        self.counts += TransactionCounts(committed=1)
 
     def _abandon(self, producer: Producer, failure: KafkaFailure) -> None:
         if failure.txn_requires_abort:

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import pendulum
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from airflow_provider_eos.airflow_stats import emit
 from airflow_provider_eos.core.errors import EosError
 from airflow_provider_eos.core.health import (
     DEFAULT_MAX_SAMPLES,
@@ -47,6 +48,7 @@ from airflow_provider_eos.core.health import (
     WatchOutcome,
     watch_outcome,
 )
+from airflow_provider_eos.core.metrics.task_metrics import health_metrics
 from airflow_provider_eos.core.presentation import health_text
 from airflow_provider_eos.usecases.clients import DEFAULT_CONNECT_TIMEOUT_S, PipelineClients
 
@@ -206,7 +208,9 @@ class StreamingQueryHealthTrigger(BaseTrigger):
     def _evaluate(self, window: LagWindow) -> HealthReport:
         from airflow_provider_eos.usecases.health import evaluate
 
-        return evaluate(self._load(), window, thresholds=self.thresholds)
+        report = evaluate(self._load(), window, thresholds=self.thresholds)
+        emit(health_metrics(report))
+        return report
 
     # -- the loop --------------------------------------------------------------------------------
 

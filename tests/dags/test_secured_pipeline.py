@@ -87,6 +87,7 @@ def test_three_principals_crash_recover_resume_and_no_password_leaks(
     granted = "".join(_grant(harness.spec_file, f"User:{users[role]}", role, admin_config) for role in ROLES)
     task_tmp = tmp_path / "task-tmp"
     task_tmp.mkdir()
+    lineage_file = tmp_path / "openlineage.jsonl"
     connections = {f"kafka_{role}": {"conn_type": "kafka", "extra": _principal_settings(admin, users[role],
                                                                                          passwords[role])}
                    for role in ROLES}
@@ -99,6 +100,10 @@ def test_three_principals_crash_recover_resume_and_no_password_leaks(
         "AIRFLOW__CORE__FERNET_KEY": Fernet.generate_key().decode(),
         **{f"EOS_KAFKA_CONN_ID_{role.upper()}": f"kafka_{role}" for role in ROLES},
         **store_connections(connections, tmp_path / "connections.json"),
+        # Lineage to OpenLineage's file transport (the openlineage provider's listener, as a deployment has it).
+        "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps({"type": "file", "log_file_path": str(lineage_file),
+                                                        "append": True}),
+        "AIRFLOW__OPENLINEAGE__NAMESPACE": "eos-tests",
     }
     conf = {"pipeline": harness.spec.name}
 
@@ -138,6 +143,22 @@ def test_three_principals_crash_recover_resume_and_no_password_leaks(
     (report,) = health.xcoms.values()
     assert report["status"] in {"HEALTHY", "DEGRADED"}, report
     assert verified.state == "success" and verified.xcoms["verify"]["overall"] == "IN_SYNC", verified.states
+
+    # Lineage: the resumed run's asset event names this pipeline's output topics (the alias's), and
+    # OpenLineage saw the submit task read the input topic and write the output and dead-letter topics.
+    server = admin["bootstrap.servers"].split(",")[0]
+    written = {f"kafka://{server}/{topic}" for topic in (harness.output_topic, harness.dlq_topic)}
+    assert {e["uri"] for e in resumed.asset_events if e["task_id"] == "submit"} == written, resumed.asset_events
+    assert all(e["extra"].get("pipeline") == harness.spec.name for e in resumed.asset_events), resumed.asset_events
+    assert crashed.asset_events == [], "a failed submit announces no new output"
+    events = [json.loads(line) for line in lineage_file.read_text().splitlines()]
+    submits = [e for e in events if e["job"]["name"] == "eos_pipeline.submit"]
+    assert {e["eventType"] for e in submits} >= {"START", "COMPLETE", "FAIL"}, [e["eventType"] for e in submits]
+    for event in submits:
+        assert [(d["namespace"], d["name"]) for d in event["inputs"]] == [(f"kafka://{server}", harness.input_topic)]
+        assert [(d["namespace"], d["name"]) for d in event["outputs"]] == [
+            (f"kafka://{server}", harness.output_topic), (f"kafka://{server}", harness.dlq_topic)]
+    assert not [secret for secret in secrets if secret in lineage_file.read_text()], "a secret in the lineage events"
 
     # No password anywhere it must not be.
     # spark-submit's shell script execs the JVM at once: what runs is the driver JVM and the Python

@@ -15,6 +15,7 @@ import pytest
 
 from airflow_provider_eos.devstack.airflow_deployment import LocalAirflow
 from airflow_provider_eos.devstack.airflow_settings import AirflowDeploymentInfo
+from airflow_provider_eos.devstack.broker_config import free_port
 from tests.support.airflow_api import AirflowApi
 from tests.support.shared_services import shared_service
 
@@ -33,8 +34,15 @@ def airflow_deployment(tmp_path_factory: pytest.TempPathFactory, worker_id: str)
         assert not locked, f"SQLite could not keep up with the deployment's parallel tasks: {locked}"
 
     with shared_service(tmp_path_factory, worker_id, "airflow-deployment",
-                        lambda folder, owner: LocalAirflow(folder).up(stop_with_pid=owner), stop) as info:
+                        lambda folder, owner: LocalAirflow(folder).up(stop_with_pid=owner, statsd=_statsd_address()),
+                        stop) as info:
         yield info
+
+
+def _statsd_address() -> str:
+    """Where the deployment sends Airflow's metrics: a port a test binds its listener to while it needs them
+    (UDP: what nobody listens for is dropped)."""
+    return f"127.0.0.1:{free_port()}"
 
 
 def _sqlite_contention(home: Path) -> list[str]:

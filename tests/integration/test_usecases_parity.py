@@ -106,7 +106,7 @@ class TaskInstance:
 
 def operator(task: Any) -> Shell:
     """Run ``task.execute`` and read its outcome the way Airflow would."""
-    from airflow.sdk.exceptions import AirflowException, AirflowFailException, TaskDeferred
+    from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException, TaskDeferred
 
     ti = TaskInstance()
     try:

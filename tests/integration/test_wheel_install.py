@@ -155,7 +155,10 @@ def test_pip_install_registers_the_provider_parses_the_dags_and_runs_preflight(
 # Parses the wheel's example_dags as the DAG processor would, and prints what it found as JSON.
 _PARSE_SHIPPED_DAGS = """
 import json, pathlib, airflow_provider_eos
-from airflow.dag_processing.dagbag import DagBag
+try:
+    from airflow.dag_processing.dagbag import DagBag
+except ModuleNotFoundError:  # Airflow 3.1
+    from airflow.models.dagbag import DagBag
 folder = pathlib.Path(airflow_provider_eos.__file__).parent / "example_dags"
 bag = DagBag(dag_folder=str(folder))
 print(json.dumps({"dags": sorted(bag.dag_ids), "errors": {k: str(v)[-2000:] for k, v in bag.import_errors.items()}}))

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.support.airflow_compat import dagbag_module
+
 REPO = Path(__file__).resolve().parents[2]
 START = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 
@@ -113,7 +115,6 @@ def new_dag(stem: str, **kwargs: Any):
 def run_dag(dag) -> dict[str, Any]:
     """Register ``dag`` in the metadata DB, run it with ``dag.test()``, and collect what it left."""
     from airflow.dag_processing.bundles.manager import DagBundlesManager
-    from airflow.dag_processing.dagbag import DagBag, sync_bag_to_db
     from airflow.models.renderedtifields import RenderedTaskInstanceFields
     from airflow.models.xcom import XComModel
     from airflow.utils.session import create_session
@@ -122,9 +123,9 @@ def run_dag(dag) -> dict[str, Any]:
     # bundles (the repo's dags/ folder), which do not hold a DAG built here, so it is written
     # to the DB the way the DAG processor writes a parsed file.
     DagBundlesManager().sync_bundles_to_db()
-    bag = DagBag(collect_dags=False)
+    bag = dagbag_module().DagBag(collect_dags=False)
     bag.bag_dag(dag)
-    sync_bag_to_db(bag, "dags-folder", None)
+    dagbag_module().sync_bag_to_db(bag, "dags-folder", None)
 
     dag_run = dag.test()
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.support.airflow_compat import dagbag_module
+
 REPO = Path(__file__).resolve().parents[2]
 DAGS = REPO / "dags"
 HEAVY_MODULES = ("pyspark", "pandas", "pyarrow")
@@ -32,6 +34,8 @@ class DagRunResult:
     times: dict[str, list[float | None]] = field(default_factory=dict)
     stored_xcoms: list[str] = field(default_factory=list)
     rendered_fields: list[str] = field(default_factory=list)
+    #: The run's asset events: ``{"task_id", "uri", "extra"}`` each.
+    asset_events: list[dict[str, Any]] = field(default_factory=list)
 
     def started(self, task_id: str) -> float:
         """When the task started (epoch seconds)."""
@@ -78,9 +82,8 @@ def run_dag(dag_id: str, conf: dict[str, Any], out: Path, env: dict[str, str] | 
 
 def _parse(out: str) -> None:
     started = time.monotonic()
-    from airflow.dag_processing.dagbag import DagBag
 
-    bag = DagBag(dag_folder=str(DAGS))
+    bag = dagbag_module().DagBag(dag_folder=str(DAGS))
     result = {
         "seconds": time.monotonic() - started,
         "dag_ids": sorted(bag.dag_ids),
@@ -137,17 +140,17 @@ def _upsert_connections() -> None:
 
 def _run(dag_id: str, conf: str, out: str, run_after: str = "", mark_success: str = "") -> None:
     from airflow.dag_processing.bundles.manager import DagBundlesManager
-    from airflow.dag_processing.dagbag import DagBag, sync_bag_to_db
+    from airflow.models.asset import AssetEvent
     from airflow.models.renderedtifields import RenderedTaskInstanceFields
     from airflow.models.xcom import XComModel
     from airflow.utils.session import create_session
 
     _upsert_connections()
-    bag = DagBag(dag_folder=str(DAGS))
+    bag = dagbag_module().DagBag(dag_folder=str(DAGS))
     assert not bag.import_errors, bag.import_errors
     # dag.test() runs only DAGs serialized with a version, as the DAG processor would write them.
     DagBundlesManager().sync_bundles_to_db()
-    sync_bag_to_db(bag, "dags-folder", None)
+    dagbag_module().sync_bag_to_db(bag, "dags-folder", None)
     dag = bag.get_dag(dag_id)
     when = {}
     if run_after:
@@ -173,6 +176,9 @@ def _run(dag_id: str, conf: str, out: str, run_after: str = "", mark_success: st
             # Every XCom of the run and every rendered template field, as stored (secrets checks read them).
             "stored_xcoms": [json.dumps(x.value, default=str) for x in session.query(XComModel).filter(
                 XComModel.dag_id == dag_id, XComModel.run_id == dag_run.run_id)],
+            "asset_events": [{"task_id": e.source_task_id, "uri": e.asset.uri, "extra": e.extra}
+                             for e in session.query(AssetEvent).filter(AssetEvent.source_dag_id == dag_id,
+                                                                       AssetEvent.source_run_id == dag_run.run_id)],
             "rendered_fields": [json.dumps(r.rendered_fields, default=str) for r in session.query(
                 RenderedTaskInstanceFields).filter(RenderedTaskInstanceFields.dag_id == dag_id,
                                                    RenderedTaskInstanceFields.run_id == dag_run.run_id)],

@@ -111,7 +111,7 @@ def test_the_driver_writer_with_an_hdfs_checkpoint_is_rejected_by_the_spec() -> 
 
 
 def test_webhdfs_connection_gives_the_address_and_identity(monkeypatch: pytest.MonkeyPatch) -> None:
-    from airflow.sdk.exceptions import AirflowException
+    from airflow.providers.common.compat.sdk import AirflowException
 
     from airflow_provider_eos.hooks.checkpoint_storage import CheckpointStorageHook
 

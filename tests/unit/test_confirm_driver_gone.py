@@ -61,7 +61,7 @@ def test_a_released_lease_lets_recovery_run_from_a_worker_that_cannot_see_the_dr
 
 
 def test_a_fresh_lease_keeps_recovery_from_running(tmp_path: Path) -> None:
-    from airflow.sdk.exceptions import AirflowFailException
+    from airflow.providers.common.compat.sdk import AirflowFailException
 
     operator, context = _setup(tmp_path, released=False, age_s=2)
     with pytest.raises(AirflowFailException, match="driver lease: ALIVE"):

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import pendulum
 import pytest
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
+from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException
 
 from airflow_provider_eos.core.acls import ResourceType
 from airflow_provider_eos.core.acls.denials import acl_missing

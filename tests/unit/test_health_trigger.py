@@ -121,8 +121,11 @@ def trigger(spec_path: str, **kwargs: Any) -> StreamingQueryHealthTrigger:
 
 
 def test_serialize_round_trip_keeps_every_argument_and_the_window(spec_path: str) -> None:
-    from airflow.sdk._shared.module_loading import import_string
-    from airflow.sdk.serde import deserialize, serialize
+    from airflow.providers.common.compat.module_loading import import_string
+
+    from tests.support.airflow_compat import serde_module
+
+    serialize, deserialize = serde_module().serialize, serde_module().deserialize
 
     window = LagWindow([make_sample(committed=5, lso=10, marker=1, commit_ms=now_ms())], max_samples=4)
     original = trigger(
@@ -253,7 +256,7 @@ def test_the_window_is_carried_in_the_trigger_between_polls(spec_path: str, fake
 
 def test_sensor_checks_once_then_defers_with_its_sample_in_the_trigger(spec_path: str, monkeypatch,
                                                                       kafka_answers) -> None:
-    from airflow.sdk.exceptions import TaskDeferred
+    from airflow.providers.common.compat.sdk import TaskDeferred
 
     from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
     from airflow_provider_eos.usecases import health as health_usecase
@@ -283,7 +286,7 @@ def test_sensor_checks_once_then_defers_with_its_sample_in_the_trigger(spec_path
 
 def test_sensor_finishes_without_deferring_when_the_first_check_settles_it(spec_path: str, monkeypatch,
                                                                           kafka_answers) -> None:
-    from airflow.sdk.exceptions import AirflowFailException
+    from airflow.providers.common.compat.sdk import AirflowFailException
 
     from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
     from airflow_provider_eos.usecases import health as health_usecase
@@ -298,7 +301,7 @@ def test_sensor_finishes_without_deferring_when_the_first_check_settles_it(spec_
 
 
 def test_sensor_execute_complete_translates_each_outcome(spec_path: str) -> None:
-    from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSensorTimeout
+    from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException, AirflowSensorTimeout
 
     from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
 
@@ -380,7 +383,7 @@ def test_a_running_or_successful_drivers_task_does_not_end_the_watch(spec_path: 
 
 
 def test_sensor_fails_without_retry_when_the_drivers_task_failed(spec_path: str) -> None:
-    from airflow.sdk.exceptions import AirflowFailException
+    from airflow.providers.common.compat.sdk import AirflowFailException
 
     from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
 

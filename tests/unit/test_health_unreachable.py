@@ -15,7 +15,7 @@ from typing import Any
 
 import pendulum
 import pytest
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
+from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException
 
 from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
 from airflow_provider_eos.triggers.health import StreamingQueryHealthTrigger

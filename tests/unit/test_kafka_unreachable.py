@@ -144,7 +144,7 @@ def test_a_rewind_dry_run_to_a_given_batch_needs_no_kafka(tmp_path: Path, capsys
 
 
 def test_an_operator_fails_with_the_same_sentence_and_airflow_retries_it(tmp_path: Path) -> None:
-    from airflow.sdk.exceptions import AirflowException, AirflowFailException
+    from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException
 
     from airflow_provider_eos.operators.recovery import VerifyCommittedOffsetsOperator
 

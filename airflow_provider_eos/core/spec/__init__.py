@@ -9,6 +9,7 @@ fix, instead of failing inside Spark or Kafka later.
 - :mod:`.field_rules`: the rules for names, topics, trigger, starting offsets, transform;
 - :mod:`.kafka_keys`: the rules for the shared ``kafka`` client config;
 - :mod:`.validation_errors`: pydantic's errors as one :class:`SpecError`;
+- :mod:`.observability`: the ``metrics`` settings (:class:`MetricsSettings`);
 - :mod:`.document`: reading one spec file; :mod:`.folder`: reading a folder of them.
 """
 
@@ -24,6 +25,7 @@ from airflow_provider_eos.core.spec.folder import (
     scan_spec_folder,
 )
 from airflow_provider_eos.core.spec.kafka_keys import RESERVED_KAFKA_KEYS
+from airflow_provider_eos.core.spec.observability import MetricsSettings
 from airflow_provider_eos.core.spec.pipeline_spec import ExecutorWriter, Mode, PipelineSpec, Writers
 
 __all__ = [
@@ -31,6 +33,7 @@ __all__ = [
     "SPEC_SUFFIXES",
     "TRIGGER_AVAILABLE_NOW",
     "ExecutorWriter",
+    "MetricsSettings",
     "Mode",
     "PipelineSpec",
     "SpecFolder",

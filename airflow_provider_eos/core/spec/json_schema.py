@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from airflow_provider_eos.core.spec.kafka_keys import RESERVED_KAFKA_KEYS
+from airflow_provider_eos.core.spec.observability import MetricsSettings
 from airflow_provider_eos.core.spec.pipeline_spec import PipelineSpec
 from airflow_provider_eos.core.spec.submission import Connector
 
@@ -76,6 +77,7 @@ def spec_json_schema() -> dict[str, Any]:
     schema = PipelineSpec.model_json_schema()
     _describe(schema, PipelineSpec)
     _describe(schema["$defs"]["Connector"], Connector)
+    _describe(schema["$defs"]["MetricsSettings"], MetricsSettings)
     for name, definition in schema["$defs"].items():
         if "description" in definition:
             definition["description"] = plain_text(definition["description"])

@@ -24,6 +24,7 @@ from airflow_provider_eos.core.spec.bounded_yaml import LocationMap
 from airflow_provider_eos.core.spec.document import read_spec_document
 from airflow_provider_eos.core.spec.field_rules import TRIGGER_AVAILABLE_NOW, parse_interval_ms
 from airflow_provider_eos.core.spec.kafka_keys import check_kafka_keys, check_kafka_value_types
+from airflow_provider_eos.core.spec.observability import MetricsSettings
 from airflow_provider_eos.core.spec.submission import Connector, check_python_environment
 from airflow_provider_eos.core.spec.validation_errors import spec_error
 
@@ -121,6 +122,9 @@ class PipelineSpec(BaseModel):
     #: of it. Recovery counts a driver gone by its lease this long (plus a clock margin of 10 s) after its
     #: last renewal, from any Airflow worker. At least 3.
     driver_lease_ttl_s: int = 30
+    #: ``{prometheus_port: PORT}``: the driver serves the sink's metrics (and, by default, turns on
+    #: Spark's streaming metrics) for Prometheus while it runs (docs/observability.md); ``null``: none.
+    metrics: MetricsSettings | None = None
 
     # -- field validation (pydantic runs these in field order, so later fields see earlier ones) --
 

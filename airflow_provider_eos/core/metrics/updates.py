@@ -1,0 +1,191 @@
+"""What a finished batch and Spark's progress change in the job's metrics (:data:`~.catalog.JOB_METRICS`).
+
+Pure: the driver's exporter (:mod:`airflow_provider_eos.spark.metrics_exporter`) hands in what the
+sink and Spark reported and applies the :class:`MetricUpdate`\\ s this module returns.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from airflow_provider_eos.core.metrics.catalog import job_metric
+
+__all__ = ["BatchReport", "MetricUpdate", "Op", "TransactionCounts", "batch_updates", "executor_task_tally",
+           "failure_updates", "progress_updates"]
+
+
+class Op(StrEnum):
+    """How an update changes its metric."""
+
+    INC = "inc"
+    SET = "set"
+    OBSERVE = "observe"
+
+
+@dataclass(frozen=True)
+class MetricUpdate:
+    """One change to one series of a job metric."""
+
+    metric: str
+    labels: tuple[tuple[str, str], ...]
+    value: float
+    op: Op
+
+    def __post_init__(self) -> None:
+        expected = job_metric(self.metric).labels
+        if tuple(name for name, _ in self.labels) != expected:
+            raise ValueError(f"{self.metric}: labels {[n for n, _ in self.labels]} differ from {list(expected)}")
+
+
+def _update(metric: str, op: Op, value: float, **labels: str) -> MetricUpdate:
+    order = job_metric(metric).labels
+    return MetricUpdate(metric, tuple((name, str(labels[name])) for name in order), float(value), op)
+
+
+@dataclass(frozen=True)
+class TransactionCounts:
+    """Transactions begun, committed and aborted (or abandoned: they never commit)."""
+
+    begun: int = 0
+    committed: int = 0
+    aborted: int = 0
+
+    def __add__(self, other: TransactionCounts) -> TransactionCounts:
+        return TransactionCounts(self.begun + other.begun, self.committed + other.committed,
+                                 self.aborted + other.aborted)
+
+    def __sub__(self, other: TransactionCounts) -> TransactionCounts:
+        return TransactionCounts(self.begun - other.begun, self.committed - other.committed,
+                                 self.aborted - other.aborted)
+
+
+@dataclass(frozen=True)
+class ExecutorTaskTally:
+    """What one batch's executor write tasks reported (their ``EOS-TASK`` lines), summed."""
+
+    transactions: TransactionCounts = TransactionCounts()
+    fences: int = 0
+    retries: int = 0
+    #: Records committed (output and dead-letter) per input partition ``(topic, partition)``.
+    partition_records: Mapping[tuple[str, int], int] = field(default_factory=dict)
+
+
+def executor_task_tally(reports: Iterable[Mapping[str, Any]]) -> ExecutorTaskTally:
+    """Sum the tasks' reports: a committing task is one transaction; each attempt before it, one that failed.
+
+    A report's ``attempt`` is Spark's attempt number of the task that succeeded: as many attempts
+    failed (or were killed) before it, each may have begun its transaction, and the successful
+    attempt's ``init_transactions`` of the same id aborted it.
+    """
+    committed = retries = fences = 0
+    records: dict[tuple[str, int], int] = {}
+    for report in reports:
+        retries += int(report.get("attempt", 0))
+        fences += bool(report.get("producer_replaced"))
+        if report.get("action") == "produce":
+            committed += 1
+            key = (str(report["topic"]), int(report["partition"]))
+            records[key] = records.get(key, 0) + int(report.get("rows_out", 0)) + int(report.get("rows_dlq", 0))
+    return ExecutorTaskTally(TransactionCounts(committed + retries, committed, retries), fences, retries, records)
+
+
+@dataclass(frozen=True)
+class BatchReport:
+    """One batch the sink finished, as its metrics see it.
+
+    :param transactions: every transaction of the batch (the tasks' and the driver producer's).
+    :param finished_at: Unix time in seconds.
+    """
+
+    pipeline: str
+    batch_id: int
+    writers: str
+    action: str
+    rows_out: int
+    rows_dlq: int
+    produce_ms: int
+    commit_ms: int
+    finished_at: float
+    transactions: TransactionCounts
+    tasks: ExecutorTaskTally = ExecutorTaskTally()
+
+
+def batch_updates(report: BatchReport) -> list[MetricUpdate]:
+    """The metric changes of one finished batch."""
+    p, w = report.pipeline, report.writers
+    updates = [
+        _update("eos_batches_total", Op.INC, 1, pipeline=p, writers=w, action=report.action),
+        _update("eos_last_committed_batch", Op.SET, report.batch_id, pipeline=p),
+        _update("eos_last_commit_timestamp_seconds", Op.SET, report.finished_at, pipeline=p),
+        _update("eos_records_out_total", Op.INC, report.rows_out, pipeline=p, writers=w),
+        _update("eos_records_dlq_total", Op.INC, report.rows_dlq, pipeline=p, writers=w),
+        _update("eos_transactions_begun_total", Op.INC, report.transactions.begun, pipeline=p, writers=w),
+        _update("eos_transactions_committed_total", Op.INC, report.transactions.committed, pipeline=p, writers=w),
+        _update("eos_transactions_aborted_total", Op.INC, report.transactions.aborted, pipeline=p, writers=w),
+        _update("eos_producer_fences_total", Op.INC, report.tasks.fences, pipeline=p, writers=w),
+        _update("eos_write_task_retries_total", Op.INC, report.tasks.retries, pipeline=p),
+    ]
+    if report.action == "produce":
+        updates += [
+            _update("eos_produce_seconds", Op.OBSERVE, report.produce_ms / 1000, pipeline=p, writers=w),
+            _update("eos_commit_seconds", Op.OBSERVE, report.commit_ms / 1000, pipeline=p, writers=w),
+        ]
+    updates += [
+        _update("eos_partition_records_out_total", Op.INC, count, pipeline=p, topic=topic, partition=str(partition))
+        for (topic, partition), count in sorted(report.tasks.partition_records.items())
+    ]
+    return updates
+
+
+def failure_updates(pipeline: str, kind: str, transactions: TransactionCounts, writers: str) -> list[MetricUpdate]:
+    """The metric changes of a batch the sink failed or refused (``kind``: the error's type)."""
+    return [
+        _update("eos_batch_failures_total", Op.INC, 1, pipeline=pipeline, kind=kind),
+        _update("eos_transactions_begun_total", Op.INC, transactions.begun, pipeline=pipeline, writers=writers),
+        _update("eos_transactions_committed_total", Op.INC, transactions.committed, pipeline=pipeline,
+                writers=writers),
+        _update("eos_transactions_aborted_total", Op.INC, transactions.aborted, pipeline=pipeline, writers=writers),
+    ]
+
+
+def _kafka_offsets(value: Any) -> dict[tuple[str, int], int]:
+    """A Kafka source's offsets in Spark's progress (``{"topic": {"0": 42}}``, possibly as JSON text)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {}
+    if not isinstance(value, Mapping):
+        return {}
+    return {
+        (str(topic), int(partition)): int(offset)
+        for topic, partitions in value.items() if isinstance(partitions, Mapping)
+        for partition, offset in partitions.items() if str(partition).lstrip("-").isdigit()
+    }
+
+
+def progress_updates(pipeline: str, progress: Mapping[str, Any]) -> list[MetricUpdate]:
+    """The metric changes of one ``StreamingQueryProgress`` (its JSON as a mapping).
+
+    Lag is the latest offset Spark's source saw minus the batch's end offset, per partition; a
+    source that reports no ``latestOffset`` (not Kafka) contributes none.
+    """
+    p = pipeline
+    updates = [_update("eos_input_rows_total", Op.INC, int(progress.get("numInputRows") or 0), pipeline=p)]
+    trigger_ms = (progress.get("durationMs") or {}).get("triggerExecution")
+    if trigger_ms is not None:
+        updates.append(_update("eos_batch_duration_seconds", Op.OBSERVE, trigger_ms / 1000, pipeline=p))
+    for source in progress.get("sources") or ():
+        end = _kafka_offsets(source.get("endOffset"))
+        latest = _kafka_offsets(source.get("latestOffset"))
+        for (topic, partition), offset in sorted(end.items()):
+            labels = {"pipeline": p, "topic": topic, "partition": str(partition)}
+            updates.append(_update("eos_input_end_offset", Op.SET, offset, **labels))
+            if (topic, partition) in latest:
+                updates.append(_update("eos_input_lag_records", Op.SET, max(0, latest[topic, partition] - offset),
+                                       **labels))
+    return updates

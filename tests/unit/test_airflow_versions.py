@@ -1,0 +1,67 @@
+"""The Airflow matrix (`make compat-airflow`): it tests the floors setup.cfg claims, through files that pin them."""
+
+from __future__ import annotations
+
+import configparser
+import re
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+from tools.compat import replace_section
+from tools.compat_airflow import AIRFLOWS, CAPABILITIES
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _claimed() -> dict[str, Requirement]:
+    """Every requirement setup.cfg declares (install_requires and the extras), by name."""
+    config = configparser.ConfigParser()
+    config.read(REPO / "setup.cfg")
+    lines = config["options"]["install_requires"].splitlines()
+    lines += [line for extra in config["options.extras_require"].values() for line in extra.splitlines()]
+    requirements = [Requirement(line) for line in lines if line.strip() and not line.strip().startswith("#")]
+    return {r.name: r for r in requirements}
+
+
+def _floor(requirement: Requirement) -> Version:
+    (floor,) = [Version(s.version) for s in requirement.specifier if s.operator == ">="]
+    return floor
+
+
+def _pins(airflow) -> dict[str, str]:
+    pins = {"apache-airflow": airflow.airflow}
+    pins.update({f"apache-airflow-providers-{name}": version for name, version in airflow.providers.items()})
+    return pins
+
+
+def test_the_lowest_set_is_every_floor_setup_cfg_claims_and_the_newest_is_inside_the_ranges() -> None:
+    claimed = _claimed()
+    lowest, newest = AIRFLOWS[0], AIRFLOWS[-1]
+    for name, version in _pins(lowest).items():
+        assert Version(version) == _floor(claimed[name]), name
+    for name, version in _pins(newest).items():
+        assert claimed[name].specifier.contains(version), name
+    assert Version(lowest.airflow) < Version(newest.airflow)
+
+
+def test_each_constraints_file_pins_its_airflow_and_providers() -> None:
+    for airflow in AIRFLOWS:
+        text = airflow.constraints.read_text()
+        for name, version in _pins(airflow).items():
+            assert re.search(rf"^{re.escape(name)}=={re.escape(version)}$", text, re.MULTILINE), (airflow.airflow, name)
+
+
+def test_every_capability_names_tests_that_exist() -> None:
+    for capability in CAPABILITIES:
+        for path in capability.args:
+            assert (REPO / path).exists(), (capability.name, path)
+
+
+def test_a_section_is_replaced_in_place_and_the_other_kept() -> None:
+    page = replace_section("", "kafka", "## Kafka\nold")
+    page = replace_section(page, "airflow", "## Airflow\nfirst")
+    page = replace_section(page, "kafka", "## Kafka\nnew")
+    assert page.index("## Kafka\nnew") < page.index("## Airflow\nfirst") and "old" not in page
+    assert replace_section(page, "airflow", "## Airflow\nfirst") == page
