@@ -139,8 +139,11 @@ def test_fraud_alerts_on_yarn_cluster_mode_is_exactly_once_across_a_kill_with_th
     assert not task.is_alive() and failure and "KILLED" in str(failure[0]), failure
     first_log = container_log(killed, "stdout")
     assert "EOS-WRITERS driver reason=" in first_log and "stateful" in first_log, first_log[-3000:]
+    spill_root = checkpoint.path(*SPILL_FOLDER)
+    checkpoint.fs.invalidate_cache(spill_root)
+    left = checkpoint.fs.find(spill_root) if checkpoint.fs.exists(spill_root) else []
     print(f"\nYARN fraud_alerts: first application killed after batch {committed.value} "
-          f"({time.monotonic() - started:.1f}s)")
+          f"({time.monotonic() - started:.1f}s), {len(left)} spill file(s) left on HDFS: {left}")
 
     # Recovery, as the DAG's recovery branch runs it, then a second application drains the input.
     gone = wait_until_driver_gone(operator._driver, checkpoint, 90)
@@ -174,6 +177,5 @@ def test_fraud_alerts_on_yarn_cluster_mode_is_exactly_once_across_a_kill_with_th
     verified = verify(PipelineClients(harness.spec))
     assert verified.ok and verified.report.overall.value == "IN_SYNC", result_text(verified)
     # Every batch's spill folder is removed after it; the killed run's leftovers by the restart.
-    spill_root = checkpoint.path(*SPILL_FOLDER)
     checkpoint.fs.invalidate_cache(spill_root)
     assert not checkpoint.fs.exists(spill_root) or checkpoint.fs.ls(spill_root) == []
