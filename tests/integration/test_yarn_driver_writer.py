@@ -98,7 +98,7 @@ def test_spark_tasks_spill_to_hdfs_with_the_drivers_webhdfs_address_alone(
     assert not driver.fs.exists(spill.batch_folder(3))
 
 
-# ~130 s (two YARN applications); CI runs test_spark_tasks_spill_to_hdfs_with_the_drivers_webhdfs_address_alone.
+# 130-166 s (two YARN applications); CI runs test_spark_tasks_spill_to_hdfs_with_the_drivers_webhdfs_address_alone.
 @pytest.mark.long
 def test_fraud_alerts_on_yarn_cluster_mode_is_exactly_once_across_a_kill_with_the_spill_on_hdfs(
     on_yarn: YarnClusterInfo, bootstrap: str, tmp_path: Path  # noqa: F811 (the fixture imported above)
