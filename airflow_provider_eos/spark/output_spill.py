@@ -6,9 +6,11 @@ through Spark to the driver does not get there: ``toArrow()`` collects it, and
 (measured: driver JVM 686 -> 1,435 MB for 100k -> 1M records; ``docs/design-notes.md`` item 12).
 So each task writes its partition's output (the Arrow record batches Spark hands ``mapInArrow``,
 ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows each) as one Arrow IPC stream file under
-the checkpoint, through fsspec on the checkpoint's own filesystem (every deployment already
-shares it between driver and executors), and returns one small row: the file, its rows, its dead
-letters. Only after the Spark job has finished does the driver open the transaction and read the
+the checkpoint, through fsspec on the checkpoint's own filesystem opened as the driver opens it
+(every deployment already shares it between driver and executors; an ``hdfs://`` one through
+the driver's WebHDFS address and user, which the task is handed, since executors have no Hadoop
+configuration of their own: docs/design-notes.md item 39), and returns one small row: the file,
+its rows, its dead letters. Only after the Spark job has finished does the driver open the transaction and read the
 files one record batch at a time: its memory is one Arrow batch whatever the batch size, and the
 driver JVM sees only the small rows.
 
@@ -32,7 +34,7 @@ import posixpath
 import sys
 import uuid
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from airflow_provider_eos.core.checkpoint import EOS_FOLDER, CheckpointReader
@@ -144,12 +146,15 @@ class SpillTask:
     :param folder: the write's folder, relative to the checkpoint root.
     :param batch_id: the micro-batch id (for the announced point and the log line).
     :param points: what the task announces its point to (:mod:`.sink_points`).
+    :param storage_options: how the driver's reader opened it (:attr:`CheckpointReader.storage_options`:
+        for ``hdfs://`` the WebHDFS address and user); they travel in the task's closure.
     """
 
     location: str
     folder: tuple[str, ...]
     batch_id: int
     points: TaskObserver
+    storage_options: dict[str, Any] = field(default_factory=dict, repr=False)  # may hold a token or password
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
@@ -157,7 +162,8 @@ class SpillTask:
 
         context = TaskContext.get()
         partition, attempt = context.partitionId(), context.attemptNumber()
-        checkpoint = CheckpointReader(self.location)
+        # Options alone, no Hadoop configuration: the executor's container has none (YARN).
+        checkpoint = CheckpointReader(self.location, self.storage_options, hadoop_conf={})
         path = checkpoint.path(*self.folder, f"{partition}-{context.taskAttemptId()}.arrow")
         rows, dead, size = write_spill_file(checkpoint.fs, path, batches)
         part = SpilledPart(partition, attempt, path if rows else None, rows, dead, size)
@@ -187,7 +193,7 @@ class OutputSpill:
     def write(self, batch: DataFrame, batch_id: int, points: TaskObserver) -> list[SpilledPart]:
         """Run the batch's Spark job: every task writes its partition's file; returns them in partition order."""
         folder = (*SPILL_FOLDER, str(batch_id), uuid.uuid4().hex[:12])
-        task = SpillTask(self.checkpoint.location, folder, batch_id, points)
+        task = SpillTask(self.checkpoint.location, folder, batch_id, points, self.checkpoint.storage_options)
         rows = output_frame(batch).mapInArrow(task, _RESULT_SCHEMA).collect()
         return sorted((SpilledPart(**row.asDict()) for row in rows), key=lambda p: p.spark_partition)
 

@@ -16,8 +16,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from airflow_provider_eos.core.checkpoint.webhdfs import is_hdfs_location
-from airflow_provider_eos.core.errors import PlanReadError, SinkError
+from airflow_provider_eos.core.errors import PlanReadError
 from airflow_provider_eos.core.plan_alignment import BatchPlan, decide_alignment
 from airflow_provider_eos.core.spec import PipelineSpec, Writers
 from airflow_provider_eos.core.writers_choice import WritersChoice, record_writers_choice
@@ -114,15 +113,6 @@ class ExactlyOnceKafkaSink:
                 alignment.require_aligned()
             writers = Writers.EXECUTORS if alignment.aligned else Writers.DRIVER
             operator, reason = alignment.operator_name, alignment.reason
-        if writers is Writers.DRIVER and is_hdfs_location(self.spec.checkpoint_location):
-            # The driver writer's tasks spill under the checkpoint from the executors, which have
-            # neither a HADOOP_CONF_DIR nor the driver's WebHDFS address.
-            raise SinkError(
-                f"the driver writer ({reason}) cannot spill to the hdfs:// checkpoint "
-                f"{self.spec.checkpoint_location!r}: its executors have no WebHDFS address",
-                fix="use `writers: executors` with a partition-aligned transform, or a checkpoint on storage "
-                "the executors reach with ambient credentials (s3a://, gs://, a shared path)",
-            )
         choice = WritersChoice(writers=writers, requested=requested, reason=reason, operator=operator,
                                query_id=self.clients.checkpoint.query_id(), batch_id=batch_id,
                                decided_at=dt.datetime.now(dt.UTC))

@@ -10,7 +10,7 @@ from fsspec.implementations.webhdfs import WebHDFS
 
 from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.checkpoint.webhdfs import is_hdfs_location, webhdfs_target
-from airflow_provider_eos.core.errors import CheckpointError, PrerequisiteError, SpecError
+from airflow_provider_eos.core.errors import CheckpointError, PrerequisiteError
 from airflow_provider_eos.core.hadoop_conf import ambient_hadoop_conf, read_hadoop_conf
 
 LOCATION = "hdfs://nn.example:8020/eos/orders/checkpoint"
@@ -98,16 +98,35 @@ def test_hadoop_conf_reads_the_site_files_and_rejects_a_broken_one(tmp_path: Pat
         read_hadoop_conf(tmp_path)
 
 
-def test_the_driver_writer_with_an_hdfs_checkpoint_is_rejected_by_the_spec() -> None:
+def test_the_driver_writer_with_an_hdfs_checkpoint_is_accepted_by_the_spec() -> None:
     from airflow_provider_eos.core.spec import PipelineSpec
 
     fields = {"name": "orders", "kafka": {"bootstrap.servers": "b:9092"}, "input_topics": ["in"],
               "output_topic": "out", "group_id": "g", "transactional_id_prefix": "orders-txn",
               "checkpoint_location": LOCATION}
-    with pytest.raises(SpecError, match="writers 'executors'"):
-        PipelineSpec.from_dict({**fields, "writers": "driver"})
+    # Its tasks spill over WebHDFS with the driver's address (design note 39).
+    assert PipelineSpec.from_dict({**fields, "writers": "driver"}).writers == "driver"
     assert PipelineSpec.from_dict({**fields, "writers": "executors"}).writers == "executors"
-    assert PipelineSpec.from_dict({**fields, "checkpoint_location": "/tmp/c", "writers": "driver"}).writers == "driver"
+
+
+def test_the_readers_storage_options_reopen_the_same_webhdfs_without_a_hadoop_configuration() -> None:
+    """What the driver writer's tasks get: the driver's resolved address and user, no HADOOP_CONF_DIR needed."""
+    driver = CheckpointReader(LOCATION, {"user": "spark"}, hadoop_conf=CONF)
+    assert driver.storage_options == {"host": "nn-http.example", "port": 9870, "user": "spark"}
+
+    task = CheckpointReader(LOCATION, driver.storage_options, hadoop_conf={})
+
+    assert isinstance(task.fs, WebHDFS) and task.fs.url == driver.fs.url == "http://nn-http.example:9870/webhdfs/v1"
+    assert task.fs.pars == driver.fs.pars == {"user.name": "spark"}
+    assert task.root == driver.root and task.display(task.path("eos")) == f"{LOCATION}/eos"
+    with pytest.raises(CheckpointError, match="no WebHDFS address"):  # what a task without them would hit
+        CheckpointReader(LOCATION, {"user": "spark"}, hadoop_conf={})
+
+
+def test_a_non_hdfs_readers_storage_options_are_the_ones_it_was_given(tmp_path: Path) -> None:
+    assert CheckpointReader(str(tmp_path)).storage_options == {}
+    assert CheckpointReader("memory://eos-opts", {"skip_instance_cache": True}).storage_options == {
+        "skip_instance_cache": True}
 
 
 def test_webhdfs_connection_gives_the_address_and_identity(monkeypatch: pytest.MonkeyPatch) -> None:

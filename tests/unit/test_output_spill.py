@@ -94,6 +94,24 @@ def test_the_spill_reads_only_the_reported_files_in_partition_order_and_removes_
     spill.clear()
 
 
+def test_the_task_carries_the_drivers_storage_options_and_hides_them() -> None:
+    """The task is pickled into the job's closure: the driver's WebHDFS address travels in it (design note 39)."""
+    from pyspark import cloudpickle
+
+    from airflow_provider_eos.spark.output_spill import SpillTask
+    from airflow_provider_eos.spark.sink_points import TaskObserver
+
+    driver = CheckpointReader("hdfs://nn:8020/c", {"token": "t0k"},
+                              hadoop_conf={"fs.defaultFS": "hdfs://nn:8020", "dfs.namenode.http-address": "nn:9870"})
+    task = SpillTask(driver.location, ("eos", "spill", "1", "w"), 1, TaskObserver(), driver.storage_options)
+
+    shipped = cloudpickle.loads(cloudpickle.dumps(task))
+    assert shipped.storage_options == {"host": "nn", "port": 9870, "token": "t0k"} == driver.storage_options
+    assert "t0k" not in repr(shipped)
+    reopened = CheckpointReader(shipped.location, shipped.storage_options, hadoop_conf={})
+    assert reopened.fs.url == driver.fs.url and reopened.root == driver.root
+
+
 def test_the_summary_names_retried_partitions_by_their_winning_attempt() -> None:
     parts = [SpilledPart(0, 0, "/a", 3, 1, 100), SpilledPart(1, 2, "/b", 4, 0, 50), SpilledPart(2, 0, None, 0, 0, 0)]
     assert spill_summary(parts) == {"writers": "driver", "spill_files": 2, "spill_bytes": 150,

@@ -69,7 +69,9 @@ class CheckpointReader:
     :raises CheckpointError: if no filesystem can serve the location (for ``hdfs://``: no WebHDFS address).
 
     Attributes ``fs`` (the fsspec filesystem) and ``root`` (the checkpoint root as ``fs`` spells
-    it, without trailing ``/``) let repair code move files with the same addressing.
+    it, without trailing ``/``) let repair code move files with the same addressing;
+    ``storage_options`` open the same filesystem in another process with no Hadoop configuration
+    (for ``hdfs://`` the resolved WebHDFS address and user: what the driver writer's tasks get).
     """
 
     def __init__(
@@ -87,10 +89,12 @@ class CheckpointReader:
             if is_hdfs_location(url):
                 target = webhdfs_target(url, storage_options, ambient_hadoop_conf() if hadoop_conf is None
                                         else hadoop_conf, _hadoop_user())
-                fs, root = fsspec.filesystem("webhdfs", **target.options), target.path
+                options = target.options
+                fs, root = fsspec.filesystem("webhdfs", **options), target.path
                 self._location_prefix = target.location_prefix
             else:
-                fs, root = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
+                options = dict(storage_options or {})
+                fs, root = fsspec.core.url_to_fs(url, **options)
         except ImportError as err:
             raise CheckpointError(
                 f"checkpoint location {self.location!r} needs an fsspec filesystem that is not installed: {err}",
@@ -103,6 +107,7 @@ class CheckpointReader:
                 fix="use a local path or an fsspec URL, and check storage_options",
             ) from err
         self.fs: AbstractFileSystem = fs
+        self.storage_options: dict[str, Any] = options
         self.root: str = root.rstrip("/") or "/"
 
     def __repr__(self) -> str:

@@ -16,7 +16,7 @@ Every rule has a stable code, a severity and a fix. Codes group by area, one mod
     and (:mod:`.writers`, EOS313-EOS318) the writers as far as they can be told without Spark:
     executor writers only in exactly-once mode and with a transform that does not declare itself
     stateful, their control-record cost, the writer recorded in the checkpoint vs the spec's, and no
-    driver writer (a stateful transform under `auto`) on an hdfs:// checkpoint; and
+    driver writer spilling onto a one-host path under a cluster master; and
     (:mod:`.transform_module`, EOS319) the transform named by its current module path.
 ``EOS4xx`` (:mod:`.naming_ownership`)
     naming and ownership: the sink group has no live members, no lingering transactions under

@@ -4,8 +4,9 @@ Whether a plan is partition-aligned is decided by the job at start, from the exe
 that, pre-flight can still tell: executor writers asked for outside the exactly-once mode; a
 transform that declares itself stateful (:func:`~airflow_provider_eos.core.transform_traits.
 stateful_transform`) under ``writers: executors``; what the executor writers cost in transaction
-markers; a writer recorded in the checkpoint that the spec no longer asks for; and the JVM
-executor writer's jar where the job is submitted from.
+markers; a writer recorded in the checkpoint that the spec no longer asks for; a driver writer
+whose tasks would spill where the driver cannot read (a one-host path on a cluster master); and
+the JVM executor writer's jar where the job is submitted from.
 
 **Control records.** Every transaction writes one marker (a control record) into each partition
 it touched, the sink group's ``__consumer_offsets`` partition included. The driver writer's one
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 from airflow_provider_eos.core.checkpoint.webhdfs import is_hdfs_location
 from airflow_provider_eos.core.preflight.facts import PreflightFacts
+from airflow_provider_eos.core.preflight.locations import is_host_local, is_local_master
 from airflow_provider_eos.core.preflight.rule import Outcome, Severity, failed, not_checked, passed, rule, unknown
 from airflow_provider_eos.core.spec import ExecutorWriter, Mode, PipelineSpec, Writers
 
@@ -202,30 +204,34 @@ def _recorded_writers(facts: PreflightFacts) -> Outcome:
     "EOS317",
     Severity.ERROR,
     "the driver writer's spill reaches the checkpoint",
-    "use `writers: executors` (or `auto`) with a partition-aligned transform, or put checkpoint_location on "
-    "storage the executors reach with ambient credentials (s3a://, gs://, abfss://, a shared path)",
+    "put checkpoint_location on storage every cluster node reaches (hdfs://, s3a://, gs://, abfss://), use "
+    "`writers: executors` with a partition-aligned transform, or run with a local[...] master",
 )
 def _driver_writer_storage(facts: PreflightFacts) -> Outcome:
-    spec = facts.spec
+    # The driver writer's tasks write the batch's output under the checkpoint and the driver reads
+    # it back (design note 39): the executors open the checkpoint with the driver's own options, so
+    # only a path on one host's disk can be a place the driver cannot read what they wrote.
+    spec, master = facts.spec, facts.master
     location = spec.checkpoint_location
-    if not is_hdfs_location(location):
-        return passed(f"checkpoint {location!r} is not hdfs://: the driver writer's tasks spill under it directly")
-    # `writers: driver` on hdfs:// is refused by the spec itself; `auto` picks the driver writer for
-    # a stateful plan, which only the transform's traits tell before the job starts.
-    traits = facts.transform_traits
-    if spec.writers is Writers.AUTO and traits is not None and traits.stateful:
-        return failed(
-            f"writers is 'auto' and transform {spec.transform!r} declares itself stateful ({traits.evidence}), so the "
-            f"job picks the driver writer, but checkpoint {location!r} is on hdfs://: the driver writer's tasks "
-            "spill the batch under the checkpoint from the executors, which have no WebHDFS address for it; the job "
-            "would refuse to start"
-        )
-    if spec.writers is Writers.AUTO:
-        return passed(
-            f"checkpoint {location!r} is on hdfs:// with writers 'auto': the executor writers need no spill; a plan "
-            "that is not partition-aligned would pick the driver writer, which the job refuses on hdfs://"
-        )
-    return passed(f"checkpoint {location!r} is on hdfs:// with the executor writers, which need no spill")
+    if spec.mode is not Mode.EXACTLY_ONCE or spec.writers is Writers.EXECUTORS:
+        return passed(f"mode {spec.mode.value!r}, writers {spec.writers.value!r}: no driver writer spills; "
+                      f"checkpoint {location!r}")
+    if is_hdfs_location(location):
+        return passed(f"checkpoint {location!r} is on hdfs://: the driver writer's tasks spill under it over "
+                      "WebHDFS, at the address and as the user the driver reads it with")
+    if not is_host_local(location):
+        return passed(f"checkpoint {location!r} is shared storage: the driver writer's tasks spill under it "
+                      "with the driver's storage options")
+    if master is None:
+        return not_checked(f"not checked: checkpoint {location!r} is a local path and no Spark master is given "
+                           "(pass master / --master, or set spark.master in spark_conf)")
+    if is_local_master(master):
+        return passed(f"master {master!r} runs the driver writer's tasks on this host, where {location!r} is")
+    return failed(
+        f"writers is {spec.writers.value!r} and checkpoint {location!r} is a path on one host, but master {master!r} "
+        "runs the driver writer's tasks on cluster nodes: they would spill the batch onto their own disks, "
+        "where the driver cannot read it"
+    )
 
 
 @rule(

@@ -220,19 +220,6 @@ class PipelineSpec(BaseModel):
             )
         return value
 
-    @field_validator("writers")
-    @classmethod
-    def _check_writers(cls, value: Writers, info: ValidationInfo) -> Writers:
-        location = str(info.data.get("checkpoint_location") or "")
-        if value is Writers.DRIVER and location.lower().startswith("hdfs://"):
-            # The driver writer's tasks spill under the checkpoint from executors without a WebHDFS address.
-            raise ValueError(
-                f"writers is 'driver' but checkpoint_location {location!r} is on HDFS, which the driver "
-                "writer's executors cannot write to; use writers 'executors' (or 'auto' with a partition-aligned "
-                "transform), or a checkpoint on s3a://, gs:// or a shared path"
-            )
-        return value
-
     @field_validator("trigger")
     @classmethod
     def _check_trigger(cls, value: str) -> str:

@@ -83,6 +83,7 @@ no_jar = facts_(executor_writer_jar=None,
                 unavailable={"executor_writer_jar": "the JVM executor writer's jar /x.jar is not built from /src/jvm"})
 executors_fraud = spec(writers="executors", transform=FRAUD)
 HDFS = "hdfs://127.0.0.1:9000/eos/checkpoints/orders"
+LOCAL = "/srv/eos/checkpoints/orders"
 
 PASSES: list[Case] = [
     ("EOS313", executors, ["'executors'", "'exactly-once'"]),
@@ -110,10 +111,18 @@ PASSES: list[Case] = [
     ("EOS316", recorded(Writers.EXECUTORS), ["'auto'", "decides at every start", "chose 'executors' at batch 0"]),
     # auto needs no fact: the job decides at start anyway.
     ("EOS316", facts_(checkpoint=None), ["'auto'"]),
-    ("EOS317", spec(writers="driver"), ["is not hdfs://"]),
-    ("EOS317", spec(writers="executors", checkpoint_location=HDFS), ["executor writers, which need no spill"]),
-    ("EOS317", then(spec(checkpoint_location=HDFS, transform=ENRICH), facts_(transform_traits=STATELESS)),
-     ["writers 'auto'", "not partition-aligned would pick the driver writer"]),
+    ("EOS317", spec(writers="driver"), ["'s3a://bucket/checkpoints/orders' is shared storage",
+                                        "with the driver's storage options"]),
+    # hdfs:// with the driver writer (design note 39): the tasks spill over the driver's WebHDFS address.
+    ("EOS317", spec(writers="driver", checkpoint_location=HDFS), [f"{HDFS!r} is on hdfs://", "over WebHDFS",
+                                                                  "as the user the driver reads it with"]),
+    ("EOS317", then(spec(checkpoint_location=HDFS, transform=FRAUD), facts_(transform_traits=STATEFUL)),
+     ["is on hdfs://", "over WebHDFS"]),
+    ("EOS317", spec(writers="executors", checkpoint_location=LOCAL),
+     ["writers 'executors'", "no driver writer spills"]),
+    ("EOS317", spec(mode="at-least-once", checkpoint_location=LOCAL), ["'at-least-once'", "no driver writer spills"]),
+    ("EOS317", then(spec(checkpoint_location=LOCAL), facts_(master="local[2]")),
+     ["master 'local[2]' runs the driver writer's tasks on this host"]),
     ("EOS318", lambda f: f, ["the JVM executor writer's jar is /opt/eos/jars/"]),
     ("EOS318", then(spec(executor_writer="python"), no_jar), ["'python'", "no jar to ship"]),
     ("EOS318", then(spec(writers="driver"), no_jar), ["'driver'", "no executor writer runs"]),
@@ -141,9 +150,9 @@ FAILS: list[Case] = [
     ("EOS316", then(spec(writers="driver"), recorded(Writers.EXECUTORS, planned=4)),
      ["records writers 'executors'", "the spec says 'driver'", "batch 4 is in flight",
       "written by the executor writers"]),
-    ("EOS317", then(spec(checkpoint_location=HDFS, transform=FRAUD), facts_(transform_traits=STATEFUL)),
-     ["writers is 'auto'", "declares itself stateful", "fraud_alerts.py", "picks the driver writer",
-      f"checkpoint {HDFS!r} is on hdfs://", "no WebHDFS address", "refuse to start"]),
+    ("EOS317", then(spec(checkpoint_location=LOCAL, writers="driver"), facts_(master="yarn")),
+     ["writers is 'driver'", f"checkpoint {LOCAL!r} is a path on one host", "master 'yarn'",
+      "onto their own disks, where the driver cannot read it"]),
     ("EOS318", then(spec(writers="executors"), no_jar), ["'jvm' (the default)", "is not built from /src/jvm",
                                                           "spark-submit would refuse"]),
     # The deprecated path still runs: a WARNING naming the old path and the new one, never a failed pre-flight.
@@ -223,3 +232,9 @@ def test_the_deprecated_transform_path_warns_and_its_fix_is_the_new_path() -> No
     assert result.severity.value == "WARNING" and result.status is Status.FAIL
     assert result.fix == f"write transform: {ENRICH} in the spec"
     assert report.ok and result in report.warnings
+
+
+def test_the_driver_writers_spill_on_a_local_path_without_a_master_is_not_checked() -> None:
+    finding = evaluate(spec(checkpoint_location=LOCAL)(dataclasses.replace(good_facts(), master=None))).finding(
+        "EOS317")
+    assert finding.status is Status.NOT_CHECKED and "no Spark master is given" in finding.message
