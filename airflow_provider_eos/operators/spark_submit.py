@@ -206,13 +206,17 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
             self.log.info("Submitting pipeline %s (%s) with %d connector jars%s", spec.name, mode, len(plan.jars),
                           f", packed environment {plan.archives[0]}" if plan.archives else "")
             super().execute(context)
-            announce_outputs(context, spec, self.outlets)
+            announce_outputs(context, PipelineSpec.load(self.spec_path), self.outlets)
         finally:
             shutil.rmtree(work_dir, ignore_errors=True)
 
     def get_openlineage_facets_on_start(self) -> OperatorLineage:
-        """The pipeline's input and output topics, for the openlineage provider's listener."""
-        return openlineage_facets(load_pipeline_spec(self.spec_path, self.kafka_conn_id))
+        """The pipeline's input and output topics, for the openlineage provider's listener.
+
+        Read from the spec file alone, as the DAG's inlets are: the cluster is named by the spec's own
+        bootstrap servers, and no connection (no credential) is looked up in the listener.
+        """
+        return openlineage_facets(PipelineSpec.load(self.spec_path))
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> OperatorLineage:
         """The same topics when the run ends (a run that failed read and wrote them as far as it got)."""

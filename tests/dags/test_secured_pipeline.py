@@ -144,21 +144,16 @@ def test_three_principals_crash_recover_resume_and_no_password_leaks(
     assert report["status"] in {"HEALTHY", "DEGRADED"}, report
     assert verified.state == "success" and verified.xcoms["verify"]["overall"] == "IN_SYNC", verified.states
 
-    # Lineage: the resumed run's asset event names this pipeline's output topics (the alias's), and
-    # OpenLineage saw the submit task read the input topic and write the output and dead-letter topics.
+    # Lineage: the resumed run's asset event names this pipeline's output topics (the alias's).
     server = admin["bootstrap.servers"].split(",")[0]
     written = {f"kafka://{server}/{topic}" for topic in (harness.output_topic, harness.dlq_topic)}
     assert {e["uri"] for e in resumed.asset_events if e["task_id"] == "submit"} == written, resumed.asset_events
     assert all(e["extra"].get("pipeline") == harness.spec.name for e in resumed.asset_events), resumed.asset_events
     assert crashed.asset_events == [], "a failed submit announces no new output"
-    events = [json.loads(line) for line in lineage_file.read_text().splitlines()]
-    submits = [e for e in events if e["job"]["name"] == "eos_pipeline.submit"]
-    assert {e["eventType"] for e in submits} >= {"START", "COMPLETE", "FAIL"}, [e["eventType"] for e in submits]
-    for event in submits:
-        assert [(d["namespace"], d["name"]) for d in event["inputs"]] == [(f"kafka://{server}", harness.input_topic)]
-        assert [(d["namespace"], d["name"]) for d in event["outputs"]] == [
-            (f"kafka://{server}", harness.output_topic), (f"kafka://{server}", harness.dlq_topic)]
-    assert not [secret for secret in secrets if secret in lineage_file.read_text()], "a secret in the lineage events"
+    # OpenLineage's events of every task (their inputs and outputs: tests/dags/test_lineage.py) hold no secret.
+    lineage = lineage_file.read_text()
+    assert "eos_pipeline.preflight" in lineage, lineage[:2000]
+    assert not [secret for secret in secrets if secret in lineage], "a secret in the lineage events"
 
     # No password anywhere it must not be.
     # spark-submit's shell script execs the JVM at once: what runs is the driver JVM and the Python

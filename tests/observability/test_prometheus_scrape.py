@@ -35,7 +35,9 @@ def _firing(api: PrometheusApi, alert: str, pipeline: str) -> bool:
                and a["state"] == "firing" for a in api.alerts())
 
 
-@pytest.mark.parametrize("writers", ["executors", "driver"])
+# CI: the default writer (the executor writers in the JVM); the driver writer's counts (its own producer's
+# transactions) in `make test-long`.
+@pytest.mark.parametrize("writers", ["executors", pytest.param("driver", marks=pytest.mark.long)])
 def test_prometheus_scrapes_the_drivers_metrics_and_the_stall_rule_fires(
     bootstrap: str, tmp_path: Path, writers: str,
 ) -> None:

@@ -1,0 +1,48 @@
+"""The pipeline's lineage from a real run in dag.test(): the asset events of its output topics and OpenLineage's events.
+
+The openlineage provider's listener writes to its file transport; the submit task's events name the
+input topic and the output and dead-letter topics in the ``kafka://<server>`` namespace, and the
+run's asset events are this pipeline's output topics, attached to the outputs alias.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.support.dag_runner import run_dag
+from tests.support.pipeline import PipelineHarness, json_events
+
+pytestmark = [pytest.mark.airflow, pytest.mark.integration, pytest.mark.spark]
+
+SPARK_LOCAL = {"AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"})}
+
+
+def test_a_run_announces_its_own_output_topics_and_openlineage_sees_topic_to_pipeline_to_topic(
+    airflow_home, bootstrap, tmp_path,
+) -> None:
+    (tmp_path / "pipeline").mkdir()
+    harness = PipelineHarness(bootstrap, tmp_path / "pipeline")
+    records, _, _ = json_events(300)
+    harness.produce_input(records)
+    lineage_file = tmp_path / "openlineage.jsonl"
+    env = {"EOS_SPECS_DIR": str(harness.spec_file.parent), **SPARK_LOCAL,
+           "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps({"type": "file", "log_file_path": str(lineage_file),
+                                                           "append": True}),
+           "AIRFLOW__OPENLINEAGE__NAMESPACE": "eos-tests"}
+
+    run = run_dag("eos_pipeline", {"pipeline": harness.spec.name}, tmp_path / "run.json", env=env)
+
+    assert run.state == "success", run.states
+    namespace = f"kafka://{bootstrap.split(',')[0]}"
+    written = [harness.output_topic, harness.dlq_topic]
+    assert sorted((e["task_id"], e["uri"]) for e in run.asset_events) == sorted(
+        ("submit", f"{namespace}/{topic}") for topic in written), run.asset_events
+    assert {e["extra"]["pipeline"] for e in run.asset_events} == {harness.spec.name}
+    events = [json.loads(line) for line in lineage_file.read_text().splitlines()]
+    submits = {e["eventType"]: e for e in events if e["job"]["name"] == "eos_pipeline.submit"}
+    assert set(submits) == {"START", "COMPLETE"}, [(e["eventType"], e["job"]["name"]) for e in events]
+    for event in submits.values():
+        assert [(d["namespace"], d["name"]) for d in event["inputs"]] == [(namespace, harness.input_topic)]
+        assert [(d["namespace"], d["name"]) for d in event["outputs"]] == [(namespace, t) for t in written]
