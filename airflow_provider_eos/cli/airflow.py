@@ -26,6 +26,7 @@ __all__ = ["register"]
 
 def _up(args: argparse.Namespace) -> int:
     from airflow_provider_eos.devstack.airflow_deployment import LocalAirflow
+    from airflow_provider_eos.devstack.airflow_settings import GUEST_USER, VIEWER_USER
     from airflow_provider_eos.devstack.broker import LocalKafka
     from airflow_provider_eos.devstack.celery_settings import deployment_kind
     from airflow_provider_eos.devstack.spark_cluster import SparkCluster
@@ -45,6 +46,8 @@ def _up(args: argparse.Namespace) -> int:
     kafka_line = f" kafka_default={broker.bootstrap_servers}" if broker else " (no devstack broker: no kafka_default)"
     report.line(f"connections: spark_default={master}{kafka_line}")
     report.line(f"login: user={info.user} password={info.password()}  ({info.password_file})")
+    report.line(f"other users: {VIEWER_USER} (reads everything), {GUEST_USER} (reads nothing); "
+                "their passwords are in the same file")
     report.line(f"ui={info.url}")
     if info.statsd:
         report.line(f"metrics: StatsD to {info.statsd} (prefix airflow; the task metrics: docs/observability.md)")

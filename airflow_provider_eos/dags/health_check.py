@@ -7,13 +7,14 @@ from pathlib import Path
 import pendulum
 from airflow.sdk import DAG
 
+from airflow_provider_eos.core.dag_ids import HEALTH_DAG_ID, HEALTH_TASK_ID
 from airflow_provider_eos.operators.health import PipelineHealthReportOperator
 from airflow_provider_eos.role_connections import kafka_conn_id
 from airflow_provider_eos.spec_registry import discover, specs_directory
 
 __all__ = ["DAG_ID", "DOC_MD", "health_check_dag"]
 
-DAG_ID = "eos_health_check"
+DAG_ID = HEALTH_DAG_ID
 #: The DAG's docs (the pipelines checked and the invalid spec files, if any, are appended).
 DOC_MD = """\
 eos_health_check: every 15 minutes, one health report per configured pipeline.
@@ -53,7 +54,7 @@ def health_check_dag(pipelines: str | Path) -> DAG:
         + discovered.invalid_md(),
     ) as dag:
         PipelineHealthReportOperator.partial(
-            task_id="health_report",
+            task_id=HEALTH_TASK_ID,
             kafka_conn_id=health,
             samples=3,
             interval_s=10,

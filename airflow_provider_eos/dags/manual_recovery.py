@@ -10,6 +10,7 @@ from typing import Any
 import pendulum
 from airflow.sdk import DAG, Param, task
 
+from airflow_provider_eos.core.dag_ids import RECOVERY_DAG_ID
 from airflow_provider_eos.core.recovery_request import ACTIONS, REFUSED, confirmation_help, decide
 from airflow_provider_eos.operators.recovery import (
     AbortOpenTransactionsOperator,
@@ -23,7 +24,7 @@ from airflow_provider_eos.spec_registry import discover, spec_path_lookup, specs
 
 __all__ = ["DAG_ID", "DOC_MD", "manual_recovery_dag", "validate_request"]
 
-DAG_ID = "eos_manual_recovery"
+DAG_ID = RECOVERY_DAG_ID
 #: The DAG's docs (the invalid spec files, if any, are appended).
 DOC_MD = """\
 eos_manual_recovery: the on-call form. Pick a pipeline and an action; dry run by default.

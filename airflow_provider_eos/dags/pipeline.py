@@ -18,6 +18,7 @@ from airflow.sdk import DAG, Param, task
 from airflow.task.trigger_rule import TriggerRule
 
 from airflow_provider_eos.configuration import setting
+from airflow_provider_eos.core.dag_ids import PIPELINE_DAG_ID
 from airflow_provider_eos.operators.driver import ConfirmDriverGoneOperator, StopPipelineDriverOperator
 from airflow_provider_eos.operators.lineage import submit_lineage
 from airflow_provider_eos.operators.preflight import EosPreflightOperator
@@ -29,7 +30,7 @@ from airflow_provider_eos.spec_registry import discover, spec_path_lookup, specs
 
 __all__ = ["DAG_ID", "DOC_MD", "pipeline_dag"]
 
-DAG_ID = "eos_pipeline"
+DAG_ID = PIPELINE_DAG_ID
 #: The DAG's docs (the invalid spec files, if any, are appended).
 DOC_MD = """\
 eos_pipeline: pre-flight -> abort lingering -> verify -> submit -> supervise; after a driver failure: recovery.

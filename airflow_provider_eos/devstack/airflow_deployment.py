@@ -23,11 +23,14 @@ import urllib.request
 from pathlib import Path
 
 from airflow_provider_eos.configuration import OPTIONS
+from airflow_provider_eos.core.dag_ids import PROVIDER_DAG_IDS
 from airflow_provider_eos.core.errors import AirflowDeploymentError
 from airflow_provider_eos.devstack.airflow_settings import (
     ADMIN_USER,
     COMPONENTS,
+    GUEST_USER,
     STATE_FILE,
+    VIEWER_USER,
     AirflowDaemon,
     AirflowDeploymentInfo,
     airflow_environment,
@@ -52,7 +55,7 @@ log = logging.getLogger(__name__)
 
 #: The DAGs this project ships (``dags/`` of a source checkout).
 REPO_DAGS = Path(__file__).resolve().parents[2] / "dags"
-_PROJECT_DAGS = ("eos_pipeline", "eos_health_check", "eos_manual_recovery")
+_PROJECT_DAGS = PROVIDER_DAG_IDS
 _SECRETS_FILE = "secrets.json"
 #: The pipelines folder in the state folder, unless ``up`` is given another: the user's spec files.
 DEFAULT_SPECS_DIR = "pipelines"
@@ -162,7 +165,8 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
             eos_settings=eos_settings,
             statsd=check_statsd_address(statsd),
         )
-        write_private(Path(info.password_file), json.dumps({ADMIN_USER: new_secret()[:20]}, indent=2))
+        write_private(Path(info.password_file),
+                      json.dumps({user: new_secret()[:20] for user in (ADMIN_USER, VIEWER_USER, GUEST_USER)}, indent=2))
         secrets = {"jwt_secret": new_secret(), "fernet_key": _fernet_key()}
         if kind.db == "postgres":
             secrets["db_password"] = new_secret()

@@ -47,6 +47,12 @@ __all__ = [
 
 STATE_FILE = "airflow-deployment.json"
 ADMIN_USER = "admin"
+#: May read everything, change nothing (Airflow's simple auth manager role ``viewer``).
+VIEWER_USER = "viewer"
+#: May log in and read nothing (no role): what a user without access to the DAGs sees.
+GUEST_USER = "guest"
+#: ``user:role`` for the simple auth manager (an empty role grants nothing).
+DEVSTACK_USERS = f"{ADMIN_USER}:admin,{VIEWER_USER}:viewer,{GUEST_USER}:"
 Component = Literal["api-server", "scheduler", "dag-processor", "triggerer"]
 #: In start order: the api-server first, it serves the execution API the others' tasks call.
 COMPONENTS: tuple[Component, ...] = ("api-server", "scheduler", "dag-processor", "triggerer")
@@ -99,11 +105,12 @@ class AirflowDeploymentInfo(BaseModel):
     def user(self) -> str:
         return ADMIN_USER
 
-    def password(self) -> str:
-        """The admin's password, read from the owner-only passwords file (never recorded in the state)."""
+    def password(self, user: str = ADMIN_USER) -> str:
+        """A devstack user's password (default: the admin's), read from the owner-only passwords file
+        (never recorded in the state)."""
         import json
 
-        return json.loads(Path(self.password_file).read_text())[ADMIN_USER]
+        return json.loads(Path(self.password_file).read_text())[user]
 
     def daemon(self, component: Component) -> AirflowDaemon | None:
         return next((d for d in self.daemons if d.component == component), None)
@@ -161,7 +168,7 @@ def _local_environment(info: AirflowDeploymentInfo, home: Path, jwt_secret: str,
         "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{info.url}/execution/",
         "AIRFLOW__CORE__AUTH_MANAGER":
             "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN_USER}:admin",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": DEVSTACK_USERS,
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": info.password_file,
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
         "AIRFLOW__API__HOST": "127.0.0.1",

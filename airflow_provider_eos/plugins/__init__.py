@@ -1,0 +1,1 @@
+"""Airflow plugins of this provider (``airflow.plugins`` entry points in setup.cfg)."""
