@@ -25,7 +25,9 @@ from airflow_provider_eos.core.presentation.pipelines_overview import (
     PIPELINES_PAGE,
     RECOVERY_FORM_PAGE,
     PipelineRow,
+    may_see_pipelines,
     pipeline_rows,
+    recovery_run_label,
     visible_pipelines,
 )
 from airflow_provider_eos.core.presentation.pipelines_page import render_pipelines_page
@@ -61,10 +63,10 @@ def _rows(user: object, session: SessionDep) -> tuple[list[PipelineRow], bool]:
     specs = discover(specs_directory(dags_folder / "pipelines")).specs
     names = visible_pipelines(list(specs), set(readable))
     if not names:
-        return [], bool(readable & {HEALTH_DAG_ID, RECOVERY_DAG_ID, PIPELINE_DAG_ID})
+        return [], may_see_pipelines(set(readable))
     base = _base_path()
     reports = latest_health_reports(session, names, base) if HEALTH_DAG_ID in readable else {}
-    recoveries = (runs_by_pipeline(session, RECOVERY_DAG_ID, names, base, label_param="action")
+    recoveries = (runs_by_pipeline(session, RECOVERY_DAG_ID, names, base, label=recovery_run_label)
                   if RECOVERY_DAG_ID in readable else {})
     runs = runs_by_pipeline(session, PIPELINE_DAG_ID, names, base) if PIPELINE_DAG_ID in readable else {}
     return pipeline_rows(_writers_of(specs, names), reports, recoveries, runs, base_path=base), True

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from airflow.models.dagrun import DagRun
@@ -88,10 +88,11 @@ def latest_health_reports(session: Session, pipelines: Sequence[str], base_path:
 
 
 def runs_by_pipeline(session: Session, dag_id: str, pipelines: Sequence[str], base_path: str, *,
-                     per_pipeline: int = 3, label_param: str | None = None) -> dict[str, list[RunLink]]:
+                     per_pipeline: int = 3, label: Callable[[Mapping[str, Any]], str] | None = None
+                     ) -> dict[str, list[RunLink]]:
     """``{pipeline: its newest runs of dag_id, newest first}``, the pipeline read from each run's ``conf``.
 
-    :param label_param: the ``conf`` key whose value labels each run (the recovery's ``action``).
+    :param label: what labels a run, from its ``conf`` (the recovery's action).
     """
     wanted = set(pipelines)
     found: dict[str, list[RunLink]] = {}
@@ -101,11 +102,8 @@ def runs_by_pipeline(session: Session, dag_id: str, pipelines: Sequence[str], ba
         name = conf.get("pipeline")
         if name not in wanted or len(found.setdefault(name, [])) >= per_pipeline:
             continue
-        label = str(conf.get(label_param, "")) if label_param else ""
-        if label_param == "action" and conf.get("dry_run") is not False and label not in ("", "verify"):
-            label += " (dry run)"
         found[name].append(RunLink(
             dag_id=dag_id, run_id=run.run_id, state=_state(run.state), when=_iso(run.start_date or run.queued_at),
-            path=dag_run_path(base_path, dag_id, run.run_id), label=label,
+            path=dag_run_path(base_path, dag_id, run.run_id), label=label(conf) if label else "",
         ))
     return found

@@ -16,6 +16,7 @@ from airflow_provider_eos.core.presentation.pipelines_overview import (
     mapped_task_path,
     pipeline_rows,
     recovery_form_path,
+    recovery_run_label,
     visible_pipelines,
 )
 from airflow_provider_eos.core.presentation.pipelines_page import COLUMNS, render_pipelines_page
@@ -108,6 +109,17 @@ def test_ui_paths_quote_run_ids_and_keep_the_base_path() -> None:
 ])
 def test_only_a_user_who_may_read_a_pipelines_dag_sees_pipelines(readable: set[str], seen: list[str]) -> None:
     assert visible_pipelines(["b", "a"], readable) == seen
+
+
+@pytest.mark.parametrize(("conf", "label"), [
+    ({"action": "verify", "dry_run": True}, "verify"),
+    ({"action": "abort"}, "abort (dry run)"),  # the DAG's default is a dry run
+    ({"action": "abort", "dry_run": None}, "abort (dry run)"),
+    ({"action": "align", "dry_run": False}, "align"),
+    ({}, ""),
+])
+def test_a_recovery_run_says_its_action_and_whether_it_only_planned(conf: dict, label: str) -> None:
+    assert recovery_run_label(conf) == label
 
 
 def test_the_page_shows_every_column_escaped_and_opens_airflows_pages_in_airflow() -> None:

@@ -23,8 +23,10 @@ __all__ = [
     "RunLink",
     "dag_run_path",
     "mapped_task_path",
+    "may_see_pipelines",
     "pipeline_rows",
     "recovery_form_path",
+    "recovery_run_label",
     "visible_pipelines",
 ]
 
@@ -115,15 +117,27 @@ def recovery_form_path(base_path: str, pipeline: str, action: str = RECOVERY_LIN
     return f"{_root(base_path)}{VIEW_PREFIX}{RECOVERY_FORM_PAGE}?{query}"
 
 
-def visible_pipelines(pipelines: Sequence[str], readable_dags: set[str]) -> list[str]:
-    """The pipelines a user may see: all of them if they may read one of the pipelines' DAGs, else none.
+def may_see_pipelines(readable_dags: set[str]) -> bool:
+    """Whether a user who may read ``readable_dags`` may see the pipelines: if they may read one of their DAGs.
 
     The view shows nothing the DAGs themselves would not: every pipeline appears in the pipeline,
     health and recovery DAGs' params and docs, so reading any of them reveals the list.
     """
-    if readable_dags & {HEALTH_DAG_ID, RECOVERY_DAG_ID, PIPELINE_DAG_ID}:
-        return sorted(pipelines)
-    return []
+    return bool(readable_dags & {HEALTH_DAG_ID, RECOVERY_DAG_ID, PIPELINE_DAG_ID})
+
+
+def visible_pipelines(pipelines: Sequence[str], readable_dags: set[str]) -> list[str]:
+    """The pipelines a user may see (:func:`may_see_pipelines`): all of them, or none."""
+    return sorted(pipelines) if may_see_pipelines(readable_dags) else []
+
+
+def recovery_run_label(conf: Mapping[str, object]) -> str:
+    """What a manual-recovery run did, from its ``conf``: the action, and "(dry run)" for a repair that
+    only planned (the DAG's default: anything but an explicit ``dry_run: false``)."""
+    action = str(conf.get("action") or "")
+    if action and action != "verify" and conf.get("dry_run") is not False:
+        return f"{action} (dry run)"
+    return action
 
 
 def _from_report(report: HealthReport) -> dict[str, object]:
