@@ -10,6 +10,7 @@ page's tests (and a user's own scraping) find a value by what it is, not by its 
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from html import escape
 
@@ -70,6 +71,19 @@ ul.runs { list-style: none; margin: 0; padding: 0; }
 """
 
 
+def _time(iso: str | None) -> str:
+    """``2026-11-28 09:41:17 UTC`` of an ISO 8601 time (the rows keep ISO; a person reads this)."""
+    if iso is None:
+        return ""
+    try:
+        moment = dt.datetime.fromisoformat(iso)
+    except ValueError:
+        return iso
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(dt.UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 def _status(value: str | None) -> str:
     if value is None:
         return ""
@@ -79,7 +93,7 @@ def _status(value: str | None) -> str:
 def _run(run: RunLink) -> str:
     label = f"{escape(run.label)} " if run.label else ""
     state = _status(run.state) if run.state else ""
-    when = escape(run.when or "not started")
+    when = escape(_time(run.when) or "not started")
     return f'{label}<a href="{escape(run.path)}" data-airflow>{when}</a> {state}'
 
 
@@ -100,7 +114,7 @@ def _cells(row: PipelineRow) -> dict[str, str]:
     if row.note:
         status += f'<div class="note">{escape(row.note)}</div>'
     elif row.evaluated_at:
-        status += f'<div class="note">as of {escape(row.evaluated_at)}</div>'
+        status += f'<div class="note">as of {escape(_time(row.evaluated_at))}</div>'
     return {
         "pipeline": f"<strong>{escape(row.pipeline)}</strong>",
         "writer": escape(row.writer),
