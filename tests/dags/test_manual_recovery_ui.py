@@ -215,7 +215,9 @@ def test_a_refused_abort_says_why_and_a_forced_one_shows_what_it_aborted(
     pipeline: CheckpointedPipeline, airflow_home: Path, tmp_path: Path
 ) -> None:
     txn_id = f"{pipeline.prefix}-0"
-    zombie = Producer({"bootstrap.servers": pipeline.bootstrap, "transactional.id": txn_id})
+    # Open for 10 minutes: the broker's default (1 minute) could abort it while a loaded machine runs the DAG.
+    zombie = Producer({"bootstrap.servers": pipeline.bootstrap, "transactional.id": txn_id,
+                       "transaction.timeout.ms": 600_000})
     zombie.init_transactions(30)
     zombie.begin_transaction()
     zombie.produce(pipeline.output_topic, key=b"k", value=b"never committed")

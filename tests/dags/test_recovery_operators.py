@@ -269,7 +269,9 @@ def test_abort_refuses_while_the_job_looks_alive_and_fences_the_open_transaction
     pipeline: CheckpointedPipeline, airflow_home: Path, tmp_path: Path
 ) -> None:
     txn_id = f"{pipeline.prefix}-0"
-    zombie = Producer({"bootstrap.servers": pipeline.bootstrap, "transactional.id": txn_id})
+    # Open for 10 minutes: the broker's default (1 minute) could abort it while a loaded machine runs the DAG.
+    zombie = Producer({"bootstrap.servers": pipeline.bootstrap, "transactional.id": txn_id,
+                       "transaction.timeout.ms": 600_000})
     zombie.init_transactions(30)
     zombie.begin_transaction()
     for i in range(10):

@@ -92,3 +92,27 @@ def test_a_driver_that_cannot_write_its_first_lease_does_not_start(tmp_path: Pat
     keeper = LeaseKeeper(CheckpointReader(str(blocker)), "eos-orders-0123456789abcdef0123", TTL)
     with pytest.raises(DriverLeaseError, match="could not write its lease"):
         keeper.acquire()
+
+
+def test_a_driver_killed_while_renewing_leaves_the_previous_lease_whole(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    clocks = Clocks()
+    keeper, checkpoint = _keeper(tmp_path, clocks)
+    keeper.acquire()
+    before = read_driver_lease(checkpoint)
+
+    def killed(*_: object, **__: object) -> None:  # the renewal wrote its staged copy; the kill lands before the move
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(checkpoint.fs, "mv", killed)
+    clocks.advance(10)
+    with pytest.raises(KeyboardInterrupt):
+        keeper._renew()
+    # The record a reader finds is the last whole one: its expiry will prove the driver gone.
+    assert read_driver_lease(checkpoint) == before
+    monkeypatch.undo()
+    clocks.advance(10)
+    keeper._renew()
+    renewed = read_driver_lease(checkpoint)
+    assert renewed is not None and renewed.renewed_at > before.renewed_at
+    assert sorted(p.name for p in (tmp_path / "checkpoint" / "eos").iterdir()) == ["driver-lease.json"]

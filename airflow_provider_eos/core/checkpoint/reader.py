@@ -119,12 +119,17 @@ class CheckpointReader:
         """The ``fs`` path of a file under the checkpoint root, e.g. ``path("offsets", "3")``."""
         return posixpath.join(self.root, *parts)
 
+    @property
+    def is_local(self) -> bool:
+        """Whether the checkpoint is on this host's filesystem (where a rename replaces a file atomically)."""
+        protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
+        return protocol in ("file", "local")
+
     def display(self, path: str) -> str:
         """A path as the operator knows it: the local path, or a URL with its scheme (``hdfs://`` as given)."""
         if self._location_prefix is not None:
             return self._location_prefix + path
-        protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
-        if protocol in ("file", "local"):
+        if self.is_local:
             return path
         return self.fs.unstrip_protocol(path)
 
