@@ -19,6 +19,7 @@ pytestmark = [pytest.mark.airflow, pytest.mark.integration, pytest.mark.spark]
 SPARK_LOCAL = {"AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"})}
 
 
+@pytest.mark.long  # CI: the secured pipeline's run asserts the same asset events and OpenLineage's facets
 def test_a_run_announces_its_own_output_topics_and_openlineage_sees_topic_to_pipeline_to_topic(
     airflow_home, bootstrap, tmp_path,
 ) -> None:

@@ -150,10 +150,20 @@ def test_three_principals_crash_recover_resume_and_no_password_leaks(
     assert {e["uri"] for e in resumed.asset_events if e["task_id"] == "submit"} == written, resumed.asset_events
     assert all(e["extra"].get("pipeline") == harness.spec.name for e in resumed.asset_events), resumed.asset_events
     assert crashed.asset_events == [], "a failed submit announces no new output"
-    # OpenLineage's events of every task (their inputs and outputs: tests/dags/test_lineage.py) hold no secret.
+    # OpenLineage sees topic -> pipeline -> topic (the submit's facets, read from the spec file alone: no
+    # connection lookup), and its events of every task hold no secret.
     lineage = lineage_file.read_text()
     assert "eos_pipeline.preflight" in lineage, lineage[:2000]
     assert not [secret for secret in secrets if secret in lineage], "a secret in the lineage events"
+    namespace = f"kafka://{server}"
+    events = [json.loads(line) for line in lineage.splitlines()]
+    submits = [e for e in events if e["job"]["name"] == "eos_pipeline.submit"]
+    assert {e["eventType"] for e in submits} >= {"START", "COMPLETE"}, [(e["eventType"], e["job"]["name"])
+                                                                         for e in events]
+    for event in submits:
+        assert [(d["namespace"], d["name"]) for d in event["inputs"]] == [(namespace, harness.input_topic)], event
+        assert [(d["namespace"], d["name"]) for d in event["outputs"]] == [
+            (namespace, harness.output_topic), (namespace, harness.dlq_topic)], event
 
     # No password anywhere it must not be.
     # spark-submit's shell script execs the JVM at once: what runs is the driver JVM and the Python

@@ -121,6 +121,7 @@ def _recovered(api: AirflowApi, run_id: str) -> dict[str, str | None]:
     return states
 
 
+@pytest.mark.long  # ~4-5 min; CI: the Celery deployment's cross-worker test kills, marks failed and recovers a stream
 def test_streaming_run_sigkill_clear_and_mark_failed_stay_exactly_once(stream: Stream, airflow_api: AirflowApi) -> None:
     api = airflow_api
     stream.produce(1200)
