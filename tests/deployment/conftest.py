@@ -10,6 +10,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +18,7 @@ from airflow_provider_eos.devstack.airflow_deployment import LocalAirflow
 from airflow_provider_eos.devstack.airflow_settings import AirflowDeploymentInfo
 from airflow_provider_eos.devstack.broker_config import free_port
 from tests.support.airflow_api import AirflowApi
+from tests.support.checkpointed_pipeline import LAST_COMMITTED, CheckpointedPipeline, checkpointed_pipeline
 from tests.support.shared_services import shared_service
 
 
@@ -62,6 +64,35 @@ def airflow_api(airflow_deployment: AirflowDeploymentInfo) -> Iterator[AirflowAp
 
 
 HEALTH_DAG = "eos_health_check"  # no form: its docs list the pipelines it checks
+RECOVERY_DAG = "eos_manual_recovery"
+
+
+@pytest.fixture
+def pipeline(request: pytest.FixtureRequest, tmp_path: Path, bootstrap: str, topic_factory: Any,
+             airflow_deployment: AirflowDeploymentInfo, airflow_api: AirflowApi) -> Iterator[CheckpointedPipeline]:
+    """A checkpointed pipeline whose spec the deployment offers, removed after the test (its names start
+    with the test module's ``PIPELINE_STEM``)."""
+    made = checkpointed_pipeline(bootstrap, topic_factory, tmp_path, stem=getattr(request.module, "PIPELINE_STEM", "p"))
+    deployed = deploy_spec(airflow_deployment, made.spec_path, airflow_api, made.spec.name)
+    yield made
+    deployed.unlink(missing_ok=True)
+
+
+def check_caught_up_pipeline(pipeline: CheckpointedPipeline, api: AirflowApi, *actions: str
+                             ) -> tuple[str, dict[str, str]]:
+    """Catch ``pipeline`` up to its last committed batch, then run the health check and one dry-run manual
+    recovery per action, all finished; return the health run's id and ``{action: recovery run id}``."""
+    pipeline.produce_input_of(LAST_COMMITTED)
+    pipeline.commit_group(LAST_COMMITTED)
+    name = pipeline.spec.name
+    # The health check maps over the specs its DAG file found when it was parsed: wait for this one.
+    api.wait_for_doc_mention(HEALTH_DAG, f"`{name}`")
+    health_run = api.trigger(HEALTH_DAG, {})
+    recoveries = {action: api.trigger(RECOVERY_DAG, {"pipeline": name, "action": action, "dry_run": True})
+                  for action in actions}
+    for dag, run in ((HEALTH_DAG, health_run), *((RECOVERY_DAG, run) for run in recoveries.values())):
+        api.wait_for_run(dag, run, timeout_s=300)
+    return health_run, recoveries
 
 
 def deploy_spec(deployment: AirflowDeploymentInfo, spec_file: Path, api: AirflowApi, name: str,

@@ -20,25 +20,18 @@ import httpx
 import pytest
 
 from airflow_provider_eos.devstack.airflow_settings import GUEST_USER, VIEWER_USER, AirflowDeploymentInfo
-from tests.deployment.conftest import HEALTH_DAG, deploy_spec
+from tests.deployment.conftest import HEALTH_DAG, RECOVERY_DAG, check_caught_up_pipeline
 from tests.support.airflow_api import AirflowApi
 from tests.support.browser import Browser, require_chromium
-from tests.support.checkpointed_pipeline import LAST_COMMITTED, CheckpointedPipeline, checkpointed_pipeline
+from tests.support.checkpointed_pipeline import LAST_COMMITTED, CheckpointedPipeline
 
 pytestmark = [pytest.mark.airflow, pytest.mark.integration, pytest.mark.deployment]
+#: The prefix of this module's pipelines (the shared ``pipeline`` fixture, conftest).
+PIPELINE_STEM = "view"
 
-RECOVERY_DAG = "eos_manual_recovery"
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("EOS_TEST_ARTIFACTS", REPO / "artifacts")) / "ui"
 
-
-@pytest.fixture
-def pipeline(tmp_path: Path, bootstrap: str, topic_factory, airflow_deployment: AirflowDeploymentInfo,
-             airflow_api: AirflowApi) -> Iterator[CheckpointedPipeline]:
-    made = checkpointed_pipeline(bootstrap, topic_factory, tmp_path, stem="view")
-    deployed = deploy_spec(airflow_deployment, made.spec_path, airflow_api, made.spec.name)
-    yield made
-    deployed.unlink(missing_ok=True)
 
 
 @pytest.fixture
@@ -70,14 +63,8 @@ def _rows_as(deployment: AirflowDeploymentInfo, user: str | None) -> Any:
 def test_the_view_shows_the_pipeline_and_opens_its_recovery_form_prefilled(
         browser: Browser, pipeline: CheckpointedPipeline, airflow_deployment: AirflowDeploymentInfo,
         airflow_api: AirflowApi) -> None:
-    pipeline.produce_input_of(LAST_COMMITTED)
-    pipeline.commit_group(LAST_COMMITTED)
-    name = pipeline.spec.name
-    airflow_api.wait_for_doc_mention(HEALTH_DAG, f"`{name}`")
-    health_run = airflow_api.trigger(HEALTH_DAG, {})
-    verify_run = airflow_api.trigger(RECOVERY_DAG, {"pipeline": name, "action": "verify", "dry_run": True})
-    for dag, run in ((HEALTH_DAG, health_run), (RECOVERY_DAG, verify_run)):
-        airflow_api.wait_for_run(dag, run, timeout_s=300)
+    health_run, recoveries = check_caught_up_pipeline(pipeline, airflow_api, "verify")
+    name, verify_run = pipeline.spec.name, recoveries["verify"]
 
     # The admin, from Airflow's own menu entry (the plugin's external view, in Airflow's frame).
     browser.login(airflow_deployment.url, airflow_deployment.user, airflow_deployment.password())

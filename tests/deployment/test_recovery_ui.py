@@ -15,12 +15,14 @@ from pathlib import Path
 import pytest
 
 from airflow_provider_eos.devstack.airflow_settings import AirflowDeploymentInfo
-from tests.deployment.conftest import HEALTH_DAG, deploy_spec
+from tests.deployment.conftest import HEALTH_DAG
 from tests.support.airflow_api import AirflowApi
 from tests.support.browser import Browser, require_chromium
-from tests.support.checkpointed_pipeline import LAST_COMMITTED, PARTITIONS, CheckpointedPipeline, checkpointed_pipeline
+from tests.support.checkpointed_pipeline import LAST_COMMITTED, PARTITIONS, CheckpointedPipeline
 
 pytestmark = [pytest.mark.airflow, pytest.mark.integration, pytest.mark.deployment]
+#: The prefix of this module's pipelines (the shared ``pipeline`` fixture, conftest).
+PIPELINE_STEM = "ui"
 
 DAG = "eos_manual_recovery"
 REPO = Path(__file__).resolve().parents[2]
@@ -33,14 +35,6 @@ def browser(airflow_deployment: AirflowDeploymentInfo) -> Iterator[Browser]:
         started.login(airflow_deployment.url, airflow_deployment.user, airflow_deployment.password())
         yield started
 
-
-@pytest.fixture
-def pipeline(tmp_path: Path, bootstrap: str, topic_factory, airflow_deployment: AirflowDeploymentInfo,
-             airflow_api: AirflowApi) -> Iterator[CheckpointedPipeline]:
-    made = checkpointed_pipeline(bootstrap, topic_factory, tmp_path, stem="ui")
-    deployed = deploy_spec(airflow_deployment, made.spec_path, airflow_api, made.spec.name)
-    yield made
-    deployed.unlink(missing_ok=True)
 
 
 def _lines(text: str) -> list[str]:

@@ -9,29 +9,19 @@ package's metrics among Airflow's own (docs/observability.md).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from airflow_provider_eos.core.metrics.catalog import TASK_METRICS
 from airflow_provider_eos.devstack.airflow_settings import AirflowDeploymentInfo
-from tests.deployment.conftest import HEALTH_DAG, deploy_spec
+from tests.deployment.conftest import check_caught_up_pipeline
 from tests.support.airflow_api import AirflowApi
-from tests.support.checkpointed_pipeline import LAST_COMMITTED, CheckpointedPipeline, checkpointed_pipeline
+from tests.support.checkpointed_pipeline import CheckpointedPipeline
 from tests.support.statsd import StatsdListener
 
 pytestmark = [pytest.mark.airflow, pytest.mark.integration, pytest.mark.deployment]
-
-RECOVERY_DAG = "eos_manual_recovery"
-
-
-@pytest.fixture
-def pipeline(tmp_path: Path, bootstrap: str, topic_factory, airflow_deployment: AirflowDeploymentInfo,
-             airflow_api: AirflowApi) -> Iterator[CheckpointedPipeline]:
-    made = checkpointed_pipeline(bootstrap, topic_factory, tmp_path, stem="metrics")
-    deployed = deploy_spec(airflow_deployment, made.spec_path, airflow_api, made.spec.name)
-    yield made
-    deployed.unlink(missing_ok=True)
+#: The prefix of this module's pipelines (the shared ``pipeline`` fixture, conftest).
+PIPELINE_STEM = "metrics"
 
 
 @pytest.fixture
@@ -44,15 +34,8 @@ def statsd(airflow_deployment: AirflowDeploymentInfo) -> Iterator[StatsdListener
 
 def test_health_and_recovery_findings_reach_statsd(pipeline: CheckpointedPipeline, statsd: StatsdListener,
                                                    airflow_api: AirflowApi) -> None:
-    pipeline.produce_input_of(LAST_COMMITTED)
-    pipeline.commit_group(LAST_COMMITTED)
+    check_caught_up_pipeline(pipeline, airflow_api, "verify", "abort")
     name = pipeline.spec.name
-    airflow_api.wait_for_doc_mention(HEALTH_DAG, f"`{name}`")
-    health_run = airflow_api.trigger(HEALTH_DAG, {})
-    verify_run = airflow_api.trigger(RECOVERY_DAG, {"pipeline": name, "action": "verify", "dry_run": True})
-    abort_run = airflow_api.trigger(RECOVERY_DAG, {"pipeline": name, "action": "abort", "dry_run": True})
-    for dag, run in ((HEALTH_DAG, health_run), (RECOVERY_DAG, verify_run), (RECOVERY_DAG, abort_run)):
-        airflow_api.wait_for_run(dag, run, timeout_s=300)
 
     prefix = f"airflow.eos.health.{name}."
     statsd.wait_for(f"{prefix}status")
