@@ -1,8 +1,9 @@
-"""``python -m bench [--quick] [--only NAME ...]``: run the benchmarks on one broker and write the results.
+"""``python -m bench [--quick] [--only NAME ...] [--kafka-version X.Y.Z]``: run the benchmarks on one broker and
+write the results.
 
 Benchmarks (in this order): scale, throughput, cluster (the executor writers on one and two
 workers of a standalone cluster), control (the executor writers' control-record cost), memory,
-profile, latency, recovery. The broker is
+profile, latency, recovery. The broker (of ``--kafka-version``, the devstack's default unless given) is
 started in a temporary folder and always stopped; every job subprocess is killed on the way out.
 Full runs write ``bench/results/<date>.{json,md,png}`` and ``LATEST.md``; ``--quick`` and
 ``--only`` runs write ``<date>-quick.*`` / ``<date>-<names>.*`` and leave ``LATEST.md`` alone.
@@ -27,6 +28,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_eos.devstack.jars import KAFKA_VERSION, KAFKA_VERSIONS, kafka_version_argument
 from bench.job import kill_tracked
 from bench.measure import log
 
@@ -121,15 +123,30 @@ def _collect_loads(node: Any, found: list[float]) -> list[float]:
     return found
 
 
-def run_benches(selected: list[str], config: Config, work_dir: Path, results: dict[str, Any]) -> None:
+def broker_facts(info: Any) -> dict[str, str]:
+    """The broker the bench ran on, for its results: the version started (``kafka``) and the transaction
+    protocol it announces (``kafka_protocol``); a protocol that cannot be read is said, not fatal."""
+    from airflow_provider_eos.kafka.broker_protocol import describe_protocol
+
+    try:
+        protocol = describe_protocol(info.client_settings())
+    except Exception as exc:  # the results say so; no benchmark depends on it
+        protocol = f"not read ({type(exc).__name__}: {exc})"
+    return {"kafka": info.kafka_version, "kafka_protocol": protocol}
+
+
+def run_benches(selected: list[str], config: Config, work_dir: Path, results: dict[str, Any], *,
+                kafka_version: str = KAFKA_VERSION) -> None:
     from airflow_provider_eos.devstack.broker import LocalKafka
     from bench import cluster, control_records, latency, memory, profile_sink, recovery, scale, throughput
 
     kafka = LocalKafka(work_dir / "kafka")
     try:
-        info = kafka.up()
+        info = kafka.up(kafka_version=kafka_version)
         bootstrap = info.bootstrap_servers
-        log(f"broker {bootstrap} (state {work_dir / 'kafka'})")
+        results["meta"].update(broker_facts(info))
+        log(f"broker Kafka {info.kafka_version} {bootstrap} ({results['meta']['kafka_protocol']}; state "
+            f"{work_dir / 'kafka'})")
         data = None
 
         def guarded(name: str, call: Callable[[], dict[str, Any]], store: bool = True) -> dict[str, Any] | None:
@@ -238,6 +255,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--producer-setting", action="append", metavar="KEY=VALUE", type=_producer_setting,
                         help="override a producer setting of every mode that writes (repeatable; e.g. "
                              "compression.type=none); recorded in the results")
+    parser.add_argument("--kafka-version", type=kafka_version_argument, default=KAFKA_VERSION, metavar="X.Y.Z",
+                        help=f"the broker's Apache Kafka version, from Maven Central on first use (default "
+                             f"{KAFKA_VERSION}; tested: {', '.join(KAFKA_VERSIONS)}; 3.9.0 or later); recorded "
+                             "in the results")
     parser.add_argument("--keep-work", action="store_true", help="keep the temporary folder (job logs, checkpoints)")
     parser.add_argument("--render", type=Path, metavar="JSON",
                         help="only rewrite the markdown, chart (and LATEST.md) from a results JSON; runs nothing")
@@ -276,17 +297,18 @@ def main(argv: list[str] | None = None) -> int:
         + (f" --letters {','.join(args.letters)}" if args.letters else "")
         + (f" --cores {','.join(map(str, args.cores))}" if args.cores else "")
         + (f" --headers-every {args.headers_every}" if args.headers_every is not None else "")
-        + "".join(f" --producer-setting {key}={value}" for key, value in args.producer_setting or []),
+        + "".join(f" --producer-setting {key}={value}" for key, value in args.producer_setting or [])
+        # Always spelled out: the line must rerun on the same broker whatever the default becomes.
+        + f" --kafka-version {args.kafka_version}",
         "started": started.strftime("%Y-%m-%d %H:%M:%S"), "machine": _machine(), "versions": _versions(),
         "git_commit": _git_commit(), "loadavg_start": os.getloadavg(), "config": asdict(config),
+        # What was asked; run_benches replaces it with what the broker ran, and adds its protocol.
+        "kafka": args.kafka_version,
     }}
-    from airflow_provider_eos.devstack.jars import KAFKA_VERSION
-
-    results["meta"]["kafka"] = KAFKA_VERSION
     work_dir = Path(tempfile.mkdtemp(prefix="eos-bench-"))
     log(f"work folder {work_dir}; running {', '.join(selected)}{' (quick)' if args.quick else ''}")
     try:
-        run_benches(selected, config, work_dir, results)
+        run_benches(selected, config, work_dir, results, kafka_version=args.kafka_version)
     finally:
         if args.keep_work:
             log(f"kept {work_dir}")

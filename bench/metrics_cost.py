@@ -96,18 +96,22 @@ def run(bootstrap: str, work_dir: Path, *, records: int, batch: int, repetitions
 
 def main() -> None:
     from airflow_provider_eos.devstack.broker import LocalKafka
+    from airflow_provider_eos.devstack.jars import KAFKA_VERSION, kafka_version_argument
 
     parser = argparse.ArgumentParser(prog="python -m bench.metrics_cost", description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=300_000)
     parser.add_argument("--batch", type=int, default=30_000)
     parser.add_argument("--repetitions", type=int, default=3)
+    parser.add_argument("--kafka-version", type=kafka_version_argument, default=KAFKA_VERSION, metavar="X.Y.Z",
+                        help=f"the broker's Kafka version (default {KAFKA_VERSION})")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="eos-bench-metrics-") as folder:
         work_dir = Path(folder)
         kafka = LocalKafka(work_dir / "kafka")
         try:
-            bootstrap = kafka.up().bootstrap_servers
-            result = run(bootstrap, work_dir, records=args.records, batch=args.batch, repetitions=args.repetitions)
+            bootstrap = kafka.up(kafka_version=args.kafka_version).bootstrap_servers
+            result = {"kafka": args.kafka_version, **run(bootstrap, work_dir, records=args.records, batch=args.batch,
+                                                         repetitions=args.repetitions)}
         finally:
             kafka.down()
     out = RESULTS / f"{dt.date.today().isoformat()}-metrics.json"

@@ -34,6 +34,7 @@ from airflow_provider_eos.core.sink_protocol import offsets_to_commit
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.devstack.broker import LocalKafka
+from airflow_provider_eos.devstack.jars import KAFKA_VERSION, kafka_version_argument
 from airflow_provider_eos.spark.transactional_producer import TransactionalProducer
 from bench.kafka_io import create_topics, unique
 from bench.records import bench_records
@@ -89,17 +90,20 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=6, help="batches per mode and round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", type=Path, help="write the results JSON here")
+    parser.add_argument("--kafka-version", type=kafka_version_argument, default=KAFKA_VERSION, metavar="X.Y.Z",
+                        help=f"the broker's Kafka version (default {KAFKA_VERSION})")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="eos-bench-handover-") as state:
         kafka = LocalKafka(Path(state) / "kafka")
-        bootstrap = kafka.up(stop_with_pid=os.getpid()).bootstrap_servers
+        bootstrap = kafka.up(stop_with_pid=os.getpid(), kafka_version=args.kafka_version).bootstrap_servers
         try:
             name = unique("handover")
             input_topic, output_topic = create_topics(bootstrap, [f"{name}-in", f"{name}-out"], 1)
             spec = PipelineSpec(name=name, kafka={"bootstrap.servers": bootstrap, **PRODUCER_SETTINGS},
                                 input_topics=[input_topic], output_topic=output_topic, group_id=f"{name}-group",
                                 transactional_id_prefix=name, checkpoint_location=f"{state}/checkpoint")
-            result = {"records_per_batch": args.records, "batches": args.batches, "rounds": args.rounds,
+            result = {"kafka": args.kafka_version, "records_per_batch": args.records, "batches": args.batches,
+                      "rounds": args.rounds,
                       **measure(spec, bench_records(args.records), args.batches, args.rounds)}
         finally:
             kafka.down()

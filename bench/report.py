@@ -131,7 +131,8 @@ def markdown(results: dict[str, Any]) -> str:
     out.append(f"Command: `{meta['command']}` · commit `{meta.get('git_commit', '?')}` · {meta['machine']} · "
                f"run {meta['started']} to {meta['finished']} ({meta['duration_min']:.0f} min)")
     out.append("")
-    out.append(f"Versions: {meta['versions']}. One broker (Kafka {meta['kafka']}, KRaft, single node, "
+    protocol = f", {meta['kafka_protocol']}" if meta.get("kafka_protocol") else ""
+    out.append(f"Versions: {meta['versions']}. One broker (Kafka {meta['kafka']}{protocol}, KRaft, single node, "
                "started by the bench); jobs via `eos run --master local[2]`"
                + (" (the throughput table: " + " and ".join(f"local[{c}]" for c in results["throughput"]["cores"])
                   + ")" if is_writers_format(results.get("throughput")) else "") + ", `spark.driver.memory=1g`.")

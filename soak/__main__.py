@@ -1,9 +1,9 @@
 """``python -m soak [--seed S] [--records N] [--faults F] [--writers driver,executors] [--executor-writer jvm]
-[--no-control]``.
+[--no-control] [--kafka-version X.Y.Z]``.
 
-Starts its own devstack (three brokers, a two-worker Spark standalone cluster) in a temporary folder,
-always stopped, runs the seeded schedule (:mod:`soak.schedule`) through each writer (the executors phase on
-``--executor-writer``, ``jvm`` by default as in the product) and, unless
+Starts its own devstack (three brokers of ``--kafka-version``, a two-worker Spark standalone cluster) in a
+temporary folder, always stopped, runs the seeded schedule (:mod:`soak.schedule`) through each writer (the
+executors phase on ``--executor-writer``, ``jvm`` by default as in the product) and, unless
 ``--no-control``, replays it on the at-least-once writer; writes ``<out>/<stamp>-seed<S>.{json,md,png}``
 and ``LATEST.md``. The same arguments with the same seed replay the same schedule. Exit 0 when
 exactly-once held (0 duplicates, 0 lost, per-key order, every verdict fine, nothing left open).
@@ -27,6 +27,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_eos.devstack.jars import KAFKA_VERSION, KAFKA_VERSIONS, kafka_version_argument
 from soak.job import log
 from soak.schedule import DEFAULT_EXECUTOR_WRITER, EXECUTOR_WRITERS, WRITERS, build
 
@@ -48,6 +49,9 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
                              "where the schedule drew Python workers (default jvm)")
     parser.add_argument("--control", action=argparse.BooleanOptionalAction, default=True,
                         help="replay the schedule on the at-least-once writer and count its duplicates (default on)")
+    parser.add_argument("--kafka-version", type=kafka_version_argument, default=KAFKA_VERSION, metavar="X.Y.Z",
+                        help=f"the brokers' Apache Kafka version, from Maven Central on first use (default "
+                             f"{KAFKA_VERSION}; tested: {', '.join(KAFKA_VERSIONS)}; 3.9.0 or later)")
     parser.add_argument("--batch", type=int, help="max records per batch (default: a quarter of a slice, 500..5000)")
     parser.add_argument("--transaction-timeout-ms", type=int, default=15_000,
                         help="the spec's transaction.timeout.ms (short: slow_transaction waits it out)")
@@ -67,10 +71,11 @@ def reproduce_command(args: argparse.Namespace, seed: int, writers: tuple[str, .
     """
     # The executor writer always spelled out, the default too: the schedule depends on it (a JVM
     # writer's executors phase kills executor JVMs where a Python writer's kills Python workers), and
-    # the line must replay this schedule whatever the default becomes.
+    # the line must replay this schedule whatever the default becomes. The Kafka version too: the same
+    # schedule on another broker is another run.
     return (f"python -m soak --seed {seed} --records {args.records} --faults {args.faults} --writers "
             f"{','.join(writers)} --executor-writer {args.executor_writer} "
-            f"--{'' if args.control else 'no-'}control"
+            f"--{'' if args.control else 'no-'}control --kafka-version {args.kafka_version}"
             + (f" --batch {args.batch}" if args.batch else "")
             + (f" --transaction-timeout-ms {args.transaction_timeout_ms}"
                if args.transaction_timeout_ms != 15_000 else ""))
@@ -110,9 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     slice_size = min(min(p.slices) for p in schedule.phases)
     batch = args.batch or max(500, min(5000, slice_size // 4))
     settings = Settings(batch=batch, transaction_timeout_ms=args.transaction_timeout_ms, control=args.control,
-                        executor_writer=args.executor_writer)
+                        executor_writer=args.executor_writer, kafka_version=args.kafka_version)
     command = reproduce_command(args, seed, writers)
-    log(f"seed {seed}, executor writer {args.executor_writer}: {schedule.counts()}")
+    log(f"seed {seed}, executor writer {args.executor_writer}, Kafka {args.kafka_version}: {schedule.counts()}")
     # A SIGTERM must still stop the devstack and the jobs (the finally blocks run).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = dt.datetime.now()
@@ -121,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
         "meta": {"command": command, "started": started.strftime("%Y-%m-%d %H:%M:%S"), "git_commit": _git_commit(),
                  "machine": _machine(), "batch": batch, "transaction_timeout_ms": args.transaction_timeout_ms,
                  "executor_writer": args.executor_writer,
+                 # What was asked; run_schedule replaces it with what the brokers ran, and adds their protocol.
+                 "kafka": args.kafka_version,
                  "trigger": TRIGGER, "input_note": INPUT_NOTE, "loadavg_start": os.getloadavg()},
     }
     work_dir = Path(tempfile.mkdtemp(prefix="eos-soak-"))

@@ -62,7 +62,8 @@ def markdown(results: dict[str, Any], stem: str) -> str:
            f"- Input: {results['schedule']['records_per_phase']:,} records per phase ({meta['input_note']}); "
            f"batches of at most {meta['batch']:,} records, transaction.timeout.ms {meta['transaction_timeout_ms']:,}",
            f"- Executor writer (the executors phase's tasks): {_executor_writer(meta)}",
-           f"- Cluster: 3 KRaft brokers (replication 3, min.insync.replicas 2), Spark standalone with 2 workers, "
+           f"- Cluster: 3 KRaft brokers ({_brokers(meta)}; replication 3, min.insync.replicas 2), Spark standalone "
+           f"with 2 workers, "
            f"job in processing-time mode (`{meta['trigger']}`), restarted after every exit as the DAG would "
            f"(`eos abort --force`, `eos verify`)",
            f"- Faults: {s['faults']} in total, {s['applied']} applied, **{s['hit_open_transaction']} hit an open "
@@ -115,6 +116,13 @@ def markdown(results: dict[str, Any], stem: str) -> str:
     if results["schedule"]["records_per_phase"] >= FULL_RECORDS and results["schedule"]["faults"] >= FULL_FAULTS:
         out.append(_FULL_MARK)
     return "\n".join(out) + "\n"
+
+
+def _brokers(meta: dict[str, Any]) -> str:
+    if not meta.get("kafka"):
+        return "Kafka version not recorded: a run from before `--kafka-version`"
+    protocol = meta.get("kafka_protocol")
+    return f"Kafka {meta['kafka']}" + (f", {protocol}" if protocol else "")
 
 
 def _executor_writer(meta: dict[str, Any]) -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_eos.devstack.jars import KAFKA_VERSION
 from soak.checks import OutputCheck, dlq_check, exactly_once_holds
 from soak.data import ABORTED_EVERY, MALFORMED_EVERY, EventStream, InputProducer, expected_malformed
 from soak.faults import apply
@@ -43,12 +44,14 @@ class Settings:
     :param control: also replay the schedule on the at-least-once writer.
     :param executor_writer: the spec's ``executor_writer`` (``jvm`` or ``python``); it must be the one the
         schedule was built for (:func:`soak.schedule.build`), which chose the faults by it.
+    :param kafka_version: the brokers' Kafka version (``--kafka-version``, checked by the devstack).
     """
 
     batch: int
     transaction_timeout_ms: int = 15_000
     control: bool = True
     executor_writer: str = DEFAULT_EXECUTOR_WRITER
+    kafka_version: str = KAFKA_VERSION
 
 
 @dataclass
@@ -60,17 +63,17 @@ class Stack:
 
 
 @contextlib.contextmanager
-def devstack(work_dir: Path) -> Iterator[Stack]:
-    """Three brokers and a two-worker standalone Spark cluster in ``work_dir``, always stopped (a reaper
-    stops them too if this process dies without its cleanup)."""
+def devstack(work_dir: Path, kafka_version: str = KAFKA_VERSION) -> Iterator[Stack]:
+    """Three brokers of ``kafka_version`` and a two-worker standalone Spark cluster in ``work_dir``, always
+    stopped (a reaper stops them too if this process dies without its cleanup)."""
     from airflow_provider_eos.devstack.broker import LocalKafka
     from airflow_provider_eos.devstack.spark_cluster import SparkCluster
 
     kafka = LocalKafka(work_dir / "kafka", heap="384m")
     spark = SparkCluster(work_dir / "spark")
     try:
-        cluster = kafka.up(stop_with_pid=os.getpid(), brokers=3)
-        log(f"brokers up: {cluster.bootstrap_servers}")
+        cluster = kafka.up(stop_with_pid=os.getpid(), brokers=3, kafka_version=kafka_version)
+        log(f"brokers up: Kafka {cluster.kafka_version} {cluster.bootstrap_servers}")
         master = spark.up(workers=2, worker_memory="1g", stop_with_pid=os.getpid()).master_url
         log(f"spark standalone up: {master}")
         yield Stack(kafka, cluster, spark, master)
@@ -96,11 +99,24 @@ def run_schedule(schedule: Schedule, settings: Settings, work_dir: Path, results
     runs = [(phase, EXACTLY_ONCE) for phase in schedule.phases]
     if settings.control:
         runs += [(phase, AT_LEAST_ONCE) for phase in schedule.phases]
-    with devstack(work_dir / "devstack") as stack:
+    with devstack(work_dir / "devstack", settings.kafka_version) as stack:
+        results["meta"].update(broker_facts(stack.cluster))
         for phase, mode in runs:
             label = phase.writers if mode == EXACTLY_ONCE else f"control-{phase.writers}"
             log(f"phase {label}: {phase.records:,} records, {len(phase.events)} faults")
             results["phases"].append(run_phase(phase, mode, label, stack, settings, work_dir / label))
+
+
+def broker_facts(cluster: Any) -> dict[str, str]:
+    """The brokers the soak ran on, for its report: the version started (``kafka``) and the transaction
+    protocol they announce (``kafka_protocol``); a protocol that cannot be read is said, not fatal."""
+    from airflow_provider_eos.kafka.broker_protocol import describe_protocol
+
+    try:
+        protocol = describe_protocol(cluster.client_settings())
+    except Exception as exc:  # the report says so; the soak's verdict does not depend on it
+        protocol = f"not read ({type(exc).__name__}: {exc})"
+    return {"kafka": cluster.kafka_version, "kafka_protocol": protocol}
 
 
 def run_phase(phase: Phase, mode: str, label: str, stack: Stack, settings: Settings, folder: Path) -> dict[str, Any]:

@@ -99,15 +99,13 @@ def run_version(version: str, workers: str, *, long: bool) -> tuple[list[Outcome
 def broker_protocol(version: str) -> str:
     """What a broker of ``version`` announces about transactions (one started for the question)."""
     from airflow_provider_eos.devstack.broker import LocalKafka
-    from airflow_provider_eos.kafka.broker_protocol import read_broker_protocol
-    from airflow_provider_eos.kafka.transactions_admin import admin_client
+    from airflow_provider_eos.kafka.broker_protocol import describe_protocol
 
     with tempfile.TemporaryDirectory(prefix=f"eos-compat-broker-{version}-") as folder:
         kafka = LocalKafka(folder)
         info = kafka.up(kafka_version=version, stop_with_pid=os.getpid())
         try:
-            with admin_client({"bootstrap.servers": info.bootstrap_servers}) as admin:
-                return read_broker_protocol(admin).describe()
+            return describe_protocol(info.client_settings())
         finally:
             kafka.down()
 

@@ -7,6 +7,7 @@ stamp file.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -134,6 +135,15 @@ def check_kafka_version(version: str) -> str:
             "given as X.Y.Z",
             fix=f"pass one of the tested versions {', '.join(KAFKA_VERSIONS)} (default {KAFKA_VERSION})")
     return version
+
+
+def kafka_version_argument(text: str) -> str:
+    """``--kafka-version`` of the bench and the soak (an argparse ``type``): :func:`check_kafka_version`,
+    its refusal (the value and the tested versions) turned into argparse's usage error before anything starts."""
+    try:
+        return check_kafka_version(text)
+    except DevstackError as exc:
+        raise argparse.ArgumentTypeError(f"{exc.message}; {exc.fix}") from exc
 
 
 def kafka_jars_dir(version: str = KAFKA_VERSION) -> Path:

@@ -7,15 +7,16 @@ send it), so the health and pre-flight principals read it as they are.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_eos.core.broker_protocol import RELIED_ON_APIS, BrokerProtocol
-from airflow_provider_eos.kafka.transactions_admin import admin_call
+from airflow_provider_eos.kafka.transactions_admin import admin_call, admin_client
 
 if TYPE_CHECKING:
     from kafka.admin import KafkaAdminClient
 
-__all__ = ["read_broker_protocol"]
+__all__ = ["describe_protocol", "read_broker_protocol"]
 
 
 def read_broker_protocol(admin: KafkaAdminClient) -> BrokerProtocol:
@@ -35,3 +36,13 @@ def read_broker_protocol(admin: KafkaAdminClient) -> BrokerProtocol:
     api_versions = {int(key): (int(low), int(high)) for key, (low, high) in announced.items()
                     if int(key) in RELIED_ON_APIS}
     return BrokerProtocol(api_versions=api_versions, finalized_features=finalized, supported_features=supported)
+
+
+def describe_protocol(config: Mapping[str, Any]) -> str:
+    """:meth:`BrokerProtocol.describe` of the cluster ``config`` (librdkafka settings) reaches: the line
+    the compatibility matrix and the bench's and soak's reports show for the brokers they ran on.
+
+    :raises TransactionsAdminError: if no broker can be reached or DescribeFeatures fails.
+    """
+    with admin_client(config) as admin:
+        return read_broker_protocol(admin).describe()
