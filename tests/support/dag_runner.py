@@ -142,8 +142,10 @@ def _upsert_connections() -> None:
 
 def _extra_links(dag_run: Any, tis: list[Any], session: Any) -> dict[str, dict[str, str]]:
     """The tasks' extra links as the api-server computes them: from the serialized DAG, each read from its XCom."""
-    from airflow.models.dagbag import DBDagBag
-
+    try:
+        from airflow.models.dagbag import DBDagBag
+    except ImportError:  # an Airflow without it: the tests that read the links run on the newest one
+        return {}
     served = DBDagBag().get_dag_for_run(dag_run, session=session)
     links: dict[str, dict[str, str]] = {}
     for ti in tis:
