@@ -107,7 +107,7 @@ def test_pipeline_on_yarn_cluster_mode_is_exact_and_its_hdfs_checkpoint_verifies
     print(f"\nYARN pipeline submit-to-finished {time.monotonic() - started:.1f}s ({app_id})")
 
     # The task's links, from YARN's client's lines: the ResourceManager's page of this application, and its proxy.
-    # (Only their form: the MiniYARNCluster answered 404 for /cluster/app/<id>; its REST API knows the id, above.)
+    # (Only their form: the MiniYARNCluster answered 404 for /cluster/app/<id>; its REST API knows the id, below.)
     assert ti.xcom[SPARK_APPLICATION_XCOM_KEY] == f"{on_yarn.resourcemanager_url}/cluster/app/{app_id}"
     assert re.fullmatch(rf"http://[^/]+/proxy/{app_id}/", str(ti.xcom[SPARK_UI_XCOM_KEY])), ti.xcom
 
