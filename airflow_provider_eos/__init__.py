@@ -55,6 +55,11 @@ def get_provider_info() -> dict:
                 ],
             },
         ],
+        # The submit task's links to its Spark UI and to its application in the cluster manager.
+        "extra-links": [
+            "airflow_provider_eos.operators.application_links.SparkUiLink",
+            "airflow_provider_eos.operators.application_links.SparkApplicationLink",
+        ],
         "sensors": [
             {
                 "integration-name": "Apache Kafka (exactly-once)",

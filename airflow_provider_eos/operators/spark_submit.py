@@ -21,6 +21,9 @@ the operator's ``conf`` alike, go to a private ``--properties-file`` (:mod:`~air
 spark-submit does not inherit the worker's environment (its ``AIRFLOW_CONN_*``, Fernet key, JWT
 secret): it starts with the allow-list of :mod:`airflow_provider_eos.core.submit_environment` and
 the operator's ``env_vars``.
+
+The task's page links to the driver's Spark UI and to the application in its cluster manager
+(:mod:`~airflow_provider_eos.operators.application_links`), as soon as spark-submit's output names them.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from airflow.providers.common.compat.openlineage.utils.spark import (
 from airflow.providers.common.compat.sdk import AirflowFailException
 from airflow.sdk.log import mask_secret
 
+from airflow_provider_eos.core.application_links import LinkScanner
 from airflow_provider_eos.core.cluster_records import manager_web_url
 from airflow_provider_eos.core.driver import (
     DRIVER_OWNER_PID_ENV,
@@ -59,10 +63,12 @@ from airflow_provider_eos.core.hadoop_conf import ambient_hadoop_conf
 from airflow_provider_eos.core.secrets import is_secret_setting
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.spec.submission import Connector, parse_connector
-from airflow_provider_eos.core.submit_environment import submit_environment, withheld
+from airflow_provider_eos.core.submit_environment import withheld
 from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
+from airflow_provider_eos.operators.application_links import LinkPublisher, SparkApplicationLink, SparkUiLink
 from airflow_provider_eos.operators.driver import earliest_driver_start, lease_checkpoint
 from airflow_provider_eos.operators.lineage import announce_outputs, openlineage_facets
+from airflow_provider_eos.operators.spark_submit_launch import launch_spark_submit
 from airflow_provider_eos.operators.use_case import task_failures
 from airflow_provider_eos.spark.detached_stop import hand_over_stop
 from airflow_provider_eos.spark.driver_processes import request_stop, this_host_identity
@@ -137,6 +143,8 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         *SparkSubmitOperator.template_fields, "spec_path", "mode", "kafka_conn_id", "python_environment",
     )
     ui_color = "#f4c47a"
+    # Their XComs are pushed while spark-submit runs: the links show while the task runs.
+    operator_extra_links = (SparkUiLink(), SparkApplicationLink())
 
     def __init__(
         self,
@@ -280,7 +288,9 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         """Tag the submission's processes with the run's driver token and record where they run.
 
         The XCom ``driver`` is what the recovery branch reads to stop the driver and to establish
-        that it is gone before it aborts anything (docs/architecture.md, recovery).
+        that it is gone before it aborts anything (docs/architecture.md, recovery). spark-submit's output
+        is also read for the task's links to the Spark UI and the application (``spark_ui_url``,
+        ``spark_application_url``: :mod:`~airflow_provider_eos.operators.application_links`).
         """
         token = driver_token(pipeline, context["ti"].dag_id, context["run_id"])
         self.env_vars = {**(self.env_vars or {}), DRIVER_TOKEN_ENV: token}
@@ -288,9 +298,6 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         if client_mode:
             self.env_vars[DRIVER_OWNER_PID_ENV] = str(os.getpid())
         self._hook = self._get_hook()
-        self._launch_spark_submit(self._hook, own_session=client_mode)
-        self.log.info("spark-submit starts without %d variables of this worker's environment (pass what the job "
-                      "needs in env_vars)", len(withheld(os.environ)))
         # The identity beyond the host name (boot, pid namespace, user): an observer elsewhere cannot mistake
         # a live driver for a gone one (docs/architecture.md, recovery).
         handle = DriverHandle(
@@ -299,6 +306,13 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
             submitted_at=dt.datetime.now(dt.UTC), earliest_start=earliest_driver_start(context),
             manager_url=self._manager_url(), **this_host_identity().model_dump(),
         )
+        links = LinkPublisher(context["ti"], LinkScanner(handle.master, handle.deploy_mode, handle.manager_url),
+                              self.log)
+        hook = self._hook
+        launch_spark_submit(hook, own_session=client_mode, on_line=links.line,
+                            on_end=lambda: links.ended(getattr(hook, "_yarn_application_id", None)))
+        self.log.info("spark-submit starts without %d variables of this worker's environment (pass what the job "
+                      "needs in env_vars)", len(withheld(os.environ)))
         self._driver = handle
         context["ti"].xcom_push(key=DRIVER_XCOM_KEY, value=handle.model_dump(mode="json"))
         self.log.info("Driver token %s on host %s (%s)", token, handle.host, handle.master)
@@ -346,43 +360,6 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
                 "Stop it on its host (it ends after its running batch on SIGTERM), then clear this task."
             )
         self.log.info("No earlier driver of the pipeline is alive any more: %s", seen.evidence)
-
-    @staticmethod
-    def _launch_spark_submit(hook: SparkSubmitHook, *, own_session: bool) -> None:
-        """Start spark-submit with the allow-listed environment and, in client mode, in a session of its own.
-
-        Environment: the provider's ``submit`` starts spark-submit with a copy of this worker's whole
-        environment plus the hook's env vars whenever it has env vars (it always has: the driver
-        token), and with its ``env`` argument otherwise. So once the command is built (which reads
-        the env vars: YARN's ``appMasterEnv`` settings) the hook's env vars are held aside until
-        spark-submit has started, and ``env`` carries them over the allow-listed environment.
-
-        Session: Airflow 3's supervisor signals a killed task's whole process group, SIGKILL 5 s
-        after SIGTERM: spark-submit's JVM would stop its SparkContext mid-batch. Out of the group,
-        the driver gets only :meth:`on_kill`'s signals and ends after its running batch; it also
-        stops by itself when this task's process is gone (``EOS_DRIVER_OWNER_PID``).
-        """
-        build, submit, follow = hook._build_spark_submit_command, hook.submit, hook._process_spark_submit_log
-        held: dict[str, dict[str, Any] | None] = {}
-
-        def build_holding_env(application: str) -> list[str]:
-            command = build(application)
-            held["env"], hook._env = hook._env, None
-            return command
-
-        def follow_with_env(lines: Any) -> None:
-            hook._env = held.get("env")  # back for the provider's kill of a YARN application
-            follow(lines)
-
-        def submit_allow_listed(application: str = "", **kwargs: Any) -> str | None:
-            kwargs["env"] = submit_environment(os.environ, {k: str(v) for k, v in (hook._env_vars or {}).items()})
-            if own_session:
-                kwargs["start_new_session"] = True
-            return submit(application, **kwargs)
-
-        hook._build_spark_submit_command = build_holding_env  # type: ignore[method-assign]
-        hook._process_spark_submit_log = follow_with_env  # type: ignore[method-assign]
-        hook.submit = submit_allow_listed  # type: ignore[method-assign]
 
     def on_kill(self) -> None:
         """Stop a client-mode driver: SIGTERM now, SIGKILL of its process group after the grace period.

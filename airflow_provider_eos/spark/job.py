@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from airflow_provider_eos.core.acls import ResourceType
+from airflow_provider_eos.core.application_links import app_line
 from airflow_provider_eos.core.driver import DRIVER_OWNER_PID_ENV, DRIVER_TOKEN_CONF, DRIVER_TOKEN_ENV
 from airflow_provider_eos.core.errors import AclMissingError, EosError, SpecError
 from airflow_provider_eos.core.spec import Mode, PipelineSpec
@@ -221,6 +222,16 @@ def driver_lease(spark: SparkSession, spec: PipelineSpec) -> LeaseKeeper | None:
                        app_id=spark.sparkContext.applicationId)
 
 
+def announce_application(spark: SparkSession) -> None:
+    """Log the ``EOS-APP`` line: the application id and the Spark UI's address, as the SparkContext reports them.
+
+    The submit task reads it in spark-submit's output for its links to the Spark UI and to the
+    application in its cluster manager (:mod:`airflow_provider_eos.core.application_links`).
+    """
+    context = spark.sparkContext
+    log.info(app_line(context.applicationId, context.uiWebUrl))
+
+
 def run_pipeline(spark: SparkSession, spec: PipelineSpec, mode: Mode | str = Mode.EXACTLY_ONCE) -> int:
     """Run until the query ends (available-now) or SIGTERM; returns a process exit code.
 
@@ -229,6 +240,7 @@ def run_pipeline(spark: SparkSession, spec: PipelineSpec, mode: Mode | str = Mod
     (:func:`driver_lease`): it starts no batch and commits nothing once it cannot renew it, and
     releases it once the query has stopped.
     """
+    announce_application(spark)
     stop_requested = threading.Event()
     exporter = _metrics_exporter(spec)
     lease = driver_lease(spark, spec)

@@ -3,14 +3,21 @@
 The openlineage provider's listener writes to its file transport; the submit task's events name the
 input topic and the output and dead-letter topics in the ``kafka://<server>`` namespace, and the
 run's asset events are this pipeline's output topics, attached to the outputs alias.
+
+The same run proves the submit task's operator extra links: the driver runs with its Spark UI on a
+port the test chose, and the link the api-server serves is that UI's address (a local master has no
+cluster manager: no application link).
 """
 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
+from airflow_provider_eos.core.application_links import SPARK_APPLICATION_XCOM_KEY, SPARK_UI_XCOM_KEY
+from airflow_provider_eos.devstack.broker_config import free_port
 from tests.support.dag_runner import run_dag
 from tests.support.pipeline import PipelineHarness, json_events
 
@@ -25,6 +32,9 @@ def test_a_run_announces_its_own_output_topics_and_openlineage_sees_topic_to_pip
 ) -> None:
     (tmp_path / "pipeline").mkdir()
     harness = PipelineHarness(bootstrap, tmp_path / "pipeline")
+    ui_port = free_port()
+    harness.with_overrides(spark_conf={**harness.spec.spark_conf, "spark.ui.enabled": "true",
+                                       "spark.ui.port": str(ui_port)})
     records, _, _ = json_events(300)
     harness.produce_input(records)
     lineage_file = tmp_path / "openlineage.jsonl"
@@ -49,3 +59,11 @@ def test_a_run_announces_its_own_output_topics_and_openlineage_sees_topic_to_pip
     for event in submits.values():
         assert [(d["namespace"], d["name"]) for d in event["inputs"]] == [(namespace, harness.input_topic)]
         assert [(d["namespace"], d["name"]) for d in event["outputs"]] == [(namespace, t) for t in written]
+
+    # The submit task's links: the real driver's Spark UI (the port it was given), as the api-server serves them.
+    spark_ui = run.xcoms[f"submit.{SPARK_UI_XCOM_KEY}"]
+    assert re.fullmatch(rf"http://[^/:]+:{ui_port}", spark_ui), spark_ui
+    assert f"Spark UI: {spark_ui}" in run.task_log("submit")
+    assert run.xcoms[f"submit.{SPARK_APPLICATION_XCOM_KEY}"] == ""
+    assert run.extra_links["submit"] == {"Spark UI": spark_ui, "Spark application": ""}, run.extra_links
+    assert "Failed to push an xcom for task operator extra link" not in run.log  # get_link ran at the task's end

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
 
+from airflow_provider_eos.core.application_links import LinkScanner
 from airflow_provider_eos.core.driver import (
     DRIVER_TOKEN_ENV,
     DriverHandle,
@@ -121,6 +123,16 @@ def test_the_standalone_masters_record_says_alive_then_gone_after_the_driver_is_
     process = _running(harness, token)
     assert manager_evidence(handle).says is Liveness.ALIVE, manager_evidence(handle).detail
     assert lease_evidence(handle, checkpoint).says is Liveness.ALIVE
+    # The submit task's application link, from the driver's own EOS-APP line: the master's page of this application.
+    scanner = LinkScanner(spark_standalone.master_url, "client", spark_standalone.info.webui_url)
+    log = (harness.work_dir / f"run-{harness.runs}.log").read_text(errors="replace")
+    (links,) = [found for line in log.splitlines() if (found := scanner.feed(line)) is not None]
+    app_id = links.spark_application_url.rsplit("appId=", 1)[1]
+    assert app_id.startswith("app-") and links.spark_application_url.startswith(spark_standalone.info.webui_url)
+    with urllib.request.urlopen(links.spark_application_url, timeout=10) as page:
+        text = page.read().decode()
+    # The master knows the id (a page of an unknown one says so) and names it after the run's driver token.
+    assert app_id in text and token in text and "No running application" not in text, text[-2000:]
 
     kill_group(process)
     killed_at = time.monotonic()

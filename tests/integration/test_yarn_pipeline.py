@@ -14,6 +14,7 @@ executed rewind needs no application (a checkpoint in Spark's format, put on HDF
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -25,6 +26,7 @@ from pathlib import Path
 import pytest
 from fsspec.implementations.webhdfs import WebHDFS
 
+from airflow_provider_eos.core.application_links import SPARK_APPLICATION_XCOM_KEY, SPARK_UI_XCOM_KEY, parse_app_line
 from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.driver import EvidenceSource, Liveness
 from airflow_provider_eos.core.hadoop_conf import HADOOP_CONF_DIR_ENV
@@ -99,9 +101,15 @@ def test_pipeline_on_yarn_cluster_mode_is_exact_and_its_hdfs_checkpoint_verifies
     operator = submit_operator(harness, on_yarn)
 
     started = time.monotonic()
-    operator.execute({"ti": TaskInstance(), "run_id": "manual__yarn"})
+    ti = TaskInstance()
+    operator.execute({"ti": ti, "run_id": "manual__yarn"})
     app_id = operator._hook._yarn_application_id
     print(f"\nYARN pipeline submit-to-finished {time.monotonic() - started:.1f}s ({app_id})")
+
+    # The task's links, from YARN's client's lines: the ResourceManager's page of this application, and its proxy.
+    # (Only their form: the MiniYARNCluster answered 404 for /cluster/app/<id>; its REST API knows the id, below.)
+    assert ti.xcom[SPARK_APPLICATION_XCOM_KEY] == f"{on_yarn.resourcemanager_url}/cluster/app/{app_id}"
+    assert re.fullmatch(rf"http://[^/]+/proxy/{app_id}/", str(ti.xcom[SPARK_UI_XCOM_KEY])), ti.xcom
 
     # The provider followed the application through the ResourceManager to its success.
     app = application(on_yarn, app_id)
@@ -109,6 +117,9 @@ def test_pipeline_on_yarn_cluster_mode_is_exact_and_its_hdfs_checkpoint_verifies
     assert app["name"] == f"eos-{harness.name}"
     driver_log = container_log(app, "stdout")  # the driver's Python logging, in its container
     assert "EOS-WRITERS executors" in driver_log, driver_log[-3000:]
+    # The driver's own EOS-APP line names the same application (in its container's log, not spark-submit's output).
+    announced = [parse_app_line(line) for line in driver_log.splitlines() if "EOS-APP " in line]
+    assert [app.app_id for app in announced if app] == [app_id], announced
 
     # Output exact; the checkpoint (read over WebHDFS with HADOOP_CONF_DIR's address) agrees with the group.
     assert_exactly_once(harness, valid, malformed)

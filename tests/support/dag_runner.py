@@ -36,6 +36,8 @@ class DagRunResult:
     rendered_fields: list[str] = field(default_factory=list)
     #: The run's asset events: ``{"task_id", "uri", "extra"}`` each.
     asset_events: list[dict[str, Any]] = field(default_factory=list)
+    #: Each task's operator extra links as the api-server serves them: ``{task_id: {link name: url or ""}}``.
+    extra_links: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def started(self, task_id: str) -> float:
         """When the task started (epoch seconds)."""
@@ -138,6 +140,21 @@ def _upsert_connections() -> None:
                                    extra=json.dumps(extra) if isinstance(extra, dict) else extra))
 
 
+def _extra_links(dag_run: Any, tis: list[Any], session: Any) -> dict[str, dict[str, str]]:
+    """The tasks' extra links as the api-server computes them: from the serialized DAG, each read from its XCom."""
+    try:
+        from airflow.models.dagbag import DBDagBag
+    except ImportError:  # an Airflow without it: the tests that read the links run on the newest one
+        return {}
+    served = DBDagBag().get_dag_for_run(dag_run, session=session)
+    links: dict[str, dict[str, str]] = {}
+    for ti in tis:
+        task = served.get_task(ti.task_id)
+        if ti.map_index < 0 and task.extra_links:
+            links[ti.task_id] = {name: task.get_extra_links(ti, name) or "" for name in task.extra_links}
+    return links
+
+
 def _run(dag_id: str, conf: str, out: str, run_after: str = "", mark_success: str = "") -> None:
     from airflow.dag_processing.bundles.manager import DagBundlesManager
     from airflow.models.asset import AssetEvent
@@ -163,7 +180,7 @@ def _run(dag_id: str, conf: str, out: str, run_after: str = "", mark_success: st
         tis = dag_run.get_task_instances(session=session)
         xcoms = session.query(XComModel).filter(
             XComModel.dag_id == dag_id, XComModel.run_id == dag_run.run_id,
-            XComModel.key.in_(("return_value", "driver")))
+            XComModel.key.in_(("return_value", "driver", "spark_ui_url", "spark_application_url")))
         result = {
             "state": str(dag_run.state),
             "states": {(ti.task_id if ti.map_index < 0 else f"{ti.task_id}[{ti.map_index}]"): str(ti.state)
@@ -179,6 +196,7 @@ def _run(dag_id: str, conf: str, out: str, run_after: str = "", mark_success: st
             "asset_events": [{"task_id": e.source_task_id, "uri": e.asset.uri, "extra": e.extra}
                              for e in session.query(AssetEvent).filter(AssetEvent.source_dag_id == dag_id,
                                                                        AssetEvent.source_run_id == dag_run.run_id)],
+            "extra_links": _extra_links(dag_run, tis, session),
             "rendered_fields": [json.dumps(r.rendered_fields, default=str) for r in session.query(
                 RenderedTaskInstanceFields).filter(RenderedTaskInstanceFields.dag_id == dag_id,
                                                    RenderedTaskInstanceFields.run_id == dag_run.run_id)],

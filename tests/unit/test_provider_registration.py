@@ -46,3 +46,14 @@ def test_the_providers_manager_knows_the_eos_config_section() -> None:
 
     configs = dict(ProvidersManager().provider_configs)
     assert "specs_dir" in configs["airflow-provider-eos"]["eos"]["options"]
+
+
+def test_the_providers_manager_registers_the_submit_tasks_links() -> None:
+    from airflow.providers_manager import ProvidersManager
+
+    links = airflow_provider_eos.get_provider_info()["extra-links"]
+    assert links == ["airflow_provider_eos.operators.application_links.SparkUiLink",
+                     "airflow_provider_eos.operators.application_links.SparkApplicationLink"]
+    # The manager imports each class and keeps only those that are operator links.
+    assert set(links) <= set(ProvidersManager().extra_links_class_names)
+
