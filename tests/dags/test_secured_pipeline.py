@@ -96,7 +96,7 @@ def test_three_principals_crash_recover_resume_and_no_password_leaks(
         "EOS_SPECS_DIR": str(harness.spec_file.parent),
         # The master's web UI as the connection names it: the submit task's "Spark application" link.
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": spark_standalone.master_url,
-                                                  "extra": {"spark_master_webui_url": spark_standalone.webui_url}}),
+                                                  "extra": {"spark_master_webui_url": spark_standalone.info.webui_url}}),
         # The operator's private spec copy (the job principal's password in it) goes where the sampler looks.
         "TMPDIR": str(task_tmp),
         # Connection extras are stored encrypted, as a deployment keeps them.
@@ -156,7 +156,7 @@ def test_three_principals_crash_recover_resume_and_no_password_leaks(
     # The submit task links to its application on the standalone master (the driver's EOS-APP line, read
     # from spark-submit's output); the driver ran without its Spark UI (the job's default): no UI link.
     application = resumed.xcoms["submit.spark_application_url"]
-    assert re.fullmatch(rf"{re.escape(spark_standalone.webui_url)}/app/\?appId=app-[0-9]+-[0-9]+", application), \
+    assert re.fullmatch(rf"{re.escape(spark_standalone.info.webui_url)}/app/\?appId=app-[0-9]+-[0-9]+", application), \
         application
     assert resumed.extra_links["submit"] == {"Spark UI": "", "Spark application": application}, resumed.extra_links
 
