@@ -95,8 +95,9 @@ def test_three_principals_crash_recover_resume_and_no_password_leaks(
     env = {
         "EOS_SPECS_DIR": str(harness.spec_file.parent),
         # The master's web UI as the connection names it: the submit task's "Spark application" link.
-        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": spark_standalone.master_url,
-                                                  "extra": {"spark_master_webui_url": spark_standalone.info.webui_url}}),
+        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({
+            "conn_type": "spark", "host": spark_standalone.master_url,
+            "extra": {"spark_master_webui_url": spark_standalone.info.webui_url}}),
         # The operator's private spec copy (the job principal's password in it) goes where the sampler looks.
         "TMPDIR": str(task_tmp),
         # Connection extras are stored encrypted, as a deployment keeps them.
