@@ -10,7 +10,7 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from tools.compat import replace_section
-from tools.compat_airflow import AIRFLOWS, CAPABILITIES
+from tools.compat_airflow import AIRFLOWS, CAPABILITIES, from_table, table
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -65,3 +65,23 @@ def test_a_section_is_replaced_in_place_and_the_other_kept() -> None:
     page = replace_section(page, "kafka", "## Kafka\nnew")
     assert page.index("## Kafka\nnew") < page.index("## Airflow\nfirst") and "old" not in page
     assert replace_section(page, "airflow", "## Airflow\nfirst") == page
+
+
+def test_the_table_gives_back_its_results_so_a_fresh_checkout_keeps_the_rows_it_does_not_run() -> None:
+    lowest, newest = AIRFLOWS[0], AIRFLOWS[-1]
+    results = {
+        lowest.airflow: {"install": {"status": "pass", "seconds": 7, "tests": 0, "failed": []},
+                         CAPABILITIES[0].name: {"status": "pass", "seconds": 44, "tests": 12, "failed": []},
+                         CAPABILITIES[-1].name: {"status": "fail", "seconds": 113, "tests": 1,
+                                                 "failed": ["tests/x.py::test_y"]}},
+        newest.airflow: {CAPABILITIES[1].name: {"status": "skip", "seconds": 0, "tests": 3, "failed": []},
+                         CAPABILITIES[2].name: {"status": "not run", "seconds": 0, "tests": 0, "failed": []}},
+    }
+    page = replace_section("# Compatibility\n", "airflow", table(results, "2026-11-28"))
+    assert from_table(page, lowest) == {
+        "install": results[lowest.airflow]["install"],
+        CAPABILITIES[0].name: results[lowest.airflow][CAPABILITIES[0].name],
+        CAPABILITIES[-1].name: {"status": "fail", "seconds": 113, "tests": 1, "failed": []},  # the ids are not in it
+    }
+    assert from_table(page, newest) == {CAPABILITIES[1].name: results[newest.airflow][CAPABILITIES[1].name]}
+    assert from_table("# Compatibility\n", lowest) == {}
