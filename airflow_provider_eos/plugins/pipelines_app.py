@@ -16,11 +16,13 @@ from airflow.api_fastapi.app import get_auth_manager
 from airflow.api_fastapi.common.db.common import SessionDep
 from airflow.api_fastapi.core_api.security import GetUserDep
 from airflow.configuration import conf
-from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exception_handlers import http_exception_handler
+from fastapi.responses import HTMLResponse, Response
 
 from airflow_provider_eos.core.dag_ids import HEALTH_DAG_ID, PIPELINE_DAG_ID, RECOVERY_DAG_ID
 from airflow_provider_eos.core.errors import SpecError
+from airflow_provider_eos.core.presentation.airflow_token import render_token_relay
 from airflow_provider_eos.core.presentation.pipelines_overview import (
     PIPELINES_PAGE,
     RECOVERY_FORM_PAGE,
@@ -107,5 +109,13 @@ def pipelines_app() -> FastAPI:
     @app.get("/api/pipelines")
     def rows(user: GetUserDep, session: SessionDep) -> list[dict[str, object]]:
         return [row.to_dict() for row in _rows(user, session)[0]]
+
+    @app.exception_handler(HTTPException)
+    async def unauthenticated(request: Request, error: HTTPException) -> Response:
+        # A page load carries no header; Airflow 3.1 reads the user only from one (its UI keeps the token
+        # in the browser's storage): the relay asks for the page again with it. The JSON keeps its 401.
+        if error.status_code == 401 and request.scope.get("endpoint") in (page, recovery_form):
+            return HTMLResponse(render_token_relay(), status_code=401)
+        return await http_exception_handler(request, error)
 
     return app

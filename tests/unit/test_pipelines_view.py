@@ -221,3 +221,26 @@ def test_the_plugin_is_registered_where_airflow_finds_plugins() -> None:
 
     (found,) = [e for e in entry_points(group="airflow.plugins") if e.name == "eos_pipelines"]
     assert found.value == "airflow_provider_eos.plugins.pipelines_view:EosPipelinesPlugin"
+
+
+def test_a_page_asked_for_without_the_users_token_relays_it_from_airflow_31s_storage_and_the_json_stays_401() -> None:
+    from fastapi.testclient import TestClient
+
+    from airflow_provider_eos.core.presentation.airflow_token import TOKEN_KEY
+    from airflow_provider_eos.plugins.pipelines_app import pipelines_app
+
+    client = TestClient(pipelines_app())
+    for page in ("/pipelines", "/recover?pipeline=orders&action=verify"):
+        answer = client.get(page)
+        assert answer.status_code == 401 and answer.headers["content-type"].startswith("text/html"), page
+        # The relay asks for the same page with the token Airflow 3.1's UI stores, and writes the answer.
+        assert f"localStorage.getItem('{TOKEN_KEY}')" in answer.text and "eosFetch(location.href, {})" in answer.text
+        assert "Authorization: 'Bearer ' + token" in answer.text and "document.write(page)" in answer.text
+    answer = client.get("/api/pipelines")
+    assert answer.status_code == 401 and answer.json() == {"detail": "Not authenticated"}
+
+
+def test_the_forms_trigger_retries_with_the_stored_token_only_when_the_cookie_is_refused(tmp_path: Path) -> None:
+    html = render_recovery_form(RECOVERY_DAG_ID, _recovery_params(tmp_path), {}, base_path="")
+    assert "await eosFetch(form.dataset.api, {" in html and "fetch(form.dataset.api" not in html.replace("eosFetch", "")
+    assert "response.status === 401 ? eosStoredToken() : null" in html

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import Field
 
 from airflow_provider_eos.core.frozen_model import FrozenModel
+from airflow_provider_eos.core.presentation.airflow_token import AUTH_FETCH
 from airflow_provider_eos.core.presentation.pipelines_page import OPEN_IN_AIRFLOW
 
 __all__ = ["FormParam", "filled_value", "render_recovery_form"]
@@ -93,8 +94,8 @@ form.addEventListener('submit', async (event) => {
   }
   const problem = document.getElementById('problem');
   problem.textContent = '';
-  const response = await fetch(form.dataset.api, {
-    method: 'POST', credentials: 'same-origin', headers: {'content-type': 'application/json'},
+  const response = await eosFetch(form.dataset.api, {
+    method: 'POST', headers: {'content-type': 'application/json'},
     body: JSON.stringify({logical_date: null, conf: conf}),
   });
   const body = await response.json().catch(() => ({}));
@@ -139,5 +140,5 @@ def render_recovery_form(dag_id: str, params: Sequence[FormParam], given: Mappin
         "task like any other: dry runs and verify need no confirmation.</p>"
         f'<form id="recovery-form" data-api="{api}" data-runs="{runs}"><table>{rows}</table>'
         '<div id="problem" role="alert"></div><button type="submit">Trigger</button></form>'
-        f"<script>{OPEN_IN_AIRFLOW}{_SCRIPT}</script></body></html>"
+        f"<script>{OPEN_IN_AIRFLOW}{AUTH_FETCH}{_SCRIPT}</script></body></html>"
     )
