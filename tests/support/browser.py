@@ -1,15 +1,20 @@
-"""A headless Chromium driving Airflow 3.3's UI as a person would: log in, trigger, read the result.
+"""A headless Chromium driving Airflow's UI (3.1 to 3.3) as a person would: log in, trigger, read the result.
 
 Playwright for Python drives the system's Chromium (Debian's ``chromium`` package, installed by
 ``make install``); Playwright's own browser download cannot work here, so :func:`chromium_path`
 finds the system binary (``$EOS_CHROMIUM`` overrides). Tests call :func:`require_chromium` first:
 it skips with the reason when no browser is installed, except under CI, where it fails.
 
-Selectors follow Airflow 3.3's UI (``airflow/ui/dist``): routes ``/dags/<dag>``,
-``/dags/<dag>/runs/<run>``, ``/dags/<dag>/runs/<run>/tasks/<task>[/<tab route>]``; the trigger
-dialog's params are Airflow's "flexible form", one field per param named ``element_<param>``
-(labels are used where Airflow ties them to the input; the Confirmation text field's label is not
-tied to it in 3.3, hence the names).
+Selectors are what Airflow 3.1's and 3.3's UIs (``airflow/ui/dist``) both render: routes ``/dags/<dag>``,
+``/dags/<dag>/runs/<run>``, ``/dags/<dag>/runs/<run>/tasks/<task>[/<tab route>]``; buttons by their
+accessible name (the "Trigger Dag" button, the dialog's "Run Parameters" section and "Trigger"); the
+trigger dialog's params are Airflow's "flexible form", one field per param with the id
+``element_<param>`` (labels are used where Airflow ties them to the input; the Confirmation text
+field's label is not tied to it in 3.3, hence the ids). Where the two UIs differ, both are handled:
+an enum param is a react-select in 3.3 (a hidden input carries the value) and Chakra's select in 3.1
+(a button ``select:element_<param>:trigger`` showing the value); 3.3 marks the run's and task's
+header card and its state badge with test ids, 3.1 has none (the header is the box whose headings
+the state badge sits beside: :data:`HEADER_BADGE_31`).
 
 A session fixture keeps one :class:`Browser`::
 
@@ -38,6 +43,9 @@ from urllib.parse import quote, unquote, urlsplit
 CHROMIUM_ENV = "EOS_CHROMIUM"
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
 TERMINAL_RUN_STATES = frozenset({"success", "failed"})
+#: Airflow 3.1's run and task header (``HeaderCard``): headings (icon, title, subtitle) and then the
+#: state badge, siblings in one row; 3.3 gives them test ids (``header-card``, ``state-badge``).
+HEADER_BADGE_31 = "h2 ~ .chakra-badge"
 # The tab routes of a task instance page (Airflow 3.3), by the tab's visible name.
 TASK_TABS = {
     "Logs": "", "Rendered Templates": "rendered_templates", "Storage": "xcom", "XCom": "xcom",
@@ -177,7 +185,7 @@ class Browser:
         ``"Logs"``) is clicked by name."""
         route = f"/dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}/tasks/{quote(task_id, safe='')}"
         self.goto(route if map_index is None else f"{route}/mapped/{map_index}")
-        self.page.get_by_test_id("header-card").wait_for()
+        self._header_badge().wait_for()
         if tab:
             self.page.get_by_role("link", name=tab, exact=True).click()
             route = TASK_TABS.get(tab)
@@ -190,11 +198,11 @@ class Browser:
     def open_trigger_form(self, dag_id: str) -> None:
         """Open the DAG's page and its "Trigger Dag" dialog, with the Run Parameters section open."""
         self.open_dag(dag_id)
-        self.page.get_by_test_id("trigger-dag-button").first.click()
-        form = self._dialog().get_by_test_id("config-form")
-        form.wait_for()
-        section = form.get_by_role("button", name="Run Parameters")
-        if section.count() and section.get_attribute("aria-expanded") == "false":
+        # Its accessible name (aria-label) in 3.1 and 3.3; the dialog's submit button is "Trigger".
+        self.page.get_by_role("button", name="Trigger Dag", exact=True).first.click()
+        section = self._dialog().get_by_role("button", name="Run Parameters")
+        section.wait_for()
+        if section.get_attribute("aria-expanded") == "false":
             section.click()
 
     def _dialog(self) -> Any:
@@ -203,15 +211,25 @@ class Browser:
     def _field(self, param: str) -> Any:
         return self._dialog().locator(f'[name="element_{param}"]')
 
+    def _chakra_select(self, param: str) -> Any:
+        """An enum param's select in Airflow 3.1 (Chakra's: a button showing the value, no named input)."""
+        return self._dialog().locator(f'[id="select:element_{param}:trigger"]')
+
     def set_param(self, param: str, value: Any) -> None:
         """Set one param field as a person would: pick a select option, flip a switch, type text.
 
         ``None`` empties a text or number field; a select or switch needs a value.
         """
+        self._field(param).or_(self._chakra_select(param)).first.wait_for(state="attached")
+        if self._chakra_select(param).count():  # Airflow 3.1's select
+            self._chakra_select(param).click()
+            self.page.get_by_role("option", name=str(value), exact=True).click()
+            if self.param_value(param) != str(value):
+                raise AssertionError(f"param {param!r}: set {value!r}, the form shows {self.param_value(param)!r}")
+            return
         field = self._field(param)
-        field.wait_for(state="attached")
         kind = field.get_attribute("type") or ""
-        if kind == "hidden":  # a select (react-select): the hidden input carries the value
+        if kind == "hidden":  # a select (react-select, Airflow 3.3): the hidden input carries the value
             self._dialog().locator(f'[id="element_{param}"]').click()
             self.page.get_by_role("option", name=str(value), exact=True).click()
         elif kind == "checkbox":  # a switch: click it when it is not already in the wanted state
@@ -225,7 +243,11 @@ class Browser:
             raise AssertionError(f"param {param!r}: set {value!r}, the form shows {actual!r}")
 
     def param_value(self, param: str) -> str | bool:
-        """What the form holds for ``param``: a switch's state, else the field's text."""
+        """What the form holds for ``param``: a switch's state, else the field's text (3.1's select: the
+        value it shows)."""
+        select = self._chakra_select(param)
+        if select.count():
+            return " ".join(select.inner_text().split())
         field = self._field(param)
         if field.get_attribute("type") == "checkbox":
             return field.is_checked()
@@ -277,18 +299,26 @@ class Browser:
             parts = urlsplit(self.page.url).path.split("/runs/", 1)
             if len(parts) == 2 and parts[1]:
                 return unquote(parts[1].split("/", 1)[0])
-            failed = self.page.get_by_text("Failed to Trigger Dag")
+            failed = self.page.get_by_text("Failed to Trigger Dag")  # 3.3's toast; 3.1 shows it in the dialog
             if failed.count():
                 raise AssertionError(f"the trigger failed: {' '.join(self.page_text().split())[-800:]}")
             self.page.wait_for_timeout(200)
-        raise AssertionError(f"no run page after Trigger (still at {self.page.url})")
+        problems = self.form_problems() if self._dialog().count() else []
+        raise AssertionError(f"no run page after Trigger (still at {self.page.url}; the form shows: {problems})")
 
     # -- reading results -------------------------------------------------------------------
 
+    def _header_badge(self) -> Any:
+        """The state badge of the open run's or task's header card (3.3's test ids, else 3.1's markup)."""
+        tagged = self.page.get_by_test_id("header-card").get_by_test_id("state-badge")
+        return tagged.or_(self.page.locator(HEADER_BADGE_31)).first
+
     def header_state(self) -> str:
         """The state badge of the open run or task page, normalised (``"success"``, ``"up_for_retry"``)."""
-        badge = self.page.get_by_test_id("header-card").get_by_test_id("state-badge").first
+        badge = self._header_badge()
         badge.wait_for()
+        if self.page.get_by_test_id("header-card").count():  # 3.3: only the tagged one, never a look-alike
+            badge = self.page.get_by_test_id("header-card").get_by_test_id("state-badge").first
         return "_".join(badge.inner_text().strip().lower().split())
 
     def wait_for_run_state(self, dag_id: str, run_id: str, until: frozenset[str] | set[str] = TERMINAL_RUN_STATES,
