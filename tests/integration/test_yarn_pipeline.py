@@ -13,6 +13,7 @@ executed rewind needs no application (a checkpoint in Spark's format, put on HDF
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import subprocess
@@ -26,7 +27,7 @@ from pathlib import Path
 import pytest
 from fsspec.implementations.webhdfs import WebHDFS
 
-from airflow_provider_eos.core.application_links import SPARK_APPLICATION_XCOM_KEY, SPARK_UI_XCOM_KEY
+from airflow_provider_eos.core.application_links import SPARK_APPLICATION_XCOM_KEY, SPARK_UI_XCOM_KEY, parse_app_line
 from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.driver import EvidenceSource, Liveness
 from airflow_provider_eos.core.hadoop_conf import HADOOP_CONF_DIR_ENV
@@ -118,8 +119,9 @@ def test_pipeline_on_yarn_cluster_mode_is_exact_and_its_hdfs_checkpoint_verifies
     driver_log = container_log(app, "stdout")  # the driver's Python logging, in its container
     assert "EOS-WRITERS executors" in driver_log, driver_log[-3000:]
     # The driver's own EOS-APP line names the same application (in its container's log, not spark-submit's output).
-    announced = [line for line in driver_log.splitlines() if "EOS-APP " in line]
-    assert len(announced) == 1 and f'"app_id": "{app_id}"' in announced[0], announced
+    # (The NodeManager serves the log as an HTML page: its quotes are escaped.)
+    announced = [parse_app_line(html.unescape(line)) for line in driver_log.splitlines() if "EOS-APP " in line]
+    assert [app.app_id for app in announced if app] == [app_id], announced
 
     # Output exact; the checkpoint (read over WebHDFS with HADOOP_CONF_DIR's address) agrees with the group.
     assert_exactly_once(harness, valid, malformed)
