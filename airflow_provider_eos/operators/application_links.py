@@ -42,34 +42,34 @@ def _pushed_link(ti_key: TaskInstanceKey, key: str) -> str:
     return value if isinstance(value, str) else ""
 
 
-class SparkUiLink(BaseOperatorLink):
+class _PushedLink(BaseOperatorLink):
+    """A link the submit task pushes as an XCom of its own; the api-server reads it from that XCom."""
+
+    _key: str
+
+    @property
+    def xcom_key(self) -> str:
+        """The XCom the submit task pushes (the api-server reads the link from it)."""
+        return self._key
+
+    def get_link(self, operator: BaseOperator, *, ti_key: TaskInstanceKey) -> str:
+        """What the submit task found; ``""`` when it found none."""
+        return _pushed_link(ti_key, self._key)
+
+
+class SparkUiLink(_PushedLink):
     """The running driver's Spark UI: its own address (client deploy mode), or YARN's proxy to it."""
 
     name = "Spark UI"
-
-    @property
-    def xcom_key(self) -> str:
-        """The XCom the submit task pushes (the api-server reads the link from it)."""
-        return SPARK_UI_XCOM_KEY
-
-    def get_link(self, operator: BaseOperator, *, ti_key: TaskInstanceKey) -> str:
-        """The address the submit task found; ``""`` when it found none."""
-        return _pushed_link(ti_key, SPARK_UI_XCOM_KEY)
+    _key = SPARK_UI_XCOM_KEY
 
 
-class SparkApplicationLink(BaseOperatorLink):
-    """The application in its cluster manager: the standalone master's application page, or YARN's."""
+class SparkApplicationLink(_PushedLink):
+    """The application in its cluster manager: the standalone master's application page, or YARN's
+    (none on a local master)."""
 
     name = "Spark application"
-
-    @property
-    def xcom_key(self) -> str:
-        """The XCom the submit task pushes (the api-server reads the link from it)."""
-        return SPARK_APPLICATION_XCOM_KEY
-
-    def get_link(self, operator: BaseOperator, *, ti_key: TaskInstanceKey) -> str:
-        """The page the submit task found; ``""`` when there is none (a local master)."""
-        return _pushed_link(ti_key, SPARK_APPLICATION_XCOM_KEY)
+    _key = SPARK_APPLICATION_XCOM_KEY
 
 
 class LinkPublisher:

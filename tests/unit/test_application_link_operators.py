@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from airflow_provider_eos.core.application_links import SPARK_APPLICATION_XCOM_KEY, SPARK_UI_XCOM_KEY, app_line
+from tests.unit.test_spark_submit_operator import RecordingTaskInstance
 
 pytestmark = [pytest.mark.airflow, pytest.mark.usefixtures("airflow_home")]
 
@@ -30,16 +31,6 @@ SPEC = {
 }
 # The discard port: nothing answers, so the operator's look for an earlier driver finds no evidence at once.
 MASTER_UI = "http://127.0.0.1:9"
-
-
-class RecordingTaskInstance:
-    dag_id = "eos_orders"
-
-    def __init__(self) -> None:
-        self.xcom: dict[str, object] = {}
-
-    def xcom_push(self, key: str, value: object) -> None:
-        self.xcom[key] = value
 
 
 def fake_spark_submit(folder: Path, lines: list[str]) -> Path:
