@@ -196,8 +196,12 @@ def profile_section(prof: dict[str, Any]) -> list[str]:
         for label, row in eos["key_functions"].items():
             share = row["cumulative_s"] / eos["sink_total_s"] if eos["sink_total_s"] else 0
             out.append(f"| {label} | {row['calls']:,} | {row['cumulative_s']:.2f} | {share:.0%} |")
-    categories = sorted({c for d in modes.values() for c in d["jvm"].get("executor_task_categories", {})},
-                        key=lambda c: -max(d["jvm"]["executor_task_categories"].get(c, 0) for d in modes.values()))
+    # Ordered by the largest share in any mode. A dict, not a set, gathers the categories: a set's order of
+    # strings changes with each process' hash seed, and the sort being stable, ties (2% and 2%) then swapped
+    # rows between two renders of the same JSON.
+    seen = dict.fromkeys(c for d in modes.values() for c in d["jvm"].get("executor_task_categories", {}))
+    categories = sorted(seen, key=lambda c: -max(d["jvm"]["executor_task_categories"].get(c, 0)
+                                                  for d in modes.values()))
     if categories:
         out += ["", "Spark JVM, executor task threads: share of Java execution samples by what the top frames run:",
                 "", "| category | " + " | ".join(modes) + " |", "|---|" + "---|" * len(modes)]
