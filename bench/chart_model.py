@@ -2,7 +2,7 @@
 
 :mod:`bench.report_chart` builds the panels from a run's results and :mod:`bench.plot` draws them,
 so the tests check what is plotted (values, targets, verdicts) without reading pixels. A bar held
-to a target carries the bound, its direction and the verdict of :func:`bench.report.evaluate_targets`
+to a target carries the bound, its direction and the verdict of :func:`bench.report_targets.evaluate_targets`
 (the markdown table's PASS / MISS), so the chart and the table can never disagree.
 """
 

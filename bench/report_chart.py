@@ -2,7 +2,7 @@
 
 :func:`build` turns the results into a :class:`~bench.chart_model.Chart` (pure); :func:`chart` draws
 it with matplotlib (:mod:`bench.plot`, the ``bench`` extra). Verdicts come from the results' target
-rows (:func:`bench.report.evaluate_targets`), the same rows the markdown table prints.
+rows (:func:`bench.report_targets.evaluate_targets`), the same rows the markdown table prints.
 """
 
 from __future__ import annotations
@@ -12,22 +12,12 @@ from typing import Any
 
 from bench.chart_model import Bar, Chart, Panel, spread, verdicts
 from bench.ratios import RATIO_TARGETS, SPARK_LETTERS, master, mode_key
-from bench.report_writers import EOS_LATENCY_MODES, is_writers_format
+from bench.report_targets import P99_MARGIN_MS, RECOVERY_LIMIT_S, VERIFY_LIMIT_MS, eos_latency, evaluate_targets
+from bench.report_writers import is_writers_format
 
 #: Short names of the latency modes (the throughput table's letters where there is one).
 LATENCY_LETTERS = {"exactly-once executors": "c_e", "exactly-once driver": "c_d", "exactly-once": "c",
                    "at-least-once": "b"}
-#: The report's bounds that are not ratios (bench.report.TARGETS holds the same numbers as text).
-RECOVERY_LIMIT_S, VERIFY_LIMIT_MS, P99_MARGIN_MS = 60.0, 5000.0, 250.0
-
-
-def eos_latency(results: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
-    """The exactly-once latency the p99 target applies to: the executor writers' when measured."""
-    lat = results.get("latency") or {}
-    for mode in EOS_LATENCY_MODES:
-        if (lat.get(mode) or {}).get("latency_ms"):
-            return mode, lat[mode]
-    return "exactly-once", None
 
 
 def chart(results: dict[str, Any], path: Path) -> None:
@@ -39,8 +29,6 @@ def chart(results: dict[str, Any], path: Path) -> None:
 
 def build(results: dict[str, Any]) -> Chart:
     if results.get("targets") is None:
-        from bench.report import evaluate_targets  # the report imports this module: import at call time
-
         results = {**results, "targets": evaluate_targets(results)}
     passed = verdicts(results["targets"])
     meta = results["meta"]

@@ -1,6 +1,6 @@
 """The report's sections for the two exactly-once writers (issue 10): throughput per master, ratios, scaling,
 control records, and the notes on where the time goes. Results from before the writers (one ``c``
-mode, one master) are rendered by :mod:`bench.report` as before; :func:`is_writers_format` tells them apart.
+mode, one master) are rendered by :mod:`bench.report_tables` as before; :func:`is_writers_format` tells them apart.
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.ratios import CPU_TARGET, EXECUTOR_LETTERS, RATIO_TARGETS, SPARK_LETTERS, master, mode_key
+from bench.report_cells import loads, mmm
 
 #: Latency modes of the exactly-once writers, newest first; ``exactly-once`` is the pre-writers driver sink.
 EOS_LATENCY_MODES = ("exactly-once executors", "exactly-once driver", "exactly-once")
@@ -17,24 +18,13 @@ def is_writers_format(tp: dict[str, Any] | None) -> bool:
     return bool(tp) and "cores" in tp
 
 
-def _mmm(s: dict[str, Any] | None, fmt: str = "{:,.0f}") -> str:
-    if not s or s.get("median") is None:
-        return "-"
-    return " / ".join(fmt.format(s[k]) for k in ("min", "median", "max"))
-
-
-def _loads(runs: list[dict[str, Any] | None]) -> str:
-    values = [r["loadavg_before"]["1m"] for r in runs if r and r.get("loadavg_before")]
-    return "-" if not values else f"{min(values):.2f}-{max(values):.2f}"
-
-
 def _median(values: list[float]) -> float | None:
     values = sorted(values)
     return values[len(values) // 2] if values else None
 
 
 def ratio_targets(tp: dict[str, Any]) -> list[dict[str, Any]]:
-    """Target rows for c_e/b and c_e/n on every master (same shape as :func:`bench.report.evaluate_targets`)."""
+    """Target rows for c_e/b and c_e/n on every master (same shape as :func:`bench.report_targets.evaluate_targets`)."""
     from bench.ratios import target_verdict
 
     rows = []
@@ -107,11 +97,11 @@ def throughput_section(tp: dict[str, Any], title: str = "Throughput") -> list[st
         later = _median([r["after_first_batch_records_per_s"] for r in runs
                          if r.get("after_first_batch_records_per_s")])
         markers = _median([r["markers_per_batch"] for r in runs if r.get("markers_per_batch") is not None])
-        out.append(f"| {mode['label']} | {_mmm(mode['records_per_s'])} | "
-                   f"{_mmm(mode['mb_per_s'], '{:.2f}').split(' / ')[1] if runs else '-'} | "
+        out.append(f"| {mode['label']} | {mmm(mode['records_per_s'])} | "
+                   f"{mmm(mode['mb_per_s'], '{:.2f}').split(' / ')[1] if runs else '-'} | "
                    f"{'-' if mode['seconds']['median'] is None else format(mode['seconds']['median'], '.1f')} | "
                    f"{'-' if later is None else format(later, ',.0f')} | {'-' if markers is None else markers} | "
-                   f"{_loads(mode['runs'])} |")
+                   f"{loads(mode['runs'])} |")
     out.append("")
     out += ["Ratios of records/s: of the medians, and per repetition (the runs of one repetition ran back to back) "
             "min / median / max.", "", "| ratio | " + " | ".join(master(c) for c in tp["cores"]) + " |",
@@ -122,14 +112,14 @@ def throughput_section(tp: dict[str, Any], title: str = "Throughput") -> list[st
         for cores in tp["cores"]:
             key = f"{name}@{cores}"
             value, paired = tp["ratios"].get(key), tp["paired_ratios"].get(key)
-            cells.append("-" if value is None else f"**{value:.2f}** ({_mmm(paired, '{:.2f}')})"
-                         if name in RATIO_TARGETS else f"{value:.2f} ({_mmm(paired, '{:.2f}')})")
+            cells.append("-" if value is None else f"**{value:.2f}** ({mmm(paired, '{:.2f}')})"
+                         if name in RATIO_TARGETS else f"{value:.2f} ({mmm(paired, '{:.2f}')})")
         target = f" (target >= {RATIO_TARGETS[name]})" if name in RATIO_TARGETS else ""
         out.append(f"| {name}{target} | " + " | ".join(cells) + " |")
     steady, steady_paired = tp.get("steady_ratios") or {}, tp.get("steady_paired_ratios") or {}
     for name in RATIO_TARGETS:
         keys = [f"{name}@{c}" for c in tp["cores"]]
-        cells = ["-" if steady.get(k) is None else f"{steady[k]:.2f} ({_mmm(steady_paired.get(k), '{:.2f}')})"
+        cells = ["-" if steady.get(k) is None else f"{steady[k]:.2f} ({mmm(steady_paired.get(k), '{:.2f}')})"
                  for k in keys]
         if any(cell != "-" for cell in cells):
             out.append(f"| {name} without batch 0 (no target; warm-up left out) | " + " | ".join(cells) + " |")
@@ -137,7 +127,7 @@ def throughput_section(tp: dict[str, Any], title: str = "Throughput") -> list[st
     if tp.get("scaling"):
         low, high = min(tp["cores"]), max(tp["cores"])
         out += ["", f"Scaling from {master(low)} to {master(high)} (records/s on {high} cores over {low}): "
-                + ", ".join(f"{letter} {s['of_medians']:.2f} (per repetition {_mmm(s['paired'], '{:.2f}')})"
+                + ", ".join(f"{letter} {s['of_medians']:.2f} (per repetition {mmm(s['paired'], '{:.2f}')})"
                             for letter, s in tp["scaling"].items() if s.get("of_medians") is not None) + "."]
     out.append("")
     out += breakdown_lines(tp)
@@ -278,7 +268,7 @@ def control_section(cr: dict[str, Any]) -> list[str]:
 
                 bound = f" ({s['bound_per_batch']})" if s.get("bound_per_batch") else ""
                 later = (s.get("after_first_batch_records_per_s") or {}).get("median")
-                out.append(f"| {shape} | {int(batch):,} | {key} | {_mmm(s['records_per_s'])} | "
+                out.append(f"| {shape} | {int(batch):,} | {key} | {mmm(s['records_per_s'])} | "
                            f"{'-' if later is None else format(later, ',.0f')} | {med('batches')} | "
                            f"{med('transactions_per_batch')} | {med('markers_per_batch')}{bound} | "
                            f"{med('markers_per_1000_records')} |")
