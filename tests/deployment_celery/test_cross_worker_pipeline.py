@@ -11,10 +11,11 @@ checkpoint (Spark local mode: no cluster manager). docs/design-notes.md, note 37
 2. The watcher fails while that new run's driver streams: the stop on the other host refuses (the
    driver renews its lease), nothing is fenced, the output stays exact; marked failed, the driver
    stops cleanly on its own host and recovery runs after the released lease.
-3. (long) The Celery worker running ``submit_stream`` is SIGKILLed: its host's task process and
-   driver live on; the submit, cleared and run again by the worker started anew on another host,
-   waits until the old driver's lease shows it ended, never starting a second one, then resumes
-   exactly once.
+3. The Celery worker running ``submit_stream`` is SIGKILLed while the driver is inside a long
+   batch (its Python workers paused): the driver lives on past its owner's end, renewing its lease.
+   The submit, cleared and run again by the worker started anew on another host, sees the lease
+   alive and waits, never starting a second driver; once the batch goes on, it commits, the old
+   driver stops between batches and releases its lease, and the retry's driver resumes exactly once.
 """
 
 from __future__ import annotations
@@ -225,7 +226,38 @@ def test_driver_killed_on_one_worker_is_recovered_from_the_other_and_a_failed_wa
     print("phases (s since start):", {k: round(v, 1) for k, v in timings.items()})
 
 
-@pytest.mark.long  # ~3-4 min: two Spark starts, the old driver's lease, a worker started anew
+def python_workers(token: str) -> list[DriverProcess]:
+    """The driver's Spark Python workers and their daemon (the driver writer's spill tasks run there)."""
+    return [p for p in driver_processes(token) if "pyspark.daemon" in p.command or "pyspark.worker" in p.command]
+
+
+@contextlib.contextmanager
+def python_workers_paused(token: str) -> Iterator[None]:
+    """The driver's Python workers stopped (SIGSTOP) while the block runs, continued (SIGCONT) on the way out.
+
+    A batch that reaches them waits, as a long batch does (a slow transform, a large backlog), while
+    the driver itself runs and renews its lease. What a driver does with a long batch when its owner
+    dies is the point: it finishes the batch, then stops (it never leaves one half done).
+    """
+    paused = python_workers(token)
+    assert paused, f"no Python worker carries {token}: {driver_processes(token)}"
+    for process in paused:
+        os.kill(process.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for process in paused:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(process.pid, signal.SIGCONT)
+
+
+def _batch_in_flight(stream: Stream) -> bool:
+    """A batch planned in the checkpoint's offset log and not committed: the driver is inside it."""
+    checkpoint = stream.harness.checkpoint()
+    planned, committed = checkpoint.latest_planned_batch(), checkpoint.latest_committed_batch()
+    return planned is not None and (committed is None or planned > committed)
+
+
 def test_a_sigkilled_worker_under_submit_stream_leaves_one_driver_and_the_retry_waits_for_it(
     stream: Stream, celery_api: AirflowApi, worker_hosts: LocalAirflow,
 ) -> None:
@@ -241,44 +273,57 @@ def test_a_sigkilled_worker_under_submit_stream_leaves_one_driver_and_the_retry_
     old_driver = python_drivers(token)
     assert len(old_driver) == 1, old_driver
     timings["streaming"] = time.monotonic() - began
+    log, restarted = "", None
 
-    # The worker dies; its host lives on, with what the task started.
-    os.kill(worker.worker_pid, signal.SIGKILL)
-    restarted = None
+    def retry_log() -> str:
+        nonlocal log
+        assert len(python_drivers(token)) <= 1, python_drivers(token)  # never two drivers
+        log = api.task_log(DAG, run_id, "submit_stream", try_number=retried["try_number"])
+        return log
+
     try:
-        # A user retries the silent task at once: "Clear" on a running task only marks it restarting (its
-        # supervisor, dead with the worker, would have ended it); cleared again, a new try is queued.
-        api.clear_task(DAG, run_id, "submit_stream")
-        restarted = worker_hosts.restart_worker("worker-1", keep_old_host=True)
-        assert restarted.pid_namespace != worker.pid_namespace and not pid_alive(worker.worker_pid)
-        stream.produce(600)
-        retried = _wait_for_retry(stream, run_id)
-        assert retried["hostname"] == SUBMIT_HOST
-        timings["retry running"] = time.monotonic() - began
+        with python_workers_paused(token):
+            # A batch the driver cannot finish yet: it lives on past its owner's end (it stops between batches).
+            stream.produce(400)
+            assert wait_for(lambda: _batch_in_flight(stream), 60, interval_s=1), "no batch started"
+            time.sleep(5)  # well inside the sink (it starts within a second of the plan), not before it
+            assert _batch_in_flight(stream), "the batch was not held"
+            timings["batch held open"] = time.monotonic() - began
 
-        # Never two drivers. The old one stops by itself once its owner, the task's process, is gone (it
-        # dies with its supervisor), or lives on with it: the retry waits while its lease says it lives.
-        log, waited_since, host_stopped = "", None, False
+            # The worker dies; its host lives on, with what the task started.
+            os.kill(worker.worker_pid, signal.SIGKILL)
+            # A user retries the silent task at once: "Clear" on a running task only marks it restarting (its
+            # supervisor, dead with the worker, would have ended it); cleared again, a new try is queued.
+            api.clear_task(DAG, run_id, "submit_stream")
+            restarted = worker_hosts.restart_worker("worker-1", keep_old_host=True)
+            assert restarted.pid_namespace != worker.pid_namespace and not pid_alive(worker.worker_pid)
+            retried = _wait_for_retry(stream, run_id)
+            assert retried["hostname"] == SUBMIT_HOST
+            timings["retry running"] = time.monotonic() - began
 
-        def retry_decided() -> bool:
-            nonlocal log, waited_since, host_stopped
-            drivers = python_drivers(token)
-            assert len(drivers) <= 1, drivers
-            log = api.task_log(DAG, run_id, "submit_stream", try_number=retried["try_number"])
-            if "An earlier driver of the pipeline still runs" in log and waited_since is None:
-                waited_since = time.monotonic()
-                assert [p.pid for p in drivers] in ([old_driver[0].pid], []), drivers
-                assert "driver lease: ALIVE" in log, log[-3000:]
-            if waited_since and time.monotonic() - waited_since > 30 and not host_stopped:
-                worker_hosts.stop_old_hosts("worker-1")  # its task's process lived on: the old host goes down
-                host_stopped = True
-            return "No earlier driver of the pipeline is alive" in log
+            # The retry sees the old driver alive (its lease, renewed mid-batch) and waits.
+            def waits() -> bool:
+                assert "No earlier driver of the pipeline is alive" not in retry_log(), log[-3000:]
+                return "An earlier driver of the pipeline still runs" in log
 
-        assert wait_for(retry_decided, 150, interval_s=1), log[-3000:]
+            assert wait_for(waits, 120, interval_s=1), log[-3000:]
+            assert "driver lease: ALIVE" in log, log[-3000:]
+            timings["retry waiting for the old driver"] = time.monotonic() - began
+            # It keeps waiting while the old driver lives: the one driver is still the old one.
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline:
+                assert waits() and [p.pid for p in python_drivers(token)] == [old_driver[0].pid]
+                time.sleep(1)
+
+        # The held batch goes on and commits; the old driver, its owner gone, then stops and releases its lease.
+        assert wait_for(lambda: "No earlier driver of the pipeline is alive" in retry_log(), 150, interval_s=1), \
+            log[-3000:]
         decided = next(line for line in log.splitlines() if "No earlier driver of the pipeline is alive" in line)
-        assert "driver lease: GONE" in decided and not pid_alive(old_driver[0].pid), decided
-        timings["retry found the old driver gone" + (" after waiting" if waited_since else "")
-                + (" (old host stopped)" if host_stopped else "")] = time.monotonic() - began
+        # The released lease is the proof: the old driver stopped its query and commits nothing more. Its
+        # process exits a moment after (the JVM shuts down), while the retry's spark-submit is still starting.
+        assert "driver lease: GONE" in decided and "released" in decided, decided
+        timings["retry found the old driver gone after waiting"] = time.monotonic() - began
+        assert wait_for(lambda: not pid_alive(old_driver[0].pid), 60, interval_s=0.5), "the old driver never exited"
 
         # The retry starts its driver, the only one, which resumes exactly once.
         def new_driver() -> bool:
