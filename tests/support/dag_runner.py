@@ -58,10 +58,17 @@ class DagRunResult:
 
 
 def _child(args: list[str], env: dict[str, str] | None, timeout_s: float) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", __name__, *args], cwd=REPO, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout_s, check=False,
-    )
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", __name__, *args], cwd=REPO,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout_s, check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        # What the run printed until it was killed says which task hung: a bare timeout said nothing.
+        output = exc.output.decode(errors="replace") if isinstance(exc.output, bytes) else exc.output or ""
+        raise AssertionError(f"{args[0]} {args[1] if len(args) > 1 else ''} did not end within {timeout_s:.0f}s; "
+                             f"its output until then:\n{output[-12000:]}") from None
 
 
 def parse_dags(out: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
