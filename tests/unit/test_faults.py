@@ -8,13 +8,14 @@ import pytest
 
 from tests.support.faults import driver as faults
 from tests.support.faults.driver import ACK_VALUE, FaultInjector, FaultPoint
+from tests.support.sleeps import record_sleeps_of_this_thread
 
 
 @pytest.fixture
 def no_kill(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
     kills: list[tuple[int, int]] = []
     monkeypatch.setattr(faults.os, "kill", lambda pid, sig: kills.append((pid, sig)))
-    monkeypatch.setattr(faults.time, "sleep", lambda s: None)
+    record_sleeps_of_this_thread(monkeypatch, faults, lambda s: None)
     return kills
 
 
@@ -54,7 +55,7 @@ def test_armed_fires_once_at_its_point_and_batch(monkeypatch, no_kill, tmp_path,
 
 def test_slow_transaction_stalls_past_the_timeout_instead_of_killing(monkeypatch, no_kill, tmp_path) -> None:
     stalls: list[float] = []
-    monkeypatch.setattr(faults.time, "sleep", stalls.append)
+    record_sleeps_of_this_thread(monkeypatch, faults, stalls.append)
     monkeypatch.setenv("EOS_FAULT_INJECTION", "slow_transaction@0")
     monkeypatch.setenv("EOS_FAULT_INJECTION_ACK", ACK_VALUE)
     monkeypatch.setenv("EOS_FAULT_REPORT", str(tmp_path / "faults.txt"))

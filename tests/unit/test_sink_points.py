@@ -21,6 +21,7 @@ from airflow_provider_eos.spark.sink_points import (
 from bench.noop_sink import NoopPlugin, NoopSink
 from tests.support import faults
 from tests.support.faults import tasks as task_faults
+from tests.support.sleeps import record_sleeps_of_this_thread
 
 PACKAGE = Path(__file__).resolve().parents[2] / "airflow_provider_eos"
 SPEC = PipelineSpec(name="orders", kafka={"bootstrap.servers": "localhost:9092"}, input_topics=["orders"],
@@ -60,7 +61,7 @@ def test_an_acknowledged_plugin_supplies_its_mode(monkeypatch) -> None:
 def test_the_fault_plugin_arms_what_eos_fault_injection_names(monkeypatch, tmp_path) -> None:
     fired: list[float] = []
     monkeypatch.setattr(faults, "_pickle_tasks_by_value", lambda: None)  # no Spark task is shipped here
-    monkeypatch.setattr(task_faults.time, "sleep", fired.append)
+    record_sleeps_of_this_thread(monkeypatch, task_faults, fired.append)
     monkeypatch.setattr(task_faults.tempfile, "gettempdir", lambda: str(tmp_path))
     for name, value in faults.arming_env("task_stall@1:0", tmp_path / "faults.txt").items():
         monkeypatch.setenv(name, value)

@@ -10,13 +10,14 @@ import pytest
 from tests.support.faults import tasks as task_faults
 from tests.support.faults.driver import ACK_VALUE, FaultInjector
 from tests.support.faults.tasks import ANY_PARTITION, TaskFaultPoint, TaskFaults
+from tests.support.sleeps import record_sleeps_of_this_thread
 
 
 @pytest.fixture
 def kills(monkeypatch: pytest.MonkeyPatch, tmp_path) -> list[tuple[int, int]]:
     found: list[tuple[int, int]] = []
     monkeypatch.setattr(task_faults.os, "kill", lambda pid, sig: found.append((pid, sig)))
-    monkeypatch.setattr(task_faults.time, "sleep", lambda s: found.append((-1, int(s))))
+    record_sleeps_of_this_thread(monkeypatch, task_faults, lambda s: found.append((-1, int(s))))
     monkeypatch.setattr(task_faults.tempfile, "gettempdir", lambda: str(tmp_path))
     return found
 
