@@ -8,10 +8,13 @@ out of the pytest process.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -59,17 +62,35 @@ class DagRunResult:
 
 
 def _child(args: list[str], env: dict[str, str] | None, timeout_s: float) -> subprocess.CompletedProcess:
-    try:
-        return subprocess.run(
-            [sys.executable, "-m", __name__, *args], cwd=REPO,
-            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout_s, check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
+    """Run this module's ``args`` in a session of its own, and end whatever it left in it.
+
+    A run can leave processes behind: OpenLineage's listener forks one per event, and after one CI
+    run a fork kept spinning for an hour, orphaned, after the run had succeeded. The output goes to
+    a file, not a pipe, so such a process holding it cannot keep this waiting.
+    """
+    command = [sys.executable, "-m", __name__, *args]
+    with tempfile.TemporaryFile("w+") as log:
+        proc = subprocess.Popen(command, cwd=REPO, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+                                stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            pass
+        finally:
+            _end_session(proc.pid)
+            proc.wait()
+        log.seek(0)
+        output = log.read()
+    if proc.returncode == -signal.SIGKILL:
         # What the run printed until it was killed says which task hung: a bare timeout said nothing.
-        output = exc.output.decode(errors="replace") if isinstance(exc.output, bytes) else exc.output or ""
-        raise AssertionError(f"{args[0]} {args[1] if len(args) > 1 else ''} did not end within {timeout_s:.0f}s; "
-                             f"its output until then:\n{output[-12000:]}") from None
+        raise AssertionError(f"{args[0]} {args[1] if len(args) > 1 else ''} did not end within "
+                             f"{timeout_s:.0f}s; its output until then:\n{output[-12000:]}")
+    return subprocess.CompletedProcess(command, proc.returncode, output, None)
+
+
+def _end_session(leader: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(leader, signal.SIGKILL)
 
 
 def parse_dags(out: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
