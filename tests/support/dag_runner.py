@@ -72,16 +72,17 @@ def _child(args: list[str], env: dict[str, str] | None, timeout_s: float) -> sub
     with tempfile.TemporaryFile("w+") as log:
         proc = subprocess.Popen(command, cwd=REPO, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
                                 stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        timed_out = False
         try:
             proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            pass
+            timed_out = True
         finally:
             _end_session(proc.pid)
             proc.wait()
         log.seek(0)
         output = log.read()
-    if proc.returncode == -signal.SIGKILL:
+    if timed_out:
         # What the run printed until it was killed says which task hung: a bare timeout said nothing.
         raise AssertionError(f"{args[0]} {args[1] if len(args) > 1 else ''} did not end within "
                              f"{timeout_s:.0f}s; its output until then:\n{output[-12000:]}")
