@@ -24,13 +24,12 @@ import contextlib
 import os
 import signal
 import time
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from airflow_provider_eos.core.driver import DriverHandle, DriverProcess
+from airflow_provider_eos.core.driver import DriverProcess
 from airflow_provider_eos.core.driver_lease import DriverLease, read_driver_lease
 from airflow_provider_eos.devstack.airflow_deployment import LocalAirflow
 from airflow_provider_eos.devstack.airflow_settings import AirflowDeploymentInfo
@@ -38,12 +37,13 @@ from airflow_provider_eos.devstack.broker_nodes import pid_alive
 from airflow_provider_eos.spark.driver_processes import processes_with_token
 from tests.deployment.conftest import deploy_spec
 from tests.support.airflow_api import AirflowApi
-from tests.support.pipeline import PipelineHarness, json_events, output_ids, wait_for
+from tests.support.deployed_stream import PIPELINE_DAG, DeployedStream
+from tests.support.pipeline import PipelineHarness, wait_for
 
 pytestmark = [pytest.mark.airflow, pytest.mark.integration, pytest.mark.spark, pytest.mark.deployment,
               pytest.mark.chaos]
 
-DAG = "eos_pipeline"
+DAG = PIPELINE_DAG
 RECOVERY = ("confirm_driver_gone", "recover_abort", "recover_verify")
 SUBMIT_HOST, RECOVERY_HOST = "eos-worker-1", "eos-worker-2"
 #: The driver renews every 10/3 s; a SIGKILLed one's lease is expired 10 + 10 s after its last renewal.
@@ -61,61 +61,8 @@ def python_drivers(token: str) -> list[DriverProcess]:
     return [p for p in driver_processes(token) if p.is_python_driver]
 
 
-class Stream:
-    """One pipeline deployed to the Celery deployment: its input so far, its runs, its driver."""
-
-    def __init__(self, harness: PipelineHarness, api: AirflowApi) -> None:
-        self.harness, self.api = harness, api
-        self.valid: list[str] = []
-        self.chunks = 0
-        self.runs: list[str] = []
-
-    def produce(self, count: int) -> None:
-        records, valid, _ = json_events(count, prefix=f"c{self.chunks}-")
-        self.chunks += 1
-        self.harness.produce_input(records, aborted_every=4, chunk=250)
-        self.valid += valid
-
-    def output(self) -> Counter:
-        return output_ids(self.harness.output_values())  # read_committed
-
-    def wait_exact(self, timeout_s: float = 180) -> None:
-        """Every valid id in the read_committed output, none twice."""
-        seen: Counter = Counter()
-
-        def complete() -> bool:
-            nonlocal seen
-            seen = self.output()
-            return set(self.valid) <= set(seen)
-
-        assert wait_for(complete, timeout_s, interval_s=2), f"{len(set(self.valid) - set(seen))} ids never arrived"
-        duplicates = {k: v for k, v in seen.items() if v > 1}
-        assert not duplicates and set(seen) == set(self.valid), (list(duplicates.items())[:5], len(seen))
-
-    def start_run(self) -> str:
-        run_id = self.api.trigger(DAG, {"pipeline": self.harness.spec.name})
-        self.runs.append(run_id)
-        self.wait_streaming(run_id)
-        return run_id
-
-    def wait_streaming(self, run_id: str, try_number: int = 1, timeout_s: float = 300) -> dict:
-        """``submit_stream`` running (at least its ``try_number``) while ``watch_stream`` is deferred; its TI."""
-        submit: dict = {}
-
-        def both() -> bool:
-            nonlocal submit
-            tis = {ti["task_id"]: ti for ti in self.api.task_instances(DAG, run_id)}
-            submit, watch = tis.get("submit_stream") or {}, tis.get("watch_stream") or {}
-            if submit.get("state") in ("failed", "upstream_failed") or self.api.run(DAG, run_id)["state"] == "failed":
-                raise AssertionError(f"the run failed while starting: {self.api.task_states(DAG, run_id)}")
-            return (submit.get("state") == "running" and submit.get("try_number", 0) >= try_number
-                    and watch.get("state") == "deferred")
-
-        assert wait_for(both, timeout_s, interval_s=1), self.api.task_states(DAG, run_id)
-        return submit
-
-    def driver(self, run_id: str) -> DriverHandle:
-        return DriverHandle.model_validate(self.api.xcom(DAG, run_id, "submit_stream", key="driver"))
+class Stream(DeployedStream):
+    """One pipeline deployed to the Celery deployment: its input so far, its runs, its driver, its lease."""
 
     def lease(self) -> DriverLease | None:
         return read_driver_lease(self.harness.checkpoint())
@@ -123,16 +70,8 @@ class Stream:
     def hosts(self, run_id: str) -> dict[str, str | None]:
         return {ti["task_id"]: ti.get("hostname") for ti in self.api.task_instances(DAG, run_id)}
 
-    def stop_everything(self) -> None:
-        """Cleanup: no run left running, no driver left alive, whatever the test did."""
-        for run_id in self.runs:
-            with contextlib.suppress(Exception):
-                if self.api.run(DAG, run_id)["state"] not in ("success", "failed"):
-                    self.api.request("PATCH", f"/dags/{DAG}/dagRuns/{run_id}", json={"state": "failed"})
-            with contextlib.suppress(Exception):
-                for process in driver_processes(self.driver(run_id).token):
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(process.pid, signal.SIGKILL)
+    def driver_pids(self, run_id: str) -> list[int]:
+        return [process.pid for process in driver_processes(self.driver(run_id).token)]
 
 
 @pytest.fixture

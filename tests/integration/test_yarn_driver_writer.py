@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import html
 import json
-import threading
 import time
 import uuid
 from collections import Counter
@@ -40,15 +39,9 @@ from airflow_provider_eos.usecases.clients import PipelineClients
 from airflow_provider_eos.usecases.driver_liveness import wait_until_driver_gone
 from airflow_provider_eos.usecases.verify import verify
 from tests.integration.test_exactly_once_job import _fraud_events
-from tests.integration.test_yarn_pipeline import (  # noqa: F401 (on_yarn is a fixture)
-    APPLICATION_ID,
-    FIRST_COMMIT,
-    TaskInstance,
-    on_yarn,
-    submit_operator,
-)
 from tests.support.pipeline import PipelineHarness
 from tests.support.yarn_cluster import FINAL_STATES, application, container_log, wait_for_state
+from tests.support.yarn_submit import RunningSubmit, TaskInstance, submit_operator
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -101,7 +94,7 @@ def test_spark_tasks_spill_to_hdfs_with_the_drivers_webhdfs_address_alone(
 # 130-166 s (two YARN applications); CI runs test_spark_tasks_spill_to_hdfs_with_the_drivers_webhdfs_address_alone.
 @pytest.mark.long
 def test_fraud_alerts_on_yarn_cluster_mode_is_exactly_once_across_a_kill_with_the_spill_on_hdfs(
-    on_yarn: YarnClusterInfo, bootstrap: str, tmp_path: Path  # noqa: F811 (the fixture imported above)
+    on_yarn: YarnClusterInfo, bootstrap: str, tmp_path: Path
 ) -> None:
     harness = PipelineHarness(bootstrap, tmp_path, transform=FRAUD, writers="auto", max_offsets_per_trigger=10,
                               trigger="5 seconds")
@@ -114,35 +107,20 @@ def test_fraud_alerts_on_yarn_cluster_mode_is_exactly_once_across_a_kill_with_th
 
     # The first application: killed through the task once a batch is committed.
     operator = submit_operator(harness, on_yarn)
-    failure: list[BaseException] = []
-
-    def run_task() -> None:
-        try:
-            operator.execute({"ti": TaskInstance(), "run_id": "manual__yarn_fraud_kill"})
-        except BaseException as err:  # the task's end, asserted below
-            failure.append(err)
-
-    task = threading.Thread(target=run_task, name="eos-yarn-fraud-task", daemon=True)
-    task.start()
+    task = RunningSubmit(operator, "manual__yarn_fraud_kill", on_yarn)
     checkpoint = CheckpointReader(harness.spec.checkpoint_location)
-    known = APPLICATION_ID.poll(lambda: operator._hook and operator._hook._yarn_application_id, until=bool,
-                                what="the application id from spark-submit's output")
-    assert known.settled, "spark-submit printed no application id"
-    killed_id = known.value
-    committed = FIRST_COMMIT.poll(lambda: checkpoint.latest_committed_batch(), until=lambda batch: batch is not None,
-                                  what=f"a committed batch of {killed_id}")
-    assert committed.settled, container_log(application(on_yarn, killed_id), "stdout")[-3000:]
+    killed_id = task.application_id()
+    committed = task.first_commit(checkpoint, killed_id)
     operator.on_kill()
     killed = wait_for_state(on_yarn, killed_id, FINAL_STATES)
     assert (killed["state"], killed["finalStatus"]) == ("KILLED", "KILLED"), killed["diagnostics"]
-    task.join(120)
-    assert not task.is_alive() and failure and "KILLED" in str(failure[0]), failure
+    task.join_killed()
     first_log = container_log(killed, "stdout")
     assert "EOS-WRITERS driver reason=" in first_log and "stateful" in first_log, first_log[-3000:]
     spill_root = checkpoint.path(*SPILL_FOLDER)
     checkpoint.fs.invalidate_cache(spill_root)
     left = checkpoint.fs.find(spill_root) if checkpoint.fs.exists(spill_root) else []
-    print(f"\nYARN fraud_alerts: first application killed after batch {committed.value} "
+    print(f"\nYARN fraud_alerts: first application killed after batch {committed} "
           f"({time.monotonic() - started:.1f}s), {len(left)} spill file(s) left on HDFS: {left}")
 
     # Recovery, as the DAG's recovery branch runs it, then a second application drains the input.

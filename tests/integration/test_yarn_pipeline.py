@@ -14,14 +14,11 @@ executed rewind needs no application (a checkpoint in Spark's format, put on HDF
 from __future__ import annotations
 
 import html
-import json
 import re
 import subprocess
 import sys
-import threading
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,9 +27,7 @@ from fsspec.implementations.webhdfs import WebHDFS
 from airflow_provider_eos.core.application_links import SPARK_APPLICATION_XCOM_KEY, SPARK_UI_XCOM_KEY, parse_app_line
 from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.driver import EvidenceSource, Liveness
-from airflow_provider_eos.core.hadoop_conf import HADOOP_CONF_DIR_ENV
 from airflow_provider_eos.core.presentation import result_text
-from airflow_provider_eos.core.retry import RetryPolicy
 from airflow_provider_eos.core.spec import Writers
 from airflow_provider_eos.core.writers_choice import read_writers_choice
 from airflow_provider_eos.devstack.yarn import YarnClusterInfo
@@ -47,51 +42,11 @@ from airflow_provider_eos.usecases.rewind import rewind
 from airflow_provider_eos.usecases.verify import verify
 from tests.support.checkpoints import write_checkpoint
 from tests.support.observers import another_worker
-from tests.support.pipeline import PipelineHarness, assert_exactly_once, json_events, output_ids, wait_for
-from tests.support.yarn_cluster import FINAL_STATES, application, container_log, same_machine_conf, wait_for_state
+from tests.support.pipeline import assert_exactly_once, json_events, output_ids, wait_for
+from tests.support.yarn_cluster import FINAL_STATES, application, container_log, wait_for_state
+from tests.support.yarn_submit import RunningSubmit, TaskInstance, hdfs_harness, submit_operator
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
-
-SPARK_CONN = "eos_yarn"
-FIRST_COMMIT = RetryPolicy(waiting_for="the first committed batch on HDFS", timeout_s=300, first_delay_s=2,
-                           max_delay_s=3)
-APPLICATION_ID = RetryPolicy(waiting_for="the YARN application id", timeout_s=240, first_delay_s=1, max_delay_s=1)
-
-
-class TaskInstance:
-    """What the operator uses of Airflow's task instance: the DAG id, XCom and stats tags."""
-
-    dag_id = "eos_yarn"
-    stats_tags: dict[str, str] = {}
-
-    def __init__(self) -> None:
-        self.xcom: dict[str, object] = {}
-
-    def xcom_push(self, key: str, value: object) -> None:
-        self.xcom[key] = value
-
-
-@pytest.fixture
-def on_yarn(yarn_cluster: YarnClusterInfo, monkeypatch: pytest.MonkeyPatch) -> Iterator[YarnClusterInfo]:
-    """The Airflow worker's environment for YARN: HADOOP_CONF_DIR and a ``spark`` connection, no RM extra."""
-    monkeypatch.setenv(HADOOP_CONF_DIR_ENV, str(yarn_cluster.hadoop_conf_dir))
-    monkeypatch.setenv(f"AIRFLOW_CONN_{SPARK_CONN.upper()}", json.dumps(
-        {"conn_type": "spark", "host": "yarn", "extra": {"deploy-mode": "cluster"}}))
-    yield yarn_cluster
-
-
-def hdfs_harness(bootstrap: str, tmp_path: Path, info: YarnClusterInfo, **settings: object) -> PipelineHarness:
-    harness = PipelineHarness(bootstrap, tmp_path, writers="executors", **settings)
-    return harness.with_overrides(checkpoint_location=f"{info.namenode_url}/eos/{harness.name}/checkpoint")
-
-
-def submit_operator(harness: PipelineHarness, info: YarnClusterInfo):
-    from airflow_provider_eos.operators.spark_submit import EosSparkSubmitOperator
-
-    conf = {**same_machine_conf(info), "spark.app.name": f"eos-{harness.name}"}
-    return EosSparkSubmitOperator(task_id="submit", spec_path=str(harness.spec_file), conn_id=SPARK_CONN, conf=conf,
-                                  status_poll_interval=2)
-
 
 def test_pipeline_on_yarn_cluster_mode_is_exact_and_its_hdfs_checkpoint_verifies_over_webhdfs(
     on_yarn: YarnClusterInfo, bootstrap: str, tmp_path: Path
@@ -151,24 +106,10 @@ def test_killing_the_task_kills_the_yarn_application_then_recovery_runs_on_the_h
     records, _, _ = json_events(3000, prefix=f"k{uuid.uuid4().hex[:4]}-")
     harness.produce_input(records)
     operator = submit_operator(harness, on_yarn)
-    failure: list[BaseException] = []
-
-    def run_task() -> None:
-        try:
-            operator.execute({"ti": TaskInstance(), "run_id": "manual__yarn_kill"})
-        except BaseException as err:  # the task's end, asserted below
-            failure.append(err)
-
-    task = threading.Thread(target=run_task, name="eos-yarn-task", daemon=True)
-    task.start()
+    task = RunningSubmit(operator, "manual__yarn_kill", on_yarn)
     checkpoint = CheckpointReader(harness.spec.checkpoint_location)
-    known = APPLICATION_ID.poll(lambda: operator._hook and operator._hook._yarn_application_id, until=bool,
-                                what="the application id from spark-submit's output")
-    assert known.settled, "spark-submit printed no application id"
-    app_id = known.value
-    committed = FIRST_COMMIT.poll(lambda: checkpoint.latest_committed_batch(), until=lambda batch: batch is not None,
-                                  what=f"a committed batch of {app_id}")
-    assert committed.settled, container_log(application(on_yarn, app_id), "stdout")[-3000:]
+    app_id = task.application_id()
+    task.first_commit(checkpoint, app_id)
     assert application(on_yarn, app_id)["state"] == "RUNNING"
     # Another worker's view (design note 35): the application found by its tag, the cluster-mode driver's lease on HDFS.
     handle, elsewhere = operator._driver, another_worker()
@@ -182,9 +123,7 @@ def test_killing_the_task_kills_the_yarn_application_then_recovery_runs_on_the_h
 
     app = wait_for_state(on_yarn, app_id, FINAL_STATES)
     assert (app["state"], app["finalStatus"]) == ("KILLED", "KILLED"), app["diagnostics"]
-    task.join(120)
-    assert not task.is_alive() and failure, "the task did not end with the killed application"
-    assert "KILLED" in str(failure[0]), failure[0]
+    task.join_killed()
     killed_at = time.monotonic()
     gone = wait_until_driver_gone(handle, checkpoint, 90, here=elsewhere)
     print(f"\nYARN cluster-mode driver GONE {time.monotonic() - killed_at:.1f}s after KILLED: {gone.evidence}")
