@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small smoke run (minutes), results suffixed -quick")
     parser.add_argument("--only", action="append", choices=BENCHES, metavar="NAME",
                         help=f"run only this benchmark (repeatable): {', '.join(BENCHES)}")
-    parser.add_argument("--out", type=Path, default=RESULTS, help="results folder (default bench/results)")
+    parser.add_argument("--out", type=Path, help="results folder (default bench/results; with --render, the JSON's)")
     parser.add_argument("--records", type=int, metavar="N",
                         help="input records of the throughput table (default 1,000,000; recorded in the results)")
     parser.add_argument("--batch", type=int, metavar="N",
@@ -266,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.render:
         results = json.loads(args.render.read_text())
         meta = results["meta"]
-        write_results(results, args.render.parent,
+        write_results(results, args.out or args.render.parent,
                       full=not meta["quick"] and list(meta["selected"]) == list(BENCHES))
         return 0
     selected = [b for b in BENCHES if not args.only or b in args.only]
@@ -322,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
         load_summary=(f"{min(loads):.2f} to {max(loads):.2f} (median {sorted(loads)[len(loads) // 2]:.2f}) "
                       f"over {len(loads)} measurements") if loads else "not recorded",
     )
-    write_results(results, args.out, full=not args.quick and not args.only)
+    write_results(results, args.out or RESULTS, full=not args.quick and not args.only)
     return 1 if results.get("errors") else 0
 
 
