@@ -28,7 +28,14 @@ from pydantic import ValidationError
 
 from airflow_provider_eos.core.checkpoint.eos_records import eos_record_display, read_eos_record, write_eos_record
 from airflow_provider_eos.core.checkpoint.reader import EOS_FOLDER
-from airflow_provider_eos.core.driver import START_MARGIN, DriverHandle, Evidence, EvidenceSource, Liveness
+from airflow_provider_eos.core.driver import (
+    START_MARGIN,
+    DriverHandle,
+    Evidence,
+    EvidenceSource,
+    HostIdentity,
+    Liveness,
+)
 from airflow_provider_eos.core.errors import CheckpointError
 from airflow_provider_eos.core.frozen_model import FrozenModel
 
@@ -40,6 +47,7 @@ __all__ = [
     "LEASE_RECORD",
     "DriverLease",
     "judge_lease",
+    "lease_holder",
     "parse_driver_lease",
     "read_driver_lease",
     "renewal_interval_s",
@@ -78,6 +86,9 @@ class DriverLease(FrozenModel):
     :param run_id: the query's run id (``None`` before the query started).
     :param app_id: the Spark application id.
     :param host: the host the driver runs on.
+    :param boot_id: :attr:`~.driver.HostIdentity.boot_id` of that host; ``None`` in leases written before it was.
+    :param pid_namespace: :attr:`~.driver.HostIdentity.pid_namespace` of the driver, or ``None`` (same).
+    :param uid: the user the driver runs as, or ``None`` (same).
     :param pid: the driver's process id there.
     :param started_at: when this driver took the lease (its clock).
     :param renewed_at: when it last renewed it (its clock, taken before the write).
@@ -91,6 +102,9 @@ class DriverLease(FrozenModel):
     run_id: str | None = None
     app_id: str | None = None
     host: str
+    boot_id: str | None = None
+    pid_namespace: int | None = None
+    uid: int | None = None
     pid: int
     started_at: dt.datetime
     renewed_at: dt.datetime
@@ -100,6 +114,25 @@ class DriverLease(FrozenModel):
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=1) + "\n"
+
+    @property
+    def identity(self) -> HostIdentity:
+        """Where the driver runs, as far as the lease recorded it."""
+        return HostIdentity(host=self.host, boot_id=self.boot_id, pid_namespace=self.pid_namespace, uid=self.uid)
+
+
+def lease_holder(handle: DriverHandle, lease: DriverLease | None) -> DriverHandle:
+    """The driver of ``handle`` where its lease says it runs.
+
+    A retried or cleared submit knows the earlier driver by the run's token only: its own handle
+    names the host the retry runs on, which after a lost worker is another one (a new host of the
+    same name, in another pid namespace, after a reboot). The lease is written by the driver
+    itself, so it names the host and process table that can see it. A lease of another token, or
+    none, leaves the handle as it is.
+    """
+    if lease is None or lease.token != handle.token:
+        return handle
+    return handle.model_copy(update=lease.identity.model_dump())
 
 
 def parse_driver_lease(where: str, text: str) -> DriverLease:

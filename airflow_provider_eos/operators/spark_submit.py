@@ -73,7 +73,11 @@ from airflow_provider_eos.operators.use_case import task_failures
 from airflow_provider_eos.spark.detached_stop import hand_over_stop
 from airflow_provider_eos.spark.driver_processes import request_stop, this_host_identity
 from airflow_provider_eos.spark.submit_command import plan_submit, spark_submit_executable
-from airflow_provider_eos.usecases.driver_liveness import observe_driver_anywhere, wait_while_driver_alive
+from airflow_provider_eos.usecases.driver_liveness import (
+    earlier_driver,
+    observe_driver_anywhere,
+    wait_while_driver_alive,
+)
 
 if TYPE_CHECKING:
     import jinja2
@@ -346,14 +350,17 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         if self._driver is None or self._driver.deploy_mode == "cluster":
             return
         checkpoint = lease_checkpoint(checkpoint_location, self.checkpoint_conn_id, self.log)
-        seen = observe_driver_anywhere(self._driver, checkpoint)
+        # Judged where the earlier driver runs (its lease says), not where this attempt does: a new host of the
+        # same name cannot see the earlier driver's processes, and its process table must say so (UNKNOWN).
+        earlier = earlier_driver(self._driver, checkpoint)
+        seen = observe_driver_anywhere(earlier, checkpoint)
         if seen.liveness is not Liveness.ALIVE:
             self.log.info("No earlier driver of the pipeline is alive: %s", seen.evidence)
             return
         self.log.info("An earlier driver of the pipeline still runs (%s); waiting up to %.0fs for it to exit",
                       seen.evidence, self.previous_driver_wait_s)
-        request_stop(self._driver)  # the earlier attempt's processes on this host, if any
-        seen = wait_while_driver_alive(self._driver, checkpoint, self.previous_driver_wait_s)
+        request_stop(earlier)  # the earlier attempt's processes, if this host can see them
+        seen = wait_while_driver_alive(earlier, checkpoint, self.previous_driver_wait_s)
         if seen.liveness is Liveness.ALIVE:
             raise AirflowFailException(
                 f"refusing to start a second driver for this run: an earlier one is still alive ({seen.evidence}). "

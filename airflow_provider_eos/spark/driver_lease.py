@@ -17,7 +17,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from airflow_provider_eos.core.driver_lease import (
     write_driver_lease,
 )
 from airflow_provider_eos.core.errors import DriverLeaseError
+from airflow_provider_eos.spark.driver_processes import this_host_identity
 
 if TYPE_CHECKING:
     from airflow_provider_eos.core.checkpoint import CheckpointReader
@@ -56,7 +56,9 @@ class LeaseKeeper:
                  now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)) -> None:
         self.checkpoint, self.ttl_s, self.clock, self.now = checkpoint, ttl_s, clock, now
         started = now()
-        self._lease = DriverLease(token=token, app_id=app_id, host=socket.gethostname(), pid=os.getpid(),
+        # The whole identity, not the name alone: a retry on a new host of the same name must not judge this
+        # driver by a process table that cannot see it (core/driver_lease.py, lease_holder).
+        self._lease = DriverLease(token=token, app_id=app_id, **this_host_identity().model_dump(), pid=os.getpid(),
                                   started_at=started, renewed_at=started, ttl_s=ttl_s, sequence=-1)
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()  # one write at a time: a renewal and the release never interleave

@@ -24,7 +24,7 @@ from airflow_provider_eos.core.cluster_records import (
 )
 from airflow_provider_eos.core.driver import DriverHandle, DriverObservation, Evidence, EvidenceSource, Liveness
 from airflow_provider_eos.core.driver_evidence import combine_evidence
-from airflow_provider_eos.core.driver_lease import judge_lease, read_driver_lease
+from airflow_provider_eos.core.driver_lease import judge_lease, lease_holder, read_driver_lease
 from airflow_provider_eos.core.errors import EosError
 from airflow_provider_eos.core.retry import RetryPolicy
 from airflow_provider_eos.spark.driver_processes import observe
@@ -128,6 +128,20 @@ def wait_until_driver_gone(
                          max_delay_s=poll_s)
     return policy.poll(lambda: observe_driver_anywhere(handle, checkpoint, here=here, fetch=fetch),
                        until=lambda seen: seen.liveness is Liveness.GONE, what=f"end of driver {handle.token}").value
+
+
+def earlier_driver(handle: DriverHandle, checkpoint: CheckpointReader | None) -> DriverHandle:
+    """A retried submit's earlier driver: ``handle`` on the host its lease names (:func:`lease_holder`).
+
+    An unreadable lease leaves the handle as it is: the lease's own evidence says what is wrong with it.
+    """
+    if checkpoint is None:
+        return handle
+    try:
+        lease = read_driver_lease(checkpoint)
+    except (EosError, OSError, ValueError):
+        return handle
+    return lease_holder(handle, lease)
 
 
 def wait_while_driver_alive(

@@ -247,6 +247,10 @@ def test_a_sigkilled_worker_under_submit_stream_leaves_one_driver_and_the_retry_
 
             assert wait_for(waits, 120, interval_s=1), log[-3000:]
             assert "driver lease: ALIVE" in log, log[-3000:]
+            # Judged where its lease says the old driver runs (the old pid namespace): this new host's process
+            # table cannot see it, and says so, instead of "no process carries the token".
+            waiting = next(line for line in log.splitlines() if "An earlier driver of the pipeline still runs" in line)
+            assert "process table: no evidence" in waiting and "pid namespace" in waiting, waiting
             timings["retry waiting for the old driver"] = time.monotonic() - began
             # It keeps waiting while the old driver lives: the one driver is still the old one.
             deadline = time.monotonic() + 15

@@ -11,6 +11,7 @@ from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.driver_lease import read_driver_lease
 from airflow_provider_eos.core.errors import DriverLeaseError
 from airflow_provider_eos.spark.driver_lease import LeaseKeeper
+from airflow_provider_eos.spark.driver_processes import this_host_identity
 
 TTL = 300.0  # long: the keeper's own thread never renews within a test
 
@@ -38,6 +39,8 @@ def test_the_lease_is_taken_renewed_and_released_once_the_query_stopped(tmp_path
     keeper.acquire()
     first = read_driver_lease(checkpoint)
     assert first is not None and first.sequence == 0 and not first.released and first.ttl_s == TTL
+    # Where it runs, whole: a retry on another host of the same name judges its process table by this.
+    assert first.identity == this_host_identity() and first.pid_namespace is not None and first.boot_id
     keeper.started_query("q-1", "r-1")
     clocks.advance(TTL / 3)
     keeper._renew()

@@ -17,10 +17,22 @@ import pytest
 import yaml
 
 from airflow_provider_eos.core.checkpoint import CheckpointReader
-from airflow_provider_eos.core.driver import DRIVER_XCOM_KEY, DriverHandle, HostIdentity, Liveness, driver_token
-from airflow_provider_eos.core.driver_lease import DriverLease, write_driver_lease
+from airflow_provider_eos.core.driver import (
+    DRIVER_XCOM_KEY,
+    DriverHandle,
+    EvidenceSource,
+    HostIdentity,
+    Liveness,
+    driver_token,
+)
+from airflow_provider_eos.core.driver_lease import DriverLease, lease_holder, write_driver_lease
 from airflow_provider_eos.core.spec import PipelineSpec
-from airflow_provider_eos.usecases.driver_liveness import wait_while_driver_alive
+from airflow_provider_eos.spark.driver_processes import this_host_identity
+from airflow_provider_eos.usecases.driver_liveness import (
+    earlier_driver,
+    observe_driver_anywhere,
+    wait_while_driver_alive,
+)
 
 RUN_ID = "manual__2026-11-27"
 TOKEN = driver_token("orders", "eos_pipeline", RUN_ID)
@@ -101,3 +113,44 @@ def test_a_new_submission_waits_while_the_lease_lives_and_goes_ahead_once_it_is_
     # Nothing known of any driver (a first attempt): nothing to wait for.
     empty = CheckpointReader(str(tmp_path / "empty"))
     assert wait_while_driver_alive(handle, empty, 5, 0.1, here=ELSEWHERE).liveness is Liveness.UNKNOWN
+
+
+def test_a_retry_on_a_new_host_of_the_same_name_judges_the_earlier_driver_where_its_lease_says_it_runs(
+        tmp_path: Path) -> None:
+    # The retry's own handle: the run's token, this host's identity. The earlier driver wrote its lease from
+    # another pid namespace of a host with the same name (a worker started anew), where it still runs.
+    here = this_host_identity()
+    checkpoint = CheckpointReader(str(tmp_path / "checkpoint"))
+    now = dt.datetime.now(dt.UTC)
+    own = DriverHandle(pipeline="orders", token=TOKEN, submitted_at=now, **here.model_dump())
+    elsewhere = here.model_copy(update={"pid_namespace": (here.pid_namespace or 0) + 1})
+    write_driver_lease(checkpoint, _lease(now, sequence=3).model_copy(update=elsewhere.model_dump()))
+
+    earlier = earlier_driver(own, checkpoint)
+    assert earlier.identity == elsewhere and earlier.token == TOKEN
+    seen = observe_driver_anywhere(earlier, checkpoint, here=here)
+    said = {each.source: each.says for each in seen.sources}
+    # Not GONE: no process here carries the token, but this process table cannot see that pid namespace.
+    assert said[EvidenceSource.PROCESS_TABLE] is Liveness.UNKNOWN, seen.evidence
+    assert said[EvidenceSource.LEASE] is Liveness.ALIVE and seen.liveness is Liveness.ALIVE, seen.evidence
+    # Judged with its own handle, this host's process table would have claimed the driver gone.
+    mistaken = {each.source: each.says for each in observe_driver_anywhere(own, checkpoint, here=here).sources}
+    assert mistaken[EvidenceSource.PROCESS_TABLE] is Liveness.GONE
+
+
+def test_a_lease_of_another_run_or_none_leaves_the_retrys_handle_as_it_is(tmp_path: Path) -> None:
+    now = dt.datetime.now(dt.UTC)
+    own = _handle(now)
+    assert lease_holder(own, None) is own
+    other_run = _lease(now, sequence=1).model_copy(update={"token": driver_token("orders", "eos_pipeline", "other"),
+                                                             "host": "elsewhere"})
+    assert lease_holder(own, other_run) is own
+    # A lease written before it recorded more than the host name: judged by the name alone, as then.
+    old = DriverLease.model_validate_json(_lease(now, sequence=2).model_dump_json(
+        exclude={"boot_id", "pid_namespace", "uid"}))
+    assert lease_holder(own, old).identity == HostIdentity(host="celery-worker-7")
+    # An unreadable lease: its own evidence says what is wrong; the handle stays.
+    broken = CheckpointReader(str(tmp_path / "checkpoint"))
+    broken.fs.makedirs(broken.path("eos"), exist_ok=True)
+    broken.fs.pipe(broken.path("eos", "driver-lease.json"), b"{not json")
+    assert earlier_driver(own, broken) is own
