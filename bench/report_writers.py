@@ -207,6 +207,8 @@ def batch_breakdown(tp: dict[str, Any], letter: str, cores: int) -> dict[str, An
         commit = sum(r["task_ms_total"]["commit_ms"] for r in runs)
         opening = sum(r["task_ms_total"].get("open_ms", 0) for r in runs)
         inits = sum(r["task_ms_total"].get("init_ms", 0) for r in runs)
+        # Runs recorded before the field waited for all of their opening.
+        waited = sum(r["task_ms_total"].get("open_wait_ms", r["task_ms_total"].get("open_ms", 0)) for r in runs)
         batch0_open = sum(r.get("batch0_task_ms_total", {}).get("open_ms", 0) for r in runs)
         where = "the executor JVM" if letter == "c_e" else "Python workers"
         slots = tasks * cores
@@ -219,8 +221,9 @@ def batch_breakdown(tp: dict[str, Any], letter: str, cores: int) -> dict[str, An
                 f", the rest (Spark's per-batch work, plan read and WAL cross-check, driver commits) "
                 f"{1 - tasks / batch_ms:.0%}; of the write job's {cores} task slot(s), tasks spent "
                 f"{produce / slots:.0%} reading and producing (of which {opening / slots:.0%} opening the "
-                f"transaction before the first row: producer inits {inits / slots:.0%}; {batch0_open / slots:.0%} "
-                f"in batch 0) and {commit / slots:.0%} committing (the rest of the slot time is task launch, "
+                f"transaction: producer inits {inits / slots:.0%}; {batch0_open / slots:.0%} in batch 0; "
+                f"{waited / slots:.0%} waited for before the first row) and {commit / slots:.0%} committing "
+                "(the rest of the slot time is task launch, "
                 "the data source's setup, or a slot idle while the batch's last task runs)" if slots
                 else "no task time recorded")
         replaced = sum(r.get("producers_replaced") or 0 for r in runs)

@@ -53,8 +53,10 @@ JOB_MODES = {"b": (AT_LEAST_ONCE, "auto"), "n": (NOOP, "auto"), "c_d": (EXACTLY_
 EXECUTOR_WRITERS = {"c_p": "python"}
 
 
-#: A task's times (``EOS-TASK``): ``open_ms`` (of which ``init_ms``) is the part of ``produce_ms`` before its first row.
-TASK_TIMES = ("produce_ms", "commit_ms", "open_ms", "init_ms")
+#: A task's times (``EOS-TASK``): ``open_ms`` (of which ``init_ms``) is the part of ``produce_ms`` spent opening its
+#: transaction; ``open_wait_ms`` the part of that the task waited for before its first row (the JVM writer opens
+#: while Spark reads the first rows; runs recorded before it have none).
+TASK_TIMES = ("produce_ms", "commit_ms", "open_ms", "init_ms", "open_wait_ms")
 ARROW_SETTINGS = ("spark.sql.execution.arrow.maxRecordsPerBatch", "spark.sql.execution.arrow.maxBytesPerBatch")
 #: CPU of all the job's processes per input record: in all (start-up included), and in steady state
 #: (after batch 0). The raw producer (a) has none: it runs in the bench's own process. Then the broker's

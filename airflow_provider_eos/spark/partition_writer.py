@@ -67,6 +67,9 @@ class TaskStats:
     open_ms: int = 0
     #: Of ``open_ms``, creating the producer and its ``init_transactions`` (0 with a cached producer).
     init_ms: int = 0
+    #: Of ``open_ms``, what the task waited for before its first row: all of it here; the JVM writer opens
+    #: while Spark reads the first rows and waits only for the rest.
+    open_wait_ms: int = 0
     #: The task created its producer (first use in this worker, or the cached one was another batch's).
     producer_created: bool = False
     #: The cached producer turned out fenced by another worker and was replaced before any row was read.
@@ -180,7 +183,7 @@ class PartitionWriteTask:
                     writer.drop()
                     stats.producer_replaced = True
                     continue
-                stats.open_ms = clock.peek()
+                stats.open_ms = stats.open_wait_ms = clock.peek()
                 for rows in batches:
                     self._check_rows(rows, input_range)
                     require_dlq_topic(spec, dead_letters(rows))

@@ -1,6 +1,10 @@
 package io.github.airflowprovidereos.writer;
 
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.Callback;
@@ -16,9 +20,8 @@ import org.apache.spark.unsafe.types.UTF8String;
 /**
  * One input partition's write (the Python writer's {@code PartitionWriteTask}, in the same order).
  *
- * <p>Before any row is read (in the constructor, which Spark calls before it pulls the rows):
- * a retried attempt, or a partition this JVM's producer did not write last, starts a fresh
- * producer, whose {@code initTransactions} fences the earlier holder and aborts its open
+ * <p>Before any row is produced: a retried attempt, or a partition this JVM's producer did not
+ * write last, starts a fresh producer, whose {@code initTransactions} fences the earlier holder and aborts its open
  * transaction (a stable read behind a dead attempt's pending offsets would wait for the
  * transaction timeout); then the group's committed offset is read and matched against the plan:
  * skip (marker N already there), produce, or fail naming what was found. To produce, the task
@@ -26,6 +29,14 @@ import org.apache.spark.unsafe.types.UTF8String;
  * coordinator refuses to a producer another holder fenced: a cached producer found fenced is
  * replaced once and the decision taken again. Then {@link #write} produces every row and
  * {@link #commit} flushes and commits: the task commits its own transaction.
+ *
+ * <p>The opening is round trips to the coordinator and the group (an {@code initTransactions} of
+ * 100-200 ms for a new producer, a few ms otherwise), so it runs on an opener thread from the
+ * constructor on, while Spark reads the first rows; the first {@link #write} (or the
+ * {@link #commit} of a partition whose rows the transform all dropped) waits for it. No record is
+ * sent before the opening decided to produce and added the offsets: the order above is unchanged.
+ * The task thread holds the producer's lease throughout, and {@link #abort} and {@link #close}
+ * first see the opening ended, so the producer is never used by two threads at once.
  */
 final class PartitionWriter implements DataWriter<InternalRow> {
     private final WritePlan plan;
@@ -42,6 +53,17 @@ final class PartitionWriter implements DataWriter<InternalRow> {
     private boolean inTransaction;
     private boolean crashed;
     private long deadWithoutTopic;
+    /** The opening ({@link #start}), on {@link #OPENERS}; {@code null} once the task thread took its outcome. */
+    private CompletableFuture<Void> opening;
+    /** The opener thread while it runs this task's opening (guarded by {@code this}): what an abort interrupts. */
+    private Thread opener;
+
+    /** The openers: daemon threads, as many as tasks open at once in this JVM, idle ones ended after a minute. */
+    private static final ExecutorService OPENERS = Executors.newCachedThreadPool(task -> {
+        Thread thread = new Thread(task, "eos-writer-opener");
+        thread.setDaemon(true);
+        return thread;
+    });
 
     /** The first failed delivery of the transaction; one instance serves every record. */
     private static final class SendFailures implements Callback {
@@ -65,12 +87,88 @@ final class PartitionWriter implements DataWriter<InternalRow> {
         this.observer = plan.observer.create();
         this.lease = TransactionalProducers.acquire(part.transactionalId, producerConfig);
         try {
-            start(adminConfig, attempt);
+            // The task's class loader (Spark's, with the job's jars) for what the Kafka clients load by name (SASL).
+            ClassLoader loader = Thread.currentThread().getContextClassLoader();
+            opening = CompletableFuture.runAsync(() -> open(adminConfig, attempt, loader), OPENERS);
         } catch (RuntimeException | Error e) {
             // Spark neither aborts nor closes a writer whose creation failed.
-            abandon();
             lease.release();
             throw e;
+        }
+    }
+
+    /** {@link #start} on the opener thread, which an abort may interrupt while it runs (a killed task's). */
+    private void open(Map<String, String> adminConfig, int attempt, ClassLoader loader) {
+        Thread thread = Thread.currentThread();
+        ClassLoader own = thread.getContextClassLoader();
+        synchronized (this) {
+            opener = thread;
+        }
+        thread.setContextClassLoader(loader);
+        try {
+            start(adminConfig, attempt);
+        } finally {
+            thread.setContextClassLoader(own);
+            synchronized (this) {
+                opener = null;
+                Thread.interrupted(); // an interrupt meant for this opening only: the pool's next task starts clean
+            }
+        }
+    }
+
+    /**
+     * Wait for the opening and take its outcome (once): the decision and the transaction are this thread's now.
+     * A failed opening gives the producer up and fails the task with the opening's error.
+     */
+    private void awaitOpening() {
+        CompletableFuture<Void> pending = opening;
+        if (pending == null) {
+            return;
+        }
+        long waitStart = System.nanoTime();
+        try {
+            pending.join();
+        } catch (CompletionException e) {
+            opening = null;
+            abandon();
+            Throwable cause = e.getCause();
+            if (cause instanceof RuntimeException) {
+                throw (RuntimeException) cause;
+            }
+            if (cause instanceof Error) {
+                throw (Error) cause;
+            }
+            throw new IllegalStateException(cause);
+        } finally {
+            stats.openWaitMs = (System.nanoTime() - waitStart) / 1_000_000L;
+        }
+        opening = null;
+    }
+
+    /**
+     * Wait until the opening has ended, whatever its outcome: an abort or close must not race it for the producer.
+     *
+     * @param interrupt interrupt it if it still runs (an abort: a killed task's Kafka calls end now, as they did
+     *     when the opening ran on the task thread)
+     */
+    private void openingEnded(boolean interrupt) {
+        CompletableFuture<Void> pending = opening;
+        if (pending != null) {
+            if (interrupt) {
+                synchronized (this) {
+                    if (opener != null) {
+                        opener.interrupt();
+                    }
+                }
+            }
+            try {
+                pending.join();
+            } catch (CompletionException e) {
+                opening = null;
+                abandon();
+                return;
+            }
+            opening = null;
         }
     }
 
@@ -144,6 +242,7 @@ final class PartitionWriter implements DataWriter<InternalRow> {
 
     @Override
     public void write(InternalRow row) {
+        awaitOpening();
         if (producer == null) {
             return; // skip_replay: the partition's output is already committed
         }
@@ -171,6 +270,7 @@ final class PartitionWriter implements DataWriter<InternalRow> {
 
     @Override
     public WriterCommitMessage commit() {
+        awaitOpening();
         if (producer == null) {
             return new TaskReport(stats.toJson());
         }
@@ -252,6 +352,7 @@ final class PartitionWriter implements DataWriter<InternalRow> {
 
     @Override
     public void abort() {
+        openingEnded(true);
         if (!crashed && inTransaction) {
             abandon();
         }
@@ -259,7 +360,11 @@ final class PartitionWriter implements DataWriter<InternalRow> {
 
     @Override
     public void close() {
-        lease.release();
+        try {
+            openingEnded(false);
+        } finally {
+            lease.release();
+        }
     }
 
     private long lap() {

@@ -20,8 +20,10 @@ public final class TaskStats {
     public long rowsDlq;
     public long produceMs;
     public long commitMs;
-    /** Of {@code produceMs}, before the first row: the producer's init, the offsets read, begin and offsets added. */
+    /** Of {@code produceMs}, the opening: the producer's init, the offsets read, begin and offsets added. */
     public long openMs;
+    /** Of {@code openMs}, what the task waited for at its first row: the rest ran while Spark read the rows. */
+    public long openWaitMs;
     /** Of {@code openMs}, creating the producer and its {@code initTransactions} (0 with a cached producer). */
     public long initMs;
     /** The task created its producer (first use in this JVM, or the cached one could not serve). */
@@ -51,6 +53,7 @@ public final class TaskStats {
         fields.put("produce_ms", produceMs);
         fields.put("commit_ms", commitMs);
         fields.put("open_ms", openMs);
+        fields.put("open_wait_ms", openWaitMs);
         fields.put("init_ms", initMs);
         fields.put("producer_created", producerCreated);
         fields.put("producer_replaced", producerReplaced);
