@@ -177,7 +177,7 @@ def plan_submit(  # noqa: PLR0913  # the spec plus each override a caller may gi
     cluster = (deploy_mode or "client") == "cluster"
     run_mode = driver_mode(mode)
     jars, connector_conf = connector_arguments(connector or spec.connector)
-    jars = [*jars, *writer_jars(spec)]
+    jars = [*jars, *writer_jars(spec, run_mode)]
     archive = _archive_location(python_environment) if python_environment else spec.python_environment
     env: dict[str, str] = {}
     conf = {**DEFAULT_CONF, **connector_conf, **spark_metrics_conf(spec.metrics)}
@@ -243,14 +243,15 @@ def _archive_location(given: str) -> str:
         raise SubmissionError(str(err), fix="give the archive `eos package` wrote (.tar.gz), or its URL") from None
 
 
-def writer_jars(spec: PipelineSpec) -> list[str]:
+def writer_jars(spec: PipelineSpec, run_mode: str) -> list[str]:
     """The JVM executor writer's jar when the spec asks for it (``executor_writer: jvm``), shipped like the connector.
 
-    Only where executor writers may run: a pipeline on the driver writer or at-least-once needs no jar.
+    Only where executor writers may run: a pipeline on the driver writer, or a run that is not
+    exactly-once (``run_mode``, which ``eos run --mode`` may set apart from the spec's), needs no jar.
 
     :raises PrerequisiteError: the jar is not built (or older than its sources), naming the fix.
     """
-    if not spec.ships_executor_writer_jar:
+    if not spec.ships_executor_writer_jar(run_mode):
         return []
     from airflow_provider_eos.devstack.jars import executor_writer_jar
 

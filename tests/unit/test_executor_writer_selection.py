@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from airflow_provider_eos.core.errors import PrerequisiteError, SpecError
-from airflow_provider_eos.core.spec import ExecutorWriter, PipelineSpec
+from airflow_provider_eos.core.spec import ExecutorWriter, Mode, PipelineSpec
 from airflow_provider_eos.core.spec.submission import Connector
 from airflow_provider_eos.devstack import jars
 from airflow_provider_eos.kafka.settings import java_sink_producer_config
@@ -100,3 +100,19 @@ def test_the_built_writer_jar_goes_with_the_connector_jars(jvm_spec_file, tmp_pa
         other = tmp_path / f"{next(iter(overrides.values()))}.yaml"
         other.write_text(yaml.safe_dump(SPEC.with_overrides(**overrides).to_dict()))
         assert _plan(other, tmp_path, connector).jars == connector.jars, overrides
+
+
+def test_a_run_that_is_not_exactly_once_needs_no_writer_jar_whatever_the_specs_mode(jvm_spec_file, tmp_path,
+                                                                                    connector, monkeypatch):
+    # No jar built at all: an exactly-once run is refused, an at-least-once (or a plug-in's) run of the same
+    # exactly-once spec (`eos run --mode`) starts, as it ships no executor writer.
+    monkeypatch.setenv("EOS_HOME", str(tmp_path / "eos-home"))
+    spec = PipelineSpec.load(jvm_spec_file)
+    assert spec.mode is Mode.EXACTLY_ONCE
+    with pytest.raises(PrerequisiteError):
+        plan_submit(jvm_spec_file, spec, mode=Mode.EXACTLY_ONCE, work_dir=tmp_path / "work", connector=connector)
+    at_least_once = plan_submit(jvm_spec_file, spec, mode="at-least-once", work_dir=tmp_path / "work",
+                                connector=connector)
+    assert at_least_once.jars == connector.jars
+    assert spec.ships_executor_writer_jar() and not spec.ships_executor_writer_jar(Mode.AT_LEAST_ONCE)
+    assert not spec.ships_executor_writer_jar("noop")

@@ -243,7 +243,7 @@ def _driver_writer_storage(facts: PreflightFacts) -> Outcome:
 )
 def _executor_writer_jar(facts: PreflightFacts) -> Outcome:
     spec = facts.spec
-    if not spec.ships_executor_writer_jar:
+    if not spec.ships_executor_writer_jar():
         if spec.executor_writer is not ExecutorWriter.JVM:
             return passed(f"executor_writer is {spec.executor_writer.value!r}: no jar to ship")
         return passed(f"writers {spec.writers.value!r} with mode {spec.mode.value!r}: no executor writer runs, "

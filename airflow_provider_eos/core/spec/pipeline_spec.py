@@ -289,11 +289,15 @@ class PipelineSpec(BaseModel):
             return None
         return parse_interval_ms(self.trigger)
 
-    @property
-    def ships_executor_writer_jar(self) -> bool:
+    def ships_executor_writer_jar(self, mode: Mode | str | None = None) -> bool:
         """Whether the JVM executor writer may run, so its jar must go with the job: exactly-once,
-        writers not fixed to the driver, ``executor_writer: jvm``."""
-        return (self.executor_writer is ExecutorWriter.JVM and self.mode is Mode.EXACTLY_ONCE
+        writers not fixed to the driver, ``executor_writer: jvm``.
+
+        :param mode: the run's mode when it is not the spec's (``eos run --mode``; a plug-in's mode
+            is none of the spec's): an at-least-once run of an exactly-once spec needs no jar.
+        """
+        run = mode.value if isinstance(mode, Mode) else mode or self.mode.value
+        return (self.executor_writer is ExecutorWriter.JVM and run == Mode.EXACTLY_ONCE.value
                 and self.writers is not Writers.DRIVER)
 
     def transactional_id(self, writer_index: int = 0) -> str:
