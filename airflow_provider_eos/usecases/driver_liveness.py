@@ -24,7 +24,7 @@ from airflow_provider_eos.core.cluster_records import (
 )
 from airflow_provider_eos.core.driver import DriverHandle, DriverObservation, Evidence, EvidenceSource, Liveness
 from airflow_provider_eos.core.driver_evidence import combine_evidence
-from airflow_provider_eos.core.driver_lease import judge_lease, lease_holder, read_driver_lease
+from airflow_provider_eos.core.driver_lease import DriverLease, judge_lease, lease_holder, read_driver_lease
 from airflow_provider_eos.core.errors import EosError
 from airflow_provider_eos.core.retry import RetryPolicy
 from airflow_provider_eos.spark.driver_processes import observe
@@ -135,13 +135,7 @@ def earlier_driver(handle: DriverHandle, checkpoint: CheckpointReader | None) ->
 
     An unreadable lease leaves the handle as it is: the lease's own evidence says what is wrong with it.
     """
-    if checkpoint is None:
-        return handle
-    try:
-        lease = read_driver_lease(checkpoint)
-    except (EosError, OSError, ValueError):
-        return handle
-    return lease_holder(handle, lease)
+    return lease_holder(handle, _readable_lease(checkpoint))
 
 
 def wait_while_driver_alive(
@@ -162,14 +156,19 @@ def wait_while_driver_alive(
                        what=f"end of the driver before {handle.token}").value
 
 
-def _live_lease_mark(checkpoint: CheckpointReader | None) -> tuple[str, int] | None:
-    """``(token, sequence)`` of the checkpoint's lease while it is not released; ``None`` otherwise or unreadable."""
+def _readable_lease(checkpoint: CheckpointReader | None) -> DriverLease | None:
+    """The checkpoint's lease; ``None`` when there is none, or it cannot be read (its evidence says why)."""
     if checkpoint is None:
         return None
     try:
-        lease = read_driver_lease(checkpoint)
+        return read_driver_lease(checkpoint)
     except (EosError, OSError, ValueError):
         return None
+
+
+def _live_lease_mark(checkpoint: CheckpointReader | None) -> tuple[str, int] | None:
+    """``(token, sequence)`` of the checkpoint's lease while it is not released; ``None`` otherwise or unreadable."""
+    lease = _readable_lease(checkpoint)
     return None if lease is None or lease.released else (lease.token, lease.sequence)
 
 
