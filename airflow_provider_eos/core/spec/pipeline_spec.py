@@ -296,8 +296,7 @@ class PipelineSpec(BaseModel):
         :param mode: the run's mode when it is not the spec's (``eos run --mode``; a plug-in's mode
             is none of the spec's): an at-least-once run of an exactly-once spec needs no jar.
         """
-        run = mode.value if isinstance(mode, Mode) else mode or self.mode.value
-        return (self.executor_writer is ExecutorWriter.JVM and run == Mode.EXACTLY_ONCE.value
+        return (self.executor_writer is ExecutorWriter.JVM and (mode or self.mode) == Mode.EXACTLY_ONCE
                 and self.writers is not Writers.DRIVER)
 
     def transactional_id(self, writer_index: int = 0) -> str:

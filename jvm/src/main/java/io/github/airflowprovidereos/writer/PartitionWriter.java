@@ -117,58 +117,53 @@ final class PartitionWriter implements DataWriter<InternalRow> {
     }
 
     /**
-     * Wait for the opening and take its outcome (once): the decision and the transaction are this thread's now.
-     * A failed opening gives the producer up and fails the task with the opening's error.
+     * Wait for the opening and take its outcome: the decision and the transaction are this thread's now.
+     * A failed opening has given the producer up; the task fails with the opening's error.
      */
     private void awaitOpening() {
-        CompletableFuture<Void> pending = opening;
-        if (pending == null) {
+        if (opening == null) {
             return;
         }
         long waitStart = System.nanoTime();
-        try {
-            pending.join();
-        } catch (CompletionException e) {
-            opening = null;
-            abandon();
-            Throwable cause = e.getCause();
-            if (cause instanceof RuntimeException) {
-                throw (RuntimeException) cause;
-            }
-            if (cause instanceof Error) {
-                throw (Error) cause;
-            }
-            throw new IllegalStateException(cause);
-        } finally {
-            stats.openWaitMs = (System.nanoTime() - waitStart) / 1_000_000L;
+        Throwable failure = endOpening(false);
+        stats.openWaitMs = (System.nanoTime() - waitStart) / 1_000_000L;
+        if (failure instanceof RuntimeException runtime) {
+            throw runtime;
         }
-        opening = null;
+        if (failure instanceof Error error) {
+            throw error;
+        }
+        if (failure != null) {
+            throw new IllegalStateException(failure);
+        }
     }
 
     /**
-     * Wait until the opening has ended, whatever its outcome: an abort or close must not race it for the producer.
+     * Wait until the opening has ended (once): an abort or close must not race it for the producer.
      *
      * @param interrupt interrupt it if it still runs (an abort: a killed task's Kafka calls end now, as they did
      *     when the opening ran on the task thread)
+     * @return the opening's failure, the producer given up; {@code null} when it succeeded or had already ended
      */
-    private void openingEnded(boolean interrupt) {
+    private Throwable endOpening(boolean interrupt) {
         CompletableFuture<Void> pending = opening;
-        if (pending != null) {
-            if (interrupt) {
-                synchronized (this) {
-                    if (opener != null) {
-                        opener.interrupt();
-                    }
+        if (pending == null) {
+            return null;
+        }
+        opening = null;
+        if (interrupt) {
+            synchronized (this) {
+                if (opener != null) {
+                    opener.interrupt();
                 }
             }
-            try {
-                pending.join();
-            } catch (CompletionException e) {
-                opening = null;
-                abandon();
-                return;
-            }
-            opening = null;
+        }
+        try {
+            pending.join();
+            return null;
+        } catch (CompletionException e) {
+            abandon();
+            return e.getCause();
         }
     }
 
@@ -352,7 +347,7 @@ final class PartitionWriter implements DataWriter<InternalRow> {
 
     @Override
     public void abort() {
-        openingEnded(true);
+        endOpening(true);
         if (!crashed && inTransaction) {
             abandon();
         }
@@ -361,7 +356,7 @@ final class PartitionWriter implements DataWriter<InternalRow> {
     @Override
     public void close() {
         try {
-            openingEnded(false);
+            endOpening(false);
         } finally {
             lease.release();
         }
