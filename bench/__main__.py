@@ -247,7 +247,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="max_offsets_per_trigger of the throughput table (default 100,000)")
     parser.add_argument("--repetitions", type=int, metavar="N", help="repetitions of the throughput table (default 3)")
     parser.add_argument("--letters", metavar="L,L", type=lambda v: tuple(v.split(",")),
-                        help="throughput table: only these modes (a, b, n, c_d, c_e, c_p; default all)")
+                        help="throughput table: only these modes (a, b, n, c_d, c_e, c_p; default all; c_dp, "
+                        "the driver writer spilling from Python workers, only when named)")
     parser.add_argument("--cores", metavar="N,N", type=lambda v: tuple(int(c) for c in v.split(",")),
                         help="throughput table: local cores of the Spark jobs (default 1,2)")
     parser.add_argument("--headers-every", type=int, metavar="K",

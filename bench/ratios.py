@@ -3,7 +3,8 @@
 A mode key is a letter, and for the Spark jobs the number of local cores: ``a`` (raw
 transactional producer), ``b@2`` (at-least-once on ``local[2]``), ``n@1`` (Spark's noop sink on
 ``local[1]``), ``c_d@2`` (exactly-once, driver writer), ``c_e@1`` (exactly-once, executor writers),
-``c_p@2`` (exactly-once, executor writers with ``executor_writer: python``).
+``c_p@2`` (exactly-once, executor writers with ``executor_writer: python``), ``c_dp@2`` (the
+driver writer with ``executor_writer: python``: its spill in Python workers; only with ``--letters``).
 Each repetition runs every mode once, back to back, so the runs of one repetition pair up: a
 ratio per repetition cancels most of the load the shared machine put on that repetition.
 """
@@ -23,14 +24,17 @@ LETTERS = {
     "c_d": "exactly-once, driver writer",
     "c_e": "exactly-once, executor writers (in the executor JVM, the default)",
     "c_p": "exactly-once, executor writers in Python workers (executor_writer: python)",
+    "c_dp": "exactly-once, driver writer spilling from Python workers (executor_writer: python)",
 }
 #: The Spark jobs among the letters: they run once per master.
 SPARK_LETTERS = ("b", "n", "c_d", "c_e", "c_p")
+#: Spark jobs run only when ``--letters`` names them (a comparison, not a target).
+OPTIONAL_LETTERS = ("c_dp",)
 #: The executor writers' letters: the default (JVM) one and the Python one.
 EXECUTOR_LETTERS = ("c_e", "c_p")
 #: Ratios of the medians (and per repetition) reported for every master: (numerator, denominator).
 RATIO_PAIRS = (("c_e", "b"), ("c_e", "n"), ("c_d", "b"), ("c_d", "n"), ("b", "n"), ("c_e", "c_d"), ("c_e", "a"),
-               ("b", "a"), ("c_p", "b"), ("c_p", "c_e"), ("c_p", "n"))
+               ("b", "a"), ("c_p", "b"), ("c_p", "c_e"), ("c_p", "n"), ("c_dp", "b"), ("c_d", "c_dp"))
 #: The issue's targets on those ratios (at every master).
 RATIO_TARGETS = {"c_e/b": 1.0, "c_e/n": 0.85, "c_d/b": 0.8}
 #: CPU µs per record of all the job's processes: the executor writers' over Spark's Kafka writer's, at most.
@@ -64,8 +68,10 @@ def ordered_keys(cores: Sequence[int], letters: Sequence[str] | None = None) -> 
 
     :param letters: only these modes (``a`` among them for the raw producer); ``None``: all.
     """
-    keys = ["a"] + [mode_key(letter, c) for c in cores for letter in SPARK_LETTERS]
-    return keys if letters is None else [k for k in keys if split_key(k)[0] in letters]
+    if letters is None:
+        return ["a"] + [mode_key(letter, c) for c in cores for letter in SPARK_LETTERS]
+    keys = ["a"] + [mode_key(letter, c) for c in cores for letter in (*SPARK_LETTERS, *OPTIONAL_LETTERS)]
+    return [k for k in keys if split_key(k)[0] in letters]
 
 
 #: The field of a run that ratios compare: records/s over all batches, or without batch 0 (its warm-up).

@@ -182,7 +182,7 @@ def breakdown_lines(tp: dict[str, Any]) -> list[str]:
     """Where the exactly-once batch time goes, per writer and master, from the runs' own log lines."""
     out = []
     for cores in tp["cores"]:
-        for letter in ("c_d", *EXECUTOR_LETTERS):
+        for letter in ("c_d", "c_dp", *EXECUTOR_LETTERS):
             figures = batch_breakdown(tp, letter, cores)
             if figures:
                 out.append(f"- {letter} on {master(cores)}: " + figures["text"])

@@ -48,9 +48,10 @@ PARTITIONS = 4
 CORES = (1, 2)
 #: Per Spark letter: ``eos run --mode`` and the spec's ``writers``.
 JOB_MODES = {"b": (AT_LEAST_ONCE, "auto"), "n": (NOOP, "auto"), "c_d": (EXACTLY_ONCE, "driver"),
-             "c_e": (EXACTLY_ONCE, "executors"), "c_p": (EXACTLY_ONCE, "executors")}
+             "c_e": (EXACTLY_ONCE, "executors"), "c_p": (EXACTLY_ONCE, "executors"),
+             "c_dp": (EXACTLY_ONCE, "driver")}
 #: Per Spark letter whose executor writers are not the default (JVM) ones: the spec's ``executor_writer``.
-EXECUTOR_WRITERS = {"c_p": "python"}
+EXECUTOR_WRITERS = {"c_p": "python", "c_dp": "python"}
 
 
 #: A task's times (``EOS-TASK``): ``open_ms`` (of which ``init_ms``) is the part of ``produce_ms`` spent opening its

@@ -14,8 +14,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from airflow_provider_eos.core.sink_protocol import BatchAction, PlannedBatch, decide_batch, offsets_to_commit
+from airflow_provider_eos.core.spec import ExecutorWriter
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
-from airflow_provider_eos.spark.output_spill import OutputSpill, spill_summary
+from airflow_provider_eos.spark.output_spill import OutputSpill, PythonSpillTasks, SpillTasks, spill_summary
 from airflow_provider_eos.spark.record_producer import (
     BatchStats,
     Stopwatch,
@@ -27,23 +28,34 @@ from airflow_provider_eos.spark.sink_points import BatchPoints, SinkObserver, Si
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from airflow_provider_eos.core.spec import PipelineSpec
     from airflow_provider_eos.spark.sink_clients import SinkClients
 
-__all__ = ["DriverWriter"]
+__all__ = ["DriverWriter", "spill_tasks"]
+
+
+def spill_tasks(spec: PipelineSpec) -> SpillTasks:
+    """The spec's ``executor_writer``: the JVM writer's spill (``jvm/``, :mod:`.jvm_spill`), or the Python workers'."""
+    if spec.executor_writer is ExecutorWriter.JVM:
+        from airflow_provider_eos.spark.jvm_spill import JvmSpillTasks
+
+        return JvmSpillTasks()
+    return PythonSpillTasks()
 
 
 class DriverWriter:
     """Writes each batch in one transaction of the driver's producer ``<prefix>-0``.
 
     :param clients: the driver's Kafka clients and checkpoint reader.
-    :param spill: where the tasks leave the output for the driver (default: under the checkpoint).
+    :param spill: where the tasks leave the output for the driver (default: under the checkpoint, written
+        by the spec's ``executor_writer``).
     :param observer: what the spill tasks announce their points to (:mod:`.sink_points`); by default nobody.
     """
 
     def __init__(self, clients: SinkClients, spill: OutputSpill | None = None,
                  observer: SinkObserver | None = None) -> None:
         self.clients = clients
-        self.spill = spill or OutputSpill(clients.checkpoint)
+        self.spill = spill or OutputSpill(clients.checkpoint, spill_tasks(clients.spec))
         self.observer = observer or SinkObserver()
 
     def write(self, batch: DataFrame, batch_id: int, points: BatchPoints) -> BatchStats:

@@ -23,14 +23,14 @@ import logging
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_eos.core.errors import PrerequisiteError, SinkError
+from airflow_provider_eos.core.errors import SinkError
 from airflow_provider_eos.core.markers import CommittedOffset
 from airflow_provider_eos.core.sink_protocol import offsets_to_commit, partition_expectation
-from airflow_provider_eos.devstack.jars import EXECUTOR_WRITER_FIX
 from airflow_provider_eos.kafka.group_offsets import stored_metadata
 from airflow_provider_eos.kafka.settings import java_admin_config, java_sink_producer_config
 from airflow_provider_eos.spark.jvm_task_errors import typed_task_error
 from airflow_provider_eos.spark.record_producer import output_frame
+from airflow_provider_eos.spark.writer_jar import WriterJar, observer_entry
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -44,7 +44,6 @@ log = logging.getLogger("airflow_provider_eos.sink")
 
 #: The ``jvm/`` module's data source (its class name: no service-loader lookup to go wrong).
 DATA_SOURCE = "io.github.airflowprovidereos.writer.ExecutorWriterSource"
-_REGISTRY = "io.github.airflowprovidereos.writer.DriverRegistry"
 _PLAN_OPTION = "eos.plan"
 
 def _committed(value: CommittedOffset | None) -> dict[str, Any] | None:
@@ -78,13 +77,8 @@ def write_plan(tasks: BatchTasks, *, config_handle: str, report_key: str) -> dic
         "report_key": report_key, "config_handle": config_handle, "query_id": tasks.query_id,
         "batch_id": tasks.batch_id, "group_id": spec.group_id, "output_topic": spec.output_topic,
         "dlq_topic": spec.dlq_topic, "transaction_timeout_ms": spec.transaction_timeout_ms,
-        "partitions": partitions, "observer": _observer(tasks.points.jvm_plan()),
+        "partitions": partitions, "observer": observer_entry(tasks.points.jvm_plan()),
     }
-
-
-def _observer(plan: dict[str, Any] | None) -> dict[str, Any] | None:
-    # The jar is the driver's business (JvmTasks adds it); the tasks need the class and its configuration.
-    return None if plan is None else {"class": plan["class"], "config": plan.get("config")}
 
 
 class JvmTasks:
@@ -93,24 +87,15 @@ class JvmTasks:
     :param spec: the pipeline spec (its Kafka settings in the Java client's dialect go to the driver JVM).
     """
 
-    def __init__(self, spec: PipelineSpec) -> None:
+    def __init__(self, spec: PipelineSpec, jar: WriterJar | None = None) -> None:
         self.spec = spec
+        self.jar = jar or WriterJar()
         self._registry: Any = None
         self._handle = uuid.uuid4().hex
-        self._observer_jars: set[str] = set()
 
     def _driver_registry(self, frame: DataFrame) -> Any:
         if self._registry is None:
-            from py4j.protocol import Py4JError
-
-            jvm = frame.sparkSession.sparkContext._jvm
-            try:
-                registry = jvm.io.github.airflowprovidereos.writer.DriverRegistry
-                registry.version()
-            except (Py4JError, TypeError) as exc:  # py4j: an unknown class is a JavaPackage, not callable
-                raise PrerequisiteError(
-                    f"`executor_writer: jvm` needs the JVM executor writer ({_REGISTRY}), which is not on the "
-                    "Spark driver's classpath", fix=EXECUTOR_WRITER_FIX) from exc
+            registry = self.jar.registry(frame.sparkSession)
             registry.putConfig(self._handle, json.dumps(java_sink_producer_config(self.spec)),
                                json.dumps(java_admin_config(self.spec)))
             self._registry = registry
@@ -123,7 +108,7 @@ class JvmTasks:
             return []
         frame = output_frame(batch, arrow=False)
         registry = self._driver_registry(frame)
-        self._add_observer_jar(frame, tasks.points.jvm_plan())
+        self.jar.add_observer_jar(frame.sparkSession, tasks.points.jvm_plan())
         report_key = f"{tasks.query_id}/{tasks.batch_id}/{uuid.uuid4().hex}"
         plan = write_plan(tasks, config_handle=self._handle, report_key=report_key)
         try:
@@ -140,14 +125,6 @@ class JvmTasks:
                             fix="the batch is not complete; Spark replays it on restart (committed partitions "
                             "skip). If this repeats, set `executor_writer: python` and report it")
         return [json.dumps(report, sort_keys=True) for report in json.loads(found)]
-
-    def _add_observer_jar(self, frame: DataFrame, plan: dict[str, Any] | None) -> None:
-        """Ship a plug-in's task observer to the executors, once (``SparkContext.addJar``)."""
-        jar = None if plan is None else plan.get("jar")
-        if jar and jar not in self._observer_jars:
-            # PySpark's SparkContext has no addJar; the JVM's does (Spark 4's addArtifacts is Spark Connect's).
-            frame.sparkSession.sparkContext._jsc.addJar(jar)
-            self._observer_jars.add(jar)
 
     def close(self) -> None:
         """Forget the settings in the driver JVM and close its producers (local mode: the executors are there)."""

@@ -4,15 +4,19 @@ docs/architecture.md (driver writer) asks that the driver writer's memory not gr
 through Spark to the driver does not get there: ``toArrow()`` collects it, and
 ``toLocalIterator`` makes the driver JVM hold a whole partition's result plus the prefetched one
 (measured: driver JVM 686 -> 1,435 MB for 100k -> 1M records; ``docs/design-notes.md`` item 12).
-So each task writes its partition's output (the Arrow record batches Spark hands ``mapInArrow``,
+So each task writes its partition's output (the Arrow record batches Spark's Arrow writer makes,
 ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows each) as one Arrow IPC stream file under
-the checkpoint, through fsspec on the checkpoint's own filesystem opened as the driver opens it
-(every deployment already shares it between driver and executors; an ``hdfs://`` one through
-the driver's WebHDFS address and user, which the task is handed, since executors have no Hadoop
-configuration of their own: docs/design-notes.md item 39), and returns one small row: the file,
-its rows, its dead letters. Only after the Spark job has finished does the driver open the transaction and read the
-files one record batch at a time: its memory is one Arrow batch whatever the batch size, and the
-driver JVM sees only the small rows.
+the checkpoint, and returns one small report: the file, its rows, its dead letters. What runs the
+tasks is the spec's ``executor_writer`` (:func:`~.driver_writer.spill_tasks`): with ``jvm`` (the default) the
+``jvm/`` module's spill data source in the executor JVM, through Hadoop's filesystem of the
+checkpoint with the driver's Hadoop configuration (:mod:`.jvm_spill`, ``docs/design-notes.md``
+item 43); with ``python`` PySpark's Python workers (``mapInArrow``, :class:`SpillTask`), through
+fsspec on the checkpoint's filesystem opened as the driver opens it (an ``hdfs://`` one through the
+driver's WebHDFS address and user, which the task is handed, since executors have no Hadoop
+configuration of their own: docs/design-notes.md item 39). Either way every deployment already
+shares the checkpoint between driver and executors. Only after the Spark job has finished does the
+driver open the transaction and read the files one record batch at a time, through fsspec: its
+memory is one Arrow batch whatever the batch size, and the driver JVM sees only the small reports.
 
 Layout: ``<checkpoint>/eos/spill/<batch>/<write>/<spark partition>-<task attempt id>.arrow``,
 ``<write>`` unique per driver attempt at the batch, so a zombie driver's tasks (task attempt ids
@@ -21,9 +25,9 @@ job's results are read: Spark returns exactly one successful attempt per partiti
 of a failed, killed or losing speculative attempt is never read, only removed with its folder
 (after the batch, or at the start of the next one when the driver died).
 
-Each task announces :attr:`~.sink_points.TaskPoint.TASK_AFTER_SPILL` once its file is complete and
-before it reports: where the crash tests kill an attempt, so a whole file of a killed attempt lies
-next to the retry's.
+Each task logs an ``EOS-SPILL`` line and announces :attr:`~.sink_points.TaskPoint.TASK_AFTER_SPILL`
+once its file is complete and before it reports: where the crash tests kill an attempt, so a whole
+file of a killed attempt lies next to the retry's.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ import sys
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
 from airflow_provider_eos.core.checkpoint import EOS_FOLDER, CheckpointReader
 from airflow_provider_eos.core.errors import SinkError
@@ -47,8 +51,8 @@ if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
     from pyspark.sql import DataFrame
 
-__all__ = ["SPILL_FOLDER", "OutputSpill", "SpillTask", "SpilledPart", "read_spill_file", "spill_summary",
-           "write_spill_file"]
+__all__ = ["SPILL_FOLDER", "OutputSpill", "PythonSpillTasks", "SpillTask", "SpillTasks", "SpilledPart",
+           "read_spill_file", "spill_summary", "write_spill_file"]
 
 log = logging.getLogger("airflow_provider_eos.sink")
 
@@ -174,14 +178,33 @@ class SpillTask:
         yield pa.RecordBatch.from_pylist([asdict(part)], schema=_result_arrow_schema())
 
 
+class SpillTasks(Protocol):
+    """Runs the spill's Spark job: every task writes its partition's file under ``folder``; returns the parts."""
+
+    def run(self, output: DataFrame, checkpoint: CheckpointReader, folder: tuple[str, ...], batch_id: int,
+            points: TaskObserver) -> list[SpilledPart]: ...
+
+
+class PythonSpillTasks:
+    """The tasks in PySpark's Python workers (``mapInArrow``): ``executor_writer: python``."""
+
+    def run(self, output: DataFrame, checkpoint: CheckpointReader, folder: tuple[str, ...], batch_id: int,
+            points: TaskObserver) -> list[SpilledPart]:
+        task = SpillTask(checkpoint.location, folder, batch_id, points, checkpoint.storage_options)
+        return [SpilledPart(**row.asDict()) for row in output.mapInArrow(task, _RESULT_SCHEMA).collect()]
+
+
 class OutputSpill:
     """The spill folder of one checkpoint: write a batch's output there, read it back, remove it.
 
     :param checkpoint: the checkpoint reader (its filesystem and root address the spill).
+    :param tasks: what runs the tasks that write the files (:func:`~.driver_writer.spill_tasks`); by default
+        PySpark's Python workers.
     """
 
-    def __init__(self, checkpoint: CheckpointReader) -> None:
+    def __init__(self, checkpoint: CheckpointReader, tasks: SpillTasks | None = None) -> None:
         self.checkpoint = checkpoint
+        self.tasks = tasks or PythonSpillTasks()
 
     @property
     def root(self) -> str:
@@ -193,9 +216,8 @@ class OutputSpill:
     def write(self, batch: DataFrame, batch_id: int, points: TaskObserver) -> list[SpilledPart]:
         """Run the batch's Spark job: every task writes its partition's file; returns them in partition order."""
         folder = (*SPILL_FOLDER, str(batch_id), uuid.uuid4().hex[:12])
-        task = SpillTask(self.checkpoint.location, folder, batch_id, points, self.checkpoint.storage_options)
-        rows = output_frame(batch).mapInArrow(task, _RESULT_SCHEMA).collect()
-        return sorted((SpilledPart(**row.asDict()) for row in rows), key=lambda p: p.spark_partition)
+        parts = self.tasks.run(output_frame(batch), self.checkpoint, folder, batch_id, points)
+        return sorted(parts, key=lambda p: p.spark_partition)
 
     def read(self, parts: Iterable[SpilledPart]) -> Iterator[pa.RecordBatch]:
         """Every part's record batches in partition order, one batch in memory at a time."""

@@ -31,7 +31,8 @@ from airflow_provider_eos.core.presentation import result_text
 from airflow_provider_eos.core.spec import Writers
 from airflow_provider_eos.core.writers_choice import read_writers_choice
 from airflow_provider_eos.devstack.yarn import YarnClusterInfo
-from airflow_provider_eos.spark.output_spill import SPILL_FOLDER, OutputSpill
+from airflow_provider_eos.spark.jvm_spill import JvmSpillTasks
+from airflow_provider_eos.spark.output_spill import SPILL_FOLDER, OutputSpill, PythonSpillTasks
 from airflow_provider_eos.spark.record_producer import DLQ_REASON_COLUMN
 from airflow_provider_eos.spark.sink_points import TaskObserver
 from airflow_provider_eos.usecases.abort import abort
@@ -64,10 +65,14 @@ def driver_batches(app: dict) -> list[dict]:
     return [json.loads(line.split("EOS-BATCH ", 1)[1]) for line in log.splitlines() if "EOS-BATCH " in line]
 
 
+@pytest.mark.parametrize("executor_writer", ["python", "jvm"])
 def test_spark_tasks_spill_to_hdfs_with_the_drivers_webhdfs_address_alone(
-    yarn_cluster: YarnClusterInfo, spark, monkeypatch: pytest.MonkeyPatch
+    yarn_cluster: YarnClusterInfo, spark, monkeypatch: pytest.MonkeyPatch, executor_writer: str
 ) -> None:
-    """The new path without YARN's minute per application: local Spark tasks, no Hadoop configuration, real HDFS."""
+    """The new path without YARN's minute per application: local Spark tasks, no Hadoop configuration, real HDFS.
+
+    The Python workers' tasks write over WebHDFS with the driver's address; the JVM's through Hadoop's HDFS client,
+    at the folder the driver qualified with its configuration, which ships with them."""
     monkeypatch.delenv(HADOOP_CONF_DIR_ENV, raising=False)  # the Python workers get nothing but the task
     location = f"{yarn_cluster.namenode_url}/eos/spill-{uuid.uuid4().hex[:8]}/checkpoint"
     driver = CheckpointReader(location, hadoop_conf=read_hadoop_conf(yarn_cluster.hadoop_conf_dir))
@@ -77,7 +82,7 @@ def test_spark_tasks_spill_to_hdfs_with_the_drivers_webhdfs_address_alone(
     output = spark.createDataFrame(rows, f"key string, value string, {DLQ_REASON_COLUMN} string").repartition(
         4).sortWithinPartitions("value")
     expected = [(r.key.encode(), r.value.encode(), r[DLQ_REASON_COLUMN]) for r in output.collect()]
-    spill = OutputSpill(driver)
+    spill = OutputSpill(driver, JvmSpillTasks() if executor_writer == "jvm" else PythonSpillTasks())
 
     parts = spill.write(output, 3, TaskObserver())
 

@@ -21,6 +21,7 @@ from airflow_provider_eos.spark.driver_writer import DriverWriter
 from airflow_provider_eos.spark.output_spill import (
     OutputSpill,
     SpilledPart,
+    SpillTasks,
     read_spill_file,
     spill_summary,
     write_spill_file,
@@ -269,15 +270,21 @@ def test_a_failure_while_producing_still_removes_the_batch_spill(events, monkeyp
     assert "commit" not in events and events[-1] == "spill.remove 7"
 
 
+def _spill_tasks(executor_writer: str) -> SpillTasks:
+    return driver_writer.spill_tasks(_FakeClients(_Events()).spec.with_overrides(executor_writer=executor_writer))
+
+
 @pytest.mark.spark
-def test_spark_tasks_spill_their_partitions_in_arrow_batches_of_max_records_per_batch(spark, tmp_path) -> None:
+@pytest.mark.parametrize("executor_writer", ["python", "jvm"])
+def test_spark_tasks_spill_their_partitions_in_arrow_batches_of_max_records_per_batch(spark, tmp_path,
+                                                                                     executor_writer) -> None:
     from tests.support.faults.tasks import TaskFaults
 
     rows = [(f"k{i}", f"v{i}", None if i % 7 else "bad") for i in range(1000)]
     output = spark.createDataFrame(rows, f"key string, value string, {DLQ_REASON_COLUMN} string").repartition(
         4).sortWithinPartitions("value")
     expected = [(r.key.encode(), r.value.encode(), r[DLQ_REASON_COLUMN]) for r in output.collect()]
-    spill = OutputSpill(CheckpointReader(str(tmp_path / "checkpoint")))
+    spill = OutputSpill(CheckpointReader(str(tmp_path / "checkpoint")), _spill_tasks(executor_writer))
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "100")
     try:
         parts = spill.write(output, 9, TaskFaults())
@@ -296,3 +303,40 @@ def test_spark_tasks_spill_their_partitions_in_arrow_batches_of_max_records_per_
     empty = spill.write(output.limit(0), 10, TaskFaults())
     assert all(p.file is None and p.rows == 0 for p in empty) and not (tmp_path / "checkpoint" / "eos" / "spill" /
                                                                        "10").exists()
+
+
+@pytest.mark.spark
+def test_the_jvm_spill_writes_the_arrow_the_python_spill_writes_with_mixed_headers_and_a_byte_bound(
+        spark, tmp_path) -> None:
+    """Spark's own Arrow writer in the executor JVM: the same columns, types and rows as the Python workers' files;
+    a record batch ends at maxBytesPerBatch before maxRecordsPerBatch (large records), checked every 256 rows."""
+    from pyspark.sql import functions as F
+
+    from tests.support.faults.tasks import TaskFaults
+
+    frame = spark.range(3000).select(
+        F.col("id").cast("string").alias("key"), F.concat(F.lit("v" * 500), F.col("id").cast("string")).alias("value"),
+        F.when(F.col("id") % 10 == 0, F.array(F.struct(F.lit("h").alias("key"),
+                                                        F.col("id").cast("string").cast("binary").alias("value"))))
+        .alias("headers")).repartition(2).sortWithinPartitions("key")
+    spark.conf.set("spark.sql.execution.arrow.maxBytesPerBatch", str(256 * 1024))
+    try:
+        written = {}
+        for executor_writer in ("python", "jvm"):
+            spill = OutputSpill(CheckpointReader(str(tmp_path / executor_writer)), _spill_tasks(executor_writer))
+            parts = spill.write(frame, 1, TaskFaults())
+            batches = list(spill.read(parts))
+            written[executor_writer] = (parts, batches)
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxBytesPerBatch")
+
+    (python_parts, python_batches), (jvm_parts, jvm_batches) = written["python"], written["jvm"]
+    assert pa.Table.from_batches(jvm_batches).equals(pa.Table.from_batches(python_batches))
+    assert [(p.spark_partition, p.attempt, p.rows) for p in jvm_parts] == [
+        (p.spark_partition, p.attempt, p.rows) for p in python_parts]
+    assert all(p.file.endswith(".arrow") and p.bytes == CheckpointReader(str(tmp_path / "jvm")).fs.size(p.file)
+               for p in jvm_parts)
+    # ~510 bytes a row: 256 KiB ends a batch near 512 rows, far below the 10,000 of maxRecordsPerBatch.
+    assert all(256 <= b.num_rows <= 768 for b in jvm_batches[:-1]), [b.num_rows for b in jvm_batches]
+    headers = pa.Table.from_batches(jvm_batches).column("headers").to_pylist()
+    assert sum(1 for h in headers if h) == 300 and all(h == [] or len(h) == 1 for h in headers)

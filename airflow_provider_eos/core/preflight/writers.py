@@ -237,7 +237,7 @@ def _driver_writer_storage(facts: PreflightFacts) -> Outcome:
 @rule(
     "EOS318",
     Severity.ERROR,
-    "the JVM executor writer's jar is installed where the job is submitted from",
+    "the JVM writer's jar (executor writers, the driver writer's spill) is installed where the job is submitted from",
     "run `make install` (or `eos jars`) in a checkout of airflow-provider-eos, install the wheel, which carries "
     "the jar, or set `executor_writer: python`",
 )
@@ -246,10 +246,9 @@ def _executor_writer_jar(facts: PreflightFacts) -> Outcome:
     if not spec.ships_executor_writer_jar():
         if spec.executor_writer is not ExecutorWriter.JVM:
             return passed(f"executor_writer is {spec.executor_writer.value!r}: no jar to ship")
-        return passed(f"writers {spec.writers.value!r} with mode {spec.mode.value!r}: no executor writer runs, "
-                      "no jar to ship")
+        return passed(f"mode {spec.mode.value!r}: no JVM writer runs, no jar to ship")
     if facts.executor_writer_jar is not None:
-        return passed(f"the JVM executor writer's jar is {facts.executor_writer_jar}")
+        return passed(f"the JVM writer's jar is {facts.executor_writer_jar}")
     reason = facts.unavailable.get("executor_writer_jar")
     if reason is None:
         return not_checked("not checked: where the JVM executor writer's jar is was not read")

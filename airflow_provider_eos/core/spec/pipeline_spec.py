@@ -50,11 +50,13 @@ class Writers(StrEnum):
 
 
 class ExecutorWriter(StrEnum):
-    """What runs the executor writers' tasks (docs/architecture.md, "The writers"; docs/design-notes.md note 32).
+    """What runs the sink's tasks on the executors (docs/architecture.md, "The writers"; design notes 32 and 43).
 
-    ``python``: confluent-kafka producers in PySpark's Python workers (``mapInArrow``); ``jvm``: the
-    Kafka Java client in the executor JVM (the ``jvm/`` module's data source). Same transactional
-    ids, markers and task order; the protocol's decisions stay in Python either way.
+    ``python``: PySpark's Python workers (``mapInArrow``): confluent-kafka producers for the executor
+    writers, pyarrow for the driver writer's spill. ``jvm``: the executor JVM (the ``jvm/`` module's
+    data sources): the Kafka Java client, and Spark's own Arrow writer for the spill. Same
+    transactional ids, markers, task order and spill files; the protocol's decisions stay in Python
+    either way.
     """
 
     PYTHON = "python"
@@ -106,10 +108,11 @@ class PipelineSpec(BaseModel):
     #: Where the exactly-once sink writes: ``auto`` decides from the query's plan at start,
     #: ``driver`` is one transaction per batch, ``executors`` one per input partition.
     writers: Writers = Writers.AUTO
-    #: What runs the executor writers' tasks (``writers: executors``, or ``auto`` choosing them):
-    #: ``jvm`` (the default: a Java data-source writer in the executor JVMs, whose producers outlive
-    #: tasks; needs the writer's jar, which ``make install`` builds) or ``python`` (PySpark's Python
-    #: workers, for a machine without the jar). Why JVM by default: docs/design-notes.md.
+    #: What runs the exactly-once sink's tasks on the executors (the executor writers' tasks, and the
+    #: driver writer's spill tasks): ``jvm`` (the default: Java data-source writers in the executor
+    #: JVMs, whose producers outlive tasks and which start no Python worker; needs the writer's jar,
+    #: which ``make install`` builds) or ``python`` (PySpark's Python workers, for a machine without
+    #: the jar). Why JVM by default: docs/design-notes.md.
     executor_writer: ExecutorWriter = ExecutorWriter.JVM
     #: How Spark's Kafka connector reaches the cluster (jars by path/URL or Maven packages); ``null``:
     #: the jars the devstack resolved on this machine (``eos jars``).
@@ -290,14 +293,14 @@ class PipelineSpec(BaseModel):
         return parse_interval_ms(self.trigger)
 
     def ships_executor_writer_jar(self, mode: Mode | str | None = None) -> bool:
-        """Whether the JVM executor writer may run, so its jar must go with the job: exactly-once,
-        writers not fixed to the driver, ``executor_writer: jvm``.
+        """Whether the JVM writer may run, so its jar must go with the job: exactly-once and
+        ``executor_writer: jvm``. Both writers use it: the executor writers' tasks, and the driver
+        writer's spill tasks.
 
         :param mode: the run's mode when it is not the spec's (``eos run --mode``; a plug-in's mode
             is none of the spec's): an at-least-once run of an exactly-once spec needs no jar.
         """
-        return (self.executor_writer is ExecutorWriter.JVM and (mode or self.mode) == Mode.EXACTLY_ONCE
-                and self.writers is not Writers.DRIVER)
+        return self.executor_writer is ExecutorWriter.JVM and (mode or self.mode) == Mode.EXACTLY_ONCE
 
     def transactional_id(self, writer_index: int = 0) -> str:
         """The transactional id of writer ``writer_index`` (``0``: the driver-mode producer)."""

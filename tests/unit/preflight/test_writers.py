@@ -123,10 +123,9 @@ PASSES: list[Case] = [
     ("EOS317", spec(mode="at-least-once", checkpoint_location=LOCAL), ["'at-least-once'", "no driver writer spills"]),
     ("EOS317", then(spec(checkpoint_location=LOCAL), facts_(master="local[2]")),
      ["master 'local[2]' runs the driver writer's tasks on this host"]),
-    ("EOS318", lambda f: f, ["the JVM executor writer's jar is /opt/eos/jars/"]),
+    ("EOS318", lambda f: f, ["the JVM writer's jar is /opt/eos/jars/"]),
     ("EOS318", then(spec(executor_writer="python"), no_jar), ["'python'", "no jar to ship"]),
-    ("EOS318", then(spec(writers="driver"), no_jar), ["'driver'", "no executor writer runs"]),
-    ("EOS318", then(spec(mode="at-least-once"), no_jar), ["'at-least-once'", "no executor writer runs"]),
+    ("EOS318", then(spec(mode="at-least-once"), no_jar), ["'at-least-once'", "no JVM writer runs"]),
     ("EOS319", spec(transform=ENRICH), [f"transform {ENRICH!r}"]),
     ("EOS319", spec(transform=None), ["the identity transform"]),
 ]
@@ -155,6 +154,8 @@ FAILS: list[Case] = [
       "onto their own disks, where the driver cannot read it"]),
     ("EOS318", then(spec(writers="executors"), no_jar), ["'jvm' (the default)", "is not built from /src/jvm",
                                                           "spark-submit would refuse"]),
+    # The driver writer's spill tasks are the jar's too.
+    ("EOS318", then(spec(writers="driver"), no_jar), ["'jvm' (the default)", "spark-submit would refuse"]),
     # The deprecated path still runs: a WARNING naming the old path and the new one, never a failed pre-flight.
     ("EOS319", spec(transform=OLD_ENRICH),
      [f"transform {OLD_ENRICH!r} names the deprecated module path 'airflow_provider_eos.jobs'", f"write {ENRICH!r}"]),

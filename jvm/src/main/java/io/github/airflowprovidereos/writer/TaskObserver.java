@@ -10,12 +10,14 @@ package io.github.airflowprovidereos.writer;
  * An implementation has a public constructor taking its configuration as one JSON string.
  */
 public interface TaskObserver {
-    /** Where a write task is, for the Kafka partition it writes. */
+    /** Where a write task is, for the Kafka partition it writes (the Spark partition, for a spill task). */
     enum Point {
         /** The partition's rows produced and flushed, its transaction open, not committed. */
         TASK_AFTER_PRODUCE("task_after_produce"),
         /** The partition's transaction committed, the task not yet reported. */
-        TASK_AFTER_COMMIT("task_after_commit");
+        TASK_AFTER_COMMIT("task_after_commit"),
+        /** The driver writer's spill task: its file complete, the task not yet reported. */
+        TASK_AFTER_SPILL("task_after_spill");
 
         private final String wireName;
 

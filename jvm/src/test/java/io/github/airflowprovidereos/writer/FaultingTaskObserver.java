@@ -70,9 +70,13 @@ public final class FaultingTaskObserver implements TaskObserver {
 
     @Override
     public Outcome reached(Point at, long batch, int kafkaPartition) {
-        String[] faults = at == Point.TASK_AFTER_PRODUCE
-                ? new String[] {TASK_STALL, SLOW_TRANSACTION, KILL_DRIVER_BEFORE_COMMIT, TASK_AFTER_PRODUCE}
-                : new String[] {TASK_AFTER_COMMIT, TASK_KILL_DRIVER};
+        String[] faults = switch (at) {
+            case TASK_AFTER_PRODUCE -> new String[] {TASK_STALL, SLOW_TRANSACTION, KILL_DRIVER_BEFORE_COMMIT,
+                TASK_AFTER_PRODUCE};
+            case TASK_AFTER_COMMIT -> new String[] {TASK_AFTER_COMMIT, TASK_KILL_DRIVER};
+            // The driver writer's spill task, as tests/support/faults/tasks.py arms it (FAULTS_AT).
+            case TASK_AFTER_SPILL -> new String[] {TASK_AFTER_PRODUCE};
+        };
         for (String fault : faults) {
             if (hit(fault, batch, kafkaPartition) == Outcome.CRASH_TASK) {
                 return Outcome.CRASH_TASK;
