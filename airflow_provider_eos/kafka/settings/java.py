@@ -207,6 +207,12 @@ def spark_sink_options(spec: PipelineSpec) -> dict[str, str]:
 #: librdkafka's default ``batch.size`` (bytes per partition batch): the Python writer's producers
 #: batch up to it, the Java producer's default is 16 KiB.
 _LIBRDKAFKA_BATCH_SIZE = 1_000_000
+#: The Java transactional producer's ``retry.backoff.ms`` unless the spec sets one. Its
+#: ``initTransactions`` first looks the coordinator up and then sends InitProducerId as a retried
+#: request, which the sender holds back for the backoff: 100 ms of Kafka's default in every new
+#: producer's init (measured 113-119 ms against 20-25 ms at 10; docs/design-notes.md note 44).
+#: Backoffs still grow exponentially to ``retry.backoff.max.ms`` (1 s) on repeated errors.
+_JAVA_TRANSACTIONAL_RETRY_BACKOFF_MS = 10
 
 
 def java_sink_producer_config(spec: PipelineSpec) -> dict[str, str]:
@@ -217,8 +223,9 @@ def java_sink_producer_config(spec: PipelineSpec) -> dict[str, str]:
     ``message.timeout.ms`` within the transaction timeout) translated key by key, without the
     ``transactional.id``: the JVM writer sets each input partition's (``spec.partition_transactional_id``).
     Where librdkafka's default differs and the spec says nothing, the Java producer gets librdkafka's
-    (``batch.size``), so both writers batch alike. A transaction timeout below the Java request
-    timeout lowers ``request.timeout.ms`` with it (the Java producer requires
+    (``batch.size``), so both writers batch alike; and a short ``retry.backoff.ms``, which the Java
+    producer's ``initTransactions`` otherwise waits out once per new producer. A transaction timeout
+    below the Java request timeout lowers ``request.timeout.ms`` with it (the Java producer requires
     ``delivery.timeout.ms >= linger.ms + request.timeout.ms``; librdkafka has no such rule).
     Holds secrets.
 
@@ -231,6 +238,7 @@ def java_sink_producer_config(spec: PipelineSpec) -> dict[str, str]:
     timeouts = ("request.timeout.ms", "socket.timeout.ms")
     if not any(k in librdkafka for k in timeouts) and delivery < linger + _JAVA_REQUEST_TIMEOUT_MS:
         librdkafka["request.timeout.ms"] = max(1_000, delivery - linger)
+    librdkafka.setdefault("retry.backoff.ms", _JAVA_TRANSACTIONAL_RETRY_BACKOFF_MS)
     return java_client_config(librdkafka, "producer")
 
 
