@@ -3,7 +3,7 @@
 
 Starts its own devstack (three brokers of ``--kafka-version``, a two-worker Spark standalone cluster) in a
 temporary folder, always stopped, runs the seeded schedule (:mod:`soak.schedule`) through each writer (the
-executors phase on ``--executor-writer``, ``jvm`` by default as in the product) and, unless
+tasks on ``--executor-writer``, ``jvm`` by default as in the product) and, unless
 ``--no-control``, replays it on the at-least-once writer; writes ``<out>/<stamp>-seed<S>.{json,md,png}``
 and ``LATEST.md``. The same arguments with the same seed replay the same schedule. Exit 0 when
 exactly-once held (0 duplicates, 0 lost, per-key order, every verdict fine, nothing left open).
@@ -44,9 +44,9 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
                              "(default 100)")
     parser.add_argument("--writers", default=",".join(WRITERS), help="phases, in order (default driver,executors)")
     parser.add_argument("--executor-writer", choices=EXECUTOR_WRITERS, default=DEFAULT_EXECUTOR_WRITER,
-                        help="what runs the executors phase's writer tasks: the executor JVM (jvm, the product's "
-                             "default) or PySpark's Python workers (python); on jvm that phase kills executor JVMs "
-                             "where the schedule drew Python workers (default jvm)")
+                        help="what runs the phases' tasks (the executor writers', the driver writer's spill): the "
+                             "executor JVM (jvm, the product's default) or PySpark's Python workers (python); on jvm "
+                             "the soak kills executor JVMs where the schedule drew Python workers (default jvm)")
     parser.add_argument("--control", action=argparse.BooleanOptionalAction, default=True,
                         help="replay the schedule on the at-least-once writer and count its duplicates (default on)")
     parser.add_argument("--kafka-version", type=kafka_version_argument, default=KAFKA_VERSION, metavar="X.Y.Z",
@@ -70,7 +70,7 @@ def reproduce_command(args: argparse.Namespace, seed: int, writers: tuple[str, .
     :param writers: the phases, parsed from ``--writers``.
     """
     # The executor writer always spelled out, the default too: the schedule depends on it (a JVM
-    # writer's executors phase kills executor JVMs where a Python writer's kills Python workers), and
+    # writer's phases kill executor JVMs where a Python writer's kill Python workers), and
     # the line must replay this schedule whatever the default becomes. The Kafka version too: the same
     # schedule on another broker is another run.
     return (f"python -m soak --seed {seed} --records {args.records} --faults {args.faults} --writers "

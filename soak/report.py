@@ -61,7 +61,7 @@ def markdown(results: dict[str, Any], stem: str) -> str:
            f"{meta['machine']}",
            f"- Input: {results['schedule']['records_per_phase']:,} records per phase ({meta['input_note']}); "
            f"batches of at most {meta['batch']:,} records, transaction.timeout.ms {meta['transaction_timeout_ms']:,}",
-           f"- Executor writer (the executors phase's tasks): {_executor_writer(meta)}",
+           f"- Executor writer (the tasks' runtime): {_executor_writer(meta)}",
            f"- Cluster: 3 KRaft brokers ({_brokers(meta)}; replication 3, min.insync.replicas 2), Spark standalone "
            f"with 2 workers, "
            f"job in processing-time mode (`{meta['trigger']}`), restarted after every exit as the DAG would "
@@ -128,8 +128,9 @@ def _brokers(meta: dict[str, Any]) -> str:
 def _executor_writer(meta: dict[str, Any]) -> str:
     writer = meta.get("executor_writer")
     if writer == "jvm":
-        return ("`jvm` (the executor JVM, the product's default; no Python worker there, so that phase's drawn "
-                "kill_python_worker faults kill an executor JVM)")
+        return ("`jvm` (the executor JVM, the product's default: the executor writers' tasks, and from design note "
+                "43 on the driver writer's spill; no Python worker there, so their drawn kill_python_worker faults "
+                "kill an executor JVM)")
     if writer == "python":
         return "`python` (PySpark's Python workers)"
     return "not recorded (a run from before `--executor-writer`)"

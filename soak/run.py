@@ -128,7 +128,7 @@ def run_phase(phase: Phase, mode: str, label: str, stack: Stack, settings: Setti
     harness = PipelineHarness(client, folder, partitions=PARTITIONS, max_offsets_per_trigger=settings.batch,
                               transaction_timeout_ms=settings.transaction_timeout_ms, trigger=TRIGGER,
                               writers=phase.writers, master=stack.master_url,
-                              # Inert in a driver phase (`writers: driver` runs no executor writer).
+                              # Both phases: the executor writers' tasks, the driver writer's spill tasks.
                               executor_writer=settings.executor_writer)
     harness.with_overrides(spark_conf=SPARK_CONF)
     wait_for_group_coordinator(client, harness.input_topic)
@@ -139,7 +139,7 @@ def run_phase(phase: Phase, mode: str, label: str, stack: Stack, settings: Setti
     faults: list[dict[str, Any]] = []
     started = time.time()
     result: dict[str, Any] = {"label": label, "mode": mode, "writers": phase.writers, "records": phase.records,
-                              "executor_writer": settings.executor_writer if phase.writers == "executors" else None,
+                              "executor_writer": settings.executor_writer,
                               "pipeline": harness.name, "started": started}
     try:
         producer.produce(stream.take(phase.slices[0]))

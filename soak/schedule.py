@@ -8,23 +8,26 @@ right now) depends on the live cluster; the pick only makes the choice among the
 reproducible.
 
 The executor writer (the spec's ``executor_writer``) decides one thing here. On the JVM writer
-(``jvm``, the product's default) an executors phase runs its writer tasks in the executor JVM and,
-json_enrich having no Python UDF, starts no PySpark Python worker at all (a soak run sampled none over
-a whole executors phase; ``tests/dags/test_secured_pipeline.py`` sees none either), so
+(``jvm``, the product's default) every phase runs its tasks in the executor JVM: the executors
+phase its writer tasks, the driver phase its spill tasks (docs/design-notes.md note 43); and,
+json_enrich having no Python UDF, neither starts a PySpark Python worker at all (a soak run sampled
+none over a whole executors phase; ``tests/dags/test_secured_pipeline.py`` sees none either), so
 ``kill_python_worker`` would find nothing to kill there and the soak would silently prove less.
-:func:`build` therefore turns every ``kill_python_worker`` drawn for such a phase into
+:func:`build` therefore turns every ``kill_python_worker`` drawn under the JVM writer into
 ``kill_executor`` (the event keeps ``replaces="kill_python_worker"``). The executor JVM is the process
-that runs the JVM writer's task and holds its producer and open transaction, as the Python worker does
-for the Python writer, so its SIGKILL is that writer's process-level form of the same fault: a writer
-task dying mid-transaction. It is the harder form (every task of that executor dies with it, and Spark
-must find another executor); a single task attempt dying while its executor lives is what the JVM
-writer's crash points cover (``tests/chaos/test_executor_crash_points.py``).
+that runs the JVM writer's task and holds its producer and open transaction (or its spill file), as
+the Python worker does for the Python writer, so its SIGKILL is that writer's process-level form of
+the same fault: a writer task dying mid-task. It is the harder form (every task of that executor
+dies with it, and Spark must find another executor); a single task attempt dying while its executor
+lives is what the JVM writer's crash points cover (``tests/chaos/test_executor_crash_points.py``,
+and ``tests/integration/test_driver_writer_streamed.py`` for the spill).
 
 Replacing rather than leaving the fault out keeps the phase's fault count, its input slices and the
-random stream (the substitution happens after every draw), so the driver phase and every other event
-are the same whichever executor writer runs, and a replaced event keeps its jitter and pick. The
-driver-writer phase and the Python executor writer keep ``kill_python_worker``: both run Python
-workers (the driver writer's tasks, the Python writer's tasks).
+random stream (the substitution happens after every draw), so every other event is the same
+whichever executor writer runs, and a replaced event keeps its jitter and pick. The Python executor
+writer (``python``) keeps ``kill_python_worker`` in both phases: its tasks, and its spill tasks, run
+in Python workers. (Runs before note 43 kept it in the driver phase on ``jvm`` too, when the spill
+always ran in Python workers.)
 """
 
 from __future__ import annotations
@@ -46,14 +49,14 @@ KINDS: tuple[str, ...] = (
     "pause_broker",
     "slow_transaction",
 )
-#: Each kind drawn at least this often once the schedule is large enough to hold it for every kind (an
-#: executors phase on the JVM writer then runs its drawn ``kill_python_worker`` as ``kill_executor``).
+#: Each kind drawn at least this often once the schedule is large enough to hold it for every kind (a
+#: phase on the JVM writer then runs its drawn ``kill_python_worker`` as ``kill_executor``).
 MIN_PER_KIND = 5
 WRITERS: tuple[str, ...] = ("driver", "executors")
 #: What runs the executor writers' tasks (the spec's ``executor_writer``); ``jvm`` is the product's default.
 EXECUTOR_WRITERS: tuple[str, ...] = ("jvm", "python")
 DEFAULT_EXECUTOR_WRITER = "jvm"
-#: The kinds an executors phase on the JVM writer runs instead: it has no Python worker to kill.
+#: The kinds a phase on the JVM writer runs instead: it has no Python worker to kill.
 JVM_WRITER_SUBSTITUTES: dict[str, str] = {"kill_python_worker": "kill_executor"}
 #: Seconds to wait after a slice is produced before looking for the fault's window (an open
 #: transaction): spreads the hits over different moments of a batch and different batches.
@@ -153,9 +156,16 @@ def split(total: int, parts: int) -> tuple[int, ...]:
 
 
 def phase_kind(kind: str, writers: str, executor_writer: str) -> str:
-    """The kind a phase runs for a drawn ``kind``: an executors phase on the JVM writer has no Python
-    worker, so it kills the executor JVM instead (:data:`JVM_WRITER_SUBSTITUTES`); otherwise ``kind``."""
-    if writers == "executors" and executor_writer == "jvm":
+    """The kind a phase runs for a drawn ``kind``: a phase on the JVM writer (the executor writers' tasks or
+    the driver writer's spill) has no Python worker, so it kills the executor JVM instead
+    (:data:`JVM_WRITER_SUBSTITUTES`); otherwise ``kind``.
+
+    :param writers: the phase's writers (``driver`` or ``executors``): both run their tasks where
+        ``executor_writer`` says.
+    """
+    if writers not in WRITERS:
+        raise ValueError(f"writers must be one of {WRITERS}, got {writers!r}")
+    if executor_writer == "jvm":
         return JVM_WRITER_SUBSTITUTES.get(kind, kind)
     return kind
 
@@ -165,8 +175,8 @@ def build(seed: int, *, records: int, faults: int, writers: tuple[str, ...] = WR
     """The schedule for ``seed``: ``faults`` in total dealt over one phase per writer; each phase gets
     ``records`` input records in ``len(events) + 1`` slices.
 
-    :param executor_writer: what runs the executors phase's writer tasks (``jvm`` or ``python``); on
-        ``jvm`` that phase's ``kill_python_worker`` faults become ``kill_executor`` (module docstring).
+    :param executor_writer: what runs every phase's tasks (``jvm`` or ``python``); on ``jvm`` the
+        ``kill_python_worker`` faults become ``kill_executor`` (module docstring).
     """
     unknown = [w for w in writers if w not in WRITERS]
     if not writers or unknown:

@@ -103,37 +103,37 @@ def test_the_jvm_writer_is_the_default_as_in_the_product() -> None:
     assert build(5, records=10_000, faults=20) == build(5, records=10_000, faults=20, executor_writer="jvm")
 
 
-def test_phase_kind_replaces_only_the_python_worker_kill_of_a_jvm_executors_phase() -> None:
+def test_phase_kind_replaces_only_the_python_worker_kill_of_a_jvm_phase() -> None:
     assert phase_kind("kill_python_worker", "executors", "jvm") == "kill_executor"
     assert phase_kind("kill_python_worker", "executors", "python") == "kill_python_worker"
-    assert phase_kind("kill_python_worker", "driver", "jvm") == "kill_python_worker"
+    # The driver writer's spill tasks run in the executor JVM too (design note 43).
+    assert phase_kind("kill_python_worker", "driver", "jvm") == "kill_executor"
+    assert phase_kind("kill_python_worker", "driver", "python") == "kill_python_worker"
     for kind in set(KINDS) - {"kill_python_worker"}:
         assert phase_kind(kind, "executors", "jvm") == kind
 
 
 @pytest.mark.parametrize("seed", [1, 7, 20261125])
-def test_a_jvm_executors_phase_kills_an_executor_where_the_python_writer_kills_a_python_worker(seed: int) -> None:
+def test_a_jvm_phase_kills_an_executor_where_the_python_writer_kills_a_python_worker(seed: int) -> None:
     jvm = build(seed, records=1_000_000, faults=100, executor_writer="jvm")
     python = build(seed, records=1_000_000, faults=100, executor_writer="python")
     assert (jvm.executor_writer, python.executor_writer) == ("jvm", "python")
-    driver_jvm, executors_jvm = jvm.phases
-    driver_python, executors_python = python.phases
-    # The driver phase does not depend on the executor writer; it keeps its Python worker kills.
-    assert driver_jvm == driver_python
-    assert any(e.kind == "kill_python_worker" for e in driver_jvm.events)
-    # The executors phase: the same events, slices and input; only its drawn Python worker kills differ.
-    assert (executors_jvm.slices, executors_jvm.record_seed) == (executors_python.slices, executors_python.record_seed)
-    assert not any(e.kind == "kill_python_worker" for e in executors_jvm.events)
+    # Both phases (the driver writer's spill tasks and the executor writers' tasks run in the executor JVM): the
+    # same events, slices and input; only the drawn Python worker kills differ.
     replaced = 0
-    for on_jvm, on_python in zip(executors_jvm.events, executors_python.events, strict=True):
-        assert (on_jvm.index, on_jvm.jitter_s, on_jvm.pick) == (on_python.index, on_python.jitter_s, on_python.pick)
-        assert on_python.replaces is None
-        if on_python.kind == "kill_python_worker":
-            assert (on_jvm.kind, on_jvm.replaces) == ("kill_executor", "kill_python_worker")
-            replaced += 1
-        else:
-            assert on_jvm == on_python
-    assert replaced >= 2  # 100 faults: at least five drawn, dealt over two phases
+    for phase_jvm, phase_python in zip(jvm.phases, python.phases, strict=True):
+        assert (phase_jvm.slices, phase_jvm.record_seed) == (phase_python.slices, phase_python.record_seed)
+        assert not any(e.kind == "kill_python_worker" for e in phase_jvm.events)
+        for on_jvm, on_python in zip(phase_jvm.events, phase_python.events, strict=True):
+            assert (on_jvm.index, on_jvm.jitter_s, on_jvm.pick) == (on_python.index, on_python.jitter_s,
+                                                                    on_python.pick)
+            assert on_python.replaces is None
+            if on_python.kind == "kill_python_worker":
+                assert (on_jvm.kind, on_jvm.replaces) == ("kill_executor", "kill_python_worker")
+                replaced += 1
+            else:
+                assert on_jvm == on_python
+    assert replaced >= 5  # 100 faults: at least five drawn
     counts, drawn = jvm.counts(), python.counts()
     assert sum(counts.values()) == 100
     assert counts["kill_executor"] == drawn["kill_executor"] + replaced
@@ -333,7 +333,7 @@ def test_report_files(tmp_path: Path) -> None:
     assert sum(v["scheduled"] for v in summary["by_kind"].values()) == 2
     text = (tmp_path / "stem.md").read_text()
     assert "seed 1" in text and "**5 duplicates**" in text and "| 2 | driver" not in text
-    assert "- Executor writer (the executors phase's tasks): `jvm` (the executor JVM" in text
+    assert "- Executor writer (the tasks' runtime): `jvm` (the executor JVM" in text
     assert (tmp_path / "stem.png").read_bytes().startswith(b"\x89PNG")
     assert tmp_path / "LATEST.md" in paths
     assert json.loads((tmp_path / "stem.json").read_text())["summary"]["passed"]
@@ -348,9 +348,9 @@ def test_the_report_names_the_executor_writer_or_says_an_old_run_did_not_record_
                            "control_duplicates": None, "by_kind": {}},
                "meta": {"command": "c", "started": "now", "git_commit": "abc", "machine": "m", "batch": 500,
                         "transaction_timeout_ms": 15000, "trigger": "1 second", "input_note": "n"}}
-    assert "Executor writer (the executors phase's tasks): not recorded" in markdown(results, "stem")
+    assert "Executor writer (the tasks' runtime): not recorded" in markdown(results, "stem")
     results["meta"]["executor_writer"] = "python"
-    assert "Executor writer (the executors phase's tasks): `python` (PySpark's Python workers)" \
+    assert "Executor writer (the tasks' runtime): `python` (PySpark's Python workers)" \
         in markdown(results, "stem")
 
 
