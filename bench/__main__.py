@@ -323,21 +323,30 @@ def main(argv: list[str] | None = None) -> int:
         load_summary=(f"{min(loads):.2f} to {max(loads):.2f} (median {sorted(loads)[len(loads) // 2]:.2f}) "
                       f"over {len(loads)} measurements") if loads else "not recorded",
     )
-    write_results(results, args.out or RESULTS, full=not args.quick and not args.only)
+    out, full = args.out or RESULTS, not args.quick and not args.only
+    if (out / f"{result_stem(results['meta'], full=full)}.json").exists():
+        # A second run of the day keeps the first's files: its own stem names its start time.
+        results["meta"]["stem"] = f"{result_stem(results['meta'], full=full)}-{started:%H%M}"
+    write_results(results, out, full=full)
     return 1 if results.get("errors") else 0
+
+
+def result_stem(meta: dict[str, Any], *, full: bool) -> str:
+    """The results' file name without suffix: ``<date>``, ``<date>-quick`` or ``<date>-<benches>``, unless the run
+    recorded its own (``meta["stem"]``: a later run of the same day)."""
+    if meta.get("stem"):
+        return meta["stem"]
+    if meta["quick"]:
+        return f"{meta['date']}-quick"
+    return meta["date"] if full else "-".join([meta["date"], *meta["selected"]])
 
 
 def write_results(results: dict[str, Any], out: Path, *, full: bool) -> None:
     from bench.report import analyze, chart, evaluate_targets, markdown
 
-    meta = results["meta"]
     results["targets"] = evaluate_targets(results)
     results["analysis"] = analyze(results)
-    stem = meta["date"]
-    if meta["quick"]:
-        stem += "-quick"
-    elif not full:
-        stem += "-" + "-".join(meta["selected"])
+    stem = result_stem(results["meta"], full=full)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{stem}.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
     table = markdown(results)

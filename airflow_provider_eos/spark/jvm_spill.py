@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import posixpath
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_eos.core.errors import SinkError
 from airflow_provider_eos.spark.output_spill import SpilledPart
@@ -43,7 +43,7 @@ def spark_folder(location: str, folder: tuple[str, ...]) -> str:
 class JvmSpillTasks:
     """Runs the spill's Spark job with the ``jvm/`` data source; returns the reported parts.
 
-    :param jar: the driver's side of the jar, shared with the executor writers' tasks.
+    :param jar: the driver's side of the writer's jar (the executor writers' tasks use the same jar).
     """
 
     def __init__(self, jar: WriterJar | None = None) -> None:
@@ -52,25 +52,19 @@ class JvmSpillTasks:
     def run(self, output: DataFrame, checkpoint: CheckpointReader, folder: tuple[str, ...], batch_id: int,
             points: TaskObserver) -> list[SpilledPart]:
         """Every task writes its partition's file under ``folder``; returns the parts Spark's job reported."""
-        session = output.sparkSession
-        registry = self.jar.registry(session)
         observer = points.jvm_plan()
-        self.jar.add_observer_jar(session, observer)
         report_key = f"spill/{batch_id}/{uuid.uuid4().hex}"
-        option = {"folder": spark_folder(checkpoint.location, folder), "batch_id": batch_id,
-                  "report_key": report_key, "observer": observer_entry(observer)}
-        try:
-            output.write.format(SPILL_SOURCE).mode("append").option(_SPILL_OPTION, json.dumps(option)).save()
-        finally:
-            found = registry.takeReports(report_key)
+        plan = {"folder": spark_folder(checkpoint.location, folder), "batch_id": batch_id,
+                "report_key": report_key, "observer": observer_entry(observer)}
+        found = self.jar.write(output, SPILL_SOURCE, {_SPILL_OPTION: json.dumps(plan)}, report_key, observer)
         if found is None:
             raise SinkError(f"batch {batch_id}: the JVM spill returned without its tasks' reports",
                             fix="the batch is not complete; Spark replays it on restart. If this repeats, set "
                             "`executor_writer: python` and report it")
-        return [_part(checkpoint, folder, report) for report in json.loads(found)]
+        return [_part(checkpoint, folder, report) for report in found]
 
 
-def _part(checkpoint: CheckpointReader, folder: tuple[str, ...], report: dict) -> SpilledPart:
+def _part(checkpoint: CheckpointReader, folder: tuple[str, ...], report: dict[str, Any]) -> SpilledPart:
     # The task names its file as Hadoop qualified it; the driver reads it through fsspec, under the same folder.
     file = report["file"]
     return SpilledPart(spark_partition=report["spark_partition"], attempt=report["attempt"],

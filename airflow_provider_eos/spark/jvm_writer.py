@@ -107,24 +107,22 @@ class JvmTasks:
             # Spark would still run one (empty) task for a write of no partitions; the driver commits them all.
             return []
         frame = output_frame(batch, arrow=False)
-        registry = self._driver_registry(frame)
-        self.jar.add_observer_jar(frame.sparkSession, tasks.points.jvm_plan())
+        self._driver_registry(frame)
         report_key = f"{tasks.query_id}/{tasks.batch_id}/{uuid.uuid4().hex}"
         plan = write_plan(tasks, config_handle=self._handle, report_key=report_key)
         try:
-            frame.write.format(DATA_SOURCE).mode("append").option(_PLAN_OPTION, json.dumps(plan)).save()
+            found = self.jar.write(frame, DATA_SOURCE, {_PLAN_OPTION: json.dumps(plan)}, report_key,
+                                   tasks.points.jvm_plan())
         except Exception as exc:
-            registry.takeReports(report_key)
             typed = typed_task_error(exc, tasks)
             if typed is None:
                 raise
             raise typed from exc
-        found = registry.takeReports(report_key)
         if found is None:
             raise SinkError(f"batch {tasks.batch_id}: the JVM executor writer returned without the tasks' stats",
                             fix="the batch is not complete; Spark replays it on restart (committed partitions "
                             "skip). If this repeats, set `executor_writer: python` and report it")
-        return [json.dumps(report, sort_keys=True) for report in json.loads(found)]
+        return [json.dumps(report, sort_keys=True) for report in found]
 
     def close(self) -> None:
         """Forget the settings in the driver JVM and close its producers (local mode: the executors are there)."""

@@ -244,10 +244,11 @@ def _archive_location(given: str) -> str:
 
 
 def writer_jars(spec: PipelineSpec, run_mode: str) -> list[str]:
-    """The JVM executor writer's jar when the spec asks for it (``executor_writer: jvm``), shipped like the connector.
+    """The JVM writer's jar when the spec asks for it (``executor_writer: jvm``), shipped like the connector.
 
-    Only where executor writers may run: a pipeline on the driver writer, or a run that is not
-    exactly-once (``run_mode``, which ``eos run --mode`` may set apart from the spec's), needs no jar.
+    Both exactly-once writers use it (the executor writers' tasks, the driver writer's spill); a run
+    that is not exactly-once (``run_mode``, which ``eos run --mode`` may set apart from the spec's)
+    needs no jar.
 
     :raises PrerequisiteError: the jar is not built (or older than its sources), naming the fix.
     """

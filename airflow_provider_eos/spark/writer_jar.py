@@ -2,23 +2,27 @@
 
 Both JVM writers go through it: the executor writers' tasks (:mod:`.jvm_writer`) and the driver
 writer's spill (:mod:`.jvm_spill`). The registry is the driver JVM's ``DriverRegistry`` (py4j):
-the executor writers register their client settings there, and both take their tasks' reports
-from it once the write returned.
+the executor writers register their client settings there, and both writes (:meth:`WriterJar.write`)
+take their tasks' reports from it once the write returned.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_eos.core.errors import PrerequisiteError
 from airflow_provider_eos.devstack.jars import EXECUTOR_WRITER_FIX
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["REGISTRY_CLASS", "WriterJar", "observer_entry"]
 
 REGISTRY_CLASS = "io.github.airflowprovidereos.writer.DriverRegistry"
+
+log = logging.getLogger("airflow_provider_eos.sink")
 
 
 def observer_entry(plan: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -51,6 +55,37 @@ class WriterJar:
                     "Spark driver's classpath", fix=EXECUTOR_WRITER_FIX) from exc
             self._registry = registry
         return self._registry
+
+    def write(self, frame: DataFrame, source: str, options: dict[str, str], report_key: str,
+              observer: dict[str, Any] | None) -> Any:
+        """Run ``frame.write.format(source)`` with ``options``; returns its tasks' reports (a list, or ``None``
+        when the write stored none). A failed write's reports are taken too (and dropped), so none outlive it.
+
+        :param report_key: where the write keeps its tasks' reports in the driver JVM (in ``options``).
+        :param observer: the tasks' observer plan (:meth:`TaskObserver.jvm_plan`): its jar is added first.
+        """
+        session = frame.sparkSession
+        registry = self.registry(session)
+        self.add_observer_jar(session, observer)
+        writer = frame.write.format(source).mode("append")
+        for key, value in options.items():
+            writer = writer.option(key, value)
+        try:
+            writer.save()
+        except Exception:
+            self._drop_reports(registry, report_key)
+            raise
+        found = registry.takeReports(report_key)
+        return None if found is None else json.loads(found)
+
+    @staticmethod
+    def _drop_reports(registry: Any, report_key: str) -> None:
+        from py4j.protocol import Py4JError
+
+        try:
+            registry.takeReports(report_key)
+        except Py4JError as exc:  # the JVM is gone, and the write's own error says why
+            log.debug("could not drop the failed write's reports: %s", exc)
 
     def add_observer_jar(self, session: SparkSession, plan: dict[str, Any] | None) -> None:
         """Ship a plug-in's task observer to the executors, once (``SparkContext.addJar``)."""

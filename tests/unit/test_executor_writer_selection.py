@@ -47,7 +47,7 @@ def test_the_java_producer_gets_the_python_writers_settings_through_the_one_tran
     assert config["delivery.timeout.ms"] == "20000" and int(config["request.timeout.ms"]) <= 20000 - 50
     assert "pw-7f3e" in config["sasl.jaas.config"]
     # initTransactions sends InitProducerId as a retried request, held back for the backoff: short unless set.
-    assert config["retry.backoff.ms"] == "10"
+    assert config["retry.backoff.ms"] == "20"
     assert java_sink_producer_config(SPEC.with_overrides(
         kafka={**SPEC.kafka, "retry.backoff.ms": "250"}))["retry.backoff.ms"] == "250"
 

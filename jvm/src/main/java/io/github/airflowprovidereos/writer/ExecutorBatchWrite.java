@@ -1,8 +1,6 @@
 package io.github.airflowprovidereos.writer;
 
-import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import org.apache.spark.sql.connector.write.BatchWrite;
 import org.apache.spark.sql.connector.write.DataWriterFactory;
@@ -64,22 +62,12 @@ final class ExecutorBatchWrite implements WriteBuilder, Write, BatchWrite {
 
     @Override
     public void commit(WriterCommitMessage[] messages) {
-        DriverRegistry.putReports(plan.reportKey, reports(messages));
+        DriverRegistry.putReports(plan.reportKey, TaskReport.jsons(messages));
     }
 
     @Override
     public void abort(WriterCommitMessage[] messages) {
         // The tasks that committed did so for good; their stats still tell the driver which ones.
-        DriverRegistry.putReports(plan.reportKey, reports(messages));
-    }
-
-    private static List<String> reports(WriterCommitMessage[] messages) {
-        List<String> found = new ArrayList<>();
-        for (WriterCommitMessage message : messages) {
-            if (message instanceof TaskReport) {
-                found.add(((TaskReport) message).json);
-            }
-        }
-        return found;
+        DriverRegistry.putReports(plan.reportKey, TaskReport.jsons(messages));
     }
 }

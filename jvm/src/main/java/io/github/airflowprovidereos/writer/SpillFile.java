@@ -21,9 +21,10 @@ import org.apache.spark.sql.util.ArrowUtils;
  *
  * <p>The rows go through Spark's own {@code ArrowWriter} (what {@code mapInArrow} hands Python), so
  * the file holds exactly the Arrow the Python spill wrote. A record batch ends at Spark's
- * {@code spark.sql.execution.arrow.maxRecordsPerBatch} rows, or earlier once it holds
- * {@code maxBytesPerBatch} (large records): the size is asked every {@link #SIZE_CHECK_ROWS} rows,
- * not after every row, which is what makes Spark's own batching quadratic on a list column of nulls.
+ * {@code spark.sql.execution.arrow.maxRecordsPerBatch} rows (none: no limit), or earlier once it
+ * holds {@code maxBytesPerBatch} (large records): the size is asked every {@link #SIZE_CHECK_ROWS}
+ * rows, not after every row, which is what makes Spark's own batching quadratic on a list column of
+ * nulls, so a batch may pass the byte bound by up to that many rows less one.
  * The file is created at the first row: an empty partition has none.
  */
 final class SpillFile implements AutoCloseable {
@@ -79,7 +80,8 @@ final class SpillFile implements AutoCloseable {
         }
         arrow.write(row);
         inBatch++;
-        if (inBatch >= settings.maxRecordsPerBatch()
+        int maxRecords = settings.maxRecordsPerBatch();
+        if ((maxRecords > 0 && inBatch >= maxRecords)
                 || (inBatch % SIZE_CHECK_ROWS == 0 && arrow.sizeInBytes() >= settings.maxBytesPerBatch())) {
             writeBatch();
         }
@@ -108,8 +110,13 @@ final class SpillFile implements AutoCloseable {
     void delete() {
         try {
             closeStream();
+        } catch (IOException e) {
+            System.err.println("EOS-SPILL could not close " + path + ": " + e);
+        }
+        try {
             fs.delete(path, false);
         } catch (IOException e) {
+            // Never read (it is in no report); the batch's folder goes after the batch.
             System.err.println("EOS-SPILL could not remove " + path + ": " + e);
         }
     }
@@ -156,11 +163,14 @@ final class SpillFile implements AutoCloseable {
         } catch (IOException e) {
             System.err.println("EOS-SPILL could not close " + path + ": " + e);
         } finally {
-            if (root != null) {
-                root.close();
-            }
-            if (allocator != null) {
-                allocator.close();
+            try {
+                if (root != null) {
+                    root.close();
+                }
+            } finally {
+                if (allocator != null) {
+                    allocator.close();
+                }
             }
         }
     }

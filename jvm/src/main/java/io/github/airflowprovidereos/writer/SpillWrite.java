@@ -2,11 +2,9 @@ package io.github.airflowprovidereos.writer;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.util.ArrayList;
-import java.util.List;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.Path;
-import org.apache.spark.SparkContext;
+import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.connector.write.BatchWrite;
 import org.apache.spark.sql.connector.write.DataWriterFactory;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
@@ -51,9 +49,10 @@ final class SpillWrite implements WriteBuilder, Write, BatchWrite {
 
     @Override
     public DataWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
-        // The driver's configuration goes with the tasks (as Spark's file writers ship theirs): a YARN
-        // executor's own may name another default filesystem, or none.
-        Configuration conf = new Configuration(SparkContext.getOrCreate().hadoopConfiguration());
+        // The session's configuration, the one Spark resolves the checkpoint with (the context's plus the
+        // session's settings, e.g. s3a credentials), goes with the tasks as Spark's file writers ship
+        // theirs: a YARN executor's own may name another default filesystem, or none.
+        Configuration conf = SparkSession.active().sessionState().newHadoopConf();
         Path folder = new Path(plan.folder);
         String qualified;
         try {
@@ -67,15 +66,15 @@ final class SpillWrite implements WriteBuilder, Write, BatchWrite {
         return new SpillWriterFactory(plan.at(qualified), schema, new SerializableConfiguration(conf), settings);
     }
 
+    /** On, unlike the executor writers': of two attempts of a partition, only the authorised one reports. */
+    @Override
+    public boolean useCommitCoordinator() {
+        return true;
+    }
+
     @Override
     public void commit(WriterCommitMessage[] messages) {
-        List<String> reports = new ArrayList<>();
-        for (WriterCommitMessage message : messages) {
-            if (message instanceof TaskReport) {
-                reports.add(((TaskReport) message).json);
-            }
-        }
-        DriverRegistry.putReports(plan.reportKey, reports);
+        DriverRegistry.putReports(plan.reportKey, TaskReport.jsons(messages));
     }
 
     @Override

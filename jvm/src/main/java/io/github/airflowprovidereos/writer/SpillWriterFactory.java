@@ -7,7 +7,10 @@ import org.apache.spark.sql.connector.write.DataWriterFactory;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.util.SerializableConfiguration;
 
-/** What Spark ships to every spill task: the plan, the columns, the driver's Hadoop configuration, the Arrow settings. */
+/**
+ * What Spark ships to every spill task: the plan, the columns, the session's Hadoop configuration and
+ * Spark's Arrow settings.
+ */
 final class SpillWriterFactory implements DataWriterFactory {
     private static final long serialVersionUID = 1L;
     private final SpillPlan plan;
