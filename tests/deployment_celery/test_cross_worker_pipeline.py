@@ -77,8 +77,10 @@ class Stream(DeployedStream):
 @pytest.fixture
 def stream(tmp_path: Path, bootstrap: str, celery_deployment: AirflowDeploymentInfo,
            celery_api: AirflowApi) -> Iterator[Stream]:
+    # The driver writer with its spill in Python workers (`executor_writer: python`): scenario 3 pauses them to
+    # hold a batch open while the driver runs on (the JVM spill, the default, runs in the driver's JVM here).
     harness = PipelineHarness(bootstrap, tmp_path, partitions=2, max_offsets_per_trigger=400,
-                              trigger="2 seconds", writers="driver")
+                              trigger="2 seconds", writers="driver", executor_writer="python")
     harness.with_overrides(driver_lease_ttl_s=LEASE_TTL_S)
     deployed = deploy_spec(celery_deployment, harness.spec_file, celery_api, harness.spec.name, dag_ids=(DAG,))
     made = Stream(harness, celery_api)
@@ -166,7 +168,8 @@ def test_driver_killed_on_one_worker_is_recovered_from_the_other_and_a_failed_wa
 
 
 def python_workers(token: str) -> list[DriverProcess]:
-    """The driver's Spark Python workers and their daemon (the driver writer's spill tasks run there)."""
+    """The driver's Spark Python workers and their daemon (the driver writer's spill tasks run there with
+    ``executor_writer: python``)."""
     return [p for p in driver_processes(token) if "pyspark.daemon" in p.command or "pyspark.worker" in p.command]
 
 

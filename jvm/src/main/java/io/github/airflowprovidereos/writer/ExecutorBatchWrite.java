@@ -2,12 +2,9 @@ package io.github.airflowprovidereos.writer;
 
 import java.util.HashMap;
 import java.util.Map;
-import org.apache.spark.sql.connector.write.BatchWrite;
 import org.apache.spark.sql.connector.write.DataWriterFactory;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
 import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
-import org.apache.spark.sql.connector.write.Write;
-import org.apache.spark.sql.connector.write.WriteBuilder;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
 
 /**
@@ -20,7 +17,7 @@ import org.apache.spark.sql.connector.write.WriterCommitMessage;
  * fences the first), and a coordinator's refusal would only fail a speculative copy that may be
  * the one that can still commit.
  */
-final class ExecutorBatchWrite implements WriteBuilder, Write, BatchWrite {
+final class ExecutorBatchWrite extends OneBatchWrite {
     static final String PLAN_OPTION = "eos.plan";
     private final WritePlan plan;
     private final RowRecords rows;
@@ -28,16 +25,6 @@ final class ExecutorBatchWrite implements WriteBuilder, Write, BatchWrite {
     ExecutorBatchWrite(LogicalWriteInfo info) {
         this.plan = WritePlan.parse(info.options().get(PLAN_OPTION));
         this.rows = new RowRecords(info.schema());
-    }
-
-    @Override
-    public Write build() {
-        return this;
-    }
-
-    @Override
-    public BatchWrite toBatch() {
-        return this;
     }
 
     @Override

@@ -5,12 +5,9 @@ import java.io.UncheckedIOException;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.classic.SparkSession;
-import org.apache.spark.sql.connector.write.BatchWrite;
 import org.apache.spark.sql.connector.write.DataWriterFactory;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
 import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
-import org.apache.spark.sql.connector.write.Write;
-import org.apache.spark.sql.connector.write.WriteBuilder;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
 import org.apache.spark.sql.internal.SQLConf;
 import org.apache.spark.sql.types.StructType;
@@ -23,23 +20,13 @@ import org.apache.spark.util.SerializableConfiguration;
  * copy) at most one reports its file, and the Python driver reads only reported files, so a
  * losing attempt's file (complete or not) is never read, only removed with the batch's folder.
  */
-final class SpillWrite implements WriteBuilder, Write, BatchWrite {
+final class SpillWrite extends OneBatchWrite {
     private final SpillPlan plan;
     private final StructType schema;
 
     SpillWrite(LogicalWriteInfo info) {
         this.plan = SpillPlan.parse(info.options().get(SpillPlan.OPTION));
         this.schema = info.schema();
-    }
-
-    @Override
-    public Write build() {
-        return this;
-    }
-
-    @Override
-    public BatchWrite toBatch() {
-        return this;
     }
 
     @Override
