@@ -324,9 +324,10 @@ def main(argv: list[str] | None = None) -> int:
                       f"over {len(loads)} measurements") if loads else "not recorded",
     )
     out, full = args.out or RESULTS, not args.quick and not args.only
-    if (out / f"{result_stem(results['meta'], full=full)}.json").exists():
+    stem = result_stem(results["meta"], full=full)
+    if (out / f"{stem}.json").exists():
         # A second run of the day keeps the first's files: its own stem names its start time.
-        results["meta"]["stem"] = f"{result_stem(results['meta'], full=full)}-{started:%H%M}"
+        results["meta"]["stem"] = f"{stem}-{started:%H%M}"
     write_results(results, out, full=full)
     return 1 if results.get("errors") else 0
 

@@ -51,15 +51,21 @@ def test_json_enrich_end_to_end_on_the_driver_writer(bootstrap, tmp_path, monkey
     assert spill_files(tmp_path / "checkpoint") == [], "the spill of every batch is removed after it"
 
 
-def test_a_killed_task_attempts_file_is_never_read(bootstrap, tmp_path):
-    harness = PipelineHarness(bootstrap, tmp_path, writers="driver", master=RETRYING_MASTER)
+# The spill's two runtimes (design note 43): the executor JVM (the default) and PySpark's Python workers.
+@pytest.mark.parametrize("executor_writer", ["jvm", "python"])
+def test_a_killed_task_attempts_file_is_never_read(bootstrap, tmp_path, executor_writer):
+    harness = PipelineHarness(bootstrap, tmp_path, writers="driver", master=RETRYING_MASTER,
+                              executor_writer=executor_writer)
     records, valid_ids, malformed = json_events(1500, malformed_every=41)
     harness.produce_input(records, aborted_every=3)
 
-    # Spark partition 0's task of batch 1 completes its file, then its Python worker is SIGKILLed.
+    # Spark partition 0's task of batch 1 completes its file, then the attempt dies: the JVM task crashes
+    # (its file left as it is), or its Python worker is SIGKILLed.
     result = harness.run(fault="task_after_produce@1:0")
     assert result.returncode == 0, result.log[-3000:]
-    assert "EOS-FAULT fired: task_after_produce batch 1 partition 0" in result.log, result.log[-3000:]
+    how = {"jvm": "crashing the task attempt in executor JVM", "python": "killing Python worker"}[executor_writer]
+    fired = f"EOS-FAULT fired: task_after_produce batch 1 partition 0, {how}"
+    assert fired in result.log, result.log[-3000:]
     assert_exactly_once(harness, valid_ids, malformed)  # reading the killed attempt's file would duplicate it
 
     attempts = [s for s in spill_lines(result) if (s["batch_id"], s["spark_partition"]) == (1, 0)]

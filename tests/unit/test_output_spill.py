@@ -18,6 +18,7 @@ from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.spark import driver_writer
 from airflow_provider_eos.spark.driver_writer import DriverWriter
+from airflow_provider_eos.spark.jvm_spill import JvmSpillTasks
 from airflow_provider_eos.spark.output_spill import (
     OutputSpill,
     SpilledPart,
@@ -284,7 +285,10 @@ def test_spark_tasks_spill_their_partitions_in_arrow_batches_of_max_records_per_
     output = spark.createDataFrame(rows, f"key string, value string, {DLQ_REASON_COLUMN} string").repartition(
         4).sortWithinPartitions("value")
     expected = [(r.key.encode(), r.value.encode(), r[DLQ_REASON_COLUMN]) for r in output.collect()]
-    spill = OutputSpill(CheckpointReader(str(tmp_path / "checkpoint")), _spill_tasks(executor_writer))
+    tasks = _spill_tasks(executor_writer)
+    # The JVM spill has no fallback to Python workers: its type is the path that ran.
+    assert isinstance(tasks, JvmSpillTasks) == (executor_writer == "jvm")
+    spill = OutputSpill(CheckpointReader(str(tmp_path / "checkpoint")), tasks)
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "100")
     try:
         parts = spill.write(output, 9, TaskFaults())
@@ -323,7 +327,9 @@ def test_the_jvm_spill_writes_the_arrow_the_python_spill_writes_with_mixed_heade
     try:
         written = {}
         for executor_writer in ("python", "jvm"):
-            spill = OutputSpill(CheckpointReader(str(tmp_path / executor_writer)), _spill_tasks(executor_writer))
+            tasks = _spill_tasks(executor_writer)
+            assert isinstance(tasks, JvmSpillTasks) == (executor_writer == "jvm")
+            spill = OutputSpill(CheckpointReader(str(tmp_path / executor_writer)), tasks)
             parts = spill.write(frame, 1, TaskFaults())
             batches = list(spill.read(parts))
             written[executor_writer] = (parts, batches)
