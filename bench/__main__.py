@@ -66,6 +66,8 @@ class Config:
     scale_transactions: int = 10_000
     scale_topics: int = 100
     scale_repetitions: int = 5
+    # ``--broker-core``: the broker alone on this core, the jobs on the others (bench/cpu_pinning.py).
+    broker_core: int | None = None
     notes: list[str] = field(default_factory=list)
 
 
@@ -139,12 +141,19 @@ def run_benches(selected: list[str], config: Config, work_dir: Path, results: di
                 kafka_version: str = KAFKA_VERSION) -> None:
     from airflow_provider_eos.devstack.broker import LocalKafka
     from bench import cluster, control_records, latency, memory, profile_sink, recovery, scale, throughput
+    from bench.cpu_pinning import pin_broker
+    from bench.process_tree import listener_pid
 
     kafka = LocalKafka(work_dir / "kafka")
     try:
         info = kafka.up(kafka_version=kafka_version)
         bootstrap = info.bootstrap_servers
         results["meta"].update(broker_facts(info))
+        if config.broker_core is not None:
+            pid = listener_pid(bootstrap)
+            if pid is None:
+                raise RuntimeError(f"--broker-core: no process listens on {bootstrap}")
+            results["meta"]["cpu_pinning"] = pin_broker(pid, config.broker_core)
         log(f"broker Kafka {info.kafka_version} {bootstrap} ({results['meta']['kafka_protocol']}; state "
             f"{work_dir / 'kafka'})")
         data = None
@@ -260,6 +269,9 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"the broker's Apache Kafka version, from Maven Central on first use (default "
                              f"{KAFKA_VERSION}; tested: {', '.join(KAFKA_VERSIONS)}; 3.9.0 or later); recorded "
                              "in the results")
+    parser.add_argument("--broker-core", type=int, metavar="N",
+                        help="run the broker alone on core N and everything else on the other cores (a broker on "
+                             "a machine of its own; not the targets' shape); recorded in the results")
     parser.add_argument("--keep-work", action="store_true", help="keep the temporary folder (job logs, checkpoints)")
     parser.add_argument("--render", type=Path, metavar="JSON",
                         help="only rewrite the markdown, chart (and LATEST.md) from a results JSON; runs nothing")
@@ -276,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, name):
             config = replace(config, **{name: getattr(args, name)})
     for name, field_name in (("letters", "throughput_letters"), ("cores", "throughput_cores"),
-                             ("headers_every", "throughput_headers_every")):
+                             ("headers_every", "throughput_headers_every"), ("broker_core", "broker_core")):
         if getattr(args, name) is not None:
             config = replace(config, **{field_name: getattr(args, name)})
 
@@ -299,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
         + (f" --cores {','.join(map(str, args.cores))}" if args.cores else "")
         + (f" --headers-every {args.headers_every}" if args.headers_every is not None else "")
         + "".join(f" --producer-setting {key}={value}" for key, value in args.producer_setting or [])
+        + (f" --broker-core {args.broker_core}" if args.broker_core is not None else "")
         # Always spelled out: the line must rerun on the same broker whatever the default becomes.
         + f" --kafka-version {args.kafka_version}",
         "started": started.strftime("%Y-%m-%d %H:%M:%S"), "machine": _machine(), "versions": _versions(),

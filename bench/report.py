@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from bench.cpu_pinning import describe
 from bench.report_analysis import analyze
 from bench.report_chart import chart
 from bench.report_tables import (
@@ -59,6 +60,8 @@ def markdown(results: dict[str, Any]) -> str:
                + (" (the throughput table: " + " and ".join(f"local[{c}]" for c in results["throughput"]["cores"])
                   + ")" if is_writers_format(results.get("throughput")) else "") + ", `spark.driver.memory=1g`.")
     out.append("")
+    if pinning := describe(meta.get("cpu_pinning")):
+        out += [pinning, ""]
     out.append(f"Load (`os.getloadavg()` 1-minute, recorded before each measurement): "
                f"{meta['load_summary']}. The machine is shared with other engineers' test runs; "
                "every figure below was measured under that load.")

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.ratios import CPU_TARGET, EXECUTOR_LETTERS, RATIO_TARGETS, SPARK_LETTERS, master, mode_key
+from bench.report_broker import cpu_bound_lines, request_lines
 from bench.report_cells import loads, mmm
 
 #: Latency modes of the exactly-once writers, newest first; ``exactly-once`` is the pre-writers driver sink.
@@ -123,7 +124,7 @@ def throughput_section(tp: dict[str, Any], title: str = "Throughput") -> list[st
                  for k in keys]
         if any(cell != "-" for cell in cells):
             out.append(f"| {name} without batch 0 (no target; warm-up left out) | " + " | ".join(cells) + " |")
-    out += cpu_lines(tp)
+    out += [*cpu_lines(tp), *cpu_bound_lines(tp), *request_lines(tp)]
     if tp.get("scaling"):
         low, high = min(tp["cores"]), max(tp["cores"])
         out += ["", f"Scaling from {master(low)} to {master(high)} (records/s on {high} cores over {low}): "

@@ -27,6 +27,7 @@ transaction markers (control records) the run left in the output topic.
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,7 @@ from typing import Any
 from confluent_kafka import Producer
 
 from airflow_provider_eos.kafka.settings import sink_producer_config
+from bench.broker_requests import BrokerRequests, median_per_batch, per_batch, served
 from bench.job import NOOP, Job, processing_time
 from bench.kafka_io import create_topics, delete_topics, end_offsets, produce, unique
 from bench.measure import loadavg, log, summarize
@@ -160,11 +162,12 @@ def sink_figures(job: Job, progress: list[dict[str, Any]]) -> dict[str, Any]:
 
 def job_run(bootstrap: str, work_dir: Path, data: ThroughputInput, key: str, batch: int, rep: int,
             timeout_s: float, *, master: str | None = None, spark_conf: dict[str, str] | None = None,
-            metrics: dict[str, Any] | None = None) -> dict[str, Any]:
+            metrics: dict[str, Any] | None = None, requests: BrokerRequests | None = None) -> dict[str, Any]:
     """One Spark mode (``b@2``, ``c_e@1``...) over the whole input topic, fresh checkpoint/group/output.
 
     The number after ``@`` is the local cores (``local[N]``) unless ``master`` names another master,
     whose share the caller sets in ``spark_conf`` (e.g. ``spark.cores.max`` on a standalone cluster).
+    With ``requests``, the broker's requests served during the run are recorded too.
     """
     letter, cores = split_key(key)
     mode, writers = JOB_MODES[letter]
@@ -177,9 +180,12 @@ def job_run(bootstrap: str, work_dir: Path, data: ThroughputInput, key: str, bat
                               max_offsets_per_trigger=batch, writers=writers, spark_conf=spark_conf,
                               executor_writer=EXECUTOR_WRITERS.get(letter), metrics=metrics)
     load = loadavg()
+    before = _request_counts(requests)
     job = Job(spec_file, mode, work_dir / name / "job.log", master=master,
               broker_pid=listener_pid(bootstrap)).start(sample_memory=True)
     returncode = job.wait(timeout_s)
+    after = _request_counts(requests) if before is not None else None
+    during = served(before, after) if before is not None and after is not None else None
     wall = time.time() - job.started_at
     progress = job.progress()
     rows_in = sum(p.get("rows_in") or 0 for _, p in progress)
@@ -208,6 +214,10 @@ def job_run(bootstrap: str, work_dir: Path, data: ThroughputInput, key: str, bat
         "broker_cpu_steady_us_per_record": round(cpu["broker_cpu_steady_s"] / later_rows * 1e6, 2)
         if cpu.get("broker_cpu_steady_s") and later_rows else None,
     }
+    if during is not None:
+        # The bench's own chores (topic creation, end offsets) run outside this window.
+        result["broker_requests"] = during
+        result["broker_requests_per_batch"] = per_batch(during, len(progress))
     if mode == NOOP:
         return result
     end = end_offsets(bootstrap, output, PARTITIONS, committed=True)
@@ -223,6 +233,30 @@ def job_run(bootstrap: str, work_dir: Path, data: ThroughputInput, key: str, bat
     return result
 
 
+def _request_counts(requests: BrokerRequests | None) -> dict[str, int] | None:
+    """The broker's counts now; ``None`` without counters or when reading them failed (logged, the run goes on)."""
+    if requests is None:
+        return None
+    try:
+        return requests.counts()
+    except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+        log(f"broker requests: {exc}")
+        return None
+
+
+def attach_requests(bootstrap: str, work_dir: Path) -> BrokerRequests | None:
+    """The broker's request counters, or ``None`` (logged) where JMX cannot be attached: the runs go on without."""
+    pid = listener_pid(bootstrap)
+    if pid is None:
+        log("broker requests: no process listens on the bootstrap port; runs are recorded without them")
+        return None
+    try:
+        return BrokerRequests.attach(pid, work_dir)
+    except (RuntimeError, OSError) as exc:
+        log(f"broker requests: {exc}; runs are recorded without them")
+        return None
+
+
 def run(bootstrap: str, work_dir: Path, *, records: int, batch: int, repetitions: int,
         data: ThroughputInput | None = None, cores: tuple[int, ...] = CORES,
         headers_every: int = 0, letters: tuple[str, ...] | None = None) -> tuple[dict[str, Any], ThroughputInput]:
@@ -231,6 +265,7 @@ def run(bootstrap: str, work_dir: Path, *, records: int, batch: int, repetitions
     runs: dict[str, list[dict[str, Any] | None]] = {key: [] for key in keys}
     failures: list[dict[str, Any]] = []
     timeout_s = 600 + records / 500
+    requests = attach_requests(bootstrap, work_dir)
     for rep in range(repetitions):
         for key in keys:
             log(f"throughput rep {rep + 1}/{repetitions}: {label(key)}")
@@ -238,7 +273,7 @@ def run(bootstrap: str, work_dir: Path, *, records: int, batch: int, repetitions
                 if key == "a":
                     outcome = raw_producer(bootstrap, work_dir, data, batch, rep)
                 else:
-                    outcome = job_run(bootstrap, work_dir, data, key, batch, rep, timeout_s)
+                    outcome = job_run(bootstrap, work_dir, data, key, batch, rep, timeout_s, requests=requests)
             except Exception as exc:  # one failed run must not lose the others' hour of measurements
                 log(f"  {key} FAILED: {exc}")
                 failures.append({"mode": key, "repetition": rep + 1, "error": str(exc)[:4000]})
@@ -260,6 +295,7 @@ def run(bootstrap: str, work_dir: Path, *, records: int, batch: int, repetitions
                         "seconds": summarize([r["seconds"] for r in done], 3),
                         **{figure: summarize([r[figure] for r in done if r.get(figure)], 2)
                            for figure in CPU_FIGURES},
+                        "broker_requests_per_batch": median_per_batch(done),
                         "runs": items}
     found = ratios(summary, runs, cores)
     steady = ratios(summary, runs, cores, STEADY_RATE)

@@ -1,0 +1,100 @@
+"""How many requests of each type the bench's broker served during a run, read from its own meters.
+
+Kafka counts every request it serves per type (``kafka.network:type=RequestMetrics,name=RequestsPerSec``).
+The bench attaches JMX to its broker once (``jcmd <pid> ManagementAgent.start``, bound to 127.0.0.1 on a free
+port), then reads the counts before and after each job (``bench/java/BrokerRequestCounts.java``, compiled once
+with ``javac``). The difference is that job's requests: on a machine whose two cores Spark shares with the
+broker, each request the exactly-once protocol adds (the offsets, the commit, the markers, a producer per
+input partition instead of one) is broker CPU taken from Spark.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import statistics
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from airflow_provider_eos.devstack.broker_config import free_port
+
+_SOURCE = Path(__file__).parent / "java" / "BrokerRequestCounts.java"
+_CLASS = "BrokerRequestCounts"
+
+#: The request types the report shows on their own, in this order; the rest are summed as "other".
+SHOWN = ("Produce", "Fetch", "ListOffsets", "Metadata", "FindCoordinator", "OffsetFetch", "InitProducerId",
+         "AddPartitionsToTxn", "AddPartitionsToTxnVerification", "AddOffsetsToTxn", "TxnOffsetCommit", "EndTxn",
+         "WriteTxnMarkers")
+#: Of :data:`SHOWN`, what the transactions add (the client's and the broker's own requests).
+TRANSACTIONAL = ("FindCoordinator", "OffsetFetch", "InitProducerId", "AddPartitionsToTxn",
+                 "AddPartitionsToTxnVerification", "AddOffsetsToTxn", "TxnOffsetCommit", "EndTxn", "WriteTxnMarkers")
+
+
+class BrokerRequests:
+    """The broker's request counters over JMX (see the module's docstring)."""
+
+    def __init__(self, port: int, classes: Path) -> None:
+        self.port, self.classes = port, classes
+
+    @classmethod
+    def attach(cls, broker_pid: int, work_dir: Path) -> BrokerRequests:
+        """Start the broker JVM's JMX agent on 127.0.0.1 and compile the reader.
+
+        :raises RuntimeError: naming the JDK tool that is missing or failed.
+        """
+        for tool in ("jcmd", "javac", "java"):
+            if shutil.which(tool) is None:
+                raise RuntimeError(f"{tool} not found: the broker's request counts need a JDK's {tool} on PATH")
+        classes = work_dir / "broker-requests"
+        classes.mkdir(parents=True, exist_ok=True)
+        _run(["javac", "-d", str(classes), str(_SOURCE)])
+        # A JVM runs one agent: a broker attached before (an earlier bench in the same session) keeps its port.
+        port = _agent_port(_run(["jcmd", str(broker_pid), "ManagementAgent.status"]))
+        if port is None:
+            port = free_port()
+            _run(["jcmd", str(broker_pid), "ManagementAgent.start", f"jmxremote.port={port}",
+                  f"jmxremote.rmi.port={port}", "jmxremote.host=127.0.0.1", "jmxremote.authenticate=false",
+                  "jmxremote.ssl=false"])
+        return cls(port, classes)
+
+    def counts(self) -> dict[str, int]:
+        """Requests served since the broker started, per type."""
+        text = _run(["java", "-cp", str(self.classes), _CLASS, str(self.port)])
+        return {kind: int(count) for kind, count in (line.split("\t") for line in text.splitlines() if line)}
+
+
+def served(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]:
+    """The requests served between two :meth:`BrokerRequests.counts`, per type (types with none left out)."""
+    return {kind: after[kind] - before.get(kind, 0) for kind in sorted(after) if after[kind] > before.get(kind, 0)}
+
+
+def per_batch(requests: Mapping[str, int], batches: int) -> dict[str, float]:
+    """:data:`SHOWN` per batch, the rest as ``other``, and the transactions' share (``transactional``) and ``total``."""
+    batches = max(1, batches)
+    shown = {kind: round(requests.get(kind, 0) / batches, 1) for kind in SHOWN}
+    other = sum(count for kind, count in requests.items() if kind not in SHOWN)
+    return {**shown, "other": round(other / batches, 1),
+            "transactional": round(sum(requests.get(kind, 0) for kind in TRANSACTIONAL) / batches, 1),
+            "total": round(sum(requests.values()) / batches, 1)}
+
+
+def median_per_batch(runs: list[dict[str, Any]]) -> dict[str, float]:
+    """Per type, the median over ``runs`` of their ``broker_requests_per_batch``; empty when none has them."""
+    found = [r["broker_requests_per_batch"] for r in runs if r.get("broker_requests_per_batch")]
+    kinds = sorted({kind for figures in found for kind in figures})
+    return {kind: round(statistics.median(f.get(kind, 0) for f in found), 1) for kind in kinds} if found else {}
+
+
+def _agent_port(status: str) -> int | None:
+    """The remote agent's port in ``jcmd ManagementAgent.status`` output; ``None`` when none runs."""
+    found = re.search(r"com\.sun\.management\.jmxremote\.port = (\d+)", status)
+    return int(found.group(1)) if found else None
+
+
+def _run(command: list[str]) -> str:
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command[:2])} failed ({done.returncode}): {(done.stderr or done.stdout)[-400:]}")
+    return done.stdout

@@ -1,0 +1,71 @@
+"""The report's lines on what each mode costs the broker, which shares the machine's cores with Spark.
+
+Two figures: the requests the broker served per batch (by type, from its own meters, :mod:`bench.broker_requests`),
+and whether the machine's CPU is what bounds a ratio: when Spark and the broker together keep both cores busy,
+records/s follow the inverse of the CPU spent per record by the job's processes plus the broker, so the ratio of
+two modes' CPU per record predicts the ratio of their records/s. Shown per repetition beside the measured ratio.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.broker_requests import SHOWN
+from bench.ratios import STEADY_RATE, master
+
+#: Per record in steady state: the job's processes and the broker (µs); the machine's CPU is their sum.
+_STEADY_CPU = ("cpu_steady_us_per_record", "broker_cpu_steady_us_per_record")
+
+
+def request_lines(tp: dict[str, Any]) -> list[str]:
+    """A table of the broker's requests per batch, per mode (median over the runs), or nothing without them."""
+    modes = [m for m in tp["modes"].values() if m.get("broker_requests_per_batch")]
+    if not modes:
+        return []
+    columns = [kind for kind in (*SHOWN, "other") if any(m["broker_requests_per_batch"].get(kind) for m in modes)]
+    out = ["", "Requests the broker served per batch, median over the runs (Kafka's own request meters, read over "
+           "JMX before and after each job; `AddPartitionsToTxnVerification` is the partition leader asking the "
+           "transaction coordinator whether a transactional produce belongs to an open transaction; "
+           "`transactional` sums what only transactions send: coordinator lookups, offset reads, the "
+           "transaction's requests and its markers).", "",
+           "| mode | " + " | ".join(columns) + " | transactional | total |",
+           "|---|" + "---|" * (len(columns) + 2)]
+    for mode in modes:
+        figures = mode["broker_requests_per_batch"]
+        cells = [_count(figures.get(kind)) for kind in (*columns, "transactional", "total")]
+        out.append(f"| {mode['label']} | " + " | ".join(cells) + " |")
+    return out
+
+
+def cpu_bound_lines(tp: dict[str, Any]) -> list[str]:
+    """Per exactly-once letter against (b), per master: the ratio the machine's CPU predicts beside the measured one."""
+    out = []
+    for cores in tp["cores"]:
+        base = tp["modes"].get(f"b@{cores}")
+        for letter in ("c_e", "c_d"):
+            mode = tp["modes"].get(f"{letter}@{cores}")
+            pairs = _paired(base, mode) if base and mode else []
+            if pairs:
+                cells = ", ".join(f"{predicted:.2f} / {measured:.2f}" for predicted, measured in pairs)
+                out.append(f"- {letter}/b on {master(cores)}, steady state, predicted / measured per repetition: "
+                           f"{cells}.")
+    if not out:
+        return []
+    return ["", "Is the machine's CPU the bound? The CPU per record of the job's processes plus the broker's, in "
+            "steady state, of (b) over that of the mode predicts the mode's records/s over (b)'s when both cores "
+            "are busy:", "", *out]
+
+
+def _paired(base: dict[str, Any], mode: dict[str, Any]) -> list[tuple[float, float]]:
+    pairs = []
+    for b, m in zip(base["runs"], mode["runs"], strict=False):
+        if not b or not m or not b.get(STEADY_RATE) or not m.get(STEADY_RATE):
+            continue
+        b_cpu, m_cpu = (sum(run.get(f) or 0 for f in _STEADY_CPU) for run in (b, m))
+        if b_cpu and m_cpu and all(run.get(f) for run in (b, m) for f in _STEADY_CPU):
+            pairs.append((b_cpu / m_cpu, m[STEADY_RATE] / b[STEADY_RATE]))
+    return pairs
+
+
+def _count(value: float | None) -> str:
+    return "-" if not value else f"{value:,.1f}"

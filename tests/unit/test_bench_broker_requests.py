@@ -1,0 +1,122 @@
+"""The bench's broker request counts (bench/broker_requests.py) and the report's lines on them and on the CPU bound."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from bench.broker_requests import _agent_port, median_per_batch, per_batch, served
+from bench.cpu_pinning import describe, pin_broker
+from bench.report_broker import cpu_bound_lines, request_lines
+
+
+def test_served_is_the_difference_per_type_and_leaves_out_types_without_requests() -> None:
+    before = {"Produce": 10, "Fetch": 5, "Metadata": 2}
+    after = {"Produce": 40, "Fetch": 5, "Metadata": 3, "EndTxn": 4}
+    assert served(before, after) == {"EndTxn": 4, "Metadata": 1, "Produce": 30}
+
+
+def test_per_batch_shows_the_known_types_sums_the_rest_and_the_transactions_share() -> None:
+    requests = {"Produce": 40, "EndTxn": 8, "AddOffsetsToTxn": 8, "WriteTxnMarkers": 8, "ApiVersions": 6,
+                "DescribeCluster": 2}
+    figures = per_batch(requests, 4)
+    assert figures["Produce"] == 10.0 and figures["EndTxn"] == 2.0 and figures["Fetch"] == 0.0
+    assert figures["other"] == 2.0  # ApiVersions + DescribeCluster
+    assert figures["transactional"] == 6.0  # EndTxn + AddOffsetsToTxn + WriteTxnMarkers
+    assert figures["total"] == 18.0
+    assert per_batch({"Produce": 3}, 0)["Produce"] == 3.0  # no batch: counted as one
+
+
+def test_the_median_per_batch_is_per_type_over_the_runs_that_have_counts() -> None:
+    runs = [{"broker_requests_per_batch": {"Produce": 10.0, "total": 20.0}},
+            {"broker_requests_per_batch": {"Produce": 30.0, "total": 50.0, "EndTxn": 4.0}},
+            {"broker_requests_per_batch": {"Produce": 20.0, "total": 40.0}}, {}]
+    assert median_per_batch(runs) == {"EndTxn": 0.0, "Produce": 20.0, "total": 40.0}
+    assert median_per_batch([{}, {"records": 1}]) == {}
+
+
+def _run(rate: float, job_cpu: float, broker_cpu: float, requests: dict | None = None) -> dict:
+    return {"after_first_batch_records_per_s": rate, "cpu_steady_us_per_record": job_cpu,
+            "broker_cpu_steady_us_per_record": broker_cpu,
+            **({"broker_requests_per_batch": requests} if requests else {})}
+
+
+def _throughput(b_runs: list, c_runs: list) -> dict:
+    modes = {"b@2": {"label": "(b) at-least-once", "runs": b_runs,
+                     "broker_requests_per_batch": median_per_batch([r for r in b_runs if r])},
+             "c_e@2": {"label": "(c_e) exactly-once", "runs": c_runs,
+                       "broker_requests_per_batch": median_per_batch([r for r in c_runs if r])}}
+    return {"cores": [2], "modes": modes}
+
+
+def test_the_cpu_bound_line_pairs_each_repetitions_predicted_and_measured_ratio() -> None:
+    b_runs = [_run(150_000, 9.0, 1.0), _run(140_000, 9.5, 1.1), None]
+    c_runs = [_run(144_000, 9.2, 1.3), _run(140_000, 9.4, 1.2), _run(150_000, 9.0, 1.0)]
+    lines = cpu_bound_lines(_throughput(b_runs, c_runs))
+    line = next(text for text in lines if text.startswith("- c_e/b on local[2]"))
+    # 10.0 / 10.5 = 0.95 predicted, 144 / 150 = 0.96 measured; 10.6 / 10.6 = 1.00 and 1.00; the failed run left out.
+    assert line.endswith("0.95 / 0.96, 1.00 / 1.00.")
+    assert not any("c_d/b" in text for text in lines)
+
+
+def test_no_cpu_bound_line_without_the_brokers_cpu() -> None:
+    b_runs = [_run(150_000, 9.0, 0.0)]
+    c_runs = [_run(144_000, 9.2, 1.3)]
+    assert cpu_bound_lines(_throughput(b_runs, c_runs)) == []
+
+
+def test_the_request_table_has_a_column_per_type_seen_and_the_transactions_share() -> None:
+    b = per_batch({"Produce": 250, "Fetch": 236, "ListOffsets": 4269}, 11)
+    c = per_batch({"Produce": 380, "Fetch": 236, "ListOffsets": 4269, "EndTxn": 44, "AddOffsetsToTxn": 44,
+                   "TxnOffsetCommit": 44, "WriteTxnMarkers": 44}, 11)
+    lines = request_lines(_throughput([_run(1, 1, 1, b)], [_run(1, 1, 1, c)]))
+    header = next(text for text in lines if text.startswith("| mode |"))
+    assert header == ("| mode | Produce | Fetch | ListOffsets | AddOffsetsToTxn | TxnOffsetCommit | EndTxn | "
+                      "WriteTxnMarkers | transactional | total |")
+    rows = {text.split(" | ")[0]: text for text in lines if text.startswith("| (")}
+    assert rows["| (b) at-least-once"] == "| (b) at-least-once | 22.7 | 21.5 | 388.1 | - | - | - | - | - | 432.3 |"
+    assert rows["| (c_e) exactly-once"].endswith("| 34.5 | 21.5 | 388.1 | 4.0 | 4.0 | 4.0 | 4.0 | 16.0 | 460.1 |")
+    assert request_lines({"cores": [2], "modes": {"b@2": {"label": "b", "runs": []}}}) == []
+
+
+def test_an_agent_already_running_is_found_by_its_port_in_the_status() -> None:
+    status = ("4856:\nAgent: enabled\n\nConnection Type: remote\nProperties     :\n"
+              "  com.sun.management.jmxremote.rmi.port = 47123\n  com.sun.management.jmxremote.port = 47123\n")
+    assert _agent_port(status) == 47123
+    assert _agent_port("4856:\nAgent: disabled\n") is None
+
+
+
+# A stand-in for the broker: a process with a few threads that sleep.
+THREADS = ("import threading, time\n"
+           "for _ in range(3):\n    threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
+           "time.sleep(30)\n")
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores")
+def test_pinning_puts_every_broker_thread_on_its_core_and_this_process_on_the_others() -> None:
+    cores = sorted(os.sched_getaffinity(0))
+    broker = subprocess.Popen([sys.executable, "-c", THREADS])
+    own = os.sched_getaffinity(0)
+    try:
+        time.sleep(0.5)
+        facts = pin_broker(broker.pid, cores[-1])
+        assert facts["broker_core"] == cores[-1] and facts["job_cores"] == cores[:-1]
+        assert facts["broker_threads_pinned"] >= 4
+        for task in os.listdir(f"/proc/{broker.pid}/task"):
+            assert os.sched_getaffinity(int(task)) == {cores[-1]}
+        assert os.sched_getaffinity(0) == set(cores[:-1])
+        assert f"alone on core {cores[-1]}" in describe(facts) and describe(None) is None
+    finally:
+        os.sched_setaffinity(0, own)
+        broker.kill()
+        broker.wait()
+
+
+def test_pinning_names_a_core_the_machine_does_not_have() -> None:
+    with pytest.raises(ValueError, match="--broker-core 999"):
+        pin_broker(os.getpid(), 999)
