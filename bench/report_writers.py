@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from bench.ratios import CPU_TARGET, EXECUTOR_LETTERS, RATIO_TARGETS, SPARK_LETTERS, master, mode_key
-from bench.report_broker import cpu_bound_lines, request_lines
 from bench.report_cells import loads, mmm
+from bench.report_machine import cpu_bound_lines, cpu_lines, request_lines
 
 #: Latency modes of the exactly-once writers, newest first; ``exactly-once`` is the pre-writers driver sink.
 EOS_LATENCY_MODES = ("exactly-once executors", "exactly-once driver", "exactly-once")
@@ -89,6 +89,9 @@ def throughput_section(tp: dict[str, Any], title: str = "Throughput") -> list[st
            f"`noop` writer, writing nothing). Timing: {tp['timing_basis']}."
            + (" Producer settings of every mode that writes (in the spec's kafka settings): "
               + ", ".join(f"{k}={v}" for k, v in settings.items()) + "." if settings else "")
+           + (" Source settings of every Spark mode (the job's Kafka source, beyond the spec's): "
+              + ", ".join(f"{k}={v}" for k, v in tp["source_settings"].items()) + "."
+              if tp.get("source_settings") else "")
            + (" Arrow: " + ", ".join(f"{k.rsplit('.', 1)[1]} {v}" for k, v in tp["arrow_settings"].items()) + "."
               if tp.get("arrow_settings") else ""), "",
            "| mode | records/s (min / median / max) | MB/s (median) | processing s (median) | records/s without "
@@ -138,45 +141,6 @@ def throughput_section(tp: dict[str, Any], title: str = "Throughput") -> list[st
                             for f in tp["failures"]) + "."]
     out.append("")
     return out
-
-
-#: CPU µs per record of the job's processes: in all, and in steady state.
-JOB_CPU = ("cpu_us_per_record", "cpu_steady_us_per_record")
-
-
-def cpu_lines(tp: dict[str, Any]) -> list[str]:
-    """CPU µs per record of all the job's processes (medians), and each exactly-once writer's over (b)'s."""
-    modes = tp["modes"]
-    if not any((m.get("cpu_us_per_record") or {}).get("median") for m in modes.values()):
-        return []
-    brokers = any((m.get("broker_cpu_us_per_record") or {}).get("median") for m in modes.values())
-    out = ["", "CPU of all the job's processes (JVM, Python driver, Python workers) per input record, median µs: "
-           "in all (start-up included) / in steady state (after batch 0); ratio over (b) on the same master."
-           + (" The broker's CPU over the same runs beside it: it shares the cores with Spark." if brokers else ""),
-           "", "| mode | CPU µs/record (all / steady) | over (b) (all / steady) |"
-           + (" broker CPU µs/record (all / steady) |" if brokers else ""),
-           "|---|---|---|" + ("---|" if brokers else "")]
-    for key, mode in modes.items():
-        cells = [_median_of(mode, f) for f in JOB_CPU]
-        if cells[0] is None:
-            continue
-        baseline = modes.get("b@" + key.split("@")[1]) if "@" in key else None
-        bases = [_median_of(baseline, f) if baseline else None for f in JOB_CPU]
-        over = ["-" if c is None or not b else f"{c / b:.2f}" for c, b in zip(cells, bases, strict=True)]
-        row = f"| {mode['label']} | {_pair(cells)} | {' / '.join(over)} |"
-        if brokers:
-            broker = [_median_of(mode, f) for f in ("broker_cpu_us_per_record", "broker_cpu_steady_us_per_record")]
-            row += f" {_pair(broker)} |"
-        out.append(row)
-    return out
-
-
-def _median_of(mode: dict[str, Any], figure: str) -> float | None:
-    return (mode.get(figure) or {}).get("median")
-
-
-def _pair(cells: list[float | None]) -> str:
-    return " / ".join("-" if c is None else f"{c:.1f}" for c in cells)
 
 
 def breakdown_lines(tp: dict[str, Any]) -> list[str]:

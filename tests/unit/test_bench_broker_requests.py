@@ -11,7 +11,7 @@ import pytest
 
 from bench.broker_requests import _agent_port, median_per_batch, per_batch, served
 from bench.cpu_pinning import describe, pin_broker
-from bench.report_broker import cpu_bound_lines, request_lines
+from bench.report_machine import cpu_bound_lines, request_lines
 
 
 def test_served_is_the_difference_per_type_and_leaves_out_types_without_requests() -> None:

@@ -157,7 +157,7 @@ def test_the_ratio_targets_hold_on_the_clusters_two_workers_too() -> None:
 
 
 def test_the_cpu_table_shows_the_brokers_cpu_beside_the_jobs_when_it_was_sampled() -> None:
-    from bench.report_writers import cpu_lines
+    from bench.report_machine import cpu_lines
 
     def mode(label_: str, job: float, broker: float | None) -> dict:
         figures = {"cpu_us_per_record": {"median": job}, "cpu_steady_us_per_record": {"median": job * 0.9}}

@@ -336,7 +336,8 @@ def test_spark_source_and_sink_options_carry_the_kafka_prefix_and_their_role() -
     jaas = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="u" password="p";'
     common = {"kafka.bootstrap.servers": "b1:9092", "kafka.security.protocol": "SASL_SSL",
               "kafka.sasl.mechanism": "SCRAM-SHA-512", "kafka.sasl.jaas.config": jaas}
-    assert spark_source_options(pipeline) == {**common, "kafka.isolation.level": "read_committed"}
+    assert spark_source_options(pipeline) == {**common, "kafka.isolation.level": "read_committed",
+                                              "kafka.max.poll.records": "10000"}
     assert spark_sink_options(pipeline) == {**common, "kafka.linger.ms": "5"}
 
 

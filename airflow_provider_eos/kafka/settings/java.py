@@ -188,12 +188,25 @@ def _spark_options(config: Mapping[str, str]) -> dict[str, str]:
     return {f"{SPARK_PREFIX}{key}": value for key, value in config.items()}
 
 
+#: Records per poll of the Spark Kafka source's consumers (Kafka's default: 500). After every poll Spark asks
+#: the partition's earliest and latest offsets, two ListOffsets round trips (its check of what the poll
+#: returned, SPARK-34187): at 500 records a poll that is 400 requests per 100,000 records, which the tasks wait
+#: for and the brokers serve. A poll returns only what the consumer already fetched for the task's one
+#: partition (``max.partition.fetch.bytes``, 1 MiB by default), so the larger cap holds no more memory: it
+#: lets one poll take a whole fetch of records down to about 100 bytes (docs/design-notes.md note 45).
+SPARK_SOURCE_MAX_POLL_RECORDS = 10_000
+
+
 def spark_source_options(spec: PipelineSpec) -> dict[str, str]:
     """The spec's Kafka settings as Spark Kafka source options (``kafka.`` prefix, Java names). Holds secrets.
 
+    The spec's ``kafka`` is librdkafka's dialect, which has no ``max.poll.records``; the source gets
+    :data:`SPARK_SOURCE_MAX_POLL_RECORDS`.
+
     :raises KafkaConfigError: for a setting the Java consumer cannot take.
     """
-    return _spark_options(java_client_config(spec.kafka, "consumer"))
+    return _spark_options({**java_client_config(spec.kafka, "consumer"),
+                           "max.poll.records": str(SPARK_SOURCE_MAX_POLL_RECORDS)})
 
 
 def spark_sink_options(spec: PipelineSpec) -> dict[str, str]:

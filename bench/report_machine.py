@@ -1,7 +1,8 @@
-"""The report's lines on what each mode costs the broker, which shares the machine's cores with Spark.
+"""The report's lines on what each mode costs the machine, whose cores the broker shares with Spark.
 
-Two figures: the requests the broker served per batch (by type, from its own meters, :mod:`bench.broker_requests`),
-and whether the machine's CPU is what bounds a ratio: when Spark and the broker together keep both cores busy,
+Three figures: the CPU per record of the job's processes (and of the broker beside them), the requests the
+broker served per batch (by type, from its own meters, :mod:`bench.broker_requests`), and whether the machine's
+CPU is what bounds a ratio: when Spark and the broker together keep both cores busy,
 records/s follow the inverse of the CPU spent per record by the job's processes plus the broker, so the ratio of
 two modes' CPU per record predicts the ratio of their records/s. Shown per repetition beside the measured ratio.
 """
@@ -12,6 +13,45 @@ from typing import Any
 
 from bench.broker_requests import SHOWN
 from bench.ratios import STEADY_RATE, master
+
+#: CPU µs per record of the job's processes: in all, and in steady state.
+JOB_CPU = ("cpu_us_per_record", "cpu_steady_us_per_record")
+
+
+def cpu_lines(tp: dict[str, Any]) -> list[str]:
+    """CPU µs per record of all the job's processes (medians), and each exactly-once writer's over (b)'s."""
+    modes = tp["modes"]
+    if not any((m.get("cpu_us_per_record") or {}).get("median") for m in modes.values()):
+        return []
+    brokers = any((m.get("broker_cpu_us_per_record") or {}).get("median") for m in modes.values())
+    out = ["", "CPU of all the job's processes (JVM, Python driver, Python workers) per input record, median µs: "
+           "in all (start-up included) / in steady state (after batch 0); ratio over (b) on the same master."
+           + (" The broker's CPU over the same runs beside it: it shares the cores with Spark." if brokers else ""),
+           "", "| mode | CPU µs/record (all / steady) | over (b) (all / steady) |"
+           + (" broker CPU µs/record (all / steady) |" if brokers else ""),
+           "|---|---|---|" + ("---|" if brokers else "")]
+    for key, mode in modes.items():
+        cells = [_median_of(mode, f) for f in JOB_CPU]
+        if cells[0] is None:
+            continue
+        baseline = modes.get("b@" + key.split("@")[1]) if "@" in key else None
+        bases = [_median_of(baseline, f) if baseline else None for f in JOB_CPU]
+        over = ["-" if c is None or not b else f"{c / b:.2f}" for c, b in zip(cells, bases, strict=True)]
+        row = f"| {mode['label']} | {_pair(cells)} | {' / '.join(over)} |"
+        if brokers:
+            broker = [_median_of(mode, f) for f in ("broker_cpu_us_per_record", "broker_cpu_steady_us_per_record")]
+            row += f" {_pair(broker)} |"
+        out.append(row)
+    return out
+
+
+def _median_of(mode: dict[str, Any], figure: str) -> float | None:
+    return (mode.get(figure) or {}).get("median")
+
+
+def _pair(cells: list[float | None]) -> str:
+    return " / ".join("-" if c is None else f"{c:.1f}" for c in cells)
+
 
 #: Per record in steady state: the job's processes and the broker (µs); the machine's CPU is their sum.
 _STEADY_CPU = ("cpu_steady_us_per_record", "broker_cpu_steady_us_per_record")
