@@ -27,6 +27,8 @@ _CLASS = "BrokerRequestCounts"
 SHOWN = ("Produce", "Fetch", "ListOffsets", "Metadata", "FindCoordinator", "OffsetFetch", "InitProducerId",
          "AddPartitionsToTxn", "AddPartitionsToTxnVerification", "AddOffsetsToTxn", "TxnOffsetCommit", "EndTxn",
          "WriteTxnMarkers")
+#: Kafka's meters that count a subset of another type's requests again (fetches from consumers, from followers).
+SUBSETS = ("FetchConsumer", "FetchFollower")
 #: Of :data:`SHOWN`, what the transactions add (the client's and the broker's own requests).
 TRANSACTIONAL = ("FindCoordinator", "OffsetFetch", "InitProducerId", "AddPartitionsToTxn",
                  "AddPartitionsToTxnVerification", "AddOffsetsToTxn", "TxnOffsetCommit", "EndTxn", "WriteTxnMarkers")
@@ -73,6 +75,7 @@ def served(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int
 def per_batch(requests: Mapping[str, int], batches: int) -> dict[str, float]:
     """:data:`SHOWN` per batch, the rest as ``other``, and the transactions' share (``transactional``) and ``total``."""
     batches = max(1, batches)
+    requests = {kind: count for kind, count in requests.items() if kind not in SUBSETS}
     shown = {kind: round(requests.get(kind, 0) / batches, 1) for kind in SHOWN}
     other = sum(count for kind, count in requests.items() if kind not in SHOWN)
     return {**shown, "other": round(other / batches, 1),

@@ -22,12 +22,12 @@ def test_served_is_the_difference_per_type_and_leaves_out_types_without_requests
 
 def test_per_batch_shows_the_known_types_sums_the_rest_and_the_transactions_share() -> None:
     requests = {"Produce": 40, "EndTxn": 8, "AddOffsetsToTxn": 8, "WriteTxnMarkers": 8, "ApiVersions": 6,
-                "DescribeCluster": 2}
+                "DescribeCluster": 2, "Fetch": 12, "FetchConsumer": 12}
     figures = per_batch(requests, 4)
-    assert figures["Produce"] == 10.0 and figures["EndTxn"] == 2.0 and figures["Fetch"] == 0.0
-    assert figures["other"] == 2.0  # ApiVersions + DescribeCluster
+    assert figures["Produce"] == 10.0 and figures["EndTxn"] == 2.0 and figures["Fetch"] == 3.0
+    assert figures["other"] == 2.0  # ApiVersions + DescribeCluster; FetchConsumer counts the fetches again
     assert figures["transactional"] == 6.0  # EndTxn + AddOffsetsToTxn + WriteTxnMarkers
-    assert figures["total"] == 18.0
+    assert figures["total"] == 21.0
     assert per_batch({"Produce": 3}, 0)["Produce"] == 3.0  # no batch: counted as one
 
 
