@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_eos.devstack.broker_config import free_port
+from bench.measure import log
 
 _SOURCE = Path(__file__).parent / "java" / "BrokerRequestCounts.java"
 _CLASS = "BrokerRequestCounts"
@@ -61,10 +62,30 @@ class BrokerRequests:
                   "jmxremote.ssl=false"])
         return cls(port, classes)
 
+    @classmethod
+    def attach_or_none(cls, broker_pid: int | None, work_dir: Path) -> BrokerRequests | None:
+        """:meth:`attach`, or ``None`` (logged) where it cannot: the bench's runs go on without the counts."""
+        if broker_pid is None:
+            log("broker requests: no process listens on the bootstrap port; runs are recorded without them")
+            return None
+        try:
+            return cls.attach(broker_pid, work_dir)
+        except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+            log(f"broker requests: {exc}; runs are recorded without them")
+            return None
+
     def counts(self) -> dict[str, int]:
         """Requests served since the broker started, per type."""
         text = _run(["java", "-cp", str(self.classes), _CLASS, str(self.port)])
         return {kind: int(count) for kind, count in (line.split("\t") for line in text.splitlines() if line)}
+
+    def counts_or_none(self) -> dict[str, int] | None:
+        """:meth:`counts`, or ``None`` (logged) when reading them failed: the run is recorded without them."""
+        try:
+            return self.counts()
+        except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+            log(f"broker requests: {exc}")
+            return None
 
 
 def served(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]:

@@ -27,7 +27,6 @@ transaction markers (control records) the run left in the output topic.
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -181,11 +180,11 @@ def job_run(bootstrap: str, work_dir: Path, data: ThroughputInput, key: str, bat
                               max_offsets_per_trigger=batch, writers=writers, spark_conf=spark_conf,
                               executor_writer=EXECUTOR_WRITERS.get(letter), metrics=metrics)
     load = loadavg()
-    before = _request_counts(requests)
+    before = requests.counts_or_none() if requests else None
     job = Job(spec_file, mode, work_dir / name / "job.log", master=master,
               broker_pid=listener_pid(bootstrap)).start(sample_memory=True)
     returncode = job.wait(timeout_s)
-    after = _request_counts(requests) if before is not None else None
+    after = requests.counts_or_none() if requests and before is not None else None
     during = served(before, after) if before is not None and after is not None else None
     wall = time.time() - job.started_at
     progress = job.progress()
@@ -234,30 +233,6 @@ def job_run(bootstrap: str, work_dir: Path, data: ThroughputInput, key: str, bat
     return result
 
 
-def _request_counts(requests: BrokerRequests | None) -> dict[str, int] | None:
-    """The broker's counts now; ``None`` without counters or when reading them failed (logged, the run goes on)."""
-    if requests is None:
-        return None
-    try:
-        return requests.counts()
-    except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
-        log(f"broker requests: {exc}")
-        return None
-
-
-def attach_requests(bootstrap: str, work_dir: Path) -> BrokerRequests | None:
-    """The broker's request counters, or ``None`` (logged) where JMX cannot be attached: the runs go on without."""
-    pid = listener_pid(bootstrap)
-    if pid is None:
-        log("broker requests: no process listens on the bootstrap port; runs are recorded without them")
-        return None
-    try:
-        return BrokerRequests.attach(pid, work_dir)
-    except (RuntimeError, OSError) as exc:
-        log(f"broker requests: {exc}; runs are recorded without them")
-        return None
-
-
 def run(bootstrap: str, work_dir: Path, *, records: int, batch: int, repetitions: int,
         data: ThroughputInput | None = None, cores: tuple[int, ...] = CORES,
         headers_every: int = 0, letters: tuple[str, ...] | None = None) -> tuple[dict[str, Any], ThroughputInput]:
@@ -266,7 +241,7 @@ def run(bootstrap: str, work_dir: Path, *, records: int, batch: int, repetitions
     runs: dict[str, list[dict[str, Any] | None]] = {key: [] for key in keys}
     failures: list[dict[str, Any]] = []
     timeout_s = 600 + records / 500
-    requests = attach_requests(bootstrap, work_dir)
+    requests = BrokerRequests.attach_or_none(listener_pid(bootstrap), work_dir)
     for rep in range(repetitions):
         for key in keys:
             log(f"throughput rep {rep + 1}/{repetitions}: {label(key)}")

@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from bench.broker_requests import _agent_port, median_per_batch, per_batch, served
+from airflow_provider_eos.devstack.broker_config import free_port
+from bench.broker_requests import BrokerRequests, _agent_port, median_per_batch, per_batch, served
 from bench.cpu_pinning import describe, pin_broker
 from bench.report_machine import cpu_bound_lines, request_lines
 
@@ -120,3 +121,9 @@ def test_pinning_puts_every_broker_thread_on_its_core_and_this_process_on_the_ot
 def test_pinning_names_a_core_the_machine_does_not_have() -> None:
     with pytest.raises(ValueError, match="--broker-core 999"):
         pin_broker(os.getpid(), 999)
+
+
+def test_without_a_broker_or_its_agent_the_runs_go_on_without_counts(tmp_path) -> None:
+    assert BrokerRequests.attach_or_none(None, tmp_path) is None
+    # No agent listens on this port: reading fails, the run is recorded without the counts.
+    assert BrokerRequests(free_port(), tmp_path).counts_or_none() is None
