@@ -28,6 +28,9 @@ _CLASS = "BrokerRequestCounts"
 SHOWN = ("Produce", "Fetch", "ListOffsets", "Metadata", "FindCoordinator", "OffsetFetch", "InitProducerId",
          "AddPartitionsToTxn", "AddPartitionsToTxnVerification", "AddOffsetsToTxn", "TxnOffsetCommit", "EndTxn",
          "WriteTxnMarkers")
+#: What reading the counters can fail with (a JDK tool missing or failing, no agent on the port): logged, the
+#: runs go on without the counts.
+_READ_FAILURES = (RuntimeError, OSError, subprocess.SubprocessError)
 #: Kafka's meters that count a subset of another type's requests again (fetches from consumers, from followers).
 SUBSETS = ("FetchConsumer", "FetchFollower")
 #: Of :data:`SHOWN`, what the transactions add (the client's and the broker's own requests).
@@ -70,7 +73,7 @@ class BrokerRequests:
             return None
         try:
             return cls.attach(broker_pid, work_dir)
-        except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+        except _READ_FAILURES as exc:
             log(f"broker requests: {exc}; runs are recorded without them")
             return None
 
@@ -83,7 +86,7 @@ class BrokerRequests:
         """:meth:`counts`, or ``None`` (logged) when reading them failed: the run is recorded without them."""
         try:
             return self.counts()
-        except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+        except _READ_FAILURES as exc:
             log(f"broker requests: {exc}")
             return None
 

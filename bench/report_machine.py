@@ -97,14 +97,11 @@ def cpu_bound_lines(tp: dict[str, Any]) -> list[str]:
 
 
 def _paired(base: dict[str, Any], mode: dict[str, Any]) -> list[tuple[float, float]]:
-    pairs = []
-    for b, m in zip(base["runs"], mode["runs"], strict=False):
-        if not b or not m or not b.get(STEADY_RATE) or not m.get(STEADY_RATE):
-            continue
-        b_cpu, m_cpu = (sum(run.get(f) or 0 for f in _STEADY_CPU) for run in (b, m))
-        if b_cpu and m_cpu and all(run.get(f) for run in (b, m) for f in _STEADY_CPU):
-            pairs.append((b_cpu / m_cpu, m[STEADY_RATE] / b[STEADY_RATE]))
-    return pairs
+    """Per repetition where both runs have their rate and CPU figures: (predicted, measured) mode/b."""
+    figures = (STEADY_RATE, *_STEADY_CPU)
+    return [(sum(b[f] for f in _STEADY_CPU) / sum(m[f] for f in _STEADY_CPU), m[STEADY_RATE] / b[STEADY_RATE])
+            for b, m in zip(base["runs"], mode["runs"], strict=False)
+            if b and m and all(run.get(f) for run in (b, m) for f in figures)]
 
 
 def _count(value: float | None) -> str:
