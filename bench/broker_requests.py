@@ -16,10 +16,13 @@ import statistics
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from airflow_provider_eos.devstack.broker_config import free_port
 from bench.measure import log
+
+#: A per-type figure of the broker's: a count of requests, or milliseconds.
+Figure = TypeVar("Figure", int, float)
 
 _SOURCE = Path(__file__).parent / "java" / "BrokerRequestCounts.java"
 _CLASS = "BrokerRequestCounts"
@@ -79,8 +82,19 @@ class BrokerRequests:
 
     def counts(self) -> dict[str, int]:
         """Requests served since the broker started, per type."""
-        text = _run(["java", "-cp", str(self.classes), _CLASS, str(self.port)])
-        return {kind: int(count) for kind, count in (line.split("\t") for line in text.splitlines() if line)}
+        return {kind: int(count) for kind, count in self._read().items()}
+
+    def held_ms(self) -> dict[str, float]:
+        """Milliseconds the broker held requests waiting since it started, per type (Kafka's ``RemoteTimeMs``).
+
+        A fetch is held until records arrive or the consumer's ``fetch.max.wait.ms`` runs out; a produce
+        with ``acks=all`` until its replicas have it.
+        """
+        return {kind: float(total) for kind, total in self._read("RemoteTimeMs").items()}
+
+    def _read(self, *metric: str) -> dict[str, str]:
+        text = _run(["java", "-cp", str(self.classes), _CLASS, str(self.port), *metric])
+        return dict(line.split("\t") for line in text.splitlines() if line)
 
     def counts_or_none(self) -> dict[str, int] | None:
         """:meth:`counts`, or ``None`` (logged) when reading them failed: the run is recorded without them."""
@@ -91,8 +105,11 @@ class BrokerRequests:
             return None
 
 
-def served(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]:
-    """The requests served between two :meth:`BrokerRequests.counts`, per type (types with none left out)."""
+def served(before: Mapping[str, Figure], after: Mapping[str, Figure]) -> dict[str, Figure]:
+    """What was served between two :meth:`BrokerRequests.counts` (or :meth:`~BrokerRequests.held_ms`), per type.
+
+    Types with nothing between them are left out.
+    """
     return {kind: after[kind] - before.get(kind, 0) for kind in sorted(after) if after[kind] > before.get(kind, 0)}
 
 

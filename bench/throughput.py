@@ -35,7 +35,7 @@ from typing import Any
 from confluent_kafka import Producer
 
 from airflow_provider_eos.kafka.settings import sink_producer_config
-from airflow_provider_eos.kafka.settings.java import SPARK_SOURCE_MAX_POLL_RECORDS
+from airflow_provider_eos.kafka.settings.java import spark_source_defaults
 from bench.broker_requests import BrokerRequests, median_per_batch, per_batch, served
 from bench.job import NOOP, Job, processing_time
 from bench.kafka_io import create_topics, delete_topics, end_offsets, produce, unique
@@ -281,7 +281,7 @@ def run(bootstrap: str, work_dir: Path, *, records: int, batch: int, repetitions
                   "headers_every": data.headers_every},
         "producer_settings": PRODUCER_SETTINGS,
         # What the job's Kafka source sets beyond the spec's settings, alike for every Spark mode.
-        "source_settings": {"max.poll.records": SPARK_SOURCE_MAX_POLL_RECORDS},
+        "source_settings": spark_source_defaults(),
         # What bounds the Arrow batches the writers hand to mapInArrow (docs/design-notes.md, note 27).
         "arrow_settings": {key: SPARK_CONF.get(key, "Spark's default") for key in ARROW_SETTINGS},
         "timing_basis": "sum of Spark triggerExecution over all batches (EOS-PROGRESS batch_ms); "

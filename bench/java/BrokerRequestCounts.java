@@ -7,9 +7,13 @@ import javax.management.remote.JMXConnectorFactory;
 import javax.management.remote.JMXServiceURL;
 
 /**
- * Prints the broker's request counts since it started, one {@code <request type> TAB <count>} line
- * per type (all versions summed), read over JMX from {@code 127.0.0.1:<port>}: Kafka's
- * {@code kafka.network:type=RequestMetrics,name=RequestsPerSec} meters. The bench diffs two prints.
+ * Prints one of the broker's per-request-type figures since it started, one {@code <request type> TAB <value>}
+ * line per type (all versions summed), read over JMX from {@code 127.0.0.1:<port>}. The bench diffs two prints.
+ *
+ * <p>{@code BrokerRequestCounts <port>}: the requests served, Kafka's
+ * {@code kafka.network:type=RequestMetrics,name=RequestsPerSec} meters. {@code BrokerRequestCounts <port>
+ * RemoteTimeMs}: the milliseconds requests were held waiting (a fetch for records, a produce for its
+ * replicas), the {@code RemoteTimeMs} histograms' count times mean, which is their exact sum.
  */
 public final class BrokerRequestCounts {
     private BrokerRequestCounts() {
@@ -17,15 +21,18 @@ public final class BrokerRequestCounts {
 
     public static void main(String[] args) throws Exception {
         JMXServiceURL url = new JMXServiceURL("service:jmx:rmi:///jndi/rmi://127.0.0.1:" + args[0] + "/jmxrmi");
+        boolean held = args.length > 1 && args[1].equals("RemoteTimeMs");
+        String metric = held ? "RemoteTimeMs" : "RequestsPerSec";
         try (JMXConnector connector = JMXConnectorFactory.connect(url)) {
             MBeanServerConnection server = connector.getMBeanServerConnection();
-            Map<String, Long> counts = new TreeMap<>();
-            ObjectName pattern = new ObjectName("kafka.network:type=RequestMetrics,name=RequestsPerSec,*");
+            Map<String, Double> values = new TreeMap<>();
+            ObjectName pattern = new ObjectName("kafka.network:type=RequestMetrics,name=" + metric + ",*");
             for (ObjectName name : server.queryNames(pattern, null)) {
-                long count = ((Number) server.getAttribute(name, "Count")).longValue();
-                counts.merge(name.getKeyProperty("request"), count, Long::sum);
+                double count = ((Number) server.getAttribute(name, "Count")).doubleValue();
+                double value = held ? count * ((Number) server.getAttribute(name, "Mean")).doubleValue() : count;
+                values.merge(name.getKeyProperty("request"), value, Double::sum);
             }
-            counts.forEach((type, count) -> System.out.println(type + "\t" + count));
+            values.forEach((type, value) -> System.out.println(type + "\t" + (held ? String.valueOf(value) : String.valueOf(value.longValue()))));
         }
     }
 }

@@ -19,6 +19,22 @@ def test_served_is_the_difference_per_type_and_leaves_out_types_without_requests
     before = {"Produce": 10, "Fetch": 5, "Metadata": 2}
     after = {"Produce": 40, "Fetch": 5, "Metadata": 3, "EndTxn": 4}
     assert served(before, after) == {"EndTxn": 4, "Metadata": 1, "Produce": 30}
+    assert served({"FetchConsumer": 2.5, "Produce": 1.0}, {"FetchConsumer": 502.5, "Produce": 1.0}) == {
+        "FetchConsumer": 500.0}
+
+
+def test_the_reader_is_asked_for_counts_or_for_the_time_requests_were_held(monkeypatch, tmp_path) -> None:
+    asked: list[list[str]] = []
+
+    def reader(command: list[str]) -> str:
+        asked.append(command[4:])
+        return "FetchConsumer\t512.5\nProduce\t3.0\n" if command[5:] else "FetchConsumer\t7\nProduce\t3\n"
+
+    monkeypatch.setattr("bench.broker_requests._run", reader)
+    requests = BrokerRequests(4321, tmp_path)
+    assert requests.counts() == {"FetchConsumer": 7, "Produce": 3}
+    assert requests.held_ms() == {"FetchConsumer": 512.5, "Produce": 3.0}
+    assert asked == [["4321"], ["4321", "RemoteTimeMs"]]
 
 
 def test_per_batch_shows_the_known_types_sums_the_rest_and_the_transactions_share() -> None:

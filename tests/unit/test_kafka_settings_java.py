@@ -337,8 +337,14 @@ def test_spark_source_and_sink_options_carry_the_kafka_prefix_and_their_role() -
     common = {"kafka.bootstrap.servers": "b1:9092", "kafka.security.protocol": "SASL_SSL",
               "kafka.sasl.mechanism": "SCRAM-SHA-512", "kafka.sasl.jaas.config": jaas}
     assert spark_source_options(pipeline) == {**common, "kafka.isolation.level": "read_committed",
-                                              "kafka.max.poll.records": "10000"}
+                                              "kafka.max.poll.records": "10000", "kafka.fetch.max.wait.ms": "10"}
     assert spark_sink_options(pipeline) == {**common, "kafka.linger.ms": "5"}
+
+
+def test_the_source_keeps_a_fetch_wait_the_spec_sets() -> None:
+    options = spark_source_options(spec(**{"fetch.wait.max.ms": 250}))
+    assert options["kafka.fetch.max.wait.ms"] == "250"
+    assert options["kafka.max.poll.records"] == "10000"
 
 
 # -- the real Java client (the kafka-clients jar Spark's connector ships) ---------------------

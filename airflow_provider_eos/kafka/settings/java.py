@@ -43,6 +43,7 @@ __all__ = [
     "java_client_config",
     "java_sink_producer_config",
     "spark_sink_options",
+    "spark_source_defaults",
     "spark_source_options",
 ]
 
@@ -196,17 +197,30 @@ def _spark_options(config: Mapping[str, str]) -> dict[str, str]:
 #: lets one poll take a whole fetch of records down to about 100 bytes (docs/design-notes.md note 45).
 SPARK_SOURCE_MAX_POLL_RECORDS = 10_000
 
+#: How long the broker may hold a fetch of the Spark Kafka source's consumers waiting for new records
+#: (Kafka's default: 500 ms). A task reads only offsets the driver planned, which exist; the only fetch that
+#: ever waits is the one the consumer sends ahead after the poll that reached the partition's end. The
+#: offsets check Spark makes after that poll then queues behind it on the same connection: every task that
+#: reads up to the end of its partition, as a caught-up query's tasks do in every batch, was held this long
+#: (docs/design-notes.md note 46). A spec's own ``fetch.wait.max.ms`` is kept.
+SPARK_SOURCE_FETCH_MAX_WAIT_MS = 10
+
+
+def spark_source_defaults() -> dict[str, str]:
+    """The Java consumer settings the job's Kafka source takes beyond the spec's (the Java client's names)."""
+    return {"max.poll.records": str(SPARK_SOURCE_MAX_POLL_RECORDS),
+            "fetch.max.wait.ms": str(SPARK_SOURCE_FETCH_MAX_WAIT_MS)}
+
 
 def spark_source_options(spec: PipelineSpec) -> dict[str, str]:
     """The spec's Kafka settings as Spark Kafka source options (``kafka.`` prefix, Java names). Holds secrets.
 
-    The spec's ``kafka`` is librdkafka's dialect, which has no ``max.poll.records``; the source gets
-    :data:`SPARK_SOURCE_MAX_POLL_RECORDS`.
+    The source gets :func:`spark_source_defaults` where the spec says nothing: the spec's ``kafka`` is
+    librdkafka's dialect, which has no ``max.poll.records``; its ``fetch.wait.max.ms`` is kept.
 
     :raises KafkaConfigError: for a setting the Java consumer cannot take.
     """
-    return _spark_options({**java_client_config(spec.kafka, "consumer"),
-                           "max.poll.records": str(SPARK_SOURCE_MAX_POLL_RECORDS)})
+    return _spark_options({**spark_source_defaults(), **java_client_config(spec.kafka, "consumer")})
 
 
 def spark_sink_options(spec: PipelineSpec) -> dict[str, str]:
