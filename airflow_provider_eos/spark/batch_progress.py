@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_eos.core.metrics.updates import progress_updates
 from airflow_provider_eos.core.spec import Mode
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
     from airflow_provider_eos.spark.metrics_exporter import PrometheusExporter
     from airflow_provider_eos.spark.sink_points import BatchSink
 
@@ -28,30 +30,27 @@ class BatchProgressLogger:
                  pipeline: str = "") -> None:
         self.sink, self.mode, self.exporter, self.pipeline = sink, mode, exporter, pipeline
 
-    def as_listener(self):
-        from pyspark.sql.streaming import StreamingQueryListener
+    def register(self, spark: SparkSession) -> None:
+        """Receive the session's query events (register before the query starts, so batch 0 is logged too).
 
-        outer = self
+        Not through PySpark's ``StreamingQueryListener``: it converts each progress event field by
+        field, a py4j round trip per map key, about 65 ms of the driver's Python per batch, on a
+        thread that holds the GIL while the sink's own py4j calls of the next batch wait for it
+        (docs/design-notes.md note 47). :class:`_QueryEvents` reads each progress as its JSON, in one call.
+        """
+        from pyspark.java_gateway import ensure_callback_server_started
 
-        class _Listener(StreamingQueryListener):
-            def onQueryStarted(self, event) -> None:
-                log.info("EOS-QUERY started id=%s run_id=%s", event.id, event.runId)
+        context = spark.sparkContext
+        ensure_callback_server_started(context._gateway)
+        wrapper = context._jvm.org.apache.spark.sql.streaming.PythonStreamingQueryListenerWrapper
+        spark._jsparkSession.streams().addListener(wrapper(_QueryEvents(self)))
 
-            def onQueryProgress(self, event) -> None:
-                outer.log_progress(event.progress)
-
-            def onQueryIdle(self, event) -> None:
-                pass
-
-            def onQueryTerminated(self, event) -> None:
-                log.info("EOS-QUERY terminated id=%s exception=%s", event.id, event.exception)
-
-        return _Listener()
-
-    def log_progress(self, progress) -> None:
-        line = {"mode": self.mode, "batch_id": progress.batchId, "rows_in": progress.numInputRows,
-                "batch_ms": (progress.durationMs or {}).get("triggerExecution")}
-        if stats := self.sink.stats.pop(progress.batchId, None):
+    def log_progress(self, progress: dict[str, Any]) -> None:
+        """Log one finished batch: ``progress`` is Spark's ``StreamingQueryProgress`` as its JSON."""
+        batch_id = progress["batchId"]
+        line = {"mode": self.mode, "batch_id": batch_id, "rows_in": progress["numInputRows"],
+                "batch_ms": (progress.get("durationMs") or {}).get("triggerExecution")}
+        if stats := self.sink.stats.pop(batch_id, None):
             line.update(action=stats.action, rows_out=stats.rows_out, rows_dlq=stats.rows_dlq,
                         replay_skipped=stats.action == "skip_replay", collect_ms=stats.collect_ms,
                         produce_ms=stats.produce_ms, commit_ms=stats.commit_ms)
@@ -61,4 +60,29 @@ class BatchProgressLogger:
             line.update({key: stats.extra[key] for key in _TASK_SUMS if key in stats.extra})
         log.info("EOS-PROGRESS %s", json.dumps(line, sort_keys=True))
         if self.exporter is not None:
-            self.exporter.apply(progress_updates(self.pipeline, json.loads(progress.json)))
+            self.exporter.apply(progress_updates(self.pipeline, progress))
+
+
+class _QueryEvents:
+    """Spark's ``PythonStreamingQueryListener`` as py4j calls it back: one call reads a progress (its JSON)."""
+
+    def __init__(self, progress: BatchProgressLogger) -> None:
+        self.progress = progress
+
+    # Spark's interface names these methods.
+    def onQueryStarted(self, event: Any) -> None:
+        log.info("EOS-QUERY started id=%s run_id=%s", event.id().toString(), event.runId().toString())
+
+    def onQueryProgress(self, event: Any) -> None:
+        self.progress.log_progress(json.loads(event.progress().json()))
+
+    def onQueryIdle(self, event: Any) -> None:
+        pass
+
+    def onQueryTerminated(self, event: Any) -> None:
+        failure = event.exception()
+        log.info("EOS-QUERY terminated id=%s exception=%s", event.id().toString(),
+                 failure.get() if failure.isDefined() else None)
+
+    class Java:
+        implements = ["org.apache.spark.sql.streaming.PythonStreamingQueryListener"]

@@ -158,7 +158,7 @@ def start_query(
     writer = transformed.writeStream.foreachBatch(_gated(sink, stop, guard)).outputMode(output_mode)
     writer = _apply_trigger(writer.option("checkpointLocation", spec.checkpoint_location), spec)
     # Registered before start so the first batch's progress is logged too.
-    spark.streams.addListener(BatchProgressLogger(sink, mode, exporter, spec.name).as_listener())
+    BatchProgressLogger(sink, mode, exporter, spec.name).register(spark)
     query = writer.queryName(f"eos-{spec.name}").start()
     return query, sink
 
