@@ -31,7 +31,7 @@ from airflow_provider_eos.core.spec import ExecutorWriter, PipelineSpec
 from airflow_provider_eos.core.topic_partition import OffsetMap, TopicPartition
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
 from airflow_provider_eos.spark.partition_writer import TASK_STATS_SCHEMA, PartitionWriteTask
-from airflow_provider_eos.spark.record_producer import BatchStats, Stopwatch, output_frame
+from airflow_provider_eos.spark.record_producer import BatchStats, OutputColumns, Stopwatch
 from airflow_provider_eos.spark.sink_points import BatchPoints, SinkObserver, SinkPoint, TaskObserver
 
 if TYPE_CHECKING:
@@ -71,10 +71,13 @@ class TaskRunner(Protocol):
 class PythonTasks:
     """The tasks in PySpark's Python workers (``mapInArrow``), confluent-kafka producers cached per worker."""
 
+    def __init__(self) -> None:
+        self._output = OutputColumns()
+
     def run(self, batch: DataFrame, tasks: BatchTasks) -> list[str]:
         task = PartitionWriteTask(tasks.spec, tasks.query_id, tasks.batch_id, tasks.start, tasks.end, tasks.mapping,
                                   tasks.points)
-        return [row.eos_task for row in output_frame(batch).mapInArrow(task, TASK_STATS_SCHEMA).collect()]
+        return [row.eos_task for row in self._output.frame(batch).mapInArrow(task, TASK_STATS_SCHEMA).collect()]
 
     def close(self) -> None:
         """The producers live in the Python workers, which Spark stops."""

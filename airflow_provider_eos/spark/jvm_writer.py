@@ -29,7 +29,7 @@ from airflow_provider_eos.core.sink_protocol import offsets_to_commit, partition
 from airflow_provider_eos.kafka.group_offsets import stored_metadata
 from airflow_provider_eos.kafka.settings import java_admin_config, java_sink_producer_config
 from airflow_provider_eos.spark.jvm_task_errors import typed_task_error
-from airflow_provider_eos.spark.record_producer import output_frame
+from airflow_provider_eos.spark.record_producer import OutputColumns
 from airflow_provider_eos.spark.writer_jar import WriterJar, observer_entry
 
 if TYPE_CHECKING:
@@ -92,6 +92,7 @@ class JvmTasks:
         self.jar = jar or WriterJar()
         self._registry: Any = None
         self._handle = uuid.uuid4().hex
+        self._output = OutputColumns(arrow=False)
 
     def _driver_registry(self, frame: DataFrame) -> Any:
         if self._registry is None:
@@ -106,7 +107,7 @@ class JvmTasks:
         if not tasks.mapping.ranges:
             # Spark would still run one (empty) task for a write of no partitions; the driver commits them all.
             return []
-        frame = output_frame(batch, arrow=False)
+        frame = self._output.frame(batch)
         self._driver_registry(frame)
         report_key = f"{tasks.query_id}/{tasks.batch_id}/{uuid.uuid4().hex}"
         plan = write_plan(tasks, config_handle=self._handle, report_key=report_key)

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
 from airflow_provider_eos.core.checkpoint import EOS_FOLDER, CheckpointReader
 from airflow_provider_eos.core.errors import SinkError
-from airflow_provider_eos.spark.record_producer import dead_letters, output_frame
+from airflow_provider_eos.spark.record_producer import OutputColumns, dead_letters
 from airflow_provider_eos.spark.sink_points import TaskObserver, TaskPoint
 
 if TYPE_CHECKING:
@@ -205,6 +205,7 @@ class OutputSpill:
     def __init__(self, checkpoint: CheckpointReader, tasks: SpillTasks | None = None) -> None:
         self.checkpoint = checkpoint
         self.tasks = tasks or PythonSpillTasks()
+        self._output = OutputColumns()
 
     @property
     def root(self) -> str:
@@ -216,7 +217,7 @@ class OutputSpill:
     def write(self, batch: DataFrame, batch_id: int, points: TaskObserver) -> list[SpilledPart]:
         """Run the batch's Spark job: every task writes its partition's file; returns them in partition order."""
         folder = (*SPILL_FOLDER, str(batch_id), uuid.uuid4().hex[:12])
-        parts = self.tasks.run(output_frame(batch), self.checkpoint, folder, batch_id, points)
+        parts = self.tasks.run(self._output.frame(batch), self.checkpoint, folder, batch_id, points)
         return sorted(parts, key=lambda p: p.spark_partition)
 
     def read(self, parts: Iterable[SpilledPart]) -> Iterator[pa.RecordBatch]:

@@ -20,10 +20,11 @@ from airflow_provider_eos.kafka.retriable import LOCAL_QUEUE_FULL, kafka_error
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
+    from pyspark.sql.types import StructType
 
-__all__ = ["DLQ_REASON_COLUMN", "BatchStats", "Stopwatch", "kafka_failure", "output_frame", "produce_rows",
-           "require_dlq_topic"]
+__all__ = ["DLQ_REASON_COLUMN", "BatchStats", "OutputColumns", "Stopwatch", "kafka_failure", "output_frame",
+           "produce_rows", "require_dlq_topic"]
 
 #: The transform's column that, when not null, sends the row to the dead-letter topic with this reason.
 DLQ_REASON_COLUMN = "dlq_reason"
@@ -82,16 +83,43 @@ def output_frame(batch: DataFrame, *, arrow: bool = True) -> DataFrame:
     (``python -m bench.arrow_columns``). The JVM executor writer reads Spark's rows as they are: a null
     there costs one check, an empty array a copy per row.
     """
+    return batch.select(*_output_columns(batch.schema, arrow=arrow))
+
+
+class OutputColumns:
+    """:func:`output_frame` for the batches of one query: its columns built at the first batch, then reused.
+
+    PySpark builds each column through several py4j calls (it records the Python line that made it,
+    for Spark's error messages): about 20 ms per batch on a busy driver, before any task starts
+    (docs/design-notes.md note 47). A query's batches share one schema; a batch of another gets
+    columns of its own.
+    """
+
+    def __init__(self, *, arrow: bool = True) -> None:
+        self.arrow = arrow
+        self._schema: StructType | None = None
+        self._columns: list[Column] = []
+
+    def frame(self, batch: DataFrame) -> DataFrame:
+        """``batch`` as :func:`output_frame` selects it."""
+        schema = batch.schema
+        if schema != self._schema:
+            self._schema, self._columns = schema, _output_columns(schema, arrow=self.arrow)
+        return batch.select(*self._columns)
+
+
+def _output_columns(schema: StructType, *, arrow: bool) -> list[Column]:
     from pyspark.sql import functions as F
 
+    names = schema.names
     wanted = [F.col("key").cast("binary").alias("key"), F.col("value").cast("binary").alias("value")]
-    if "headers" in batch.columns and not arrow:
+    if "headers" in names and not arrow:
         wanted.append(F.col("headers"))
-    elif "headers" in batch.columns:
-        none = F.array().cast(batch.schema["headers"].dataType)
+    elif "headers" in names:
+        none = F.array().cast(schema["headers"].dataType)
         wanted.append(F.coalesce(F.col("headers"), none).alias("headers"))
-    wanted.extend(F.col(optional) for optional in (DLQ_REASON_COLUMN, *_ORIGIN_COLUMNS) if optional in batch.columns)
-    return batch.select(*wanted)
+    wanted.extend(F.col(optional) for optional in (DLQ_REASON_COLUMN, *_ORIGIN_COLUMNS) if optional in names)
+    return wanted
 
 
 def dead_letters(table: pa.Table | pa.RecordBatch) -> int:
