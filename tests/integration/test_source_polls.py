@@ -9,14 +9,15 @@ module's own so no other test's requests are counted.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.kafka.settings import spark_source_options
-from bench.broker_requests import BrokerRequests, served
+from bench.broker_requests import BrokerRequests, Figure, served
 from bench.process_tree import listener_pid
 from tests.support.kafka import create_topic, produce
 
@@ -40,27 +41,39 @@ def own_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         kafka.down()
 
 
-def test_the_jobs_source_asks_for_offsets_a_fraction_as_often_as_with_sparks_default(
-        own_broker: str, spark, tmp_path: Path) -> None:
-    topic = create_topic(own_broker, "polls", 1)
-    produce(own_broker, topic, ((b"k%d" % i, b"v" * 100) for i in range(RECORDS)), **{"linger.ms": 50})
-    pid = listener_pid(own_broker)
-    assert pid is not None
-    requests = BrokerRequests.attach(pid, tmp_path)
-    spec = PipelineSpec(name="polls", kafka={"bootstrap.servers": own_broker}, input_topics=[topic],
-                        output_topic="unused", group_id="polls-g", transactional_id_prefix="polls",
-                        checkpoint_location=str(tmp_path / "ckpt"))
+class _FilledTopic:
+    """A topic of :data:`RECORDS` records on the module's broker, read whole through Spark with given options."""
 
-    def list_offsets(options: dict[str, str]) -> int:
-        before = requests.counts()
-        rows = (spark.read.format("kafka").options(**options).option("subscribe", topic)
+    def __init__(self, broker: str, spark: Any, tmp_path: Path, name: str, partitions: int) -> None:
+        self.spark, self.name = spark, create_topic(broker, name, partitions)
+        produce(broker, self.name, ((b"k%d" % i, b"v" * 100) for i in range(RECORDS)), **{"linger.ms": 50})
+        pid = listener_pid(broker)
+        assert pid is not None
+        self.requests = BrokerRequests.attach(pid, tmp_path)
+        spec = PipelineSpec(name=name, kafka={"bootstrap.servers": broker}, input_topics=[self.name],
+                            output_topic="unused", group_id=f"{name}-g", transactional_id_prefix=name,
+                            checkpoint_location=str(tmp_path / "ckpt"))
+        self.options = spark_source_options(spec)
+
+    def served_while_read(self, options: dict[str, str], figures: Callable[[], Mapping[str, Figure]],
+                          kind: str) -> Figure:
+        """The broker's ``figures`` of request type ``kind`` while Spark read the whole topic with ``options``."""
+        before = figures()
+        rows = (self.spark.read.format("kafka").options(**options).option("subscribe", self.name)
                 .option("startingOffsets", "earliest").load().count())
         assert rows == RECORDS
-        return served(before, requests.counts()).get("ListOffsets", 0)
+        return served(before, figures()).get(kind, 0)
 
-    ours = spark_source_options(spec)
-    sparks_default = {key: value for key, value in ours.items() if key != "kafka.max.poll.records"}
-    with_ours, with_default = list_offsets(ours), list_offsets(sparks_default)
+    def without(self, option: str) -> dict[str, str]:
+        """The job's source options without ``option``: Spark's (and Kafka's) default for it."""
+        return {key: value for key, value in self.options.items() if key != option}
+
+
+def test_the_jobs_source_asks_for_offsets_a_fraction_as_often_as_with_sparks_default(
+        own_broker: str, spark, tmp_path: Path) -> None:
+    topic = _FilledTopic(own_broker, spark, tmp_path, "polls", 1)
+    with_ours, with_default = (topic.served_while_read(options, topic.requests.counts, "ListOffsets")
+                               for options in (topic.options, topic.without("kafka.max.poll.records")))
     # Spark's default polls 500 records at a time, each poll followed by two ListOffsets: at least 80 here.
     assert with_default >= 2 * RECORDS // 500, (with_ours, with_default)
     assert with_ours * 4 <= with_default, (with_ours, with_default)
@@ -68,25 +81,9 @@ def test_the_jobs_source_asks_for_offsets_a_fraction_as_often_as_with_sparks_def
 
 def test_the_broker_holds_no_fetch_of_the_jobs_source_at_the_end_of_a_partition(
         own_broker: str, spark, tmp_path: Path) -> None:
-    topic = create_topic(own_broker, "ends", PARTITIONS)
-    produce(own_broker, topic, ((b"k%d" % i, b"v" * 100) for i in range(RECORDS)), **{"linger.ms": 50})
-    pid = listener_pid(own_broker)
-    assert pid is not None
-    requests = BrokerRequests.attach(pid, tmp_path)
-    spec = PipelineSpec(name="ends", kafka={"bootstrap.servers": own_broker}, input_topics=[topic],
-                        output_topic="unused", group_id="ends-g", transactional_id_prefix="ends",
-                        checkpoint_location=str(tmp_path / "ckpt"))
-
-    def held_ms(options: dict[str, str]) -> float:
-        before = requests.held_ms()
-        rows = (spark.read.format("kafka").options(**options).option("subscribe", topic)
-                .option("startingOffsets", "earliest").load().count())
-        assert rows == RECORDS
-        return served(before, requests.held_ms()).get("FetchConsumer", 0.0)
-
-    ours = spark_source_options(spec)
-    sparks_default = {key: value for key, value in ours.items() if key != "kafka.fetch.max.wait.ms"}
-    with_ours, with_default = held_ms(ours), held_ms(sparks_default)
+    topic = _FilledTopic(own_broker, spark, tmp_path, "ends", PARTITIONS)
+    with_ours, with_default = (topic.served_while_read(options, topic.requests.held_ms, "FetchConsumer")
+                               for options in (topic.options, topic.without("kafka.fetch.max.wait.ms")))
     # Spark's default: every partition's read ends with a fetch held for Kafka's whole wait.
     assert with_default >= PARTITIONS * KAFKA_FETCH_MAX_WAIT_MS * 0.9, (with_ours, with_default)
     assert with_ours * 10 <= with_default, (with_ours, with_default)
