@@ -32,7 +32,8 @@ public final class BrokerRequestCounts {
                 double value = held ? count * ((Number) server.getAttribute(name, "Mean")).doubleValue() : count;
                 values.merge(name.getKeyProperty("request"), value, Double::sum);
             }
-            values.forEach((type, value) -> System.out.println(type + "\t" + (held ? String.valueOf(value) : String.valueOf(value.longValue()))));
+            // Counts print as whole numbers, held milliseconds with their fraction.
+            values.forEach((type, value) -> System.out.println(type + "\t" + (held ? value : Long.toString(value.longValue()))));
         }
     }
 }
