@@ -14,6 +14,7 @@ import datetime as dt
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from airflow_provider_eos.core.cluster_records import (
@@ -56,19 +57,46 @@ def process_table_evidence(handle: DriverHandle, here: HostIdentity | None = Non
 
 
 def lease_evidence(handle: DriverHandle, checkpoint: CheckpointReader | None) -> Evidence:
-    """What the checkpoint's driver lease says; no evidence when the checkpoint cannot be read.
-
-    The clock is read before the lease: a renewal that lands while the observer reads must not
-    meet an observation time later than the read (core/driver_lease.py has the argument).
-    """
-    observed_at = _now()
+    """What the checkpoint's driver lease says; no evidence when the checkpoint cannot be read."""
     if checkpoint is None:
-        return judge_lease(handle, None, observed_at=observed_at, problem="no checkpoint location known")
-    try:
-        lease = read_driver_lease(checkpoint)
-    except (EosError, OSError, ValueError) as err:
-        return judge_lease(handle, None, observed_at=observed_at, problem=f"{type(err).__name__}: {err}")
-    return judge_lease(handle, lease, observed_at=observed_at)
+        return judge_lease(handle, None, observed_at=_now(), problem="no checkpoint location known")
+    read = _read_lease(checkpoint)
+    return judge_lease(handle, read.lease, observed_at=read.observed_at, problem=read.problem)
+
+
+@dataclass(frozen=True)
+class _LeaseRead:
+    """One reading of the lease: when (the observer's clock, before the read), what, or why nothing."""
+
+    observed_at: dt.datetime
+    lease: DriverLease | None
+    problem: str | None = None
+
+
+#: A lease written in place (HDFS cannot rename over a file) reads empty or half-written while its
+#: driver rewrites it, every ``ttl / 3``, for as long as a write takes (a few hundred ms on HDFS):
+#: read again for a while before calling it unreadable (design note 48).
+LEASE_REWRITE_REREAD = RetryPolicy("a lease rewritten in place to read whole", timeout_s=3.0, first_delay_s=0.1,
+                                   max_delay_s=0.5)
+
+
+def _read_lease(checkpoint: CheckpointReader) -> _LeaseRead:
+    """The lease, read through a rewrite in place.
+
+    The clock is read before each read: a renewal that lands while the observer reads must not meet
+    an observation time later than the read (core/driver_lease.py has the argument).
+    """
+    def once() -> _LeaseRead:
+        observed_at = _now()
+        try:
+            return _LeaseRead(observed_at, read_driver_lease(checkpoint))
+        except (EosError, OSError, ValueError) as err:
+            return _LeaseRead(observed_at, None, f"{type(err).__name__}: {err}")
+
+    if checkpoint.is_local:  # written through a staged file renamed into place: never half a record
+        return once()
+    return LEASE_REWRITE_REREAD.poll(once, until=lambda read: read.problem is None,
+                                     what=f"read the driver lease in {checkpoint.location}").value
 
 
 def manager_evidence(handle: DriverHandle, fetch: Fetch = _http_get) -> Evidence | None:
@@ -158,12 +186,7 @@ def wait_while_driver_alive(
 
 def _readable_lease(checkpoint: CheckpointReader | None) -> DriverLease | None:
     """The checkpoint's lease; ``None`` when there is none, or it cannot be read (its evidence says why)."""
-    if checkpoint is None:
-        return None
-    try:
-        return read_driver_lease(checkpoint)
-    except (EosError, OSError, ValueError):
-        return None
+    return None if checkpoint is None else _read_lease(checkpoint).lease
 
 
 def _live_lease_mark(checkpoint: CheckpointReader | None) -> tuple[str, int] | None:

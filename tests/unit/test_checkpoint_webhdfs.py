@@ -144,3 +144,19 @@ def test_webhdfs_connection_gives_the_address_and_identity(monkeypatch: pytest.M
         hook.get_storage_options("s3://bucket/c")
     monkeypatch.setenv("AIRFLOW_CONN_EOS_GENERIC", json.dumps({"conn_type": "generic", "extra": {"port": 9870}}))
     assert CheckpointStorageHook("eos_generic").get_reader(LOCATION).fs.url == "http://nn.example:9870/webhdfs/v1"
+
+
+def test_a_namenode_error_without_a_python_type_is_an_os_error_naming_the_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # fsspec's webhdfs raises a RemoteException it has no type for as RuntimeError; a lease read
+    # while its driver rewrites it in place met "Block could not be located" (design note 48).
+    reader = CheckpointReader(LOCATION, {"port": 9870})
+
+    def rewritten(path: str) -> bytes:
+        raise RuntimeError(f"Block could not be located. Path={path}, offset=0")
+
+    monkeypatch.setattr(reader.fs, "cat_file", rewritten)
+    with pytest.raises(OSError, match=r"checkpoint file hdfs://nn\.example:8020/eos/orders/checkpoint/eos/x\.json "
+                       r"could not be read: Block could not be located"):
+        reader.read_text(reader.path("eos", "x.json"), "a record")

@@ -180,6 +180,10 @@ class CheckpointReader:
                 else f"check that checkpoint location {self.location!r} is the pipeline's (spec "
                 "checkpoint_location) and that the query has run",
             ) from None
+        except RuntimeError as err:
+            # fsspec's webhdfs raises the NameNode's RemoteExceptions it has no type for as RuntimeError;
+            # "Block could not be located" is a file rewritten in place while it was read (design note 48).
+            raise OSError(f"checkpoint file {self.display(path)} could not be read: {err}") from err
 
     def _missing_batch_fix(self, log: str) -> str:
         batches = self._batches(log)
