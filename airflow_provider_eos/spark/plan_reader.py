@@ -36,11 +36,18 @@ only; never through ``inputPartitions``, ``inputRDD`` or ``toRdd``, which on an 
 than the one that built the RDD would plan the scan a second time. That the execution is the
 batch's is checked without side effects: the same batch id, and the scan's end offsets equal
 the ends of the ranges.
+
+Every read is py4j round trips from the driver's Python, about 200 per batch, while the batch's
+tasks wait to start. A :class:`PlanMemo` keeps the plan tree of the query run's last batch under
+the text Spark prints for it (``treeString``, one call): a batch whose plan prints the same text
+in the same run reuses the tree and walks only to its Kafka scan for the end-offsets check
+(design note 49). The ranges are read from every batch's own RDD as before.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_eos.core.checkpoint.formats import parse_kafka_offsets
@@ -52,7 +59,7 @@ from airflow_provider_eos.core.topic_partition import TopicPartition
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["QUERY_ID_PROPERTY", "read_batch_plan"]
+__all__ = ["QUERY_ID_PROPERTY", "PlanMemo", "read_batch_plan"]
 
 #: The local property ``StreamExecution`` sets to the query id on the thread that runs a batch.
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
@@ -64,6 +71,8 @@ _REUSED_EXCHANGE = "ReusedExchangeExec"
 _DATA_SOURCE_RDD = "org.apache.spark.sql.execution.datasources.v2.DataSourceRDD"
 _KAFKA_INPUT_PARTITION = "KafkaBatchInputPartition"
 _DESCRIPTION_LIMIT = 300
+#: ``maxFields`` of a node's description (``simpleString``) and of the tree text that keys a :class:`PlanMemo`.
+_MAX_FIELDS = 25
 _UNREADABLE_FIX = "use `writers: driver` (it does not read the plan); the plan reader supports Spark 4.2"
 
 
@@ -77,23 +86,34 @@ def _class_name(obj: Any) -> str:
     return str(obj.getClass().getSimpleName())
 
 
-def _children(node: Any) -> list[Any]:
-    name = _class_name(node)
+def _hidden_child(node: Any, name: str) -> Any | None:
     # Adaptive execution hides its plan from ``children``: the adaptive root holds the current
     # physical plan, a query stage the exchange it materialized, a reused exchange the original.
     if name == _ADAPTIVE:
-        return [node.executedPlan()]
+        return node.executedPlan()
     if name.endswith(_QUERY_STAGE):
-        return [node.plan()]
+        return node.plan()
     if name == _REUSED_EXCHANGE:
-        return [node.child()]
-    return list(_seq(node.children()))
+        return node.child()
+    return None
 
 
-def _nodes(node: Any) -> Iterator[Any]:
-    yield node
-    for child in _children(node):
-        yield from _nodes(child)
+def _children(node: Any, name: str) -> list[Any]:
+    """The children of ``node``, whose class name is ``name`` (read once per node: two round trips)."""
+    hidden = _hidden_child(node, name)
+    return [hidden] if hidden is not None else list(_seq(node.children()))
+
+
+def _child_at(node: Any, name: str, index: int) -> Any:
+    hidden = _hidden_child(node, name)
+    return hidden if hidden is not None else node.children().apply(index)
+
+
+def _named_nodes(node: Any) -> Iterator[tuple[str, Any]]:
+    name = _class_name(node)
+    yield name, node
+    for child in _children(node, name):
+        yield from _named_nodes(child)
 
 
 def _option(scala_option: Any) -> Any | None:
@@ -112,22 +132,27 @@ def _scan_details(scan: Any) -> dict[str, str]:
     return details
 
 
-def _plain(node: Any) -> PlainNode:
+def _plain(node: Any, path: tuple[int, ...] = (), kafka_scans: list[tuple[tuple[int, ...], Any]] | None = None,
+           ) -> PlainNode:
+    """The plain tree under ``node``; each Kafka scan met is added to ``kafka_scans`` with its path of child indexes."""
     name = _class_name(node)
-    description = str(node.simpleString(25))
+    description = str(node.simpleString(_MAX_FIELDS))
     if len(description) > _DESCRIPTION_LIMIT:
         description = description[: _DESCRIPTION_LIMIT - 3] + "..."
+    if name == KAFKA_SCAN and kafka_scans is not None:
+        kafka_scans.append((path, node))
     return PlainNode(
         name=name,
         description=description,
         details=_scan_details(node) if name == KAFKA_SCAN else {},
-        children=tuple(_plain(child) for child in _children(node)),
+        children=tuple(_plain(child, (*path, index), kafka_scans)
+                       for index, child in enumerate(_children(node, name))),
     )
 
 
 def _scanned_rdd(batch: DataFrame) -> Any:
     own_plan = batch._jdf.queryExecution().executedPlan()
-    scans = [node for node in _nodes(own_plan) if _class_name(node) == _RDD_SCAN]
+    scans = [node for name, node in _named_nodes(own_plan) if name == _RDD_SCAN]
     if len(scans) != 1:
         raise PlanReadError(
             f"the DataFrame is not a foreachBatch micro-batch: its plan has {len(scans)} scans of an existing "
@@ -157,7 +182,8 @@ def _input_ranges(data_source_rdd: Any) -> tuple[InputRange, ...]:
     ranges = []
     for spark_partition in data_source_rdd.partitions():
         input_partition = _option(spark_partition.inputPartition())
-        if input_partition is None or _class_name(input_partition) != _KAFKA_INPUT_PARTITION:
+        # One scan planned them all, so one class: the first partition's tells.
+        if input_partition is None or (not ranges and _class_name(input_partition) != _KAFKA_INPUT_PARTITION):
             return ()
         offset_range = input_partition.offsetRange()
         ranges.append(InputRange(
@@ -170,7 +196,8 @@ def _input_ranges(data_source_rdd: Any) -> tuple[InputRange, ...]:
     return tuple(ranges)
 
 
-def _batch_execution(batch: DataFrame, batch_id: int, session: SparkSession) -> Any:
+def _batch_execution(batch: DataFrame, batch_id: int, session: SparkSession) -> tuple[Any, str]:
+    """The query's execution of batch ``batch_id``, and the query's run id."""
     query_id = batch.sparkSession.sparkContext.getLocalProperty(QUERY_ID_PROPERTY)
     if not query_id:
         raise PlanReadError(
@@ -187,7 +214,7 @@ def _batch_execution(batch: DataFrame, batch_id: int, session: SparkSession) -> 
     if execution is None or int(execution.currentBatchId()) != batch_id:
         found = "no execution" if execution is None else f"the execution of batch {execution.currentBatchId()}"
         raise PlanReadError(f"batch {batch_id}: query {query_id} holds {found}", fix=_UNREADABLE_FIX)
-    return execution
+    return execution, str(query.runId().toString())
 
 
 def _check_same_batch(scan: Any, ranges: tuple[InputRange, ...], batch_id: int) -> None:
@@ -212,7 +239,33 @@ def _check_same_batch(scan: Any, ranges: tuple[InputRange, ...], batch_id: int) 
         )
 
 
-def read_batch_plan(batch: DataFrame, batch_id: int, session: SparkSession) -> BatchPlan:
+@dataclass
+class PlanMemo:
+    """The plan tree of a query run's last batch, under the text Spark prints for it (see the module).
+
+    One per query: the sink keeps it. ``hits`` and ``reads`` count the batches that reused the
+    tree and those that read it node by node.
+    """
+
+    key: tuple[str, str] | None = None
+    plan: PlainNode | None = None
+    #: child indexes from the root to the one Kafka scan; ``None`` when the plan has not exactly one
+    scan_path: tuple[int, ...] | None = None
+    hits: int = 0
+    reads: int = 0
+
+    def scan_in(self, root: Any) -> Any | None:
+        """The Kafka scan of ``root``, walked to along the remembered path; ``None`` if it is not there."""
+        if self.scan_path is None or self.plan is None:
+            return None
+        node, plain = root, self.plan
+        for index in self.scan_path:
+            node, plain = _child_at(node, plain.name, index), plain.children[index]
+        return node if _class_name(node) == KAFKA_SCAN else None
+
+
+def read_batch_plan(batch: DataFrame, batch_id: int, session: SparkSession, memo: PlanMemo | None = None,
+                    ) -> BatchPlan:
     """The executed plan of micro-batch ``batch_id`` and its Kafka scan's input ranges.
 
     Call it inside ``foreachBatch`` with the DataFrame Spark passed in.
@@ -221,6 +274,8 @@ def read_batch_plan(batch: DataFrame, batch_id: int, session: SparkSession) -> B
     :param batch_id: the batch id passed with it.
     :param session: the SparkSession that started the query (the batch's own session is a clone
         without the query).
+    :param memo: the query's :class:`PlanMemo`, to reuse the tree of an earlier batch of the same
+        run that prints the same; ``None`` reads the whole tree.
     :returns: the plan as plain nodes, and the ranges in Spark partition order; the ranges are
         empty when the batch reads other than exactly one Kafka scan (no new input in a no-data
         batch, two scans, another source); such a plan is not aligned, and
@@ -229,9 +284,30 @@ def read_batch_plan(batch: DataFrame, batch_id: int, session: SparkSession) -> B
     """
     sources = _data_source_rdds(_scanned_rdd(batch))
     ranges = _input_ranges(sources[0]) if len(sources) == 1 else ()
-    execution = _batch_execution(batch, batch_id, session)
+    execution, run_id = _batch_execution(batch, batch_id, session)
     root = execution.executedPlan()
-    scans = [node for node in _nodes(root) if _class_name(node) == KAFKA_SCAN]
-    if len(scans) == 1 and ranges:
-        _check_same_batch(scans[0], ranges, batch_id)
-    return BatchPlan(batch_id=batch_id, plan=_plain(root), input_ranges=ranges)
+    plan, scan = _remembered(memo, root, run_id) if memo is not None else (None, None)
+    if plan is None:
+        kafka_scans: list[tuple[tuple[int, ...], Any]] = []
+        plan = _plain(root, (), kafka_scans)
+        scan = kafka_scans[0][1] if len(kafka_scans) == 1 else None
+        if memo is not None:
+            memo.plan, memo.scan_path = plan, kafka_scans[0][0] if len(kafka_scans) == 1 else None
+            memo.reads += 1
+    if scan is not None and ranges:
+        _check_same_batch(scan, ranges, batch_id)
+    return BatchPlan(batch_id=batch_id, plan=plan, input_ranges=ranges)
+
+
+def _remembered(memo: PlanMemo, root: Any, run_id: str) -> tuple[PlainNode | None, Any | None]:
+    """The memo's tree and ``root``'s Kafka scan when ``root`` prints as the memo's plan did in this run."""
+    # verbose off: each node as its simpleString(maxFields), which is what the plain tree describes it by.
+    key = (run_id, str(root.treeString(False, False, _MAX_FIELDS, False, False)))
+    if key != memo.key or memo.plan is None:
+        memo.key, memo.plan, memo.scan_path = key, None, None
+        return None, None
+    scan = memo.scan_in(root)
+    if scan is None and memo.scan_path is not None:
+        return None, None  # not where the tree said: read it all
+    memo.hits += 1
+    return memo.plan, scan

@@ -28,7 +28,7 @@ from airflow_provider_eos.core.plan_alignment import (
     map_input_partitions,
 )
 from airflow_provider_eos.core.topic_partition import TopicPartition
-from airflow_provider_eos.spark.plan_reader import read_batch_plan
+from airflow_provider_eos.spark.plan_reader import PlanMemo, read_batch_plan
 from spark_jobs.transforms import fraud_alerts, json_enrich
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -47,6 +47,7 @@ class Batch:
     mapping_error: EosError | None = None
     # Spark partition index -> (rows, {(topic, partition)}, min offset, max offset), for aligned plans.
     held: dict[int, tuple[int, list, int | None, int | None]] = field(default_factory=dict)
+    remembered: BatchPlan | None = None  # read again through the query's PlanMemo, when one is given
 
     @property
     def operators(self) -> list[str]:
@@ -85,15 +86,21 @@ def run_query(
     topic: str,
     checkpoint: Path,
     transform: Callable[[Any], Any],
+    memo: PlanMemo | None = None,
     **source_options: str,
 ) -> list[Batch]:
-    """Run ``transform`` over ``topic`` to the end of its input and return what every batch saw."""
+    """Run ``transform`` over ``topic`` to the end of its input and return what every batch saw.
+
+    With ``memo``, every batch's plan is also read through it, after the full read.
+    """
     reader = CheckpointReader(str(checkpoint))
     seen: list[Batch] = []
 
     def on_batch(frame: Any, batch_id: int) -> None:
         batch_plan = read_batch_plan(frame, batch_id, spark)
         batch = Batch(batch_plan, decide_alignment(batch_plan.plan))
+        if memo is not None:
+            batch.remembered = read_batch_plan(frame, batch_id, spark, memo)
         try:
             batch.mapping = map_input_partitions(batch_id, batch_plan.input_ranges)
             cross_check(batch.mapping, start=reader.start_offsets(batch_id), end=reader.planned_offsets(batch_id))
@@ -249,3 +256,25 @@ def test_partition_whose_rows_are_all_filtered_out_stays_in_the_map(spark, boots
     assert emptied.until_offset - emptied.from_offset == PER_PARTITION
     assert batch.held[emptied.spark_partition][0] == 0
     assert_rows_stay_in_their_partition(batch)
+
+
+def test_a_plan_memo_reuses_the_runs_tree_and_reads_what_a_full_read_does(
+    spark, bootstrap, events_topic, tmp_path
+) -> None:
+    memo, per_batch = PlanMemo(), str(PARTITIONS * PER_PARTITION // 3)
+    aligned = run_query(spark, bootstrap, events_topic, tmp_path / "aligned", json_enrich.transform, memo,
+                        maxOffsetsPerTrigger=per_batch)
+
+    assert [b.batch_plan.batch_id for b in aligned] == list(range(len(aligned))) and len(aligned) >= 3
+    assert [b.remembered for b in aligned] == [b.batch_plan for b in aligned]  # the ranges are each batch's own
+    assert len({b.batch_plan.input_ranges for b in aligned}) == len(aligned)
+    assert (memo.reads, memo.hits) == (1, len(aligned) - 1), memo
+
+    # Another query run (another run id) never takes the tree of the first: it reads its own.
+    shuffled = run_query(spark, bootstrap, events_topic, tmp_path / "shuffled",
+                         lambda frame: json_enrich.transform(frame).repartition(4), memo,
+                         maxOffsetsPerTrigger=per_batch)
+    assert [b.remembered for b in shuffled] == [b.batch_plan for b in shuffled]
+    assert memo.reads >= 2 and memo.reads + memo.hits == len(aligned) + len(shuffled), memo
+    for batch in shuffled:
+        assert [o.breach for o in decide_alignment(batch.remembered.plan).offenders] == [Breach.EXCHANGE]
