@@ -50,6 +50,9 @@ class Config:
     throughput_headers_every: int = 10
     # Only these modes of the throughput table (``--letters``, e.g. b,c_e,c_p); ``None``: every mode.
     throughput_letters: tuple[str, ...] | None = None
+    # Rounds of every mode before the first throughput table's repetitions, counted in no figure: they warm
+    # the fresh broker's JIT on every mode's work (bench/throughput.py says why). The later tables find it warm.
+    warm_up_rounds: int = 3
     control_records: int = 400_000
     control_batches: tuple[int, ...] = (10_000, 100_000)
     # The cost is a count (markers per batch), not a timing: one repetition of each layout and batch size.
@@ -75,7 +78,7 @@ QUICK = Config(records=100_000, batch=25_000, repetitions=1, latency_rate=500, l
                latency_modes=("exactly-once executors", "at-least-once"), control_records=40_000,
                control_batches=(4_000, 20_000), control_repetitions=1, control_modes=("c_e", "c_d"),
                recovery_records=8_000, recovery_batch=2_000, recovery_repetitions=1,
-               scale_topics=20, scale_repetitions=2)
+               scale_topics=20, scale_repetitions=2, warm_up_rounds=0)
 
 
 def _machine() -> str:
@@ -183,7 +186,8 @@ def run_benches(selected: list[str], config: Config, work_dir: Path, results: di
                 nonlocal data
                 result, data = throughput.run(bootstrap, work_dir, records=config.records, batch=config.batch,
                                               repetitions=config.repetitions, cores=config.throughput_cores,
-                                              letters=config.throughput_letters)
+                                              letters=config.throughput_letters,
+                                              warm_up_rounds=config.warm_up_rounds)
                 return result
 
             guarded("throughput", do_throughput)
@@ -272,6 +276,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--broker-core", type=int, metavar="N",
                         help="run the broker alone on core N and everything else on the other cores (a broker on "
                              "a machine of its own; not the targets' shape); recorded in the results")
+    parser.add_argument("--warm-up-rounds", type=int, metavar="N",
+                        help="rounds of every mode before the throughput table's repetitions, counted in no figure "
+                             "(default 3, --quick 0): they warm the fresh broker's JIT; recorded in the results")
     parser.add_argument("--keep-work", action="store_true", help="keep the temporary folder (job logs, checkpoints)")
     parser.add_argument("--render", type=Path, metavar="JSON",
                         help="only rewrite the markdown, chart (and LATEST.md) from a results JSON; runs nothing")
@@ -288,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, name):
             config = replace(config, **{name: getattr(args, name)})
     for name, field_name in (("letters", "throughput_letters"), ("cores", "throughput_cores"),
+                             ("warm_up_rounds", "warm_up_rounds"),
                              ("headers_every", "throughput_headers_every"), ("broker_core", "broker_core")):
         if getattr(args, name) is not None:
             config = replace(config, **{field_name: getattr(args, name)})
@@ -310,6 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         + (f" --letters {','.join(args.letters)}" if args.letters else "")
         + (f" --cores {','.join(map(str, args.cores))}" if args.cores else "")
         + (f" --headers-every {args.headers_every}" if args.headers_every is not None else "")
+        + (f" --warm-up-rounds {args.warm_up_rounds}" if args.warm_up_rounds is not None else "")
         + "".join(f" --producer-setting {key}={value}" for key, value in args.producer_setting or [])
         + (f" --broker-core {args.broker_core}" if args.broker_core is not None else "")
         # Always spelled out: the line must rerun on the same broker whatever the default becomes.

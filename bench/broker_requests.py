@@ -92,6 +92,22 @@ class BrokerRequests:
         """
         return {kind: float(total) for kind, total in self._read("RemoteTimeMs").items()}
 
+    def compilation_ms(self) -> int:
+        """Milliseconds the broker's JVM has spent in its JIT compilers since it started.
+
+        A fresh broker compiles the code each kind of work reaches first (the transaction coordinator's only
+        once transactions come): CPU taken from Spark on a shared machine, which a warm broker does not spend.
+        """
+        return int(self._read("CompilationMs")["compilation"])
+
+    def compilation_ms_or_none(self) -> int | None:
+        """:meth:`compilation_ms`, or ``None`` (logged) when reading it failed."""
+        try:
+            return self.compilation_ms()
+        except (*_READ_FAILURES, KeyError, ValueError) as exc:
+            log(f"broker compilation time: {exc}")
+            return None
+
     def _read(self, *metric: str) -> dict[str, str]:
         text = _run(["java", "-cp", str(self.classes), _CLASS, str(self.port), *metric])
         return dict(line.split("\t") for line in text.splitlines() if line)

@@ -24,12 +24,16 @@ def cpu_lines(tp: dict[str, Any]) -> list[str]:
     if not any((m.get("cpu_us_per_record") or {}).get("median") for m in modes.values()):
         return []
     brokers = any((m.get("broker_cpu_us_per_record") or {}).get("median") for m in modes.values())
+    jit = any((m.get("broker_jit_ms") or {}).get("n") for m in modes.values())
     out = ["", "CPU of all the job's processes (JVM, Python driver, Python workers) per input record, median µs: "
            "in all (start-up included) / in steady state (after batch 0); ratio over (b) on the same master."
-           + (" The broker's CPU over the same runs beside it: it shares the cores with Spark." if brokers else ""),
+           + (" The broker's CPU over the same runs beside it: it shares the cores with Spark." if brokers else "")
+           + (" The broker's JIT: milliseconds its JVM spent compiling during a run (min / median / max)."
+              if jit else ""),
            "", "| mode | CPU µs/record (all / steady) | over (b) (all / steady) |"
-           + (" broker CPU µs/record (all / steady) |" if brokers else ""),
-           "|---|---|---|" + ("---|" if brokers else "")]
+           + (" broker CPU µs/record (all / steady) |" if brokers else "")
+           + (" broker JIT ms per run |" if jit else ""),
+           "|---|---|---|" + ("---|" if brokers else "") + ("---|" if jit else "")]
     for key, mode in modes.items():
         cells = [_median_of(mode, f) for f in JOB_CPU]
         if cells[0] is None:
@@ -41,8 +45,29 @@ def cpu_lines(tp: dict[str, Any]) -> list[str]:
         if brokers:
             broker = [_median_of(mode, f) for f in ("broker_cpu_us_per_record", "broker_cpu_steady_us_per_record")]
             row += f" {_pair(broker)} |"
+        if jit:
+            row += f" {_spread(mode.get('broker_jit_ms'))} |"
         out.append(row)
-    return out
+    return out + warm_up_lines(tp)
+
+
+def warm_up_lines(tp: dict[str, Any]) -> list[str]:
+    """What the warm-up rounds (counted in no figure) cost the broker's JIT, per round and mode: it settles."""
+    rounds: dict[int, list[str]] = {}
+    for run in tp.get("warm_up") or []:
+        figure = run.get("broker_jit_ms")
+        rounds.setdefault(run["round"], []).append(
+            f"{run['mode']} {'failed' if 'failed' in run else '-' if figure is None else f'{figure:,}'}")
+    if not rounds:
+        return []
+    return ["", "Warm-up rounds (not counted), the broker's JIT milliseconds per run: "
+            + "; ".join(f"round {n}: {', '.join(cells)}" for n, cells in sorted(rounds.items())) + "."]
+
+
+def _spread(summary: dict[str, Any] | None) -> str:
+    if not summary or not summary.get("n"):
+        return "-"
+    return " / ".join(f"{summary[k]:,.0f}" for k in ("min", "median", "max"))
 
 
 def _median_of(mode: dict[str, Any], figure: str) -> float | None:

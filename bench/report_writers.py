@@ -84,7 +84,10 @@ def throughput_section(tp: dict[str, Any], title: str = "Throughput") -> list[st
            f"Same input for every mode: {inp['records']:,} records, {inp['avg_record_bytes']:.0f} bytes on average "
            f"(key + value, {inp['bytes'] / 1e6:.0f} MB), {inp['topic_partitions']} partitions; batches / "
            f"transactions of max_offsets_per_trigger = {inp['max_offsets_per_trigger']:,} records; {reps} "
-           f"repetition(s), each running {', '.join(tp['order'])} back to back. Spark jobs via `eos run --master "
+           f"repetition(s), each running {', '.join(tp['order'])} back to back"
+           + (f", after {tp['warm_up_rounds']} warm-up round(s) of the same runs that no figure counts (they warm "
+              "the fresh broker's JIT on every mode's work)" if tp.get("warm_up_rounds") else "")
+           + ". Spark jobs via `eos run --master "
            "local[N]`; (n) is `eos run --mode noop` (benchmark only: the same source and transform into Spark's "
            f"`noop` writer, writing nothing). Timing: {tp['timing_basis']}."
            + (" Producer settings of every mode that writes (in the spec's kafka settings): "

@@ -22,6 +22,14 @@ transactional id prefix; output topics are deleted after each run. Modes (:mod:`
 
 For the exactly-once runs the output topic's end offsets minus the records written count the
 transaction markers (control records) the run left in the output topic.
+
+Warm-up rounds run every mode before the measured repetitions and count in no figure. The bench's broker is
+a fresh JVM: its JIT compiles the code each kind of work first reaches, and the transaction coordinator, the
+group coordinator's transactional offsets and the markers only once exactly-once runs come. Without the rounds
+the first exactly-once runs paid that compilation on the cores Spark shares (a perf profile of the broker: its
+C2 compiler threads took 1.3 CPU s during the second c_e run, 0.2 during the b run before it), which a
+deployment's long-running broker does not. Every run records the broker's compilation time
+(``broker_jit_ms``), the warm-up rounds' included.
 """
 
 from __future__ import annotations
@@ -67,6 +75,17 @@ ARROW_SETTINGS = ("spark.sql.execution.arrow.maxRecordsPerBatch", "spark.sql.exe
 #: output (nothing for the noop sink) is taken from that mode's throughput.
 CPU_FIGURES = ("cpu_us_per_record", "cpu_steady_us_per_record",
                "broker_cpu_us_per_record", "broker_cpu_steady_us_per_record")
+
+
+#: What a warm-up run records: enough to see the broker settle, not a measurement.
+WARM_UP_FIGURES = ("records_per_s", "seconds", "broker_jit_ms", "broker_cpu_steady_us_per_record",
+                   "loadavg_before")
+
+
+def _round_name(rep: int, repetitions: int, warm_up_rounds: int) -> str:
+    if rep < 0:
+        return f"warm-up round {rep + warm_up_rounds + 1}/{warm_up_rounds} (not counted)"
+    return f"rep {rep + 1}/{repetitions}"
 
 
 @dataclass
@@ -235,16 +254,22 @@ def job_run(bootstrap: str, work_dir: Path, data: ThroughputInput, key: str, bat
 
 def run(bootstrap: str, work_dir: Path, *, records: int, batch: int, repetitions: int,
         data: ThroughputInput | None = None, cores: tuple[int, ...] = CORES,
-        headers_every: int = 0, letters: tuple[str, ...] | None = None) -> tuple[dict[str, Any], ThroughputInput]:
+        headers_every: int = 0, letters: tuple[str, ...] | None = None,
+        warm_up_rounds: int = 0) -> tuple[dict[str, Any], ThroughputInput]:
+    """Every mode of ``letters`` on ``cores``, ``repetitions`` times interleaved, after ``warm_up_rounds`` rounds
+    of the same runs that no figure counts (the module's docstring says why)."""
     data = data or prepare_input(bootstrap, records, headers_every=headers_every)
     keys = ordered_keys(cores, letters)
     runs: dict[str, list[dict[str, Any] | None]] = {key: [] for key in keys}
     failures: list[dict[str, Any]] = []
     timeout_s = 600 + records / 500
     requests = BrokerRequests.attach_or_none(listener_pid(bootstrap), work_dir)
-    for rep in range(repetitions):
+    warm_up: list[dict[str, Any]] = []
+    # Negative repetitions are the warm-up rounds: run and recorded alike, left out of every figure.
+    for rep in range(-warm_up_rounds, repetitions):
         for key in keys:
-            log(f"throughput rep {rep + 1}/{repetitions}: {label(key)}")
+            log(f"throughput {_round_name(rep, repetitions, warm_up_rounds)}: {label(key)}")
+            jit_before = requests.compilation_ms_or_none() if requests else None
             try:
                 if key == "a":
                     outcome = raw_producer(bootstrap, work_dir, data, batch, rep)
@@ -252,14 +277,25 @@ def run(bootstrap: str, work_dir: Path, *, records: int, batch: int, repetitions
                     outcome = job_run(bootstrap, work_dir, data, key, batch, rep, timeout_s, requests=requests)
             except Exception as exc:  # one failed run must not lose the others' hour of measurements
                 log(f"  {key} FAILED: {exc}")
-                failures.append({"mode": key, "repetition": rep + 1, "error": str(exc)[:4000]})
-                runs[key].append(None)
+                failure = {"mode": key, "repetition": rep + 1, "error": str(exc)[:4000]}
+                if rep < 0:
+                    warm_up.append({"mode": key, "round": rep + warm_up_rounds + 1, "failed": failure["error"]})
+                else:
+                    failures.append(failure)
+                    runs[key].append(None)
                 continue
+            if requests and jit_before is not None and (jit_after := requests.compilation_ms_or_none()) is not None:
+                outcome["broker_jit_ms"] = jit_after - jit_before
             outcome["records_per_s"] = round(outcome["records"] / outcome["seconds"], 1)
             outcome["mb_per_s"] = round(data.bytes / outcome["seconds"] / 1e6, 3)
-            runs[key].append(outcome)
+            if rep < 0:
+                warm_up.append({"mode": key, "round": rep + warm_up_rounds + 1,
+                                **{k: outcome.get(k) for k in WARM_UP_FIGURES}})
+            else:
+                runs[key].append(outcome)
             log(f"  ({key}) {outcome['records_per_s']:,.0f} rec/s, {outcome['mb_per_s']:.2f} MB/s over "
-                f"{outcome['seconds']:.1f}s (load {outcome['loadavg_before']['1m']})")
+                f"{outcome['seconds']:.1f}s (load {outcome['loadavg_before']['1m']}"
+                + (f", broker JIT {outcome['broker_jit_ms']:,} ms" if "broker_jit_ms" in outcome else "") + ")")
     summary = {}
     for key, items in runs.items():
         done = [r for r in items if r]
@@ -272,6 +308,7 @@ def run(bootstrap: str, work_dir: Path, *, records: int, batch: int, repetitions
                         **{figure: summarize([r[figure] for r in done if r.get(figure)], 2)
                            for figure in CPU_FIGURES},
                         "broker_requests_per_batch": median_per_batch(done),
+                        "broker_jit_ms": summarize([r["broker_jit_ms"] for r in done if "broker_jit_ms" in r], 0),
                         "runs": items}
     found = ratios(summary, runs, cores)
     steady = ratios(summary, runs, cores, STEADY_RATE)
@@ -287,6 +324,7 @@ def run(bootstrap: str, work_dir: Path, *, records: int, batch: int, repetitions
         "timing_basis": "sum of Spark triggerExecution over all batches (EOS-PROGRESS batch_ms); "
                         "raw producer: first begin_transaction to last commit",
         "cores": list(cores), "repetitions": repetitions, "order": keys,
+        "warm_up_rounds": warm_up_rounds, "warm_up": warm_up,
         "modes": summary,
         "ratios": found["of_medians"],
         # The runs of one repetition ran back to back under about the same load: their ratios pair them.

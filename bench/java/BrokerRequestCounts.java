@@ -1,3 +1,5 @@
+import java.lang.management.CompilationMXBean;
+import java.lang.management.ManagementFactory;
 import java.util.Map;
 import java.util.TreeMap;
 import javax.management.MBeanServerConnection;
@@ -14,6 +16,8 @@ import javax.management.remote.JMXServiceURL;
  * {@code kafka.network:type=RequestMetrics,name=RequestsPerSec} meters. {@code BrokerRequestCounts <port>
  * RemoteTimeMs}: the milliseconds requests were held waiting (a fetch for records, a produce for its
  * replicas), the {@code RemoteTimeMs} histograms' count times mean, which is their exact sum.
+ * {@code BrokerRequestCounts <port> CompilationMs}: one {@code compilation TAB <ms>} line, the milliseconds the
+ * broker's JVM has spent compiling (its JIT's {@code TotalCompilationTime}).
  */
 public final class BrokerRequestCounts {
     private BrokerRequestCounts() {
@@ -21,6 +25,14 @@ public final class BrokerRequestCounts {
 
     public static void main(String[] args) throws Exception {
         JMXServiceURL url = new JMXServiceURL("service:jmx:rmi:///jndi/rmi://127.0.0.1:" + args[0] + "/jmxrmi");
+        if (args.length > 1 && args[1].equals("CompilationMs")) {
+            try (JMXConnector connector = JMXConnectorFactory.connect(url)) {
+                CompilationMXBean jit = ManagementFactory.newPlatformMXBeanProxy(connector.getMBeanServerConnection(),
+                        ManagementFactory.COMPILATION_MXBEAN_NAME, CompilationMXBean.class);
+                System.out.println("compilation\t" + jit.getTotalCompilationTime());
+            }
+            return;
+        }
         boolean held = args.length > 1 && args[1].equals("RemoteTimeMs");
         String metric = held ? "RemoteTimeMs" : "RequestsPerSec";
         try (JMXConnector connector = JMXConnectorFactory.connect(url)) {

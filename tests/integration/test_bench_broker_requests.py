@@ -20,6 +20,7 @@ def test_a_transactions_requests_are_counted_by_type(bootstrap, topic_factory, t
     requests = BrokerRequests.attach(pid, tmp_path)
     assert BrokerRequests.attach(pid, tmp_path).port == requests.port  # the running agent is reused
     before = requests.counts()
+    compiled = requests.compilation_ms()
     producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"bench-requests-{uuid.uuid4()}"})
     producer.init_transactions(30)
     producer.begin_transaction()
@@ -31,3 +32,5 @@ def test_a_transactions_requests_are_counted_by_type(bootstrap, topic_factory, t
     for kind in ("InitProducerId", "AddPartitionsToTxn", "EndTxn", "WriteTxnMarkers"):
         assert during.get(kind, 0) >= 1, (kind, during)
     assert "AddOffsetsToTxn" not in during  # no offsets were sent: a type is counted only when served
+    # A broker that has served requests has compiled code, and its total only grows.
+    assert 0 < compiled <= requests.compilation_ms()

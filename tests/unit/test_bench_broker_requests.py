@@ -12,7 +12,7 @@ import pytest
 from airflow_provider_eos.devstack.broker_config import free_port
 from bench.broker_requests import BrokerRequests, _agent_port, median_per_batch, per_batch, served
 from bench.cpu_pinning import describe, pin_broker
-from bench.report_machine import cpu_bound_lines, request_lines
+from bench.report_machine import cpu_bound_lines, cpu_lines, request_lines
 
 
 def test_served_is_the_difference_per_type_and_leaves_out_types_without_requests() -> None:
@@ -35,6 +35,21 @@ def test_the_reader_is_asked_for_counts_or_for_the_time_requests_were_held(monke
     assert requests.counts() == {"FetchConsumer": 7, "Produce": 3}
     assert requests.held_ms() == {"FetchConsumer": 512.5, "Produce": 3.0}
     assert asked == [["4321"], ["4321", "RemoteTimeMs"]]
+
+
+def test_the_brokers_compilation_time_is_read_as_whole_milliseconds_or_none_when_the_reader_fails(
+        monkeypatch, tmp_path) -> None:
+    monkeypatch.setattr("bench.broker_requests._run",
+                        lambda command: "compilation\t1630\n" if command[5:] == ["CompilationMs"] else "")
+    assert BrokerRequests(4321, tmp_path).compilation_ms() == 1630
+
+    def failing(command: list[str]) -> str:
+        raise RuntimeError("java -cp failed (1): connection refused")
+
+    monkeypatch.setattr("bench.broker_requests._run", failing)
+    assert BrokerRequests(4321, tmp_path).compilation_ms_or_none() is None
+    monkeypatch.setattr("bench.broker_requests._run", lambda command: "")  # an answer without the line
+    assert BrokerRequests(4321, tmp_path).compilation_ms_or_none() is None
 
 
 def test_per_batch_shows_the_known_types_sums_the_rest_and_the_transactions_share() -> None:
@@ -139,7 +154,34 @@ def test_pinning_names_a_core_the_machine_does_not_have() -> None:
         pin_broker(os.getpid(), 999)
 
 
+def test_the_cpu_table_shows_the_brokers_jit_per_run_and_each_warm_up_round() -> None:
+    def mode(label: str, jit: list[int]) -> dict:
+        return {"label": label, "runs": [], "cpu_us_per_record": {"median": 24.0},
+                "cpu_steady_us_per_record": {"median": 7.5}, "broker_cpu_us_per_record": {"median": 1.0},
+                "broker_cpu_steady_us_per_record": {"median": 0.8},
+                "broker_jit_ms": {"n": len(jit), "min": min(jit), "median": sorted(jit)[len(jit) // 2],
+                                  "max": max(jit), "values": jit}}
+
+    tp = {"cores": [2], "modes": {"b@2": mode("(b) at-least-once", [194, 276, 1033]),
+                                  "c_e@2": mode("(c_e) exactly-once", [282, 466, 1060])},
+          "warm_up": [{"mode": "b@2", "round": 1, "broker_jit_ms": 1154},
+                      {"mode": "c_e@2", "round": 1, "broker_jit_ms": 901},
+                      {"mode": "b@2", "round": 2, "broker_jit_ms": 486},
+                      {"mode": "c_e@2", "round": 2, "failed": "exit 1"}]}
+    lines = cpu_lines(tp)
+    assert next(text for text in lines if text.startswith("| mode |")).endswith(" broker JIT ms per run |")
+    assert next(text for text in lines if text.startswith("| (c_e)")).endswith("| 1.0 / 0.8 | 282 / 466 / 1,060 |")
+    assert lines[-1] == ("Warm-up rounds (not counted), the broker's JIT milliseconds per run: round 1: b@2 1,154, "
+                         "c_e@2 901; round 2: b@2 486, c_e@2 failed.")
+    for figures in tp["modes"].values():
+        del figures["broker_jit_ms"]
+    del tp["warm_up"]
+    lines = cpu_lines(tp)  # results recorded before the figure existed: no column, no warm-up line
+    assert not any("JIT" in text for text in lines)
+
+
 def test_without_a_broker_or_its_agent_the_runs_go_on_without_counts(tmp_path) -> None:
     assert BrokerRequests.attach_or_none(None, tmp_path) is None
     # No agent listens on this port: reading fails, the run is recorded without the counts.
     assert BrokerRequests(free_port(), tmp_path).counts_or_none() is None
+    assert BrokerRequests(free_port(), tmp_path).compilation_ms_or_none() is None
