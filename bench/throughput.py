@@ -82,9 +82,9 @@ WARM_UP_FIGURES = ("records_per_s", "seconds", "broker_jit_ms", "broker_cpu_stea
                    "loadavg_before")
 
 
-def _round_name(rep: int, repetitions: int, warm_up_rounds: int) -> str:
-    if rep < 0:
-        return f"warm-up round {rep + warm_up_rounds + 1}/{warm_up_rounds} (not counted)"
+def _round_name(rep: int, repetitions: int, warm_up_round: int | None, warm_up_rounds: int) -> str:
+    if warm_up_round:
+        return f"warm-up round {warm_up_round}/{warm_up_rounds} (not counted)"
     return f"rep {rep + 1}/{repetitions}"
 
 
@@ -107,8 +107,12 @@ def prepare_input(bootstrap: str, count: int, *, headers_every: int = 0) -> Thro
     return ThroughputInput(topic, records, record_bytes(records), headers_every)
 
 
-def raw_producer(bootstrap: str, work_dir: Path, data: ThroughputInput, batch: int, rep: int) -> dict[str, Any]:
-    """(a): the transactional producer alone, same records, same transaction size as the job's batches."""
+def raw_producer(bootstrap: str, work_dir: Path, data: ThroughputInput, batch: int, rep: int,
+                 requests: BrokerRequests | None = None) -> dict[str, Any]:
+    """(a): the transactional producer alone, same records, same transaction size as the job's batches.
+
+    With ``requests``, the broker's compilation time over the timed transactions is recorded too.
+    """
     name = unique(f"tp-a{rep}")
     output = create_topics(bootstrap, [f"{name}-out"], PARTITIONS)[0]
     spec, _ = write_spec(work_dir, bootstrap, name=name, input_topics=[data.topic], output_topic=output,
@@ -118,6 +122,7 @@ def raw_producer(bootstrap: str, work_dir: Path, data: ThroughputInput, batch: i
     keys = [k for k, _ in data.records]
     values = [v for _, v in data.records]
     load = loadavg()
+    jit_before = requests.compilation_ms_or_none() if requests else None
     started = time.perf_counter()
     transactions = 0
     for start in range(0, len(values), batch):
@@ -133,13 +138,22 @@ def raw_producer(bootstrap: str, work_dir: Path, data: ThroughputInput, batch: i
         producer.commit_transaction(60)
         transactions += 1
     seconds = time.perf_counter() - started
+    jit = _compiled_since(requests, jit_before)
     written = sum(end_offsets(bootstrap, output, PARTITIONS, committed=True).values())
     delete_topics(bootstrap, [output])
     # Each committed transaction adds one commit marker per partition it wrote to.
     if written < len(values):
         raise RuntimeError(f"raw producer: {written} offsets in {output}, expected >= {len(values)}")
     return {"seconds": round(seconds, 3), "records": len(values), "transactions": transactions,
-            "loadavg_before": load}
+            "loadavg_before": load, **({"broker_jit_ms": jit} if jit is not None else {})}
+
+
+def _compiled_since(requests: BrokerRequests | None, before: int | None) -> int | None:
+    """The broker's JIT milliseconds since ``before`` (``None`` when either read failed or there is no reader)."""
+    if requests is None or before is None:
+        return None
+    after = requests.compilation_ms_or_none()
+    return None if after is None else after - before
 
 
 def task_lines(job: Job) -> list[dict[str, Any]]:
@@ -186,7 +200,7 @@ def job_run(bootstrap: str, work_dir: Path, data: ThroughputInput, key: str, bat
 
     The number after ``@`` is the local cores (``local[N]``) unless ``master`` names another master,
     whose share the caller sets in ``spark_conf`` (e.g. ``spark.cores.max`` on a standalone cluster).
-    With ``requests``, the broker's requests served during the run are recorded too.
+    With ``requests``, the broker's requests served and its compilation time during the run are recorded too.
     """
     letter, cores = split_key(key)
     mode, writers = JOB_MODES[letter]
@@ -200,10 +214,12 @@ def job_run(bootstrap: str, work_dir: Path, data: ThroughputInput, key: str, bat
                               executor_writer=EXECUTOR_WRITERS.get(letter), metrics=metrics)
     load = loadavg()
     before = requests.counts_or_none() if requests else None
+    jit_before = requests.compilation_ms_or_none() if requests else None
     job = Job(spec_file, mode, work_dir / name / "job.log", master=master,
               broker_pid=listener_pid(bootstrap)).start(sample_memory=True)
     returncode = job.wait(timeout_s)
     after = requests.counts_or_none() if requests and before is not None else None
+    jit = _compiled_since(requests, jit_before)
     during = served(before, after) if before is not None and after is not None else None
     wall = time.time() - job.started_at
     progress = job.progress()
@@ -237,6 +253,8 @@ def job_run(bootstrap: str, work_dir: Path, data: ThroughputInput, key: str, bat
         # The bench's own chores (topic creation, end offsets) run outside this window.
         result["broker_requests"] = during
         result["broker_requests_per_batch"] = per_batch(during, len(progress))
+    if jit is not None:
+        result["broker_jit_ms"] = jit
     if mode == NOOP:
         return result
     end = end_offsets(bootstrap, output, PARTITIONS, committed=True)
@@ -267,30 +285,27 @@ def run(bootstrap: str, work_dir: Path, *, records: int, batch: int, repetitions
     warm_up: list[dict[str, Any]] = []
     # Negative repetitions are the warm-up rounds: run and recorded alike, left out of every figure.
     for rep in range(-warm_up_rounds, repetitions):
+        warm_up_round = rep + warm_up_rounds + 1 if rep < 0 else None
         for key in keys:
-            log(f"throughput {_round_name(rep, repetitions, warm_up_rounds)}: {label(key)}")
-            jit_before = requests.compilation_ms_or_none() if requests else None
+            log(f"throughput {_round_name(rep, repetitions, warm_up_round, warm_up_rounds)}: {label(key)}")
             try:
                 if key == "a":
-                    outcome = raw_producer(bootstrap, work_dir, data, batch, rep)
+                    outcome = raw_producer(bootstrap, work_dir, data, batch, rep, requests)
                 else:
                     outcome = job_run(bootstrap, work_dir, data, key, batch, rep, timeout_s, requests=requests)
             except Exception as exc:  # one failed run must not lose the others' hour of measurements
                 log(f"  {key} FAILED: {exc}")
-                failure = {"mode": key, "repetition": rep + 1, "error": str(exc)[:4000]}
-                if rep < 0:
-                    warm_up.append({"mode": key, "round": rep + warm_up_rounds + 1, "failed": failure["error"]})
+                error = str(exc)[:4000]
+                if warm_up_round:
+                    warm_up.append({"mode": key, "round": warm_up_round, "failed": error})
                 else:
-                    failures.append(failure)
+                    failures.append({"mode": key, "repetition": rep + 1, "error": error})
                     runs[key].append(None)
                 continue
-            if requests and jit_before is not None and (jit_after := requests.compilation_ms_or_none()) is not None:
-                outcome["broker_jit_ms"] = jit_after - jit_before
             outcome["records_per_s"] = round(outcome["records"] / outcome["seconds"], 1)
             outcome["mb_per_s"] = round(data.bytes / outcome["seconds"] / 1e6, 3)
-            if rep < 0:
-                warm_up.append({"mode": key, "round": rep + warm_up_rounds + 1,
-                                **{k: outcome.get(k) for k in WARM_UP_FIGURES}})
+            if warm_up_round:
+                warm_up.append({"mode": key, "round": warm_up_round, **{k: outcome.get(k) for k in WARM_UP_FIGURES}})
             else:
                 runs[key].append(outcome)
             log(f"  ({key}) {outcome['records_per_s']:,.0f} rec/s, {outcome['mb_per_s']:.2f} MB/s over "

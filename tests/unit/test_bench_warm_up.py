@@ -21,7 +21,8 @@ def _fake_runs(monkeypatch: pytest.MonkeyPatch, rates: dict[str, list[float]]) -
         return {"seconds": 100 / rate, "records": 100, "loadavg_before": {"1m": 1.0},
                 "after_first_batch_records_per_s": rate, "broker_jit_ms": int(rate)}
 
-    monkeypatch.setattr(throughput, "raw_producer", lambda bootstrap, work_dir, data, batch, rep: outcome("a", rep))
+    monkeypatch.setattr(throughput, "raw_producer", lambda bootstrap, work_dir, data, batch, rep, requests=None:
+                        outcome("a", rep))
     monkeypatch.setattr(throughput, "job_run", lambda bootstrap, work_dir, data, key, batch, rep, timeout_s, **kw:
                         outcome(key, rep))
     return calls
