@@ -102,8 +102,8 @@ screenshots: install
 test: lint
 	$(PYTEST) --durations=30 $(PYTEST_ARGS)
 
-# The smoke subset (marker `smoke`) on another Python: CI runs `make test` on 3.11, then this on 3.12 and
-# 3.13 (`make smoke PYTHON=python3.12`): the install, the provider registered, the DAGs parse, the
+# The smoke subset (marker `smoke`) on another Python: CI runs `make test` on 3.11 and, beside it, this on 3.12
+# and 3.13 (`make smoke PYTHON=python3.12`): the install, the provider registered, the DAGs parse, the
 # exactly-once crash test and recovery.
 smoke: install
 	$(PYTEST) -m "smoke and not long" --durations=10 $(PYTEST_ARGS)
@@ -113,7 +113,7 @@ smoke: install
 test-long: install
 	$(PYTEST) -m long --durations=0 $(PYTEST_ARGS)
 
-# The broker-version subset (marker `compat`) on the oldest tested Kafka: CI runs it after `make test`, which
+# The broker-version subset (marker `compat`) on the oldest tested Kafka: CI runs it beside `make test`, which
 # runs everything on the default broker. `make compat` runs the whole matrix (every tested version, the long
 # compat tests too) and writes docs/compatibility.md; it stays out of CI.
 OLDEST_KAFKA ?= 3.9.2
