@@ -19,12 +19,13 @@ from airflow_provider_eos.core.acls import ResourceType
 from airflow_provider_eos.core.application_links import app_line
 from airflow_provider_eos.core.driver import DRIVER_OWNER_PID_ENV, DRIVER_TOKEN_CONF, DRIVER_TOKEN_ENV
 from airflow_provider_eos.core.errors import AclMissingError, EosError, SpecError
+from airflow_provider_eos.core.output_columns import require_output_columns
 from airflow_provider_eos.core.spec import Mode, PipelineSpec
 from airflow_provider_eos.core.transform_reference import resolve_transform
 from airflow_provider_eos.kafka.settings import spark_source_options
 from airflow_provider_eos.spark.batch_progress import BatchProgressLogger
 from airflow_provider_eos.spark.driver_lease import LeaseKeeper
-from airflow_provider_eos.spark.sink import DLQ_REASON_COLUMN, AtLeastOnceKafkaSink, ExactlyOnceKafkaSink
+from airflow_provider_eos.spark.sink import AtLeastOnceKafkaSink, ExactlyOnceKafkaSink
 from airflow_provider_eos.spark.sink_clients import driver_checkpoint
 from airflow_provider_eos.spark.sink_points import BatchSink, load_plugin
 
@@ -139,11 +140,8 @@ def start_query(
     ``metrics``), the sink and Spark's progress report to it.
     """
     transformed = load_transform(spec.transform)(read_source(spark, spec))
-    missing = {"key", "value"} - set(transformed.columns)
-    if missing:
-        raise SpecError(f"transform {spec.transform!r} returned no {sorted(missing)} column(s); it has "
-                        f"{transformed.columns}", fix="return a DataFrame with key and value (and optional headers, "
-                        f"{DLQ_REASON_COLUMN})")
+    require_output_columns(spec.transform or "identity",
+                           {field.name: field.dataType.simpleString() for field in transformed.schema.fields})
     output_mode = "append"
     plugin = load_plugin()
     sink: BatchSink | None

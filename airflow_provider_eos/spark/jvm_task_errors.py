@@ -18,8 +18,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_eos.core.acls.denials import AUTHORIZATION_CODES
-from airflow_provider_eos.core.errors import EosError, ScanRangeMismatchError, SinkError
+from airflow_provider_eos.core.errors import EosError, ScanRangeMismatchError, SinkError, SpecError
 from airflow_provider_eos.core.markers import CommittedOffset
+from airflow_provider_eos.core.output_columns import column_type_error
 from airflow_provider_eos.core.sink_failures import KafkaFailure, sink_failure_error, sink_refusal
 from airflow_provider_eos.core.sink_protocol import PlannedBatch, decide_partition
 from airflow_provider_eos.core.topic_partition import TopicPartition
@@ -130,6 +131,13 @@ def _group_offsets(facts: dict[str, Any], tasks: BatchTasks) -> EosError:
         "Describe the group")
 
 
+def _output_columns(facts: dict[str, Any], tasks: BatchTasks) -> EosError:
+    transform, column, found = tasks.spec.transform or "identity", str(facts.get("column")), str(facts.get("type"))
+    return column_type_error(transform, column, found) or SpecError(
+        f"transform {transform!r} returned column {column!r} of type {found}; the JVM writer takes "
+        f"{facts.get('expected')}", fix=f"cast it in the transform to {facts.get('expected')}")
+
+
 def _fault(facts: dict[str, Any], tasks: BatchTasks) -> EosError:
     return SinkError(f"batch {tasks.batch_id}: a test fault point crashed the task ({facts.get('where')}) and Spark "
                      "did not retry it", fix="run with task retries (a master such as local[2,4]) or disarm it")
@@ -146,4 +154,5 @@ _BY_KIND: dict[str, Callable[[dict[str, Any], BatchTasks], EosError | None]] = {
     "fenced_twice": _fenced_twice,
     "group_offsets": _group_offsets,
     "fault": _fault,
+    "output_columns": _output_columns,
 }

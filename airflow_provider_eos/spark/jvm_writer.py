@@ -29,7 +29,6 @@ from airflow_provider_eos.core.sink_protocol import offsets_to_commit, partition
 from airflow_provider_eos.kafka.group_offsets import stored_metadata
 from airflow_provider_eos.kafka.settings import java_admin_config, java_sink_producer_config
 from airflow_provider_eos.spark.jvm_task_errors import typed_task_error
-from airflow_provider_eos.spark.record_producer import OutputColumns
 from airflow_provider_eos.spark.writer_jar import WriterJar, observer_entry
 
 if TYPE_CHECKING:
@@ -92,7 +91,6 @@ class JvmTasks:
         self.jar = jar or WriterJar()
         self._registry: Any = None
         self._handle = uuid.uuid4().hex
-        self._output = OutputColumns(arrow=False)
 
     def _driver_registry(self, frame: DataFrame) -> Any:
         if self._registry is None:
@@ -103,16 +101,21 @@ class JvmTasks:
         return self._registry
 
     def run(self, batch: DataFrame, tasks: BatchTasks) -> list[str]:
-        """Write the batch's output frame: one task per input partition, each committing its own transaction."""
+        """Write the batch: one task per input partition, each committing its own transaction.
+
+        The batch goes to the data source as the transform returned it: the tasks read ``key``,
+        ``value`` (string or binary), ``headers`` and the dead-letter and source columns by name
+        and check their types on the driver before any task starts, so no projection is planned
+        per batch (docs/design-notes.md note 50).
+        """
         if not tasks.mapping.ranges:
             # Spark would still run one (empty) task for a write of no partitions; the driver commits them all.
             return []
-        frame = self._output.frame(batch)
-        self._driver_registry(frame)
+        self._driver_registry(batch)
         report_key = f"{tasks.query_id}/{tasks.batch_id}/{uuid.uuid4().hex}"
         plan = write_plan(tasks, config_handle=self._handle, report_key=report_key)
         try:
-            found = self.jar.write(frame, DATA_SOURCE, {_PLAN_OPTION: json.dumps(plan)}, report_key,
+            found = self.jar.write(batch, DATA_SOURCE, {_PLAN_OPTION: json.dumps(plan)}, report_key,
                                    tasks.points.jvm_plan())
         except Exception as exc:
             typed = typed_task_error(exc, tasks)

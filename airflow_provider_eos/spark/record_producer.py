@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import KafkaException, Producer
 
 from airflow_provider_eos.core.errors import RetryExhaustedError, SinkError
+from airflow_provider_eos.core.output_columns import DLQ_REASON_COLUMN, ORIGIN_COLUMNS
 from airflow_provider_eos.core.sink_failures import KafkaFailure
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.kafka.retriable import LOCAL_QUEUE_FULL, kafka_error
@@ -27,10 +28,6 @@ __all__ = ["DLQ_REASON_COLUMN", "BatchStats", "OutputColumns", "Stopwatch", "kaf
            "produce_rows", "require_dlq_topic"]
 
 #: The transform's column that, when not null, sends the row to the dead-letter topic with this reason.
-DLQ_REASON_COLUMN = "dlq_reason"
-
-#: The source columns a dead letter carries as ``eos.source.*`` headers, when the transform kept them.
-_ORIGIN_COLUMNS = ("topic", "partition", "offset")
 
 
 @dataclass
@@ -71,19 +68,20 @@ class Stopwatch:
         return int((time.monotonic() - self._last) * 1000)
 
 
-def output_frame(batch: DataFrame, *, arrow: bool = True) -> DataFrame:
-    """The transform's output as the writers read it: key/value as binary, the optional columns kept.
+def output_frame(batch: DataFrame) -> DataFrame:
+    """The transform's output as the writers that read it through Arrow take it: key/value as binary, the
+    optional columns kept (:mod:`airflow_provider_eos.core.output_columns`).
 
-    key/value are cast to binary: a transform may return strings, Kafka wants bytes. For the writers
-    that read it through Arrow (``arrow``), a record without headers travels with an empty headers
-    array, never a null one: they hand these columns to ``mapInArrow``, whose Arrow writer (Spark 4)
-    asks the Arrow batch's size after every row, and a list column's size refills the offsets of all
-    null rows since its last non-null one, so a column of nulls (Spark's Kafka source for records
-    without headers) costs O(n²) per Arrow batch: 10.5 against 0.8 µs per row at 10,000 rows
-    (``python -m bench.arrow_columns``). The JVM executor writer reads Spark's rows as they are: a null
-    there costs one check, an empty array a copy per row.
+    key/value are cast to binary: a transform may return strings, Kafka wants bytes. A record
+    without headers travels with an empty headers array, never a null one: these writers (the
+    Python workers' executor writers, the driver writer's spill) hand the columns to Spark's Arrow
+    writer, which (Spark 4) asks the Arrow batch's size after every row, and a list column's size
+    refills the offsets of all null rows since its last non-null one, so a column of nulls (Spark's
+    Kafka source for records without headers) costs O(n²) per Arrow batch: 10.5 against 0.8 µs per
+    row at 10,000 rows (``python -m bench.arrow_columns``). The JVM executor writer takes the transform's rows as they
+    are (no selection at all): a null there costs one check.
     """
-    return batch.select(*_output_columns(batch.schema, arrow=arrow))
+    return batch.select(*_output_columns(batch.schema))
 
 
 class OutputColumns:
@@ -95,8 +93,7 @@ class OutputColumns:
     columns of its own.
     """
 
-    def __init__(self, *, arrow: bool = True) -> None:
-        self.arrow = arrow
+    def __init__(self) -> None:
         self._schema: StructType | None = None
         self._columns: list[Column] = []
 
@@ -104,21 +101,19 @@ class OutputColumns:
         """``batch`` as :func:`output_frame` selects it."""
         schema = batch.schema
         if schema != self._schema:
-            self._schema, self._columns = schema, _output_columns(schema, arrow=self.arrow)
+            self._schema, self._columns = schema, _output_columns(schema)
         return batch.select(*self._columns)
 
 
-def _output_columns(schema: StructType, *, arrow: bool) -> list[Column]:
+def _output_columns(schema: StructType) -> list[Column]:
     from pyspark.sql import functions as F
 
     names = schema.names
     wanted = [F.col("key").cast("binary").alias("key"), F.col("value").cast("binary").alias("value")]
-    if "headers" in names and not arrow:
-        wanted.append(F.col("headers"))
-    elif "headers" in names:
+    if "headers" in names:
         none = F.array().cast(schema["headers"].dataType)
         wanted.append(F.coalesce(F.col("headers"), none).alias("headers"))
-    wanted.extend(F.col(optional) for optional in (DLQ_REASON_COLUMN, *_ORIGIN_COLUMNS) if optional in names)
+    wanted.extend(F.col(optional) for optional in (DLQ_REASON_COLUMN, *ORIGIN_COLUMNS) if optional in names)
     return wanted
 
 
@@ -180,7 +175,7 @@ def produce_rows(producer: Producer, spec: PipelineSpec, rows: pa.Table | pa.Rec
             dead += 1
             topic = spec.dlq_topic
             if origin is None:
-                origin = [(c, rows.column(names.index(c)).to_pylist()) for c in _ORIGIN_COLUMNS if c in names]
+                origin = [(c, rows.column(names.index(c)).to_pylist()) for c in ORIGIN_COLUMNS if c in names]
             record_headers = [*(record_headers or []), ("eos.dlq.reason", str(reasons[i]).encode()),
                               *((f"eos.source.{c}", str(column[i]).encode()) for c, column in origin)]
         try:

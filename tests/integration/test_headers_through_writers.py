@@ -4,6 +4,9 @@ The writers hand the output's columns to ``mapInArrow`` (the executor writers' t
 writer's spill); a headers column null on most rows once made that conversion quadratic, and the
 fix changes how headers travel to Python. This is the guard: every record once, its headers
 byte for byte (a header with a null value included), dead letters with theirs plus the sink's.
+
+The transform returns key and value as strings: the JVM executor writer reads them from the
+transform's rows as they are, the other writers cast them; all write the same bytes.
 """
 
 from __future__ import annotations

@@ -21,9 +21,9 @@ def test_a_querys_batches_share_their_columns_and_a_new_schema_gets_its_own(spar
     built: list[bool] = []
     build = record_producer._output_columns
 
-    def counting(schema, *, arrow: bool):
-        built.append(arrow)
-        return build(schema, arrow=arrow)
+    def counting(schema):
+        built.append(True)
+        return build(schema)
 
     monkeypatch.setattr(record_producer, "_output_columns", counting)
     first = spark.createDataFrame([("k1", "v1", None, None), ("k2", "v2", [("h", b"x")], "bad")], _SCHEMA)
@@ -38,3 +38,46 @@ def test_a_querys_batches_share_their_columns_and_a_new_schema_gets_its_own(spar
     assert built == [True, True]
     # The same selection as output_frame's, which builds its columns on every call.
     assert _rows(output.frame(first)) == _rows(output_frame(first))
+
+
+def test_the_query_refuses_a_key_of_another_type_before_it_starts(spark, tmp_path):
+    from airflow_provider_eos.core.errors import SpecError
+    from airflow_provider_eos.core.spec import PipelineSpec
+    from airflow_provider_eos.spark.job import start_query
+
+    # Nothing connects: the check runs on the transform's schema, before the query (or a broker) is needed.
+    spec = PipelineSpec(name="typed", kafka={"bootstrap.servers": "127.0.0.1:9"}, input_topics=["in"],
+                        output_topic="out", group_id="typed-sink", transactional_id_prefix="typed-txn",
+                        checkpoint_location=str(tmp_path / "checkpoint"),
+                        transform="tests.support.transforms:numbered_keys")
+    with pytest.raises(SpecError, match=r"returned column 'key' of type int; the Kafka writers take string or binary"):
+        start_query(spark, spec)
+    assert not spark.streams.active
+    assert not (tmp_path / "checkpoint").exists()
+
+
+def test_the_jvm_writer_refuses_a_key_of_another_type_on_the_driver_naming_it(spark, tmp_path):
+    """The JVM writer reads the transform's rows as they are, so it checks their types itself, before any task."""
+    from airflow_provider_eos.core.errors import SpecError
+    from airflow_provider_eos.core.plan_alignment import InputRange, map_input_partitions
+    from airflow_provider_eos.core.spec import PipelineSpec
+    from airflow_provider_eos.core.topic_partition import TopicPartition
+    from airflow_provider_eos.spark.executor_writers import BatchTasks
+    from airflow_provider_eos.spark.jvm_writer import JvmTasks
+    from airflow_provider_eos.spark.sink_points import SinkObserver
+
+    spec = PipelineSpec(name="typed", kafka={"bootstrap.servers": "127.0.0.1:9"}, input_topics=["in"],
+                        output_topic="out", group_id="typed-sink", transactional_id_prefix="typed-txn",
+                        checkpoint_location=str(tmp_path), transform="jobs.t:numbered")
+    mapping = map_input_partitions(3, [InputRange(spark_partition=0, topic="in", partition=0, from_offset=0,
+                                                  until_offset=1)])
+    tasks = BatchTasks(spec, "q", 3, {}, {TopicPartition("in", 0): 1}, mapping, SinkObserver().for_tasks())
+    frame = spark.createDataFrame([(7, "v")], "key int, value string").coalesce(1)
+    writer = JvmTasks(spec)
+    try:
+        with pytest.raises(SpecError) as raised:
+            writer.run(frame, tasks)
+    finally:
+        writer.close()
+    assert "transform 'jobs.t:numbered' returned column 'key' of type int" in raised.value.message
+    assert "F.col('key').cast('string')" in raised.value.fix

@@ -17,6 +17,16 @@ def repartitioned(frame: DataFrame) -> DataFrame:
 
 
 def headers_kept_bad_to_dlq(frame: DataFrame) -> DataFrame:
-    """Records pass with their headers; values starting with ``bad`` become dead letters (their headers kept too)."""
-    reason = F.when(F.col("value").cast("string").startswith("bad"), F.lit("value starts with bad"))
-    return frame.select("key", "value", "headers", reason.alias("dlq_reason"), "topic", "partition", "offset")
+    """Records pass with their headers; values starting with ``bad`` become dead letters (their headers kept too).
+
+    Key and value come out as strings (the input's are UTF-8), which every writer writes as their bytes.
+    """
+    value = F.col("value").cast("string")
+    reason = F.when(value.startswith("bad"), F.lit("value starts with bad"))
+    return frame.select(F.col("key").cast("string").alias("key"), value.alias("value"), "headers",
+                        reason.alias("dlq_reason"), "topic", "partition", "offset")
+
+
+def numbered_keys(frame: DataFrame) -> DataFrame:
+    """A key of type int, which no Kafka writer takes: the job must refuse it before its first batch."""
+    return frame.select(F.col("partition").alias("key"), "value")

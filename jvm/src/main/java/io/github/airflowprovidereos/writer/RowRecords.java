@@ -9,7 +9,10 @@ import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.util.ArrayData;
+import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.types.UTF8String;
 
@@ -17,18 +20,23 @@ import org.apache.spark.unsafe.types.UTF8String;
  * The output frame's rows as Kafka records: the columns contract of the Python writers
  * ({@code airflow_provider_eos/spark/record_producer.py}, {@code output_frame}).
  *
- * <p>{@code key} and {@code value} (binary), optional {@code headers}
- * ({@code array<struct<key: string, value: binary>>}), optional {@code dlq_reason} (not null: the
- * row is a dead letter, sent to the spec's DLQ topic with {@code eos.dlq.reason} and
+ * <p>{@code key} and {@code value} (binary or string, as Spark's Kafka writer takes them), optional
+ * {@code headers} ({@code array<struct<key: string, value: binary>>}), optional {@code dlq_reason}
+ * (not null: the row is a dead letter, sent to the spec's DLQ topic with {@code eos.dlq.reason} and
  * {@code eos.source.*} headers from the source columns {@code topic}, {@code partition} and
  * {@code offset} the transform kept). A row without headers (null or empty) costs one null check.
+ * Other columns are not read: the executor writers hand the transform's batch over as it is (a
+ * projection would be one more plan per batch on the driver), so the types are checked here, on
+ * the driver, before any task starts.
  */
 final class RowRecords implements Serializable {
     private static final long serialVersionUID = 1L;
     private static final String[] ORIGIN_COLUMNS = {"topic", "partition", "offset"};
 
     private final int key;
+    private final boolean keyIsText;
     private final int value;
+    private final boolean valueIsText;
     private final int headers;
     private final int reason;
     private final DataType reasonType;
@@ -45,7 +53,12 @@ final class RowRecords implements Serializable {
         if (value < 0) {
             throw new IllegalArgumentException("the output frame has no value column: " + names);
         }
+        keyIsText = key >= 0 && isText(schema.fields()[key]);
+        valueIsText = isText(schema.fields()[value]);
         headers = names.indexOf("headers");
+        if (headers >= 0) {
+            requireHeaders(schema.fields()[headers]);
+        }
         reason = names.indexOf("dlq_reason");
         reasonType = reason < 0 ? null : schema.fields()[reason].dataType();
         topicColumn = names.indexOf("topic");
@@ -64,6 +77,27 @@ final class RowRecords implements Serializable {
         for (int i = 0; i < origin.length; i++) {
             originTypes[i] = schema.fields()[origin[i]].dataType();
         }
+    }
+
+    /** Whether a key or value column is text (UTF-8 bytes on the wire); refused unless string or binary. */
+    private static boolean isText(StructField field) {
+        DataType type = field.dataType();
+        if (!type.equals(DataTypes.StringType) && !type.equals(DataTypes.BinaryType)) {
+            throw TaskFailure.of("output_columns", "column", field.name(), "type", type.simpleString(),
+                    "expected", "string or binary");
+        }
+        return type.equals(DataTypes.StringType);
+    }
+
+    private static void requireHeaders(StructField field) {
+        DataType type = field.dataType();
+        if (type instanceof ArrayType array && array.elementType() instanceof StructType header
+                && header.fields().length == 2 && header.fields()[0].dataType().equals(DataTypes.StringType)
+                && header.fields()[1].dataType().equals(DataTypes.BinaryType)) {
+            return;
+        }
+        throw TaskFailure.of("output_columns", "column", field.name(), "type", type.simpleString(),
+                "expected", "array<struct<key:string,value:binary>>");
     }
 
     /** Whether the row is a dead letter. */
@@ -103,8 +137,8 @@ final class RowRecords implements Serializable {
      * @param deadLetter whether {@link #isDeadLetter} said so
      */
     ProducerRecord<byte[], byte[]> record(InternalRow row, String outputTopic, String dlqTopic, boolean deadLetter) {
-        byte[] k = key >= 0 && !row.isNullAt(key) ? row.getBinary(key) : null;
-        byte[] v = row.isNullAt(value) ? null : row.getBinary(value);
+        byte[] k = key >= 0 && !row.isNullAt(key) ? bytes(row, key, keyIsText) : null;
+        byte[] v = row.isNullAt(value) ? null : bytes(row, value, valueIsText);
         List<Header> recordHeaders = null;
         if (headers >= 0 && !row.isNullAt(headers)) {
             ArrayData array = row.getArray(headers);
@@ -129,6 +163,10 @@ final class RowRecords implements Serializable {
             recordHeaders.add(new RecordHeader("eos.source." + originNames[i], text(row, origin[i], originTypes[i])));
         }
         return new ProducerRecord<>(dlqTopic, null, null, k, v, recordHeaders);
+    }
+
+    private static byte[] bytes(InternalRow row, int ordinal, boolean text) {
+        return text ? row.getUTF8String(ordinal).getBytes() : row.getBinary(ordinal);
     }
 
     /** Python's {@code str(value).encode()} of a column value: its text, "None" for null. */
