@@ -195,7 +195,7 @@ PACKAGED_EXECUTOR_WRITER_JAR = Path(__file__).resolve().parents[1] / "jars" / EX
 #: What to do when the JVM executor writer's jar is missing, wherever that is found (submit, driver).
 EXECUTOR_WRITER_FIX = ("reinstall airflow-provider-eos from a wheel that carries it, or run `make install` "
                        "(or `eos jars`) in a checkout of airflow-provider-eos, which builds jvm/ with Maven; or "
-                       "set the spec's `executor_writer: python`")
+                       "set the spec's `writers: driver` and `executor_writer: python`, which need no jar")
 
 
 def _module_fingerprint(module: Path) -> str:

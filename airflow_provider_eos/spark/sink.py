@@ -23,7 +23,7 @@ from airflow_provider_eos.core.writers_choice import WritersChoice, record_write
 from airflow_provider_eos.spark.at_least_once import AtLeastOnceKafkaSink
 from airflow_provider_eos.spark.driver_writer import DriverWriter
 from airflow_provider_eos.spark.executor_writers import ExecutorWriters
-from airflow_provider_eos.spark.plan_reader import PlanMemo, read_batch_plan
+from airflow_provider_eos.spark.plan_reader import PlanReader
 from airflow_provider_eos.spark.record_producer import DLQ_REASON_COLUMN, BatchStats
 from airflow_provider_eos.spark.sink_clients import SinkClients, driver_checkpoint
 from airflow_provider_eos.spark.sink_metrics import SinkMetrics
@@ -59,7 +59,7 @@ class ExactlyOnceKafkaSink:
         self.driver_writer = DriverWriter(self.clients, observer=self.observer)
         self.executor_writers = ExecutorWriters(self.clients, observer=self.observer)
         self.choice: WritersChoice | None = None
-        self._plan_memo = PlanMemo()  # the query's plan tree, read again only when it prints otherwise
+        self._plan_reader: PlanReader | None = None
         self.stats: dict[int, BatchStats] = {}
         self.replays_skipped = 0
         self.in_batch = False
@@ -98,7 +98,9 @@ class ExactlyOnceKafkaSink:
         return None
 
     def _read_plan(self, batch: DataFrame, batch_id: int) -> BatchPlan:
-        return read_batch_plan(batch, batch_id, self.session or batch.sparkSession, self._plan_memo)
+        if self._plan_reader is None:
+            self._plan_reader = PlanReader(self.session or batch.sparkSession)
+        return self._plan_reader.read(batch, batch_id)
 
     def _choose(self, plan: BatchPlan | None, batch_id: int) -> WritersChoice:
         requested = self.spec.writers

@@ -17,7 +17,7 @@ import pytest
 from confluent_kafka import Producer
 
 from airflow_provider_eos.core.checkpoint import CheckpointReader
-from airflow_provider_eos.core.errors import EosError, PlanNotAlignedError
+from airflow_provider_eos.core.errors import EosError, PlanNotAlignedError, PlanReadError
 from airflow_provider_eos.core.plan_alignment import (
     BatchPlan,
     Breach,
@@ -28,7 +28,7 @@ from airflow_provider_eos.core.plan_alignment import (
     map_input_partitions,
 )
 from airflow_provider_eos.core.topic_partition import TopicPartition
-from airflow_provider_eos.spark.plan_reader import PlanMemo, read_batch_plan
+from airflow_provider_eos.spark.plan_reader import PlanReader, read_batch_plan
 from spark_jobs.transforms import fraud_alerts, json_enrich
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -47,7 +47,7 @@ class Batch:
     mapping_error: EosError | None = None
     # Spark partition index -> (rows, {(topic, partition)}, min offset, max offset), for aligned plans.
     held: dict[int, tuple[int, list, int | None, int | None]] = field(default_factory=dict)
-    remembered: BatchPlan | None = None  # read again through the query's PlanMemo, when one is given
+    kept: BatchPlan | None = None  # read again through a PlanReader kept across batches, when one is given
 
     @property
     def operators(self) -> list[str]:
@@ -86,12 +86,12 @@ def run_query(
     topic: str,
     checkpoint: Path,
     transform: Callable[[Any], Any],
-    memo: PlanMemo | None = None,
+    kept_reader: PlanReader | None = None,
     **source_options: str,
 ) -> list[Batch]:
     """Run ``transform`` over ``topic`` to the end of its input and return what every batch saw.
 
-    With ``memo``, every batch's plan is also read through it, after the full read.
+    With ``kept_reader``, every batch's plan is also read through it, after the read of a fresh reader.
     """
     reader = CheckpointReader(str(checkpoint))
     seen: list[Batch] = []
@@ -99,8 +99,8 @@ def run_query(
     def on_batch(frame: Any, batch_id: int) -> None:
         batch_plan = read_batch_plan(frame, batch_id, spark)
         batch = Batch(batch_plan, decide_alignment(batch_plan.plan))
-        if memo is not None:
-            batch.remembered = read_batch_plan(frame, batch_id, spark, memo)
+        if kept_reader is not None:
+            batch.kept = kept_reader.read(frame, batch_id)
         try:
             batch.mapping = map_input_partitions(batch_id, batch_plan.input_ranges)
             cross_check(batch.mapping, start=reader.start_offsets(batch_id), end=reader.planned_offsets(batch_id))
@@ -258,23 +258,34 @@ def test_partition_whose_rows_are_all_filtered_out_stays_in_the_map(spark, boots
     assert_rows_stay_in_their_partition(batch)
 
 
-def test_a_plan_memo_reuses_the_runs_tree_and_reads_what_a_full_read_does(
+def test_a_reader_kept_across_batches_and_queries_reads_each_batchs_own_plan(
     spark, bootstrap, events_topic, tmp_path
 ) -> None:
-    memo, per_batch = PlanMemo(), str(PARTITIONS * PER_PARTITION // 3)
-    aligned = run_query(spark, bootstrap, events_topic, tmp_path / "aligned", json_enrich.transform, memo,
+    reader, per_batch = PlanReader(spark), str(PARTITIONS * PER_PARTITION // 3)
+    aligned = run_query(spark, bootstrap, events_topic, tmp_path / "aligned", json_enrich.transform, reader,
                         maxOffsetsPerTrigger=per_batch)
 
     assert [b.batch_plan.batch_id for b in aligned] == list(range(len(aligned))) and len(aligned) >= 3
-    assert [b.remembered for b in aligned] == [b.batch_plan for b in aligned]  # the ranges are each batch's own
-    assert len({b.batch_plan.input_ranges for b in aligned}) == len(aligned)
-    assert (memo.reads, memo.hits) == (1, len(aligned) - 1), memo
+    assert [b.kept for b in aligned] == [b.batch_plan for b in aligned]
+    assert len({b.batch_plan.input_ranges for b in aligned}) == len(aligned), "the ranges are each batch's own"
 
-    # Another query run (another run id) never takes the tree of the first: it reads its own.
+    # Another query with another plan, through the same reader: its own tree, every batch.
     shuffled = run_query(spark, bootstrap, events_topic, tmp_path / "shuffled",
-                         lambda frame: json_enrich.transform(frame).repartition(4), memo,
+                         lambda frame: json_enrich.transform(frame).repartition(4), reader,
                          maxOffsetsPerTrigger=per_batch)
-    assert [b.remembered for b in shuffled] == [b.batch_plan for b in shuffled]
-    assert memo.reads >= 2 and memo.reads + memo.hits == len(aligned) + len(shuffled), memo
+    assert [b.kept for b in shuffled] == [b.batch_plan for b in shuffled]
     for batch in shuffled:
-        assert [o.breach for o in decide_alignment(batch.remembered.plan).offenders] == [Breach.EXCHANGE]
+        assert [o.breach for o in decide_alignment(batch.kept.plan).offenders] == [Breach.EXCHANGE]
+
+
+def test_a_dataframe_that_is_not_a_micro_batch_is_refused_naming_its_plan(spark) -> None:
+    frame = spark.range(3).union(spark.range(2))
+    with pytest.raises(PlanReadError, match=r"its plan has 0 scans of an existing RDD") as raised:
+        read_batch_plan(frame, 0, spark)
+    assert "Union" in raised.value.message
+
+
+def test_a_batch_read_outside_its_query_names_the_missing_query_id(spark) -> None:
+    frame = spark.createDataFrame(spark.sparkContext.parallelize([(1,)]), "n int")
+    with pytest.raises(PlanReadError, match=r"batch 4: no streaming query id on this thread"):
+        read_batch_plan(frame, 4, spark)

@@ -95,12 +95,16 @@ def test_the_built_writer_jar_goes_with_the_connector_jars(jvm_spec_file, tmp_pa
     (module / "src" / "A.java").write_text("class A { int changed; }")
     with pytest.raises(PrerequisiteError, match="older than its sources"):
         _plan(jvm_spec_file, tmp_path, connector)
-    # The Python writer's spec ships no writer jar.
+    (module / "src" / "A.java").write_text("class A {}")
+    # The Python writers' spec ships it to read the batch's plan (the plan reader is the jar's); with the
+    # driver writer, it reads no plan and ships none.
     python_spec = tmp_path / "python.yaml"
     python_spec.write_text(yaml.safe_dump(SPEC.with_overrides(executor_writer="python").to_dict()))
-    assert _plan(python_spec, tmp_path, connector).jars == connector.jars
+    assert _plan(python_spec, tmp_path, connector).jars == [*connector.jars, str(target / jars.EXECUTOR_WRITER_JAR)]
+    python_driver = tmp_path / "python-driver.yaml"
+    python_driver.write_text(yaml.safe_dump(SPEC.with_overrides(executor_writer="python", writers="driver").to_dict()))
+    assert _plan(python_driver, tmp_path, connector).jars == connector.jars
     # Nor does an at-least-once pipeline; the driver writer's ships it (its spill tasks are the jar's).
-    (module / "src" / "A.java").write_text("class A {}")
     other = tmp_path / "at-least-once.yaml"
     other.write_text(yaml.safe_dump(SPEC.with_overrides(mode="at-least-once").to_dict()))
     assert _plan(other, tmp_path, connector).jars == connector.jars

@@ -136,3 +136,19 @@ def test_a_driver_without_the_writers_classes_is_told_how_to_get_them():
     with pytest.raises(PrerequisiteError, match="not on the Spark driver's classpath") as raised:
         JvmTasks(SPEC)._driver_registry(frame)
     assert "make install" in raised.value.fix
+
+
+def test_a_driver_without_the_plan_reader_is_told_how_to_get_it():
+    from types import SimpleNamespace
+
+    from airflow_provider_eos.core.errors import PlanReadError
+    from airflow_provider_eos.spark.plan_reader import PlanReader
+
+    class JavaPackage:  # what py4j answers for a class the driver's classpath does not have
+        def __getattr__(self, name: str) -> JavaPackage:
+            return JavaPackage()
+
+    session = SimpleNamespace(sparkContext=SimpleNamespace(_jvm=JavaPackage()))
+    with pytest.raises(PlanReadError, match=r"plan reader .* is not on the Spark driver's classpath") as raised:
+        PlanReader(session)
+    assert "make install" in raised.value.fix and "writers: driver" in raised.value.fix

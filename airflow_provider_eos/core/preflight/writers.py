@@ -237,19 +237,23 @@ def _driver_writer_storage(facts: PreflightFacts) -> Outcome:
 @rule(
     "EOS318",
     Severity.ERROR,
-    "the JVM writer's jar (executor writers, the driver writer's spill) is installed where the job is submitted from",
-    "run `make install` (or `eos jars`) in a checkout of airflow-provider-eos, install the wheel, which carries "
-    "the jar, or set `executor_writer: python`",
+    "the jvm/ module's jar (the plan reader, the JVM writer) is installed where the job is submitted from",
+    "run `make install` (or `eos jars`) in a checkout of airflow-provider-eos or install the wheel, which carries "
+    "the jar; or set `writers: driver` with `executor_writer: python`, which need neither",
 )
 def _executor_writer_jar(facts: PreflightFacts) -> Outcome:
     spec = facts.spec
     if not spec.ships_executor_writer_jar():
-        if spec.executor_writer is not ExecutorWriter.JVM:
-            return passed(f"executor_writer is {spec.executor_writer.value!r}: no jar to ship")
-        return passed(f"mode {spec.mode.value!r}: no JVM writer runs, no jar to ship")
+        if spec.mode is not Mode.EXACTLY_ONCE:
+            return passed(f"mode {spec.mode.value!r}: no JVM writer runs and no plan is read, no jar to ship")
+        return passed("writers is 'driver' and executor_writer is 'python': no plan is read and no JVM writer runs, "
+                      "no jar to ship")
     if facts.executor_writer_jar is not None:
-        return passed(f"the JVM writer's jar is {facts.executor_writer_jar}")
+        return passed(f"the jar is {facts.executor_writer_jar}")
     reason = facts.unavailable.get("executor_writer_jar")
     if reason is None:
-        return not_checked("not checked: where the JVM executor writer's jar is was not read")
-    return failed(f"executor_writer is 'jvm' (the default) but {reason}: spark-submit would refuse to start the job")
+        return not_checked("not checked: where the jvm/ module's jar is was not read")
+    uses = [f"writers {spec.writers.value!r} reads the batch's plan"] if spec.writers is not Writers.DRIVER else []
+    if spec.executor_writer is ExecutorWriter.JVM:
+        uses.append("executor_writer 'jvm' (the default) runs the JVM writer")
+    return failed(f"{' and '.join(uses)} with the jar, but {reason}: spark-submit would refuse to start the job")

@@ -293,14 +293,16 @@ class PipelineSpec(BaseModel):
         return parse_interval_ms(self.trigger)
 
     def ships_executor_writer_jar(self, mode: Mode | str | None = None) -> bool:
-        """Whether the JVM writer may run, so its jar must go with the job: exactly-once and
-        ``executor_writer: jvm``. Both writers use it: the executor writers' tasks, and the driver
-        writer's spill tasks.
+        """Whether the ``jvm/`` module's jar must go with the job: an exactly-once run that reads the
+        batch's plan (``writers`` ``auto`` or ``executors``: the plan reader is in the jar) or may run
+        the JVM writer (``executor_writer: jvm``: the executor writers' tasks, the driver writer's
+        spill tasks).
 
         :param mode: the run's mode when it is not the spec's (``eos run --mode``; a plug-in's mode
             is none of the spec's): an at-least-once run of an exactly-once spec needs no jar.
         """
-        return self.executor_writer is ExecutorWriter.JVM and (mode or self.mode) == Mode.EXACTLY_ONCE
+        reads_plan = self.writers is not Writers.DRIVER
+        return (mode or self.mode) == Mode.EXACTLY_ONCE and (reads_plan or self.executor_writer is ExecutorWriter.JVM)
 
     def transactional_id(self, writer_index: int = 0) -> str:
         """The transactional id of writer ``writer_index`` (``0``: the driver-mode producer)."""

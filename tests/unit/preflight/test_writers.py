@@ -123,9 +123,10 @@ PASSES: list[Case] = [
     ("EOS317", spec(mode="at-least-once", checkpoint_location=LOCAL), ["'at-least-once'", "no driver writer spills"]),
     ("EOS317", then(spec(checkpoint_location=LOCAL), facts_(master="local[2]")),
      ["master 'local[2]' runs the driver writer's tasks on this host"]),
-    ("EOS318", lambda f: f, ["the JVM writer's jar is /opt/eos/jars/"]),
-    ("EOS318", then(spec(executor_writer="python"), no_jar), ["'python'", "no jar to ship"]),
-    ("EOS318", then(spec(mode="at-least-once"), no_jar), ["'at-least-once'", "no JVM writer runs"]),
+    ("EOS318", lambda f: f, ["the jar is /opt/eos/jars/"]),
+    ("EOS318", then(spec(writers="driver", executor_writer="python"), no_jar),
+     ["writers is 'driver' and executor_writer is 'python'", "no jar to ship"]),
+    ("EOS318", then(spec(mode="at-least-once"), no_jar), ["'at-least-once'", "no JVM writer runs", "no plan is read"]),
     ("EOS319", spec(transform=ENRICH), [f"transform {ENRICH!r}"]),
     ("EOS319", spec(transform=None), ["the identity transform"]),
 ]
@@ -152,10 +153,15 @@ FAILS: list[Case] = [
     ("EOS317", then(spec(checkpoint_location=LOCAL, writers="driver"), facts_(master="yarn")),
      ["writers is 'driver'", f"checkpoint {LOCAL!r} is a path on one host", "master 'yarn'",
       "onto their own disks, where the driver cannot read it"]),
-    ("EOS318", then(spec(writers="executors"), no_jar), ["'jvm' (the default)", "is not built from /src/jvm",
-                                                          "spark-submit would refuse"]),
+    ("EOS318", then(spec(writers="executors"), no_jar),
+     ["writers 'executors' reads the batch's plan", "and executor_writer 'jvm' (the default)",
+      "is not built from /src/jvm", "spark-submit would refuse"]),
     # The driver writer's spill tasks are the jar's too.
-    ("EOS318", then(spec(writers="driver"), no_jar), ["'jvm' (the default)", "spark-submit would refuse"]),
+    ("EOS318", then(spec(writers="driver"), no_jar), ["executor_writer 'jvm' (the default) runs the JVM writer",
+                                                       "spark-submit would refuse"]),
+    # The Python workers' executor writers still need the plan reader.
+    ("EOS318", then(spec(executor_writer="python"), no_jar), ["writers 'auto' reads the batch's plan with the jar",
+                                                               "spark-submit would refuse"]),
     # The deprecated path still runs: a WARNING naming the old path and the new one, never a failed pre-flight.
     ("EOS319", spec(transform=OLD_ENRICH),
      [f"transform {OLD_ENRICH!r} names the deprecated module path 'airflow_provider_eos.jobs'", f"write {ENRICH!r}"]),
