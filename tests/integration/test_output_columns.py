@@ -1,4 +1,9 @@
-"""The writers' selection of a batch, built once per query and reused for the batches that follow."""
+"""The transform's output columns as the writers take them, with the session's real Spark.
+
+The Arrow writers' selection of a batch is built once per query and reused for the batches that
+follow; a key or value of a type no writer takes is refused when the query starts, and by the JVM
+writer itself, on the driver, before any task.
+"""
 
 from __future__ import annotations
 

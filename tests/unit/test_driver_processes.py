@@ -16,7 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_eos.core.driver import DRIVER_TOKEN_ENV, DriverHandle, Liveness, ProcessTable, driver_token
+from airflow_provider_eos.core.driver import (
+    DRIVER_TOKEN_ENV,
+    START_MARGIN,
+    DriverHandle,
+    Liveness,
+    ProcessTable,
+    driver_token,
+)
 from airflow_provider_eos.spark import driver_processes
 from airflow_provider_eos.spark.driver_processes import observe, this_host
 
@@ -29,10 +36,18 @@ def _identity() -> dict[str, object]:
             "pid_namespace": os.stat("/proc/self/ns/pid").st_ino, "uid": os.getuid()}
 
 
+def _booted_at() -> dt.datetime:
+    """When this machine booted, read here independently of the code under test."""
+    btime = next(line for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime "))
+    return dt.datetime.fromtimestamp(int(btime.split()[1]), dt.UTC)
+
+
 def _handle(token: str, **overrides: object) -> DriverHandle:
-    """The handle of a run that started ten minutes ago (before every process of the test)."""
+    """The handle of a run that started ten minutes ago (before every process of the test), or just after
+    this machine booted when it booted later (a fresh CI machine): after ``/proc/1``, as a real run is."""
     now = dt.datetime.now(dt.UTC)
-    return DriverHandle(pipeline="p", token=token, submitted_at=now, earliest_start=now - dt.timedelta(minutes=10),
+    run_after = max(now - dt.timedelta(minutes=10), _booted_at() + START_MARGIN + dt.timedelta(seconds=1))
+    return DriverHandle(pipeline="p", token=token, submitted_at=now, earliest_start=run_after,
                         **{**_identity(), **overrides})
 
 
@@ -111,3 +126,4 @@ def test_another_users_unreadable_process_does_not_hide_a_gone_driver(monkeypatc
     finally:
         stranger.kill()
         stranger.wait(timeout=10)
+

@@ -111,8 +111,9 @@ class PipelineSpec(BaseModel):
     #: What runs the exactly-once sink's tasks on the executors (the executor writers' tasks, and the
     #: driver writer's spill tasks): ``jvm`` (the default: Java data-source writers in the executor
     #: JVMs, whose producers outlive tasks and which start no Python worker; needs the writer's jar,
-    #: which ``make install`` builds) or ``python`` (PySpark's Python workers, for a machine without
-    #: the jar). Why JVM by default: docs/design-notes.md.
+    #: which ``make install`` builds) or ``python`` (PySpark's Python workers; the plan reader is in the
+    #: jar too, so a machine without it runs ``python`` with ``writers: driver`` only). Why JVM by
+    #: default: docs/design-notes.md.
     executor_writer: ExecutorWriter = ExecutorWriter.JVM
     #: How Spark's Kafka connector reaches the cluster (jars by path/URL or Maven packages); ``null``:
     #: the jars the devstack resolved on this machine (``eos jars``).
