@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from airflow_provider_eos.core.checkpoint.eos_records import eos_record_display, read_eos_record, write_eos_record
-from airflow_provider_eos.core.checkpoint.reader import EOS_FOLDER
+from airflow_provider_eos.core.checkpoint.location import EOS_FOLDER
 from airflow_provider_eos.core.driver import (
     START_MARGIN,
     DriverHandle,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from airflow_provider_eos.core.checkpoint.reader import EOS_FOLDER
+from airflow_provider_eos.core.checkpoint.location import EOS_FOLDER
 
 if TYPE_CHECKING:
     from airflow_provider_eos.core.checkpoint.reader import CheckpointReader

@@ -1,21 +1,18 @@
 """The one reader of Spark Structured Streaming checkpoints, for local paths and fsspec URLs.
 
-:class:`CheckpointReader` addresses the checkpoint through fsspec (``s3a://`` read as
-``s3://``, ``hdfs://`` over WebHDFS: :mod:`.webhdfs`), lists the batch logs, reads files and
-hands their content to the parsers of :mod:`.formats`. Every listing invalidates fsspec's cache,
-because object-store listing caches would hide batches Spark wrote since the last call.
+:class:`CheckpointReader` addresses the checkpoint through fsspec (opened by :mod:`.location`),
+lists the batch logs, reads files and hands their content to the parsers of :mod:`.formats`.
+Every listing invalidates fsspec's cache, because object-store listing caches would hide
+batches Spark wrote since the last call.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import getpass
-import os
 import posixpath
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import fsspec.core
 from fsspec.spec import AbstractFileSystem
 
 from airflow_provider_eos.core.checkpoint.formats import (
@@ -30,31 +27,12 @@ from airflow_provider_eos.core.checkpoint.formats import (
     parse_metadata,
     parse_offset_log,
 )
+from airflow_provider_eos.core.checkpoint.location import EOS_FOLDER, normalize_location, open_location
 from airflow_provider_eos.core.checkpoint.snapshot import CheckpointSnapshot
-from airflow_provider_eos.core.checkpoint.webhdfs import is_hdfs_location, webhdfs_target
 from airflow_provider_eos.core.errors import CheckpointError
-from airflow_provider_eos.core.hadoop_conf import ambient_hadoop_conf
 from airflow_provider_eos.core.topic_partition import OffsetMap, TopicPartition
 
 __all__ = ["EOS_FOLDER", "CheckpointReader", "normalize_location"]
-
-#: The one folder of this package inside a Spark checkpoint (the writer record, the driver
-#: writer's spill); Spark ignores folders it does not own there.
-EOS_FOLDER = "eos"
-
-# Hadoop's s3a/s3n connectors and fsspec's s3fs address the same objects.
-_SCHEME_ALIASES = {"s3a://": "s3://", "s3n://": "s3://"}
-
-
-def normalize_location(location: str) -> str:
-    """Map Hadoop-only URL schemes to their fsspec equivalent (``s3a://`` and ``s3n://`` to ``s3://``).
-
-    :param location: a local path or URL as given to Spark's ``checkpointLocation``.
-    """
-    for alias, canonical in _SCHEME_ALIASES.items():
-        if location.lower().startswith(alias):
-            return canonical + location[len(alias) :]
-    return location
 
 
 class CheckpointReader:
@@ -82,33 +60,12 @@ class CheckpointReader:
         hadoop_conf: Mapping[str, str] | None = None,
     ) -> None:
         self.location = str(location)
-        url = normalize_location(self.location)
+        opened = open_location(self.location, storage_options, hadoop_conf=hadoop_conf)
+        self.fs: AbstractFileSystem = opened.fs
+        self.storage_options: dict[str, Any] = opened.storage_options
+        self.root: str = opened.root
         # hdfs:// paths are shown as Spark knows them, not as the webhdfs:// they are read through.
-        self._location_prefix: str | None = None
-        try:
-            if is_hdfs_location(url):
-                target = webhdfs_target(url, storage_options, ambient_hadoop_conf() if hadoop_conf is None
-                                        else hadoop_conf, _hadoop_user())
-                options = target.options
-                fs, root = fsspec.filesystem("webhdfs", **options), target.path
-                self._location_prefix = target.location_prefix
-            else:
-                options = dict(storage_options or {})
-                fs, root = fsspec.core.url_to_fs(url, **options)
-        except ImportError as err:
-            raise CheckpointError(
-                f"checkpoint location {self.location!r} needs an fsspec filesystem that is not installed: {err}",
-                fix="install the provider's extra for this scheme: pip install \"airflow-provider-eos[s3]\" "
-                "(s3fs, for s3:// and s3a://), [gcs] (gcsfs, for gs://) or [azure] (adlfs, for abfs://)",
-            ) from err
-        except (ValueError, TypeError) as err:
-            raise CheckpointError(
-                f"checkpoint location {self.location!r} cannot be opened: {err}",
-                fix="use a local path or an fsspec URL, and check storage_options",
-            ) from err
-        self.fs: AbstractFileSystem = fs
-        self.storage_options: dict[str, Any] = options
-        self.root: str = root.rstrip("/") or "/"
+        self._location_prefix = opened.location_prefix
 
     def __repr__(self) -> str:
         return f"CheckpointReader({self.location!r})"
@@ -383,14 +340,6 @@ class CheckpointReader:
             planned_offsets=None if last_planned is None else self.planned_offsets(last_planned, source_index),
             last_commit_time=None if last_committed is None else self.commit_time(last_committed),
         )
-
-
-def _hadoop_user() -> str | None:
-    """The user Hadoop's own clients state without Kerberos: ``HADOOP_USER_NAME``, else the login user."""
-    try:
-        return os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
-    except (KeyError, OSError):  # no passwd entry (some containers): state none, WebHDFS picks its default
-        return None
 
 
 def _as_utc(value: Any, where: str) -> dt.datetime:
