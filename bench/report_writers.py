@@ -357,9 +357,9 @@ def closing_text(e: dict[str, Any] | None) -> str:
     if e and e.get("rest_ms_per_batch") and (1 - (e.get("tasks_share") or 0)) >= 0.3:
         fixes.append(f"about {e['rest_ms_per_batch']:,.0f} ms per batch pass outside the write job (Spark's "
                      "planning, WAL and commit log, the plan read and WAL cross-check, the driver's commit of "
-                     "partitions without a task): larger batches amortise it; the plan read keeps the query's "
-                     "plan tree between batches (design note 49), and each batch's own lineage and ranges are "
-                     "most of what it still reads")
+                     "partitions without a task): larger batches amortise it; the plan read is one call into "
+                     "the executor writer's jar per batch (design note 51), so most of it is Spark's own "
+                     "per-batch work, which its own writer pays too")
     if not fixes:
         fixes.append("no single phase dominates; the figures are within the machine's noise, re-measure on a "
                      "quiet machine")
