@@ -2,9 +2,10 @@
 write the results.
 
 Benchmarks (in this order): scale, throughput, cluster (the executor writers on one and two
-workers of a standalone cluster), control (the executor writers' control-record cost), memory,
-profile, latency, recovery. The broker (of ``--kafka-version``, the devstack's default unless given) is
-started in a temporary folder and always stopped; every job subprocess is killed on the way out.
+workers of a standalone cluster, and on two with headers in the input), control (the executor
+writers' control-record cost), memory, profile, latency, recovery. The broker (of
+``--kafka-version``, the devstack's default unless given) is started in a temporary folder and
+always stopped; every job subprocess is killed on the way out.
 Full runs write ``bench/results/<date>.{json,md,png}`` and ``LATEST.md``; ``--quick`` and
 ``--only`` runs write ``<date>-quick.*`` / ``<date>-<names>.*`` and leave ``LATEST.md`` alone.
 """
@@ -45,8 +46,8 @@ class Config:
     # Local cores of the throughput table's Spark jobs (eos run --master local[N]); the targets are on
     # local[2] and on the standalone cluster (bench/cluster.py), whose 1 -> 2 workers is the scaling.
     throughput_cores: tuple[int, ...] = (2,)
-    # The throughput table again on an input where every k-th record carries a header (0: not run):
-    # users' records do, on some rows, and the writers must not slow down on the mix.
+    # The throughput table, and the cluster's two-worker runs, again on an input where every k-th record
+    # carries a header (0: not run): users' records do, on some rows, and the writers must not slow down on the mix.
     throughput_headers_every: int = 10
     # Only these modes of the throughput table (``--letters``, e.g. b,c_e,c_p); ``None``: every mode.
     throughput_letters: tuple[str, ...] | None = None
@@ -159,7 +160,7 @@ def run_benches(selected: list[str], config: Config, work_dir: Path, results: di
             results["meta"]["cpu_pinning"] = pin_broker(pid, config.broker_core)
         log(f"broker Kafka {info.kafka_version} {bootstrap} ({results['meta']['kafka_protocol']}; state "
             f"{work_dir / 'kafka'})")
-        data = None
+        data = mixed_data = None
 
         def guarded(name: str, call: Callable[[], dict[str, Any]], store: bool = True) -> dict[str, Any] | None:
             """Run one benchmark; a failure is recorded and the others still run."""
@@ -192,10 +193,15 @@ def run_benches(selected: list[str], config: Config, work_dir: Path, results: di
 
             guarded("throughput", do_throughput)
             if config.throughput_headers_every:
-                guarded("throughput_mixed_headers", lambda: throughput.run(
-                    bootstrap, work_dir, records=config.records, batch=config.batch, repetitions=config.repetitions,
-                    cores=config.throughput_cores, headers_every=config.throughput_headers_every,
-                    letters=config.throughput_letters)[0])
+                def do_mixed_headers() -> dict[str, Any]:
+                    nonlocal mixed_data
+                    result, mixed_data = throughput.run(
+                        bootstrap, work_dir, records=config.records, batch=config.batch,
+                        repetitions=config.repetitions, cores=config.throughput_cores,
+                        headers_every=config.throughput_headers_every, letters=config.throughput_letters)
+                    return result
+
+                guarded("throughput_mixed_headers", do_mixed_headers)
         if "cluster" in selected:
             def do_cluster() -> dict[str, Any]:
                 nonlocal data
@@ -204,6 +210,15 @@ def run_benches(selected: list[str], config: Config, work_dir: Path, results: di
                                    repetitions=config.repetitions)
 
             guarded("cluster", do_cluster)
+            if config.throughput_headers_every:
+                def do_cluster_mixed_headers() -> dict[str, Any]:
+                    nonlocal mixed_data
+                    mixed_data = mixed_data or throughput.prepare_input(
+                        bootstrap, config.records, headers_every=config.throughput_headers_every)
+                    return cluster.run(bootstrap, work_dir, data=mixed_data, batch=config.batch,
+                                       repetitions=config.repetitions, letters_on_cluster=cluster.LETTERS_WITH_HEADERS)
+
+                guarded("cluster_mixed_headers", do_cluster_mixed_headers)
         if "control" in selected:
             guarded("control", lambda: control_records.run(
                 bootstrap, work_dir, records=config.control_records, batches=config.control_batches,
@@ -265,7 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cores", metavar="N,N", type=lambda v: tuple(int(c) for c in v.split(",")),
                         help="throughput table: local cores of the Spark jobs (default 1,2)")
     parser.add_argument("--headers-every", type=int, metavar="K",
-                        help="throughput table on a mixed-headers input too, a header every K records (0: not run)")
+                        help="throughput table and cluster on a mixed-headers input too, a header every K records "
+                             "(0: not run)")
     parser.add_argument("--producer-setting", action="append", metavar="KEY=VALUE", type=_producer_setting,
                         help="override a producer setting of every mode that writes (repeatable; e.g. "
                              "compression.type=none); recorded in the results")

@@ -106,6 +106,10 @@ def markdown(results: dict[str, Any]) -> str:
         out += scale_section(results["scale"])
     if (results.get("cluster") or {}).get("modes"):
         out += cluster_section(results["cluster"])
+    mixed_cluster = results.get("cluster_mixed_headers") or {}
+    if mixed_cluster.get("modes"):
+        out += cluster_section(mixed_cluster, f", input with a header on every {mixed_cluster['headers_every']}th "
+                                              "record")
     if results.get("memory"):
         out += memory_section(results["memory"])
     prof = results.get("profile")

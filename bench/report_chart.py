@@ -68,18 +68,20 @@ def _ratios(results: dict[str, Any], passed: dict[str, bool | None]) -> Panel:
                          passed=passed.get(key) if target else None)
                      for key, target in (("c/b", 1.0), ("c/a", 0.5), ("b/a", None)))
         return Panel("Ratio targets", unit, bars, horizontal=True)
-    scopes = [(tp, str(cores), master(cores), "") for cores in tp["cores"]]
+    # Each scope: the result, its cores, its label, and how its target rows' keys are spelled.
+    scopes = [(tp, str(cores), master(cores), "{}") for cores in tp["cores"]]
     mixed = results.get("throughput_mixed_headers")
     if is_writers_format(mixed):
-        scopes += [(mixed, str(cores), f"{master(cores)}, headers", ":headers") for cores in mixed["cores"]]
-    cluster = results.get("cluster") or {}
-    if cluster.get("ratios"):
-        scopes.append((cluster, "2", "cluster, 2 workers", "cluster:"))
+        scopes += [(mixed, str(cores), f"{master(cores)}, headers", "{}:headers") for cores in mixed["cores"]]
+    for name, where, spelled in (("cluster", "cluster, 2 workers", "cluster:{}"),
+                                 ("cluster_mixed_headers", "cluster, 2 workers, headers", "cluster:{}:headers")):
+        if (results.get(name) or {}).get("ratios"):
+            scopes.append((results[name], "2", where, spelled))
     bars = []
     for name, target in RATIO_TARGETS.items():
-        for source, cores, where, tag in scopes:
+        for source, cores, where, spelled in scopes:
             key = f"{name}@{cores}"
-            verdict_key = f"cluster:{key}" if tag == "cluster:" else key + tag
+            verdict_key = spelled.format(key)
             bars.append(Bar(f"{name}  {where}", (source.get("ratios") or {}).get(key),
                             *spread((source.get("paired_ratios") or {}).get(key))[1:], target=target,
                             passed=passed.get(verdict_key)))

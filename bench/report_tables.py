@@ -132,11 +132,11 @@ def scale_section(sc: dict[str, Any]) -> list[str]:
     return out
 
 
-def cluster_section(cluster: dict[str, Any]) -> list[str]:
+def cluster_section(cluster: dict[str, Any], input_note: str = "") -> list[str]:
     """The executor writers on a standalone cluster (its table's owner, :mod:`bench.cluster`, renders it)."""
     from bench.cluster import markdown as cluster_markdown  # at call time: it imports the throughput bench's runner
 
-    return ["## Executor writers on a standalone cluster", "", *cluster_markdown(cluster), ""]
+    return [f"## Executor writers on a standalone cluster{input_note}", "", *cluster_markdown(cluster), ""]
 
 
 def memory_section(mem: dict[str, Any]) -> list[str]:

@@ -80,6 +80,10 @@ def evaluate_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         else:
             add("p99", p99, None, f"{p99:,.0f} ms", "at-least-once's latency was not measured in this run")
     rows += cluster_ratio_targets(results.get("cluster") or {})
+    mixed_cluster = results.get("cluster_mixed_headers") or {}
+    every = mixed_cluster.get("headers_every")
+    rows += [{**row, "key": f"{row['key']}:headers", "target": f"{row['target']} (a header on every {every}th)"}
+             for row in cluster_ratio_targets(mixed_cluster)]
     cluster_scaling = (results.get("cluster") or {}).get("scaling") or {}
     mine, base = (cluster_scaling.get(letter, {}).get("of_medians") for letter in ("c_e", "b"))
     if mine is not None and base is not None:

@@ -156,6 +156,30 @@ def test_the_ratio_targets_hold_on_the_clusters_two_workers_too() -> None:
     assert cluster_ratio_targets({}) == []
 
 
+def test_the_clusters_targets_hold_in_steady_state_and_with_headers_too() -> None:
+    from bench.cluster import markdown as cluster_markdown
+
+    def mode(letter: str, total: float, steady: float) -> dict:
+        return {"letter": letter, "workers": 2, "description": letter,
+                "records_per_s": {"min": total, "median": total, "max": total},
+                "after_first_batch_records_per_s": {"median": steady}}
+
+    plain = {"ratios": {"c_e/b@2": 1.02}, "steady_ratios": {"c_e/b@2": 0.97}, "paired_ratios": {},
+             "steady_paired_ratios": {}}
+    headers = {"ratios": {"c_e/b@2": 0.99}, "steady_ratios": {"c_e/b@2": 1.01}, "headers_every": 10,
+               "records": 1000, "max_offsets_per_trigger": 100, "repetitions": 1, "master": "standalone",
+               "modes": {"b@2": mode("b", 100.0, 150.0), "c_e@2": mode("c_e", 99.0, 151.5)}, "scaling": {}}
+    rows = {t["key"]: t for t in evaluate_targets({"cluster": plain, "cluster_mixed_headers": headers})}
+    assert rows["cluster:c_e/b@2"]["pass"] is True and rows["cluster:c_e/b@2:steady"]["pass"] is False
+    assert rows["cluster:c_e/b@2:steady"]["target"] == (
+        "c_e/b on the standalone cluster, 2 workers in steady state (without batch 0) >= 1.0")
+    assert rows["cluster:c_e/b@2:headers"]["pass"] is False and rows["cluster:c_e/b@2:steady:headers"]["pass"]
+    assert rows["cluster:c_e/b@2:headers"]["target"].endswith("(a header on every 10th)")
+    table = "\n".join(cluster_markdown(headers))
+    assert "| (c_e) c_e | 2 | 99 / 99 / 99 | 152 |" in table  # the steady column, rounded
+    assert "c_e/b without batch 0: 1.01 at 2 worker(s)." in table and "Scaling" not in table
+
+
 def test_the_cpu_table_shows_the_brokers_cpu_beside_the_jobs_when_it_was_sampled() -> None:
     from bench.report_machine import cpu_lines
 
