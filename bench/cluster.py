@@ -79,7 +79,10 @@ def markdown(result: dict[str, Any]) -> list[str]:
            "| mode | workers | records/s (min / median / max) | records/s without batch 0 (median) |",
            "|---|---|---|---|"]
     for mode in result["modes"].values():
-        r, steady = mode["records_per_s"], (mode.get(STEADY_RATE) or {}).get("median")
+        # From the runs: results written before the summary kept it have them too.
+        r = mode["records_per_s"]
+        steady = summarize([run[STEADY_RATE] for run in mode.get("runs") or [] if run and run.get(STEADY_RATE)],
+                           1)["median"]
         shown = f"{r['min']:,.0f} / {r['median']:,.0f} / {r['max']:,.0f}" if r.get("median") else "-"
         out.append(f"| ({mode['letter']}) {mode['description']} | {mode['workers']} | {shown} | "
                    f"{'-' if steady is None else f'{steady:,.0f}'} |")

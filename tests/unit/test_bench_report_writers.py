@@ -162,7 +162,8 @@ def test_the_clusters_targets_hold_in_steady_state_and_with_headers_too() -> Non
     def mode(letter: str, total: float, steady: float) -> dict:
         return {"letter": letter, "workers": 2, "description": letter,
                 "records_per_s": {"min": total, "median": total, "max": total},
-                "after_first_batch_records_per_s": {"median": steady}}
+                "after_first_batch_records_per_s": {"median": steady},
+                "runs": [{"after_first_batch_records_per_s": steady}]}
 
     plain = {"ratios": {"c_e/b@2": 1.02}, "steady_ratios": {"c_e/b@2": 0.97}, "paired_ratios": {},
              "steady_paired_ratios": {}}
