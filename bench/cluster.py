@@ -24,7 +24,6 @@ from bench.throughput import ThroughputInput, job_run
 #: The Spark letters measured on the cluster per number of workers: the scaling pair on both, every
 #: letter of a ratio target on two.
 LETTERS_ON_CLUSTER = {1: ("b", "c_e"), 2: ("b", "n", "c_d", "c_e")}
-WORKERS = tuple(LETTERS_ON_CLUSTER)
 #: On the input with headers only the ratio targets' letters run (the scaling is the plain input's).
 LETTERS_WITH_HEADERS = {2: LETTERS_ON_CLUSTER[2]}
 

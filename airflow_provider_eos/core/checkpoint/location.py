@@ -9,6 +9,7 @@ from __future__ import annotations
 import getpass
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import fsspec.core
@@ -39,6 +40,7 @@ def normalize_location(location: str) -> str:
     return location
 
 
+@dataclass(frozen=True)
 class OpenedLocation:
     """A checkpoint location opened for reading and writing.
 
@@ -49,12 +51,10 @@ class OpenedLocation:
     :param location_prefix: for ``hdfs://``: the prefix that shows an ``fs`` path as Spark knows it.
     """
 
-    def __init__(self, fs: AbstractFileSystem, root: str, storage_options: dict[str, Any],
-                 location_prefix: str | None) -> None:
-        self.fs = fs
-        self.root = root.rstrip("/") or "/"
-        self.storage_options = storage_options
-        self.location_prefix = location_prefix
+    fs: AbstractFileSystem
+    root: str
+    storage_options: dict[str, Any]
+    location_prefix: str | None = None
 
 
 def open_location(location: str, storage_options: Mapping[str, Any] | None = None, *,
@@ -72,11 +72,11 @@ def open_location(location: str, storage_options: Mapping[str, Any] | None = Non
         if is_hdfs_location(url):
             target = webhdfs_target(url, storage_options, ambient_hadoop_conf() if hadoop_conf is None
                                     else hadoop_conf, _hadoop_user())
-            return OpenedLocation(fsspec.filesystem("webhdfs", **target.options), target.path, target.options,
-                                  target.location_prefix)
+            return OpenedLocation(fsspec.filesystem("webhdfs", **target.options), _root(target.path),
+                                  target.options, target.location_prefix)
         options = dict(storage_options or {})
         fs, root = fsspec.core.url_to_fs(url, **options)
-        return OpenedLocation(fs, root, options, None)
+        return OpenedLocation(fs, _root(root), options)
     except ImportError as err:
         raise CheckpointError(
             f"checkpoint location {location!r} needs an fsspec filesystem that is not installed: {err}",
@@ -88,6 +88,10 @@ def open_location(location: str, storage_options: Mapping[str, Any] | None = Non
             f"checkpoint location {location!r} cannot be opened: {err}",
             fix="use a local path or an fsspec URL, and check storage_options",
         ) from err
+
+
+def _root(path: str) -> str:
+    return path.rstrip("/") or "/"
 
 
 def _hadoop_user() -> str | None:
