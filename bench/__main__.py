@@ -16,10 +16,8 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,6 +30,16 @@ from typing import Any
 from airflow_provider_eos.devstack.jars import KAFKA_VERSION, KAFKA_VERSIONS, kafka_version_argument
 from bench.job import kill_tracked
 from bench.measure import log
+from bench.run_record import (
+    broker_facts,
+    collect_loads,
+    command_line,
+    git_commit,
+    machine,
+    result_stem,
+    versions,
+    write_results,
+)
 
 BENCHES = ("scale", "throughput", "cluster", "control", "memory", "profile", "latency", "recovery")
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -80,65 +88,6 @@ QUICK = Config(records=100_000, batch=25_000, repetitions=1, latency_rate=500, l
                control_batches=(4_000, 20_000), control_repetitions=1, control_modes=("c_e", "c_d"),
                recovery_records=8_000, recovery_batch=2_000, recovery_repetitions=1,
                scale_topics=20, scale_repetitions=2, warm_up_rounds=0)
-
-
-def _machine() -> str:
-    model = "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-        mem_kb = int(next(x for x in Path("/proc/meminfo").read_text().splitlines()
-                          if x.startswith("MemTotal")).split()[1])
-    except (OSError, StopIteration, ValueError):
-        mem_kb = 0
-    return f"{os.cpu_count()} cores ({model}), {mem_kb / 1024 / 1024:.0f} GiB RAM, {platform.system()}"
-
-
-def _versions() -> str:
-    import confluent_kafka
-    import pyarrow
-    import pyspark
-
-    return (f"Python {platform.python_version()}, PySpark {pyspark.__version__}, confluent-kafka "
-            f"{confluent_kafka.__version__} (librdkafka {confluent_kafka.libversion()[0]}), "
-            f"pyarrow {pyarrow.__version__}")
-
-
-def _git_commit() -> str:
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
-                                cwd=Path(__file__).parent).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", ":!bench"], capture_output=True, text=True,
-                               check=True, cwd=Path(__file__).parent).stdout.strip()
-        return commit + ("+dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "?"
-
-
-def _collect_loads(node: Any, found: list[float]) -> list[float]:
-    if isinstance(node, dict):
-        if "loadavg_before" in node and isinstance(node["loadavg_before"], dict):
-            found.append(node["loadavg_before"]["1m"])
-        for value in node.values():
-            _collect_loads(value, found)
-    elif isinstance(node, list):
-        for value in node:
-            _collect_loads(value, found)
-    return found
-
-
-def broker_facts(info: Any) -> dict[str, str]:
-    """The broker the bench ran on, for its results: the version started (``kafka``) and the transaction
-    protocol it announces (``kafka_protocol``); a protocol that cannot be read is said, not fatal."""
-    from airflow_provider_eos.kafka.broker_protocol import describe_protocol
-
-    try:
-        protocol = describe_protocol(info.client_settings())
-    except Exception as exc:  # the results say so; no benchmark depends on it
-        protocol = f"not read ({type(exc).__name__}: {exc})"
-    return {"kafka": info.kafka_version, "kafka_protocol": protocol}
 
 
 def run_benches(selected: list[str], config: Config, work_dir: Path, results: dict[str, Any], *,
@@ -326,21 +275,9 @@ def main(argv: list[str] | None = None) -> int:
     today = dt.date.today().isoformat()
     started = dt.datetime.now()
     results: dict[str, Any] = {"meta": {
-        "date": today, "quick": args.quick, "selected": selected,
-        "command": "python -m bench" + (" --quick" if args.quick else "")
-        + "".join(f" --only {name}" for name in args.only or [])
-        + "".join(f" --{name} {getattr(args, name)}" for name in ("records", "batch", "repetitions")
-                  if getattr(args, name))
-        + (f" --letters {','.join(args.letters)}" if args.letters else "")
-        + (f" --cores {','.join(map(str, args.cores))}" if args.cores else "")
-        + (f" --headers-every {args.headers_every}" if args.headers_every is not None else "")
-        + (f" --warm-up-rounds {args.warm_up_rounds}" if args.warm_up_rounds is not None else "")
-        + "".join(f" --producer-setting {key}={value}" for key, value in args.producer_setting or [])
-        + (f" --broker-core {args.broker_core}" if args.broker_core is not None else "")
-        # Always spelled out: the line must rerun on the same broker whatever the default becomes.
-        + f" --kafka-version {args.kafka_version}",
-        "started": started.strftime("%Y-%m-%d %H:%M:%S"), "machine": _machine(), "versions": _versions(),
-        "git_commit": _git_commit(), "loadavg_start": os.getloadavg(), "config": asdict(config),
+        "date": today, "quick": args.quick, "selected": selected, "command": command_line(args),
+        "started": started.strftime("%Y-%m-%d %H:%M:%S"), "machine": machine(), "versions": versions(),
+        "git_commit": git_commit(), "loadavg_start": os.getloadavg(), "config": asdict(config),
         # What was asked; run_benches replaces it with what the broker ran, and adds its protocol.
         "kafka": args.kafka_version,
     }}
@@ -354,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             shutil.rmtree(work_dir, ignore_errors=True)
     finished = dt.datetime.now()
-    loads = _collect_loads({k: v for k, v in results.items() if k != "meta"}, [])
+    loads = collect_loads({k: v for k, v in results.items() if k != "meta"}, [])
     results["meta"].update(
         finished=finished.strftime("%Y-%m-%d %H:%M:%S"), duration_min=(finished - started).total_seconds() / 60,
         loadavg_end=os.getloadavg(),
@@ -368,35 +305,6 @@ def main(argv: list[str] | None = None) -> int:
         results["meta"]["stem"] = f"{stem}-{started:%H%M}"
     write_results(results, out, full=full)
     return 1 if results.get("errors") else 0
-
-
-def result_stem(meta: dict[str, Any], *, full: bool) -> str:
-    """The results' file name without suffix: ``<date>``, ``<date>-quick`` or ``<date>-<benches>``, unless the run
-    recorded its own (``meta["stem"]``: a later run of the same day)."""
-    if meta.get("stem"):
-        return meta["stem"]
-    if meta["quick"]:
-        return f"{meta['date']}-quick"
-    return meta["date"] if full else "-".join([meta["date"], *meta["selected"]])
-
-
-def write_results(results: dict[str, Any], out: Path, *, full: bool) -> None:
-    from bench.report import analyze, chart, evaluate_targets, markdown
-
-    results["targets"] = evaluate_targets(results)
-    results["analysis"] = analyze(results)
-    stem = result_stem(results["meta"], full=full)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{stem}.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
-    table = markdown(results)
-    (out / f"{stem}.md").write_text(table)
-    chart(results, out / f"{stem}.png")
-    if full:
-        (out / "LATEST.md").write_text(table.replace("the JSON next to this file; chart: the PNG next to it",
-                                                     f"`{stem}.json`; chart: `{stem}.png`"))
-    log(f"results: {out / stem}.{{json,md,png}}" + (" and LATEST.md" if full else ""))
-    for target in results["targets"]:
-        log(f"  {'PASS' if target['pass'] else 'MISS'} {target['target']}: {target['measured']}")
 
 
 if __name__ == "__main__":

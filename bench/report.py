@@ -8,7 +8,7 @@ This module assembles the markdown from its sections; the parts live beside it, 
 - :mod:`bench.report_tables`: the other benches' tables (latency, recovery, scale, memory, profile);
 - :mod:`bench.report_chart`: the chart (:func:`chart`).
 
-:mod:`bench.__main__` imports all four public functions from here.
+:func:`bench.run_record.write_results` imports all four public functions from here.
 """
 
 from __future__ import annotations

@@ -117,7 +117,7 @@ def test_the_soak_s_devstack_passes_the_version_to_the_brokers(fake_broker: list
 
 def test_a_protocol_that_cannot_be_read_is_recorded_as_such_not_fatal(monkeypatch: pytest.MonkeyPatch) -> None:
     from airflow_provider_eos.kafka import broker_protocol
-    from bench.__main__ import broker_facts as bench_facts
+    from bench.run_record import broker_facts as bench_facts
     from soak.run import broker_facts as soak_facts
 
     def unreachable(config: Any) -> str:
