@@ -244,15 +244,17 @@ def _archive_location(given: str) -> str:
 
 
 def writer_jars(spec: PipelineSpec, run_mode: str) -> list[str]:
-    """The JVM writer's jar when the spec asks for it (``executor_writer: jvm``), shipped like the connector.
+    """The ``jvm/`` module's jar when the run needs it (:meth:`PipelineSpec.ships_jvm_jar`), shipped like the
+    connector.
 
-    Both exactly-once writers use it (the executor writers' tasks, the driver writer's spill); a run
-    that is not exactly-once (``run_mode``, which ``eos run --mode`` may set apart from the spec's)
+    The plan reader in it reads every batch's plan under ``writers`` ``auto`` or ``executors``; its JVM
+    writer runs the executor writers' tasks and the driver writer's spill (``executor_writer: jvm``). A
+    run that is not exactly-once (``run_mode``, which ``eos run --mode`` may set apart from the spec's)
     needs no jar.
 
     :raises PrerequisiteError: the jar is not built (or older than its sources), naming the fix.
     """
-    if not spec.ships_executor_writer_jar(run_mode):
+    if not spec.ships_jvm_jar(run_mode):
         return []
     from airflow_provider_eos.devstack.jars import executor_writer_jar
 

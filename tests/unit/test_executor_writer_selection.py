@@ -125,5 +125,5 @@ def test_a_run_that_is_not_exactly_once_needs_no_writer_jar_whatever_the_specs_m
     at_least_once = plan_submit(jvm_spec_file, spec, mode="at-least-once", work_dir=tmp_path / "work",
                                 connector=connector)
     assert at_least_once.jars == connector.jars
-    assert spec.ships_executor_writer_jar() and not spec.ships_executor_writer_jar(Mode.AT_LEAST_ONCE)
-    assert not spec.ships_executor_writer_jar("noop")
+    assert spec.ships_jvm_jar() and not spec.ships_jvm_jar(Mode.AT_LEAST_ONCE)
+    assert not spec.ships_jvm_jar("noop")

@@ -243,7 +243,7 @@ def _driver_writer_storage(facts: PreflightFacts) -> Outcome:
 )
 def _executor_writer_jar(facts: PreflightFacts) -> Outcome:
     spec = facts.spec
-    if not spec.ships_executor_writer_jar():
+    if not spec.ships_jvm_jar():
         if spec.mode is not Mode.EXACTLY_ONCE:
             return passed(f"mode {spec.mode.value!r}: no JVM writer runs and no plan is read, no jar to ship")
         return passed("writers is 'driver' and executor_writer is 'python': no plan is read and no JVM writer runs, "

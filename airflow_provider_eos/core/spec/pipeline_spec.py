@@ -293,7 +293,7 @@ class PipelineSpec(BaseModel):
             return None
         return parse_interval_ms(self.trigger)
 
-    def ships_executor_writer_jar(self, mode: Mode | str | None = None) -> bool:
+    def ships_jvm_jar(self, mode: Mode | str | None = None) -> bool:
         """Whether the ``jvm/`` module's jar must go with the job: an exactly-once run that reads the
         batch's plan (``writers`` ``auto`` or ``executors``: the plan reader is in the jar) or may run
         the JVM writer (``executor_writer: jvm``: the executor writers' tasks, the driver writer's
