@@ -3,8 +3,8 @@
 Two pytest-xdist workers on two cores finish together only if the longest tests start first (a
 40-second unit module is easy to fit in at the end; a seven-minute chaos test is not). The record is
 seconds per test (setup, call and teardown added up) from a run's ``--durations=0`` report; refresh
-it with ``make durations`` after adding or reshaping slow tests. A test without a record is taken as
-short.
+it with ``make durations`` after adding or reshaping slow tests (the tests it does not run keep their
+record). A test without a record is taken as short.
 
 A test's timeout is a multiple of its record, never below :data:`DEFAULT_TIMEOUT_S`: a hang fails in
 minutes with the test's name, while a machine several times slower than the one that recorded it
@@ -83,9 +83,20 @@ def main(argv: list[str]) -> int:
     if not found:
         print(f"{argv[0]} has no --durations=0 lines: run pytest with --durations=0", file=sys.stderr)
         return 1
-    DURATIONS_FILE.write_text(json.dumps(dict(sorted(found.items())), indent=0) + "\n")
-    print(f"{len(found)} tests, {sum(found.values()):.0f} s recorded in {DURATIONS_FILE}")
+    merged = merge(load(), found, DURATIONS_FILE.parents[1])
+    DURATIONS_FILE.write_text(json.dumps(merged, indent=0) + "\n")
+    print(f"{len(found)} tests measured ({sum(found.values()):.0f} s); {len(merged)} recorded in {DURATIONS_FILE}")
     return 0
+
+
+def merge(recorded: dict[str, float], measured: dict[str, float], repo: Path) -> dict[str, float]:
+    """The record after a run: its measurements, and the earlier records of the tests it did not run.
+
+    A run of ``make test`` leaves out the long proofs (``make test-long``), whose records still set
+    their timeouts; a record whose module is gone is dropped.
+    """
+    kept = {nodeid: seconds for nodeid, seconds in recorded.items() if (repo / nodeid.split("::", 1)[0]).exists()}
+    return dict(sorted({**kept, **measured}.items()))
 
 
 if __name__ == "__main__":

@@ -64,3 +64,17 @@ def test_the_committed_record_names_tests_that_exist() -> None:
     repo = durations.DURATIONS_FILE.parents[1]
     missing = [nodeid for nodeid in recorded if not (repo / nodeid.split("::")[0]).exists()]
     assert recorded and not missing, missing
+
+
+def test_a_run_replaces_the_records_of_the_tests_it_ran_and_the_others_keep_theirs(tmp_path) -> None:
+    (tmp_path / "tests").mkdir()
+    for module in ("test_long.py", "test_short.py"):
+        (tmp_path / "tests" / module).write_text("")
+    recorded = {"tests/test_long.py::test_proof": 300.0, "tests/test_short.py::test_a": 2.0,
+                "tests/test_gone.py::test_b": 9.0}
+    measured = {"tests/test_short.py::test_a": 3.5, "tests/test_short.py::test_new": 40.0}
+    assert durations.merge(recorded, measured, tmp_path) == {
+        "tests/test_long.py::test_proof": 300.0,  # a long proof `make test` does not run keeps its timeout
+        "tests/test_short.py::test_a": 3.5,
+        "tests/test_short.py::test_new": 40.0,
+    }
