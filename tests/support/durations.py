@@ -4,7 +4,9 @@ Two pytest-xdist workers on two cores finish together only if the longest tests 
 40-second unit module is easy to fit in at the end; a seven-minute chaos test is not). The record is
 seconds per test (setup, call and teardown added up) from a run's ``--durations=0`` report; refresh
 it with ``make durations`` after adding or reshaping slow tests (the tests it does not run keep their
-record). A test without a record is taken as short.
+record). A module without any record is taken as :data:`UNRECORDED_MODULE_S` long (a unit module as
+short): started last as if short, a new 40-second integration module left one worker running alone at
+the end of CI's run.
 
 A test's timeout is a multiple of its record, never below :data:`DEFAULT_TIMEOUT_S`: a hang fails in
 minutes with the test's name, while a machine several times slower than the one that recorded it
@@ -21,6 +23,8 @@ from pathlib import Path
 
 DURATIONS_FILE = Path(__file__).resolve().parents[1] / "durations.json"
 DEFAULT_TIMEOUT_S = 300
+#: What a module without any record is taken to last when the start order is made (outside tests/unit/).
+UNRECORDED_MODULE_S = 30.0
 SLOWER_MACHINE_FACTOR = 5
 _LINE = re.compile(r"^\s*(?P<seconds>[0-9.]+)s (?:setup|call|teardown)\s+(?P<nodeid>\S.*?)\s*$")
 
@@ -52,7 +56,7 @@ def timeout_for(recorded_s: float | None) -> int:
 
 #: Test packages whose modules share a package-scoped fixture (the Airflow deployment): their modules
 #: run as one group, so the fixture is set up once per worker and stopped once they are done.
-PACKAGE_GROUPS = ("tests/deployment/",)
+PACKAGE_GROUPS = ("tests/deployment/", "tests/deployment_celery/")
 
 
 def group_of(nodeid: str) -> str:
@@ -63,15 +67,22 @@ def group_of(nodeid: str) -> str:
 
 def start_order(nodeids: list[str], recorded: dict[str, float]) -> dict[str, tuple[float, float]]:
     """Each test's sort key: its group's longest recorded test, then its module's (both descending), so
-    the longest tests start as early as possible.
+    the longest tests start as early as possible; a module without any record counts as
+    :data:`UNRECORDED_MODULE_S` (a unit module as 0).
 
     Groups and modules stay whole (their package- and module-scoped fixtures are set up once per
     worker); a stable sort on this key keeps pytest's order inside a module.
     """
+    recorded_modules = {nodeid.split("::", 1)[0] for nodeid in recorded}
     longest: dict[str, float] = {}
     for nodeid in nodeids:
-        for unit in {group_of(nodeid), nodeid.split("::", 1)[0]}:
-            longest[unit] = max(longest.get(unit, 0.0), recorded.get(nodeid, 0.0))
+        module = nodeid.split("::", 1)[0]
+        if module in recorded_modules or module.startswith("tests/unit/"):
+            seconds = recorded.get(nodeid, 0.0)
+        else:
+            seconds = UNRECORDED_MODULE_S
+        for unit in {group_of(nodeid), module}:
+            longest[unit] = max(longest.get(unit, 0.0), seconds)
     return {nodeid: (-longest[group_of(nodeid)], -longest[nodeid.split("::", 1)[0]]) for nodeid in nodeids}
 
 

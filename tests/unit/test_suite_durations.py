@@ -78,3 +78,36 @@ def test_a_run_replaces_the_records_of_the_tests_it_ran_and_the_others_keep_thei
         "tests/test_short.py::test_a": 3.5,
         "tests/test_short.py::test_new": 40.0,
     }
+
+
+def test_a_module_without_any_record_starts_as_a_mid_length_one_and_a_unit_module_as_a_short_one() -> None:
+    recorded = {"tests/integration/test_old.py::test_a": 90.0, "tests/integration/test_quick.py::test_a": 5.0,
+                "tests/integration/test_quick.py::test_b": 1.0}
+    nodeids = [
+        "tests/unit/test_new_unit.py::test_a",
+        "tests/integration/test_quick.py::test_a",
+        "tests/integration/test_quick.py::test_new",  # a new test in a recorded module: its module's key
+        "tests/integration/test_new.py::test_a",
+        "tests/integration/test_old.py::test_a",
+    ]
+    keys = durations.start_order(nodeids, recorded)
+    assert sorted(nodeids, key=keys.__getitem__) == [
+        "tests/integration/test_old.py::test_a",
+        "tests/integration/test_new.py::test_a",
+        "tests/integration/test_quick.py::test_a",
+        "tests/integration/test_quick.py::test_new",
+        "tests/unit/test_new_unit.py::test_a",
+    ]
+    assert keys["tests/integration/test_new.py::test_a"][0] == -durations.UNRECORDED_MODULE_S
+
+
+def test_the_celery_deployments_modules_start_together_as_one_group() -> None:
+    recorded = {"tests/deployment_celery/test_cross_worker_pipeline.py::test_long": 400.0,
+                "tests/deployment_celery/test_worker_hosts.py::test_hosts": 80.0,
+                "tests/chaos/test_crash_points.py::test_crash": 200.0}
+    nodeids = ["tests/deployment_celery/test_worker_hosts.py::test_hosts",
+               "tests/chaos/test_crash_points.py::test_crash",
+               "tests/deployment_celery/test_cross_worker_pipeline.py::test_long"]
+    keys = durations.start_order(nodeids, recorded)
+    assert durations.group_of(nodeids[0]) == durations.group_of(nodeids[2]) == "tests/deployment_celery/"
+    assert sorted(nodeids, key=keys.__getitem__) == [nodeids[2], nodeids[0], nodeids[1]]
