@@ -4,9 +4,10 @@ Two pytest-xdist workers on two cores finish together only if the longest tests 
 40-second unit module is easy to fit in at the end; a seven-minute chaos test is not). The record is
 seconds per test (setup, call and teardown added up) from a run's ``--durations=0`` report; refresh
 it with ``make durations`` after adding or reshaping slow tests (the tests it does not run keep their
-record). A module without any record is taken as :data:`UNRECORDED_MODULE_S` long (a unit module as
-short): started last as if short, a new 40-second integration module left one worker running alone at
-the end of CI's run.
+record). A test without a record is taken as long as its module's longest record, and a module
+without any as :data:`UNRECORDED_MODULE_S` (a unit module as short): taken as short, new and newly
+parametrized integration tests (a 36-second Prometheus scrape among them) started last, and one
+worker ran them alone at the end of CI's run.
 
 A test's timeout is a multiple of its record, never below :data:`DEFAULT_TIMEOUT_S`: a hang fails in
 minutes with the test's name, while a machine several times slower than the one that recorded it
@@ -65,23 +66,30 @@ def group_of(nodeid: str) -> str:
     return next((package for package in PACKAGE_GROUPS if module.startswith(package)), module)
 
 
+def estimate(nodeid: str, recorded: dict[str, float]) -> float:
+    """A test's duration for the start order: its record; else its module's longest record (a test
+    renamed or parametrized since keeps its module's place); else :data:`UNRECORDED_MODULE_S`, or 0
+    for a unit module."""
+    if nodeid in recorded:
+        return recorded[nodeid]
+    module = nodeid.split("::", 1)[0]
+    in_module = [seconds for other, seconds in recorded.items() if other.split("::", 1)[0] == module]
+    if in_module:
+        return max(in_module)
+    return 0.0 if module.startswith("tests/unit/") else UNRECORDED_MODULE_S
+
+
 def start_order(nodeids: list[str], recorded: dict[str, float]) -> dict[str, tuple[float, float]]:
     """Each test's sort key: its group's longest recorded test, then its module's (both descending), so
-    the longest tests start as early as possible; a module without any record counts as
-    :data:`UNRECORDED_MODULE_S` (a unit module as 0).
+    the longest tests start as early as possible (a test without a record: :func:`estimate`).
 
     Groups and modules stay whole (their package- and module-scoped fixtures are set up once per
     worker); a stable sort on this key keeps pytest's order inside a module.
     """
-    recorded_modules = {nodeid.split("::", 1)[0] for nodeid in recorded}
     longest: dict[str, float] = {}
     for nodeid in nodeids:
-        module = nodeid.split("::", 1)[0]
-        if module in recorded_modules or module.startswith("tests/unit/"):
-            seconds = recorded.get(nodeid, 0.0)
-        else:
-            seconds = UNRECORDED_MODULE_S
-        for unit in {group_of(nodeid), module}:
+        seconds = estimate(nodeid, recorded)
+        for unit in {group_of(nodeid), nodeid.split("::", 1)[0]}:
             longest[unit] = max(longest.get(unit, 0.0), seconds)
     return {nodeid: (-longest[group_of(nodeid)], -longest[nodeid.split("::", 1)[0]]) for nodeid in nodeids}
 

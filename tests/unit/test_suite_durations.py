@@ -80,25 +80,30 @@ def test_a_run_replaces_the_records_of_the_tests_it_ran_and_the_others_keep_thei
     }
 
 
-def test_a_module_without_any_record_starts_as_a_mid_length_one_and_a_unit_module_as_a_short_one() -> None:
+def test_an_unrecorded_test_starts_as_its_modules_longest_a_new_module_as_a_mid_length_one_a_unit_one_last() -> None:
     recorded = {"tests/integration/test_old.py::test_a": 90.0, "tests/integration/test_quick.py::test_a": 5.0,
-                "tests/integration/test_quick.py::test_b": 1.0}
+                "tests/integration/test_quick.py::test_b": 1.0,
+                "tests/integration/test_renamed.py::test_killed": 45.0}
     nodeids = [
         "tests/unit/test_new_unit.py::test_a",
         "tests/integration/test_quick.py::test_a",
-        "tests/integration/test_quick.py::test_new",  # a new test in a recorded module: its module's key
+        "tests/integration/test_quick.py::test_new",
         "tests/integration/test_new.py::test_a",
+        "tests/integration/test_renamed.py::test_killed[jvm]",  # parametrized since its record
         "tests/integration/test_old.py::test_a",
     ]
     keys = durations.start_order(nodeids, recorded)
     assert sorted(nodeids, key=keys.__getitem__) == [
         "tests/integration/test_old.py::test_a",
+        "tests/integration/test_renamed.py::test_killed[jvm]",
         "tests/integration/test_new.py::test_a",
         "tests/integration/test_quick.py::test_a",
         "tests/integration/test_quick.py::test_new",
         "tests/unit/test_new_unit.py::test_a",
     ]
-    assert keys["tests/integration/test_new.py::test_a"][0] == -durations.UNRECORDED_MODULE_S
+    assert durations.estimate("tests/integration/test_new.py::test_a", recorded) == durations.UNRECORDED_MODULE_S
+    assert durations.estimate("tests/integration/test_quick.py::test_new", recorded) == 5.0
+    assert durations.estimate("tests/unit/test_new_unit.py::test_a", recorded) == 0.0
 
 
 def test_the_celery_deployments_modules_start_together_as_one_group() -> None:
