@@ -342,6 +342,10 @@ def test_the_jvm_spill_writes_the_arrow_the_python_spill_writes_with_mixed_heade
         (p.spark_partition, p.attempt, p.rows) for p in python_parts]
     assert all(p.file.endswith(".arrow") and p.bytes == CheckpointReader(str(tmp_path / "jvm")).fs.size(p.file)
                for p in jvm_parts)
+    # The JVM task names its file as Hadoop qualifies it (file:/...); the driver keeps only its name, under the
+    # batch's folder as the checkpoint's filesystem spells it, as the Python task's.
+    for writer, parts in (("jvm", jvm_parts), ("python", python_parts)):
+        assert all(p.file.startswith(f"{tmp_path}/{writer}/eos/spill/1/") for p in parts), [p.file for p in parts]
     # ~510 bytes a row: 256 KiB ends a batch near 512 rows, far below the 10,000 of maxRecordsPerBatch.
     assert all(256 <= b.num_rows <= 768 for b in jvm_batches[:-1]), [b.num_rows for b in jvm_batches]
     headers = pa.Table.from_batches(jvm_batches).column("headers").to_pylist()
