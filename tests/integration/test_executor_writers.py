@@ -65,10 +65,12 @@ def test_auto_runs_json_enrich_on_executor_writers_exactly_once(bootstrap, tmp_p
     batches = result.batch_lines()
     assert tasks and {t["writer"] for t in tasks} == {executor_writer}, tasks[:2]
     # Both writers' lines carry the Python writer's fields, and a task's times nest: init within open within
-    # produce, and of the open, what the task waited for at its first row.
+    # produce, and of the open, what the task waited for at its first row (until the opening ended, not until the
+    # busy machine woke the task up: measured so, it once came out longer than the opening).
     assert all(t.keys() == {f.name for f in fields(TaskStats)} for t in tasks), tasks[0]
-    assert all(0 <= t["init_ms"] <= t["open_ms"] <= t["produce_ms"] and 0 <= t["open_wait_ms"] <= t["open_ms"] + 1
-               for t in tasks if t["action"] == "produce")
+    produced = [t for t in tasks if t["action"] == "produce"]
+    assert all(0 <= t["init_ms"] <= t["open_ms"] <= t["produce_ms"] and 0 <= t["open_wait_ms"] <= t["open_ms"]
+               for t in produced), produced
     # One task per input partition with data in every batch; each task's counts add up to the batch's.
     for batch in batches:
         own = [t for t in tasks if t["batch_id"] == batch["batch_id"]]
