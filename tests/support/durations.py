@@ -4,8 +4,8 @@ Two pytest-xdist workers on two cores finish together only if the longest tests 
 40-second unit module is easy to fit in at the end; a seven-minute chaos test is not). The record is
 seconds per test (setup, call and teardown added up) from a run's ``--durations=0`` report; refresh
 it with ``make durations`` after adding or reshaping slow tests (the tests it does not run keep their
-record). A test without a record is taken as long as its module's longest record, and a module
-without any as :data:`UNRECORDED_MODULE_S` (a unit module as short): taken as short, new and newly
+record). A test without a record starts as long as its module's longest record, and a module
+without any as :data:`UNRECORDED_MODULE_S` (a unit module as 0): taken as 0, new and newly
 parametrized integration tests (a 36-second Prometheus scrape among them) started last, and one
 worker ran them alone at the end of CI's run.
 
@@ -55,14 +55,19 @@ def timeout_for(recorded_s: float | None) -> int:
     return max(DEFAULT_TIMEOUT_S, math.ceil(recorded_s * SLOWER_MACHINE_FACTOR / 60) * 60)
 
 
-#: Test packages whose modules share a package-scoped fixture (the Airflow deployment): their modules
+#: Test packages whose modules share a package-scoped fixture (an Airflow deployment): their modules
 #: run as one group, so the fixture is set up once per worker and stopped once they are done.
 PACKAGE_GROUPS = ("tests/deployment/", "tests/deployment_celery/")
 
 
+def module_of(nodeid: str) -> str:
+    """The test file of a node id."""
+    return nodeid.split("::", 1)[0]
+
+
 def group_of(nodeid: str) -> str:
     """The group a test runs with: its package if listed in :data:`PACKAGE_GROUPS`, else its module."""
-    module = nodeid.split("::", 1)[0]
+    module = module_of(nodeid)
     return next((package for package in PACKAGE_GROUPS if module.startswith(package)), module)
 
 
@@ -72,8 +77,8 @@ def estimate(nodeid: str, recorded: dict[str, float]) -> float:
     for a unit module."""
     if nodeid in recorded:
         return recorded[nodeid]
-    module = nodeid.split("::", 1)[0]
-    in_module = [seconds for other, seconds in recorded.items() if other.split("::", 1)[0] == module]
+    module = module_of(nodeid)
+    in_module = [seconds for other, seconds in recorded.items() if module_of(other) == module]
     if in_module:
         return max(in_module)
     return 0.0 if module.startswith("tests/unit/") else UNRECORDED_MODULE_S
@@ -89,9 +94,9 @@ def start_order(nodeids: list[str], recorded: dict[str, float]) -> dict[str, tup
     longest: dict[str, float] = {}
     for nodeid in nodeids:
         seconds = estimate(nodeid, recorded)
-        for unit in {group_of(nodeid), nodeid.split("::", 1)[0]}:
+        for unit in {group_of(nodeid), module_of(nodeid)}:
             longest[unit] = max(longest.get(unit, 0.0), seconds)
-    return {nodeid: (-longest[group_of(nodeid)], -longest[nodeid.split("::", 1)[0]]) for nodeid in nodeids}
+    return {nodeid: (-longest[group_of(nodeid)], -longest[module_of(nodeid)]) for nodeid in nodeids}
 
 
 def main(argv: list[str]) -> int:
@@ -114,7 +119,7 @@ def merge(recorded: dict[str, float], measured: dict[str, float], repo: Path) ->
     A run of ``make test`` leaves out the long proofs (``make test-long``), whose records still set
     their timeouts; a record whose module is gone is dropped.
     """
-    kept = {nodeid: seconds for nodeid, seconds in recorded.items() if (repo / nodeid.split("::", 1)[0]).exists()}
+    kept = {nodeid: seconds for nodeid, seconds in recorded.items() if (repo / module_of(nodeid)).exists()}
     return dict(sorted({**kept, **measured}.items()))
 
 
