@@ -21,7 +21,9 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import re
 import shutil
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,6 +34,11 @@ from airflow_provider_eos.devstack.jars import eos_home
 CACHE_DIR = eos_home() / "class-archives"
 #: HotSpot's own notes on the archive (e.g. "shared class paths mismatch") stay out of the job's log.
 _QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
+_SPARK_LOG_LINE = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (INFO|WARN) ")
+
+
+class ClassArchiveError(RuntimeError):
+    """The application that writes the archive failed: every Spark driver of the run would start without it."""
 
 
 def archive_path() -> Path:
@@ -87,7 +94,10 @@ def writing_archive() -> Iterator[dict[str, str] | None]:
 
 def write_now(timeout_s: float = 300) -> bool:
     """Write the archive with :mod:`tests.support.class_archive_job` (local[2], the tests' Spark conf) unless
-    there is one or another process is writing it; True when there is one afterwards."""
+    there is one or another process is writing it; True when there is one afterwards.
+
+    :raises ClassArchiveError: the application failed or ran past ``timeout_s`` (what it printed last).
+    """
     import subprocess
 
     from airflow_provider_eos.spark.submit_command import spark_submit_executable
@@ -100,13 +110,20 @@ def write_now(timeout_s: float = 300) -> bool:
                 for arg in ("--conf", f"{key}={value}")]
         command = [spark_submit_executable(), "--master", "local[2]", *conf,
                    str(Path(__file__).with_name("class_archive_job.py"))]
+        # The application's foreachBatch and mapInArrow run Python (with pyarrow and pandas): this interpreter's,
+        # as the harness's jobs do (a bare spark-submit would take python3 from PATH).
+        python = {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
         try:
-            done = subprocess.run(command, env={**os.environ, **env}, capture_output=True, timeout=timeout_s,
-                                  check=False)
-        except subprocess.TimeoutExpired:
-            return False
-        if done.returncode == 0:
-            promote(env)
+            done = subprocess.run(command, env={**os.environ, **python, **env}, capture_output=True, text=True,
+                                  errors="replace", timeout=timeout_s, check=False)
+        except subprocess.TimeoutExpired as timed_out:
+            raise ClassArchiveError(f"the class archive's application ran past {timeout_s:.0f} s") from timed_out
+        if done.returncode != 0:
+            # Spark's INFO lines of its shutdown come after the error.
+            errors = [line for line in done.stderr.splitlines() if not _SPARK_LOG_LINE.match(line)]
+            tail = "\n".join(errors[-15:])
+            raise ClassArchiveError(f"the class archive's application exited {done.returncode}:\n{tail}")
+        promote(env)
     return archive_path().exists()
 
 
