@@ -156,25 +156,6 @@ def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
         cluster.down()
 
 
-@pytest.fixture(scope="session")
-def yarn_cluster(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Iterator:
-    """HDFS and YARN from ``hadoop-minicluster``, one per test run (shared by the xdist workers), always
-    stopped (and by a reaper if pytest dies)."""
-    import time
-
-    from airflow_provider_eos.devstack.yarn import YarnMiniCluster
-
-    def start(folder: Path, owner: int):
-        started = time.monotonic()
-        info = YarnMiniCluster(folder).up(stop_with_pid=owner)
-        print(f"\nYARN MiniCluster up in {time.monotonic() - started:.1f}s at {info.resourcemanager_url}")
-        return info
-
-    with shared_service(tmp_path_factory, worker_id, "yarn", start,
-                        lambda folder: YarnMiniCluster(folder).down()) as info:
-        yield info
-
-
 @pytest.fixture
 def topic_factory(bootstrap: str) -> Callable[..., str]:
     """Create a uniquely named topic: ``topic_factory("in", partitions=4)``."""

@@ -55,9 +55,9 @@ def timeout_for(recorded_s: float | None) -> int:
     return max(DEFAULT_TIMEOUT_S, math.ceil(recorded_s * SLOWER_MACHINE_FACTOR / 60) * 60)
 
 
-#: Test packages whose modules share a package-scoped fixture (an Airflow deployment): their modules
-#: run as one group, so the fixture is set up once per worker and stopped once they are done.
-PACKAGE_GROUPS = ("tests/deployment/", "tests/deployment_celery/")
+#: Test packages whose modules share a package-scoped fixture (an Airflow deployment, the YARN MiniCluster):
+#: their modules run as one group, so the fixture is set up once per worker and stopped once they are done.
+PACKAGE_GROUPS = ("tests/deployment/", "tests/deployment_celery/", "tests/yarn/")
 
 
 def module_of(nodeid: str) -> str:

@@ -1,7 +1,7 @@
 """The submit operator against the shared MiniYARNCluster in cluster mode, as an Airflow worker runs it.
 
 The YARN tests' common ground (the worker's environment is the ``on_yarn`` fixture, in
-``tests/integration/conftest.py``): a harness whose checkpoint is on HDFS, the operator, and
+``tests/yarn/conftest.py``): a harness whose checkpoint is on HDFS, the operator, and
 :class:`RunningSubmit`: the task running in a thread until its application is killed.
 """
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.support import durations
 
 REPORT = """
@@ -106,13 +108,18 @@ def test_an_unrecorded_test_starts_as_its_modules_longest_a_new_module_as_a_mid_
     assert durations.estimate("tests/unit/test_new_unit.py::test_a", recorded) == 0.0
 
 
-def test_the_celery_deployments_modules_start_together_as_one_group() -> None:
-    recorded = {"tests/deployment_celery/test_cross_worker_pipeline.py::test_long": 400.0,
-                "tests/deployment_celery/test_worker_hosts.py::test_hosts": 80.0,
+@pytest.mark.parametrize(("package", "long_module", "short_module"), [
+    ("tests/deployment_celery/", "test_cross_worker_pipeline.py", "test_worker_hosts.py"),
+    ("tests/yarn/", "test_yarn_driver_writer.py", "test_hdfs_driver_lease.py"),
+])
+def test_the_modules_of_a_package_with_a_shared_service_start_together_as_one_group(
+        package: str, long_module: str, short_module: str) -> None:
+    recorded = {f"{package}{long_module}::test_long": 400.0,
+                f"{package}{short_module}::test_short": 8.0,
                 "tests/chaos/test_crash_points.py::test_crash": 200.0}
-    nodeids = ["tests/deployment_celery/test_worker_hosts.py::test_hosts",
+    nodeids = [f"{package}{short_module}::test_short",
                "tests/chaos/test_crash_points.py::test_crash",
-               "tests/deployment_celery/test_cross_worker_pipeline.py::test_long"]
+               f"{package}{long_module}::test_long"]
     keys = durations.start_order(nodeids, recorded)
-    assert durations.group_of(nodeids[0]) == durations.group_of(nodeids[2]) == "tests/deployment_celery/"
+    assert durations.group_of(nodeids[0]) == durations.group_of(nodeids[2]) == package
     assert sorted(nodeids, key=keys.__getitem__) == [nodeids[2], nodeids[0], nodeids[1]]

@@ -71,7 +71,7 @@ SLEEP_APP = textwrap.dedent("""
 """)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def webhdfs(yarn_cluster: YarnClusterInfo) -> fsspec.AbstractFileSystem:
     port = int(yarn_cluster.webhdfs_url.rsplit(":", 1)[1])
     # The NameNode's superuser is whoever started it; without Kerberos WebHDFS trusts user.name.
