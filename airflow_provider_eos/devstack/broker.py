@@ -25,7 +25,15 @@ from typing import Literal
 from airflow_provider_eos.core.errors import DevstackError
 from airflow_provider_eos.core.retry import RetryPolicy
 from airflow_provider_eos.devstack.broker_config import NodeLayout, free_port, server_properties
-from airflow_provider_eos.devstack.broker_nodes import jvm_command, pid_alive, send, start_node, terminate
+from airflow_provider_eos.devstack.broker_nodes import (
+    JVM_OPTIONS_ENV,
+    jvm_command,
+    jvm_options,
+    pid_alive,
+    send,
+    start_node,
+    terminate,
+)
 from airflow_provider_eos.devstack.broker_ready import listening, log_tail, registered, wait_transactional
 from airflow_provider_eos.devstack.broker_state import BrokerDown, BrokerInfo, NodeInfo
 from airflow_provider_eos.devstack.jars import (
@@ -235,9 +243,11 @@ class LocalKafka:
             finally:
                 argfile.unlink()
         if fmt.returncode != 0:
+            extra = " ".join(jvm_options())
             raise DevstackError(
                 f"Formatting KRaft storage in {node.folder} failed: {fmt.stderr or fmt.stdout}",
-                fix=f"run `eos devstack down --state-dir {self.state_dir}` and retry; check that Java 17+ runs.",
+                fix=f"run `eos devstack down --state-dir {self.state_dir}` and retry; check that Java 17+ runs"
+                    + (f" and takes {JVM_OPTIONS_ENV}={extra!r}." if extra else "."),
             )
 
     # -- faults of one node ------------------------------------------------------------------

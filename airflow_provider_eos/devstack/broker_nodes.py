@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import subprocess
 from pathlib import Path
@@ -16,7 +17,8 @@ from airflow_provider_eos.core.errors import DevstackError
 from airflow_provider_eos.core.retry import RetryPolicy
 from airflow_provider_eos.devstack.broker_config import NodeLayout
 
-__all__ = ["BROKER_EXITS", "jvm_command", "pid_alive", "send", "start_node", "terminate"]
+__all__ = ["BROKER_EXITS", "JVM_OPTIONS_ENV", "jvm_command", "jvm_options", "pid_alive", "send", "start_node",
+           "terminate"]
 
 BROKER_EXITS = RetryPolicy(waiting_for="the broker to exit", timeout_s=30, first_delay_s=0.2, max_delay_s=0.2)
 LOG4J = Path(__file__).with_name("log4j2.xml")
@@ -37,11 +39,31 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+#: More JVM options for every node and the storage formatter, split as a shell splits them, after the
+#: devstack's own (so ``-Xmx`` here wins). Kafka's scripts read ``KAFKA_OPTS``; the devstack does not, so
+#: options meant for another cluster's tools (a metrics agent on a fixed port, a JAAS file) stay there.
+JVM_OPTIONS_ENV = "EOS_DEVSTACK_KAFKA_OPTS"
+
+
+def jvm_options() -> list[str]:
+    """The options of :data:`JVM_OPTIONS_ENV` (none when it is unset or empty).
+
+    :raises DevstackError: the value does not split (an unclosed quote).
+    """
+    value = os.environ.get(JVM_OPTIONS_ENV, "")
+    try:
+        return shlex.split(value)
+    except ValueError as error:
+        raise DevstackError(f"{JVM_OPTIONS_ENV}={value!r} is not a list of JVM options: {error}.",
+                            fix=f"quote it as a shell would: {JVM_OPTIONS_ENV}='-XX:TieredStopAtLevel=1 -Dx=\"a b\"'",
+                            ) from error
+
+
 def jvm_command(java: str, heap: str, classpath: str, log_dir: Path) -> list[str]:
     """The JVM options every node (and the storage formatter) runs with."""
     return [
         java, f"-Xmx{heap}", f"-Xms{heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
-        f"-Dkafka.logs.dir={log_dir}", f"-Dlog4j2.configurationFile={LOG4J}", "-cp", classpath,
+        f"-Dkafka.logs.dir={log_dir}", f"-Dlog4j2.configurationFile={LOG4J}", *jvm_options(), "-cp", classpath,
     ]
 
 

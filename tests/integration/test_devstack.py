@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -14,9 +16,9 @@ from airflow_provider_eos.devstack.broker_nodes import pid_alive
 pytestmark = pytest.mark.integration
 
 
-def eos(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+def eos(*args: str, timeout: float = 180, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "airflow_provider_eos.cli", *args], capture_output=True,
-                          text=True, timeout=timeout, check=False)
+                          text=True, timeout=timeout, check=False, env=env)
 
 
 def test_devstack_up_status_down(tmp_path):
@@ -42,6 +44,26 @@ def test_devstack_up_status_down(tmp_path):
 def test_bad_transaction_max_timeout_is_a_clear_error(tmp_path):
     result = eos("devstack", "up", "--state-dir", str(tmp_path / "x"), "--transaction-max-timeout-ms", "0")
     assert result.returncode == 2 and "--transaction-max-timeout-ms must be positive, got 0" in result.stderr
+
+
+def test_the_nodes_run_with_the_jvm_options_of_eos_devstack_kafka_opts_and_a_bad_one_is_named(tmp_path):
+    state = str(tmp_path / "devstack")
+    options = "-XX:TieredStopAtLevel=1 '-Deos.devstack.note=two words'"
+    try:
+        up = eos("devstack", "up", "--state-dir", state, env={**os.environ, "EOS_DEVSTACK_KAFKA_OPTS": options})
+        assert up.returncode == 0, up.stderr
+        pid = LocalKafka(state).status().pid
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        assert b"-XX:TieredStopAtLevel=1" in argv and b"-Deos.devstack.note=two words" in argv, argv
+        assert argv.index(b"-XX:TieredStopAtLevel=1") < argv.index(b"kafka.Kafka")
+    finally:
+        assert eos("devstack", "down", "--state-dir", state).returncode == 0
+    bad = eos("devstack", "up", "--state-dir", state,
+              env={**os.environ, "EOS_DEVSTACK_KAFKA_OPTS": "-XX:+NoSuchOption"})
+    assert bad.returncode == 2, bad.stderr
+    assert "Unrecognized VM option 'NoSuchOption'" in bad.stderr
+    assert "takes EOS_DEVSTACK_KAFKA_OPTS='-XX:+NoSuchOption'" in bad.stderr
+    eos("devstack", "down", "--state-dir", state)
 
 
 def test_broker_is_stopped_when_its_owner_dies_without_cleanup(tmp_path):
