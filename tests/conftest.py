@@ -193,11 +193,14 @@ def spark(connector_jars: list[Path], tmp_path_factory: pytest.TempPathFactory) 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
+    from tests.support.pipeline import TEST_SPARK_CONF
+
     session = (
         SparkSession.builder.master("local[2]")
         .appName("eos-tests")
         .config("spark.jars", ",".join(str(j) for j in connector_jars))
         .config("spark.driver.memory", "1g")
+        .config("spark.driver.extraJavaOptions", TEST_SPARK_CONF["spark.driver.extraJavaOptions"])
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("warehouse")))
