@@ -41,6 +41,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     against 4 saved per driver).
     """
     from tests.support import class_archive
+    from tests.support.pipeline import TEST_JIT
 
     config = session.config
     # Spark's block managers and scratch folders go under pytest's own temporary folder, which keeps
@@ -51,10 +52,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     # The tests' brokers live seconds to minutes on light loads: C2's compiling costs them more than it
     # earns (measured: 8.2 -> 4.6 CPU s for a node's start, 10,000 transactional records and stop;
     # 13.4 -> 7.2 at 300,000). `make bench` and the soak start theirs as users do.
-    os.environ.setdefault(JVM_OPTIONS_ENV, "-XX:TieredStopAtLevel=1")
+    os.environ.setdefault(JVM_OPTIONS_ENV, TEST_JIT)
     # Spark's own variable for its standalone master and workers (measured: a master and two workers' start
     # and 30 s idle 15.4 -> 7.6 CPU s, up in 5.7 s instead of 9.0).
-    os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", "-XX:TieredStopAtLevel=1")
+    os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", TEST_JIT)
     if (getattr(config.option, "numprocesses", None) or 0) >= 2 and not hasattr(config, "workerinput"):
         try:
             class_archive.write_now()

@@ -23,6 +23,9 @@ from tests.support.faults import arming_env, disarmed
 from tests.support.kafka import Cluster, client_settings, consume_all, create_topic
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+#: The tests' JVMs (Spark drivers and executors, Kafka nodes, Spark's standalone daemons) live seconds to
+#: minutes on light loads: HotSpot's C1 compiler alone, since C2's compiling costs them more than it earns.
+TEST_JIT = "-XX:TieredStopAtLevel=1"
 #: A test's job runs seconds on a few thousand records: its driver JVM (local mode: the executor too)
 #: spends most of its CPU compiling. C1 alone and the serial collector cut a run's CPU by about a
 #: quarter (measured on test_json_enrich_end_to_end_...: 43 s -> 31 s user) at the same wall time,
@@ -30,8 +33,8 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 TEST_SPARK_CONF = {
     "spark.driver.memory": "768m",
     "spark.sql.shuffle.partitions": "2",
-    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
-    "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+    "spark.driver.extraJavaOptions": f"{TEST_JIT} -XX:+UseSerialGC",
+    "spark.executor.extraJavaOptions": f"{TEST_JIT} -XX:+UseSerialGC",
 }
 
 
