@@ -248,6 +248,23 @@ def test_diverged_align_is_refused_unless_forced(pipeline: Pipeline) -> None:
     assert any("forced" in w for w in forced["warnings"])
 
 
+def test_a_partition_without_a_marker_beside_one_behind_is_diverged_and_align_is_refused(pipeline: Pipeline) -> None:
+    # The group holds nothing for in-0 (its offset deleted or expired) and marker 0 for in-1 while the
+    # checkpoint committed batch 2: aligning would declare batches 1..2 of in-1 produced.
+    pipeline.write_checkpoint(planned=2, committed=2)
+    behind = {TopicPartition(pipeline.input, 1): (BATCHES[0][1], BatchMarker(pipeline.query_id, 0).encode())}
+    write_committed_offsets(pipeline.admin, pipeline.group, behind)
+    spec = str(pipeline.spec_file)
+    code, report = eos_json("verify", "--spec", spec)
+    assert code == 1 and report["overall"] == "DIVERGED", report
+    assert [row["verdict"] for row in report["rows"]] == ["NO_MARKER", "KAFKA_BEHIND"]
+    assert any("hold no batch marker" in issue for issue in report["issues"]), report["issues"]
+
+    code, error = eos_json("repair", "align", "--spec", spec, "--execute")
+    assert code == 2 and error["error"] == "RepairError" and "DIVERGED" in error["message"], error
+    assert pipeline.group_offsets() == {0: None, 1: (BATCHES[0][1], BatchMarker(pipeline.query_id, 0).encode())}
+
+
 def test_verify_without_a_checkpoint_passes_until_the_group_holds_markers(pipeline: Pipeline) -> None:
     spec = str(pipeline.spec_file)
     code, report = eos_json("verify", "--spec", spec)  # no checkpoint written: a pipeline's first run

@@ -11,11 +11,19 @@ import fsspec
 import pytest
 
 from airflow_provider_eos.core.checkpoint import CheckpointReader
-from airflow_provider_eos.core.errors import CheckpointError
+from airflow_provider_eos.core.errors import CheckpointError, InconsistentOffsetsError
 from airflow_provider_eos.core.markers import BatchMarker, CommittedOffset, CommittedOffsets
 from airflow_provider_eos.core.presentation import verification_text
+from airflow_provider_eos.core.sink_protocol import PlannedBatch, decide_batch, decide_partition
+from airflow_provider_eos.core.spec import Writers
 from airflow_provider_eos.core.topic_partition import OffsetMap, TopicPartition
-from airflow_provider_eos.core.verification import Verdict, VerificationReport, verify, verify_checkpoint
+from airflow_provider_eos.core.verification import (
+    Verdict,
+    VerificationReport,
+    verify,
+    verify_checkpoint,
+    writers_in_use,
+)
 
 Q = "5f0c1a7e-3b2d-4c1e-9a8f-0d6e2b7c4a11"
 OTHER_Q = "9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a"
@@ -403,3 +411,70 @@ def test_verify_checkpoint_on_memory_filesystem_and_without_metadata() -> None:
     empty = CheckpointReader(f"memory://verify-{uuid.uuid4().hex}/never-ran")
     report = verify_checkpoint(empty, {TP0: None})
     assert report.overall is Verdict.IN_SYNC and report.nothing_to_verify and report.query_id is None
+
+
+# -- a partition without a marker, or left out of batch C+1, beside the others ------------------------
+# Each verdict below is held against what the sink itself decides on the replay (decide_batch,
+# decide_partition): a report that says "ok" must be one the sink resumes from.
+
+
+def _sink_accepts_replay(committed: CommittedOffsets, *, batch: int, start: OffsetMap, end: OffsetMap,
+                         executors: bool) -> bool:
+    planned = PlannedBatch.of(query_id=Q, batch_id=batch, start=start, end=end)
+    try:
+        if executors:
+            for tp in end:
+                decide_partition(tp, planned, committed.get(tp), "sink")
+        else:
+            decide_batch(planned, committed, "sink")
+    except InconsistentOffsetsError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(("other_batch", "verdict"), [(3, Verdict.KAFKA_BEHIND), (6, Verdict.KAFKA_AHEAD_SAFE)])
+def test_no_marker_beside_a_partition_at_another_batch_is_diverged(other_batch: int, verdict: Verdict) -> None:
+    # Align's repair (offsets/C, marker C on every partition) would lose batches 4..5 of TP1, or write
+    # batch 6 of TP1 twice; the worst row alone (NO_MARKER) would recommend it.
+    offsets = wal(*range(0, 10))
+    committed = {TP0: None, TP1: CommittedOffset(offsets[other_batch][TP1], BatchMarker(Q, other_batch).encode())}
+    report = run(committed, last_committed=5, last_planned=6)
+    assert [row.verdict for row in report.rows] == [Verdict.NO_MARKER, verdict]
+    assert report.overall is Verdict.DIVERGED and not report.ok
+    assert "in-0 hold no batch marker while other partitions carry batch" in report.issues[-1]
+    assert "Manual" in report.next_step and "align --spec" not in report.next_step.split("Once")[0]
+
+
+def test_no_marker_beside_partitions_at_the_last_committed_batch_stays_no_marker() -> None:
+    # Align is the repair here: it gives TP0 what the checkpoint committed, as TP1 already holds.
+    committed = {TP0: None, **marked({TP1: 601}, 5)}
+    report = run(committed, last_committed=5, last_planned=5)
+    assert report.overall is Verdict.NO_MARKER and report.issues == ()
+
+
+@pytest.mark.parametrize("executors", [False, True])
+def test_a_partition_new_in_batch_c_plus_1_left_out_beside_its_marker_is_diverged_for_the_driver_writer(
+    executors: bool,
+) -> None:
+    # offsets/6 adds in-2; the group holds marker 6 for in-0 and in-1 and nothing for in-2.
+    offsets = {**wal(*range(0, 6)), 6: wal(6, partitions=3)[6]}
+    committed = marked({TP0: 700, TP1: 701}, 6)
+    writers = writers_in_use(None, Writers.EXECUTORS if executors else Writers.DRIVER)
+    report = verify(query_id=Q, last_committed=5, last_planned=6, planned_offsets=offsets,
+                    committed={**committed, TopicPartition(T, 2): None}, writers=writers)
+    accepted = _sink_accepts_replay(committed, batch=6, start=offsets[5], end=offsets[6], executors=executors)
+    assert report.ok is accepted is executors
+    if not executors:
+        assert report.overall is Verdict.DIVERGED
+        assert "in-2, which offsets/6 lists, hold nothing" in report.issues[-1]
+
+
+@pytest.mark.parametrize("executors", [False, True])
+def test_the_first_batch_on_some_partitions_only_is_diverged_for_the_driver_writer(executors: bool) -> None:
+    offsets = wal(0)
+    committed = marked({TP0: 100}, 0)
+    writers = writers_in_use(None, Writers.EXECUTORS if executors else Writers.DRIVER)
+    report = verify(query_id=Q, last_committed=None, last_planned=0, planned_offsets=offsets,
+                    committed={**committed, TP1: None}, writers=writers)
+    accepted = _sink_accepts_replay(committed, batch=0, start={}, end=offsets[0], executors=executors)
+    assert report.ok is accepted is executors

@@ -157,18 +157,23 @@ def plan_align(
         )
     report: VerificationReport = verify_checkpoint(reader, committed, spec_writers=spec_writers)
     warnings: list[str] = []
-    consequence = _ALIGN_CONSEQUENCE.get(report.overall)
+    # Every row's verdict, not only the overall one: aligning rewrites every partition, so one partition
+    # it would harm refuses the plan even when another's verdict ranks worse.
+    blocking = max((verdict for verdict in {report.overall, *(row.verdict for row in report.rows)}
+                    if verdict in _ALIGN_CONSEQUENCE), key=lambda verdict: verdict.severity, default=None)
+    consequence = None if blocking is None else _ALIGN_CONSEQUENCE[blocking]
     if report.partially_written_batch is not None:
         consequence = _PARTIAL_BATCH_CONSEQUENCE
-    if consequence is not None:
+    if blocking is not None and consequence is not None:
         message = consequence.format(a=last_committed + 1, c=last_committed)
+        said = report.overall.value if blocking is report.overall else f"{report.overall.value} ({blocking.value} rows)"
         if not force:
+            next_step_applies = blocking is report.overall and blocking is not Verdict.DIVERGED
             raise RepairError(
-                f"refusing to align the group to batch {last_committed}: verification says "
-                f"{report.overall.value}; {message}",
-                fix=report.next_step if report.overall is not Verdict.DIVERGED else "investigate, then pass --force",
+                f"refusing to align the group to batch {last_committed}: verification says {said}; {message}",
+                fix=report.next_step if next_step_applies else "investigate, then pass --force",
             )
-        warnings.append(f"forced despite {report.overall.value}: {message}")
+        warnings.append(f"forced despite {said}: {message}")
 
     query_id = reader.query_id()
     target_metadata = BatchMarker(query_id, last_committed).encode()

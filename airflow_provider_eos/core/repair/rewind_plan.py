@@ -54,8 +54,9 @@ class RewindPlan(FrozenModel):
     """What rewinding a checkpoint to batch ``to_batch`` moves; nothing is changed by planning.
 
     After the rewind, ``to_batch`` is the last committed (and last planned) batch; on restart
-    Spark runs ``to_batch + 1`` onwards, reading the same offset ranges as before because
-    ``offsets/K`` and the source's initial offsets stay in place.
+    Spark runs ``to_batch + 1`` onwards from the same start as before, because ``offsets/K`` and
+    the source's initial offsets stay in place; it plans the batch's end anew (up to the offsets then
+    available), which the sink accepts: it matches marker ``K`` at ``offsets/K``.
 
     JSON: ``repair`` (``"rewind"``), ``root``, ``location``, ``to_batch``, ``is_noop``, ``stateful``,
     ``before`` (the four batch numbers), ``after`` (``last_committed``, ``last_planned``),

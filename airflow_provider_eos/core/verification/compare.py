@@ -15,6 +15,17 @@ transaction of its own, so a crash in the middle of batch ``C+1`` leaves some pa
 verdict is the worst row's. Any other mix is ``DIVERGED`` for both writers: the executor
 writers' batch ``C`` ended only after every partition had committed it.
 
+**A partition without a marker stands only beside partitions at ``C``.** ``NO_MARKER``'s repair,
+align, commits ``offsets/C`` with marker ``C`` to every partition: beside a partition at another
+batch (``KAFKA_BEHIND``, ``KAFKA_AHEAD_SAFE``) it would lose or duplicate that partition's output,
+and neither a rewind nor the replay can reconcile a partition the sink refuses (it holds no
+marker) with the others, so the overall verdict is ``DIVERGED``. **The driver writer's batch
+``C+1`` commits every partition of ``offsets/C+1``**: beside its marker, a partition of
+``offsets/C+1`` where the group holds nothing (one new since ``offsets/C``, which the rules of one
+row call "nothing to verify") cannot come from it, and the sink's replay refuses the split, so that
+is ``DIVERGED`` too; the executor writers' tasks commit such a partition on their own, and the
+replay writes it.
+
 :func:`verify_checkpoint` is the same over a :class:`CheckpointReader`, reading only the
 ``offsets/N`` files a verdict needs, so the shell need not read every ``offsets/N``.
 """
@@ -25,7 +36,7 @@ from typing import TYPE_CHECKING
 
 from airflow_provider_eos.core.errors import CheckpointError
 from airflow_provider_eos.core.markers import CommittedOffsets
-from airflow_provider_eos.core.topic_partition import OffsetMap
+from airflow_provider_eos.core.topic_partition import OffsetMap, TopicPartition
 from airflow_provider_eos.core.verification.partition_evidence import (
     CheckpointSide,
     Markers,
@@ -94,6 +105,11 @@ def verify(
     elif len(marker_batches) > 1:
         issues = (_mixed_markers_issue(marker_batches, writers, mid_batch=interrupted is not None),)
         overall = Verdict.DIVERGED
+    beside = _no_marker_beside_other_batches(rows, marker_batches, last_committed) or (
+        None if writers.executors else _next_batch_left_out(rows, marker_batches, checkpoint)
+    )
+    if beside is not None:
+        issues, overall = (*issues, beside), Verdict.DIVERGED
     return VerificationReport(
         query_id=query_id,
         last_committed=last_committed,
@@ -151,6 +167,48 @@ def _awaiting_replay(row: PartitionVerdict, c: int) -> PartitionVerdict:
     return row.model_copy(
         update={"detail": f"{row.detail}; batch {c + 1} is not in Kafka for this partition yet: the replay writes it"}
     )
+
+
+def _no_marker_beside_other_batches(
+    rows: tuple[PartitionVerdict, ...], marker_batches: list[int], c: int | None
+) -> str | None:
+    """The issue when ``NO_MARKER`` partitions stand beside markers of a batch other than ``C``; else ``None``."""
+    unmarked = [row.tp for row in rows if row.verdict is Verdict.NO_MARKER]
+    others = [batch for batch in marker_batches if batch != c]
+    if not unmarked or not others:
+        return None
+    return (
+        f"{_partitions(unmarked)} hold no batch marker while other partitions carry batch "
+        f"{', '.join(map(str, others))} (the checkpoint's last committed batch: {'none' if c is None else c}): "
+        "aligning the group to the checkpoint would lose or duplicate those partitions' output, and the sink "
+        "refuses a partition without a marker, so neither a rewind nor the replay reconciles them"
+    )
+
+
+def _next_batch_left_out(
+    rows: tuple[PartitionVerdict, ...], marker_batches: list[int], checkpoint: CheckpointSide
+) -> str | None:
+    """The driver writer's issue when batch ``C+1``'s marker stands beside a partition of ``offsets/C+1`` that
+    the group holds nothing for; else ``None``."""
+    c = checkpoint.last_committed_batch
+    following = 0 if c is None else c + 1
+    if marker_batches != [following]:
+        return None
+    planned = checkpoint.wal(following) or {}
+    left_out = [row.tp for row in rows if row.group_offset is None and row.tp in planned]
+    if not left_out:
+        return None
+    return (
+        f"batch {following} is committed in the group for some partitions but {_partitions(left_out)}, which "
+        f"offsets/{following} lists, hold nothing, although the driver writer commits every partition of a batch "
+        "in one transaction: something other than the sink committed or deleted offsets, and the sink's replay of "
+        f"batch {following} refuses the split"
+    )
+
+
+def _partitions(tps: list[TopicPartition]) -> str:
+    shown = ", ".join(str(tp) for tp in tps[:5])
+    return f"partition(s) {shown}" + (f" and {len(tps) - 5} more" if len(tps) > 5 else "")
 
 
 def _mixed_markers_issue(marker_batches: list[int], writers: WritersInUse, *, mid_batch: bool) -> str:

@@ -144,7 +144,9 @@ class VerificationReport(FrozenModel):
                 "sink never ran against this checkpoint (e.g. it was written by another sink); "
                 "then `eos repair align --spec FILE` commits offsets/C with markers so the next "
                 "batch proceeds (batches up to C are not produced again), or rewind to before "
-                "the first batch to reproduce everything."
+                "the first batch (--to-batch -1) to reproduce everything, once the group holds nothing "
+                "for the input partitions (the sink's first batch accepts no other state: delete the "
+                "group's offsets for them first)."
             )
         return (
             "Manual: no automatic repair is safe. Inspect the DIVERGED rows (and the issues "

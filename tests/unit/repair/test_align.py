@@ -116,3 +116,30 @@ def test_align_json_keeps_topic_and_partition_apart_and_reads_back(committed5: C
     read = AlignPlan.model_validate(data)
     assert read == plan and read.offsets_with_metadata() == plan.offsets_with_metadata()
     assert AlignRow.model_validate(data["rows"][1]) == plan.rows[1]
+
+
+def test_align_refuses_a_partition_behind_even_beside_one_without_a_marker(committed5: CheckpointReader) -> None:
+    # in-0 holds nothing (NO_MARKER), in-1 marker 3 (KAFKA_BEHIND): aligning would declare batches 4..5 of in-1
+    # produced. The overall verdict is DIVERGED; the row alone refuses too.
+    group = {TP0: None, **marked({TP1: end_offsets(3)[TP1]}, 3)}
+    with pytest.raises(RepairError, match=r"refusing to align the group to batch 5: verification says DIVERGED"):
+        plan_align(committed5, group)
+    forced = plan_align(committed5, group, force=True)
+    assert forced.warnings[0].startswith("forced despite DIVERGED")
+
+
+def test_align_refuses_by_any_row_not_only_the_overall_verdict(
+    committed5: CheckpointReader, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A report whose overall verdict would allow aligning (NO_MARKER) while one row is KAFKA_BEHIND: what
+    # verification said before it ruled that mix DIVERGED. The plan must not rely on the overall verdict alone.
+    from airflow_provider_eos.core.repair import align
+
+    def overall_no_marker(*args, **kwargs):
+        return verify_checkpoint(*args, **kwargs).model_copy(update={"overall": Verdict.NO_MARKER, "issues": ()})
+
+    monkeypatch.setattr(align, "verify_checkpoint", overall_no_marker)
+    group = {TP0: None, **marked({TP1: end_offsets(3)[TP1]}, 3)}
+    with pytest.raises(RepairError, match=r"verification says NO_MARKER \(KAFKA_BEHIND rows\); .*lost") as err:
+        plan_align(committed5, group)
+    assert "--force" in (err.value.fix or "")
