@@ -38,8 +38,10 @@ eos_pipeline: pre-flight -> abort lingering -> verify -> submit -> supervise; af
 Pick the pipeline in the trigger form. The spec's trigger picks the path: an ``available_now``
 job runs to the end of the available input, then ``supervise`` checks that this run committed
 healthily; a processing-time job runs until stopped, so ``submit_stream`` and ``watch_stream``
-run side by side and the sensor fails when the stream turns unhealthy; ``stop_stream`` then
-stops the driver deliberately and waits until it is gone.
+run side by side and the sensor fails when the stream turns unhealthy (for lag and commit age only
+once the new driver committed a batch, or failed to within the stop threshold: after a long downtime
+the old run's last commit would fail it at once); ``stop_stream`` then stops the driver deliberately
+and waits until it is gone.
 
 Recovery never acts on a live job (docs/architecture.md, recovery): ``confirm_driver_gone`` waits until
 every task on the running path is done, lets recovery run only if a task that ran the driver

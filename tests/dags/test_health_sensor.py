@@ -63,6 +63,14 @@ def build_watch(spec_path: str):
     return dag
 
 
+def build_watch_briefly(spec_path: str):
+    from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
+
+    with new_dag("eos_health") as dag:
+        StreamingQueryHealthSensor(task_id="watch", spec_path=spec_path, watch="watch", poke_interval=1, timeout=15)
+    return dag
+
+
 # -- wait_healthy against the real job ----------------------------------------------------------
 
 
@@ -174,6 +182,23 @@ def test_watch_fails_without_retrying_when_the_group_is_stuck(
     # The job-like writer kept the checkpoint and the group in step: only the lag rule fires.
     assert report["verification"]["verdict"] in ("IN_SYNC", "KAFKA_AHEAD_SAFE", None)
     assert run.rendered["watch"]["watch"] == "watch"
+
+
+
+def test_watch_gives_a_pipeline_started_after_a_long_downtime_its_first_batch(
+    stuck: CheckpointedPipeline, tmp_path: Path, airflow_home: Path
+) -> None:
+    # Down for an hour while 100 records per partition arrived: the old run's last commit makes every
+    # sample UNHEALTHY by commit age until the new driver commits, which watch_stream, started beside
+    # it, must wait for (up to the stop threshold, 240 s here) instead of failing and so stopping it.
+    stuck.age_commits(3600)
+    run = start_in_airflow(__name__, "watch_briefly", tmp_path, spec_path=str(stuck.spec_path)).finish(timeout_s=300)
+
+    assert run.states == {"watch": "success"}, run.log[-8000:]
+    log = task_log(run, "watch")
+    assert "UNHEALTHY [commit_age]" in log and "committed 1h" in log, log[-4000:]
+    assert "Deferring: watching" in log and "running trigger in line" in log
+    assert run.xcoms["watch"]["status"] == "UNHEALTHY"
 
 
 if __name__ == "__main__":

@@ -116,6 +116,34 @@ def test_watch_fails_on_unhealthy_only() -> None:
     assert watch_outcome(stopped, WatchMode.WATCH, T0) is WatchOutcome.UNHEALTHY
 
 
+def test_watch_gives_a_restarted_job_until_stop_after_to_commit_its_first_batch() -> None:
+    # The pipeline was down for an hour with input waiting; the watch starts beside the new driver at
+    # 3,600 s. The old run's last commit makes every report UNHEALTHY (commit_age) from the first sample.
+    started = T0 + 3_600 * SECOND
+
+    def report_at(t_s: float, commit_s: float) -> HealthReport:
+        return run([sample(t_s, [part(5_000, 1_000, 7)], commit_s=commit_s, last_committed=7)])
+
+    before_first_commit = report_at(3_601, commit_s=0)
+    assert before_first_commit.status is HealthStatus.UNHEALTHY
+    assert "[commit_age]" in health_text(before_first_commit)
+    assert watch_outcome(before_first_commit, WatchMode.WATCH, started) is None
+    # Still no commit once stop_after (40 s) has passed since the watch started: the new driver is stuck.
+    stuck = report_at(3_600 + TH.stop_after_ms / SECOND, commit_s=0)
+    assert watch_outcome(stuck, WatchMode.WATCH, started) is WatchOutcome.UNHEALTHY
+    # A commit after the start ends the grace: the next UNHEALTHY report fails the watch at once.
+    committed = run([sample(3_610, [part(5_000, 1_000, 7)], commit_s=3_605, last_committed=8),
+                     sample(3_625, [part(5_000, 1_000, 7)], commit_s=3_605, last_committed=8),
+                     sample(3_645, [part(5_000, 1_000, 7)], commit_s=3_605, last_committed=8)])
+    assert committed.status is HealthStatus.UNHEALTHY
+    assert watch_outcome(committed, WatchMode.WATCH, started) is WatchOutcome.UNHEALTHY
+    # What no first commit clears (a zombie writer of the prefix lingering) fails the watch at once.
+    zombie = run([sample(3_601, [part(5_000, 1_000, 7)], commit_s=0, last_committed=7,
+                         transactions=[txn(f"{PREFIX}-7", age_s=30, at_s=3_601)])])
+    assert {f.signal for f in zombie.findings if f.status is HealthStatus.UNHEALTHY} >= {"lingering", "commit_age"}
+    assert watch_outcome(zombie, WatchMode.WATCH, started) is WatchOutcome.UNHEALTHY
+
+
 def test_watch_mode_parsing() -> None:
     assert WatchMode.parse(" watch ") is WatchMode.WATCH
     assert WatchMode.parse(WatchMode.WAIT_HEALTHY) is WatchMode.WAIT_HEALTHY

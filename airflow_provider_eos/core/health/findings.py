@@ -40,6 +40,7 @@ from airflow_provider_eos.core.transactions import find_lingering, format_age
 from airflow_provider_eos.core.transactions.admin_reports import PartitionName
 
 __all__ = [
+    "PROGRESS_SIGNALS",
     "Finding",
     "OpenTransaction",
     "PartitionGap",
@@ -53,6 +54,10 @@ __all__ = [
 
 #: The signals a finding can come from.
 Signal = Literal["lag", "commit_age", "hanging", "lingering", "verification"]
+
+#: The signals that judge whether the job makes progress: a job that has just (re)started fails them
+#: until its first commit (the last commit and the lag are the previous run's).
+PROGRESS_SIGNALS: frozenset[Signal] = frozenset({"lag", "commit_age"})
 
 
 class Finding(FrozenModel):

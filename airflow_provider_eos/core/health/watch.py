@@ -5,7 +5,8 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING
 
-from airflow_provider_eos.core.health.statuses import HealthError
+from airflow_provider_eos.core.health.findings import PROGRESS_SIGNALS
+from airflow_provider_eos.core.health.statuses import HealthError, HealthStatus
 
 if TYPE_CHECKING:
     from airflow_provider_eos.core.health.report import HealthReport
@@ -18,7 +19,8 @@ class WatchMode(enum.StrEnum):
 
     #: Succeed once the job committed a batch after the sensor started and is not UNHEALTHY.
     WAIT_HEALTHY = "wait_healthy"
-    #: Fail as soon as the pipeline is UNHEALTHY; succeed when the watch period ends.
+    #: Fail as soon as the pipeline is UNHEALTHY, once the job had its chance to commit (see
+    #: :func:`watch_outcome`); succeed when the watch period ends.
     WATCH = "watch"
 
     @classmethod
@@ -56,12 +58,27 @@ def watch_outcome(report: HealthReport, mode: WatchMode, committed_after_ms: int
     * ``wait_healthy``: :attr:`WatchOutcome.HEALTHY` once the checkpoint has a commit newer than
       ``committed_after_ms`` and the report is not UNHEALTHY. An UNHEALTHY report does not end
       the wait: a job that is starting looks stopped until its first batch commits.
-    * ``watch``: :attr:`WatchOutcome.UNHEALTHY` as soon as the report is UNHEALTHY.
+    * ``watch``: :attr:`WatchOutcome.UNHEALTHY` as soon as the report is UNHEALTHY; by a progress
+      signal (:data:`~.findings.PROGRESS_SIGNALS`: lag, commit age) only once the job committed a
+      batch after ``committed_after_ms`` or ``stop_after_ms`` has passed since then without one.
+      A watch starts beside the job's submission: a pipeline started again after a downtime longer
+      than ``stop_after_ms``, with input waiting, looks stopped (its last commit is the old run's)
+      until the new driver commits its first batch, and failing then would stop the driver that was
+      just started. Any other UNHEALTHY finding (a lingering or hanging transaction, a verification
+      that is not ok) fails the watch at once.
 
     :param report: the newest report.
     :param mode: the sensor's mode.
-    :param committed_after_ms: for ``wait_healthy``, the time a commit must be newer than.
+    :param committed_after_ms: the watch's start: for ``wait_healthy``, the time a commit must be
+        newer than; for ``watch``, where the new driver's chance to commit begins.
     """
     if mode is WatchMode.WAIT_HEALTHY:
         return WatchOutcome.HEALTHY if report.is_healthy and report.committed_since(committed_after_ms) else None
-    return None if report.is_healthy else WatchOutcome.UNHEALTHY
+    if report.is_healthy:
+        return None
+    had_its_chance = (report.committed_since(committed_after_ms)
+                      or report.evaluated_at_ms - committed_after_ms >= report.thresholds.stop_after_ms)
+    unhealthy = [f for f in report.findings if f.status is HealthStatus.UNHEALTHY]
+    if had_its_chance or any(f.signal not in PROGRESS_SIGNALS for f in unhealthy):
+        return WatchOutcome.UNHEALTHY
+    return None
