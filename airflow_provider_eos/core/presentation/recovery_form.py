@@ -4,7 +4,7 @@ Airflow 3's UI cannot pre-fill a DAG's trigger form from a link (Airflow 2's cou
 serves this page: the recovery DAG's own params (their defaults, types, enums, titles and help, as
 the deployment parsed them) as one form, with the values the link carries filled in. Its Trigger
 button posts the run to Airflow's REST API as the signed-in user, so Airflow decides who may
-trigger it and the recovery DAG's own ``validate`` task judges the request, exactly as from the
+trigger it and the recovery DAG's own ``validate_request`` task judges the request, exactly as from the
 DAG's form; the page then opens the new run in Airflow. Pure: the plugin hands in the params.
 """
 
