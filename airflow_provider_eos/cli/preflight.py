@@ -38,8 +38,9 @@ def register(commands: argparse._SubParsersAction) -> None:
         _preflight,
         summary="check a pipeline's spec, Kafka cluster, topics, sink group and checkpoint before it starts",
         description="Run the pre-flight catalog (codes EOS1xx timeouts, EOS2xx Kafka cluster and topics, EOS3xx "
-        "Spark and checkpoint, EOS4xx naming and ownership) against the live cluster. Exit 0: no errors "
-        "(warnings allowed); 1: at least one error; 2: the pre-flight could not run.",
+        "Spark and checkpoint, EOS4xx naming and ownership, EOS5xx security: the job principal's ACLs) against "
+        "the live cluster. Exit 0: no errors (warnings allowed); 1: at least one error; 2: the pre-flight could "
+        "not run.",
     )
     parser.add_argument(
         "--specs-dir",
