@@ -242,8 +242,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     devstack_commands = devstack.add_subparsers(dest="devstack_command", required=True)
     lifecycle = add_lifecycle_commands(devstack_commands, (
-        ("up", _devstack_up, "start the broker and any Spark cluster (idempotent); print bootstrap.servers last"),
-        ("down", _devstack_down, "stop the broker and the Spark cluster and remove their data"),
+        ("up", _devstack_up, "start the broker and any Spark cluster or YARN MiniCluster (idempotent); print "
+         "bootstrap.servers last"),
+        ("down", _devstack_down, "stop the broker, any Spark cluster or YARN MiniCluster and any `eos airflow up` "
+         "deployment in the folder, and remove their data (a pipelines folder with files in it is kept)"),
         ("status", _devstack_status, "say whether the broker and the cluster run and where (exit 1: not all do)"),
     ), state_dir_help="folder of the broker and the cluster (default $EOS_HOME/devstack): new, empty or made by "
         "the devstack; down removes only what the devstack wrote there")

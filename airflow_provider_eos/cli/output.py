@@ -83,12 +83,12 @@ def add_lifecycle_commands(
     """A local service's ``up``, ``down`` and ``status``: each with ``--state-dir`` and ``--json``.
 
     :param subcommands: the service command's subcommands.
-    :param commands: ``(name, handler, help)`` per subcommand.
+    :param commands: ``(name, handler, help)`` per subcommand; the help is its ``--help``'s description too.
     :return: the subcommands' parsers by name, for the options only one of them takes.
     """
     made = {}
     for name, handler, help_text in commands:
-        sub = subcommands.add_parser(name, help=help_text)
+        sub = subcommands.add_parser(name, help=help_text, description=help_text)
         sub.add_argument("--state-dir", default=None, help=state_dir_help)
         add_json_flag(sub)
         sub.set_defaults(handler=handler)
