@@ -5,8 +5,9 @@ setup.cfg declares everything else. A wheel (not an editable install: a checkout
 
 * ``airflow_provider_eos/jars/eos-executor-writer.jar``: the JVM executor writer (``executor_writer:
   jvm``) built from ``jvm/`` with Maven, so a ``pip install`` user needs no Maven and no checkout.
-  ``EOS_WHEEL_WITHOUT_JAR=1`` builds a wheel without it (that wheel's jvm specs are refused at
-  submit with the fix).
+  ``EOS_WHEEL_WITHOUT_JAR=1`` skips that build, so the wheel carries the jar only if ``jvm/target``
+  holds a current one (a spec that needs the jar is then refused at submit with the fix, unless
+  ``$EOS_HOME/jars`` holds it).
 * ``airflow_provider_eos/example_dags/``: copies of ``dags/*.py`` and ``dags/pipelines/`` (as Airflow's
   providers ship ``example_dags``), which the DAG files read next to themselves.
 """
