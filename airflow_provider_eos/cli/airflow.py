@@ -107,7 +107,7 @@ def _status(args: argparse.Namespace) -> int:
 
 def register(commands: argparse._SubParsersAction) -> None:
     """Add ``airflow up|down|status`` to the ``eos`` command line."""
-    from airflow_provider_eos.devstack.airflow_deployment import REPO_DAGS
+    from airflow_provider_eos.devstack.airflow_deployment import default_dags_folder
 
     parser = commands.add_parser(
         "airflow", help="a local Airflow deployment (api-server, scheduler, dag-processor, triggerer) with the DAGs"
@@ -120,7 +120,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     up = lifecycle["up"]
     up.add_argument("--specs-dir", default=None,
                     help="the pipelines folder the DAGs read ($EOS_SPECS_DIR; default <state-dir>/pipelines)")
-    up.add_argument("--dags-folder", default=str(REPO_DAGS), help=f"the DAG files (default {REPO_DAGS})")
+    dags = default_dags_folder()
+    up.add_argument("--dags-folder", default=str(dags),
+                    help="the DAG files (default: the checkout's dags/ when there is one, else the installed package's "
+                    f"example_dags/, copies of the same files; here {dags})")
     up.add_argument("--spark-master", default=None,
                     help="spark_default's master (default: the devstack's standalone master, else local[2])")
     up.add_argument("--executor", choices=("local", "celery"), default="local",

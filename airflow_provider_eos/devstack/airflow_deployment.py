@@ -49,12 +49,23 @@ from airflow_provider_eos.devstack.recorded import RecordedDaemons
 from airflow_provider_eos.devstack.redis_server import start_redis
 from airflow_provider_eos.subprocesses import run_bounded
 
-__all__ = ["REPO_DAGS", "LocalAirflow"]
+__all__ = ["PACKAGED_DAGS", "REPO_DAGS", "LocalAirflow", "default_dags_folder"]
 
 log = logging.getLogger(__name__)
 
-#: The DAGs this project ships (``dags/`` of a source checkout).
+#: The DAGs this project ships, in a source checkout: ``dags/`` beside the package (an installed wheel has none).
 REPO_DAGS = Path(__file__).resolve().parents[2] / "dags"
+#: The same DAGs in an installed wheel: setup.py's build step copies ``dags/`` (with ``pipelines/``) there.
+PACKAGED_DAGS = Path(__file__).resolve().parents[1] / "example_dags"
+
+
+def default_dags_folder(repo_dags: Path = REPO_DAGS, packaged_dags: Path = PACKAGED_DAGS) -> Path:
+    """The DAG files ``eos airflow up`` serves unless told: a checkout's ``dags/``, else the wheel's example DAGs.
+
+    The two hold the same files (the wheel's are copies made when it was built); an editable install
+    has only the checkout's.
+    """
+    return repo_dags if repo_dags.is_dir() else packaged_dags
 _PROJECT_DAGS = PROVIDER_DAG_IDS
 _SECRETS_FILE = "secrets.json"
 #: The pipelines folder in the state folder, unless ``up`` is given another: the user's spec files.
@@ -112,7 +123,7 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
         self,
         *,
         specs_dir: Path | str | None = None,
-        dags_folder: Path | str = REPO_DAGS,
+        dags_folder: Path | str | None = None,
         bootstrap_servers: str | None = None,
         spark_master: str = "local[2]",
         timeout_s: float = 240,
@@ -128,6 +139,7 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
 
         :param specs_dir: the pipelines folder the DAGs read (``$EOS_SPECS_DIR``); default
             ``<state folder>/pipelines``.
+        :param dags_folder: the DAG files; default :func:`default_dags_folder`.
         :param bootstrap_servers: the devstack broker, for the ``kafka_default`` connection.
         :param spark_master: the ``spark_default`` connection's master.
         :param stop_with_pid: stop the deployment when this process dies, even without its cleanup.
@@ -159,8 +171,9 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
         (home / "logs").mkdir()
         specs = Path(specs_dir) if specs_dir else self.state_dir / DEFAULT_SPECS_DIR
         specs.mkdir(parents=True, exist_ok=True)
+        dags = Path(dags_folder) if dags_folder else default_dags_folder()
         info = AirflowDeploymentInfo(
-            port=free_port(), airflow_home=str(home), dags_folder=str(Path(dags_folder).resolve()),
+            port=free_port(), airflow_home=str(home), dags_folder=str(dags.resolve()),
             specs_dir=str(specs.resolve()), password_file=str(home / "passwords.json"), daemons=[], kind=kind,
             eos_settings=eos_settings,
             statsd=check_statsd_address(statsd),
