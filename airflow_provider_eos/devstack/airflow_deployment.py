@@ -66,6 +66,8 @@ def default_dags_folder(repo_dags: Path = REPO_DAGS, packaged_dags: Path = PACKA
     has only the checkout's.
     """
     return repo_dags if repo_dags.is_dir() else packaged_dags
+
+
 _PROJECT_DAGS = PROVIDER_DAG_IDS
 _SECRETS_FILE = "secrets.json"
 #: The pipelines folder in the state folder, unless ``up`` is given another: the user's spec files.
