@@ -126,7 +126,8 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
     :param mode: ``exactly-once`` (default: the spec's mode) or ``at-least-once`` (baseline only).
         (templated)
     :param kafka_conn_id: an Airflow ``kafka`` connection whose settings replace the spec's
-        connection settings; the job then reads a private copy of the spec with them. (templated)
+        connection settings; the job then reads a private copy of the spec with them; empty (a
+        template rendering ``""``): none. (templated)
     :param python_environment: a packed Python environment (``eos package``), a path on this
         worker or a URL; replaces the spec's ``python_environment``. (templated)
     :param connector: how Spark's Kafka connector reaches the cluster, replacing the spec's
@@ -135,7 +136,7 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
     :param previous_driver_wait_s: how long a new attempt waits for the previous attempt's driver to
         finish its batch and exit (seen on this host, in its lease or by the cluster manager).
     :param checkpoint_conn_id: an Airflow connection with the checkpoint storage credentials (where the
-        previous driver's lease is); default: the worker's ambient credentials.
+        previous driver's lease is); default: the worker's ambient credentials. (templated)
     :param kill_grace_period_s: how long the driver of a killed task may take to finish its running
         batch before its process group is SIGKILLed (client mode).
     :param env_vars: variables spark-submit gets beyond the allow-list (the worker's environment does
@@ -145,6 +146,7 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
 
     template_fields: Sequence[str] = (
         *SparkSubmitOperator.template_fields, "spec_path", "mode", "kafka_conn_id", "python_environment",
+        "checkpoint_conn_id",
     )
     ui_color = "#f4c47a"
     # Their XComs are pushed while spark-submit runs: the links show while the task runs.
@@ -187,7 +189,8 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         work_dir = Path(tempfile.mkdtemp(prefix="eos-submit-"))
         try:
             with task_failures():
-                spec = load_pipeline_spec(self.spec_path, self.kafka_conn_id)
+                # A template rendering "" names no connection, as for the other operators and the sensor.
+                spec = load_pipeline_spec(self.spec_path, self.kafka_conn_id or None)
                 spec_file = Path(self.spec_path).resolve()
                 if self.kafka_conn_id:
                     spec_file = write_private_spec(spec, work_dir)

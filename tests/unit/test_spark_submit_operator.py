@@ -144,6 +144,26 @@ def test_the_spec_as_written_is_passed_by_path_when_no_connection_is_used(tmp_pa
     assert "--archives" not in run["argv"]
 
 
+def test_connection_ids_are_templated_and_an_empty_kafka_conn_id_names_no_connection(tmp_path, monkeypatch,
+                                                                                     submitted):
+    """``kafka_conn_id`` rendered empty (``{{ var.value.get('eos_kafka', '') }}``) is no connection, as elsewhere."""
+    from airflow_provider_eos.operators.spark_submit import EosSparkSubmitOperator
+
+    spec_path = tmp_path / "orders.yaml"
+    spec_path.write_text(yaml.safe_dump(SPEC))
+    monkeypatch.setenv("AIRFLOW_CONN_EOS_SPARK", json.dumps({"conn_type": "spark", "host": "local[2]"}))
+    monkeypatch.setenv("AIRFLOW_CONN_EOS_CHECKPOINT", json.dumps({"conn_type": "generic"}))
+    operator = EosSparkSubmitOperator(task_id="submit", spec_path=str(spec_path), conn_id="eos_spark",
+                                      kafka_conn_id="{{ params.kafka }}", checkpoint_conn_id="{{ params.checkpoint }}")
+    operator.render_template_fields({"params": {"kafka": "", "checkpoint": "eos_checkpoint"}})
+    assert operator.kafka_conn_id == "" and operator.checkpoint_conn_id == "eos_checkpoint"
+
+    operator.execute({"ti": RecordingTaskInstance(), "run_id": unique_run_id()})
+    (run,) = submitted
+    assert run["spec_arg"] == str(spec_path), "the spec as written: no connection's settings"
+    assert run["spec"]["kafka"]["bootstrap.servers"] == "spec-broker:9092"
+
+
 def test_a_bad_connector_argument_fails_the_dag_parse_naming_it():
     from airflow_provider_eos.core.errors import SpecError
     from airflow_provider_eos.operators.spark_submit import EosSparkSubmitOperator
