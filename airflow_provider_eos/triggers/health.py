@@ -20,9 +20,15 @@ and fires exactly one event. Its payload is a plain dict:
     rendered text (``None`` if no sample succeeded).
 
 Sampling is blocking I/O (admin requests, checkpoint listing), so it runs in a worker thread
-and never blocks the triggerer's event loop. Each sample first asks whether any broker answers
-(the probe every use case runs, :meth:`~airflow_provider_eos.usecases.clients.PipelineClients.require_kafka`):
-with the cluster down, a sample fails within ``kafka_connect_timeout_s`` with the sentence naming the
+(``asyncio.to_thread``) and never blocks the triggerer's event loop. What asks the Task SDK over
+the triggerer's comms channel runs through asgiref's ``sync_to_async`` instead, as in Airflow's own
+triggers (the standard provider's ``WorkflowTrigger``): the driver task's state, and the
+connections, resolved once before the first sample (their secrets go to the masker the same way).
+On Airflow 3.1 and 3.2 the channel's ``send`` is ``async_to_sync``, which from a thread
+``asyncio.to_thread`` started cannot find the triggerer's event loop and desynchronizes the channel
+("Response read out of order!"). Each sample first asks whether any broker answers (the probe every
+use case runs, :meth:`~airflow_provider_eos.usecases.clients.PipelineClients.require_kafka`): with
+the cluster down, a sample fails within ``kafka_connect_timeout_s`` with the sentence naming the
 brokers, and the ``error`` event after ``max_probe_failures`` of them carries it.
 """
 
@@ -35,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import pendulum
 from airflow.triggers.base import BaseTrigger, TriggerEvent
+from asgiref.sync import sync_to_async
 
 from airflow_provider_eos.airflow_stats import emit
 from airflow_provider_eos.core.errors import EosError
@@ -70,7 +77,8 @@ def driver_task_state(driver_task: Mapping[str, str] | None) -> str | None:
     """The scheduler's state of the task that runs the driver (blocking); ``None`` when not known.
 
     Read through the Task SDK, as the standard provider's workflow trigger reads other tasks'
-    states; a failed read keeps the watch going (the health samples still decide).
+    states; a failed read keeps the watch going (the health samples still decide). In a trigger,
+    call it through ``sync_to_async`` (see the module).
     """
     if not driver_task:
         return None
@@ -183,9 +191,10 @@ class StreamingQueryHealthTrigger(BaseTrigger):
             },
         )
 
-    # -- blocking work, run in a thread ---------------------------------------------------------
+    # -- Task SDK calls, run through sync_to_async ----------------------------------------------
 
     def _load(self) -> PipelineSpec:
+        """Read the spec and resolve the connections (blocking; the Task SDK's comms channel), once."""
         if self._spec is None:
             from airflow_provider_eos.hooks.checkpoint_storage import CheckpointStorageHook
             from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
@@ -197,20 +206,38 @@ class StreamingQueryHealthTrigger(BaseTrigger):
             self._spec = spec
         return self._spec
 
+    # -- Kafka and checkpoint I/O, run in a thread (asyncio.to_thread) ---------------------------
+
+    def _loaded(self) -> PipelineSpec:
+        """The spec :meth:`_load` resolved: the sampling threads never look up a connection themselves."""
+        if self._spec is None:
+            raise RuntimeError("the trigger samples only after _load resolved the spec and its connections")
+        return self._spec
+
     def _sample(self) -> HealthSample:
         """Take one sample (blocking); new clients each time, so that each sample asks whether a broker answers."""
         from airflow_provider_eos.usecases.health import sample
 
-        spec = self._load()
-        return sample(PipelineClients(spec, self._storage_options or {},
+        return sample(PipelineClients(self._loaded(), self._storage_options or {},
                                       connect_timeout_s=self.kafka_connect_timeout_s))
 
     def _evaluate(self, window: LagWindow) -> HealthReport:
         from airflow_provider_eos.usecases.health import evaluate
 
-        report = evaluate(self._load(), window, thresholds=self.thresholds)
+        report = evaluate(self._loaded(), window, thresholds=self.thresholds)
         emit(health_metrics(report))
         return report
+
+    async def _sample_and_evaluate(self, window: LagWindow) -> HealthReport:
+        """Take a sample into ``window`` and evaluate it, off the event loop.
+
+        The connections are resolved first (once) through ``sync_to_async``; the sample and the
+        evaluation, Kafka and checkpoint I/O alone, in a thread of ``asyncio.to_thread``.
+        """
+        if self._spec is None:
+            await sync_to_async(self._load)()
+        window.add(await asyncio.to_thread(self._sample))
+        return await asyncio.to_thread(self._evaluate, window)
 
     # -- the loop --------------------------------------------------------------------------------
 
@@ -232,7 +259,7 @@ class StreamingQueryHealthTrigger(BaseTrigger):
                 pause = min(pause, (deadline_ms - _now_ms()) / 1000)
             if pause > 0:
                 await asyncio.sleep(pause)
-            driver_state = await asyncio.to_thread(driver_task_state, self.driver_task)
+            driver_state = await sync_to_async(driver_task_state)(self.driver_task)
             if driver_state in DRIVER_TASK_FAILED_STATES:
                 assert self.driver_task is not None
                 message = f"{self.driver_task['task_id']} is {driver_state}: the stream no longer runs"
@@ -250,9 +277,7 @@ class StreamingQueryHealthTrigger(BaseTrigger):
                 yield TriggerEvent(event_payload(WatchOutcome.TIMEOUT, mode, message, report))
                 return
             try:
-                sample = await asyncio.to_thread(self._sample)
-                window.add(sample)
-                report = await asyncio.to_thread(self._evaluate, window)
+                report = await self._sample_and_evaluate(window)
             except EosError as err:
                 if not err.retryable:
                     # Another sample cannot change it (no retry grants an ACL): say so now, not after

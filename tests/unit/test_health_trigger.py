@@ -393,3 +393,76 @@ def test_sensor_fails_without_retry_when_the_drivers_task_failed(spec_path: str)
              "report": {"status": "HEALTHY"}, "table": "TABLE"}
     with pytest.raises(AirflowFailException, match="submit_stream is failed"):
         sensor.execute_complete({}, event)
+
+
+# -- the Task SDK's comms channel in the triggerer -----------------------------------------------
+
+
+class AsyncToSyncComms:
+    """The triggerer's comms channel as Airflow 3.1.0 and 3.2.0 have it: ``send`` is ``async_to_sync(self.asend)``.
+
+    Their ``asend`` must run on the triggerer's event loop, whose reader owns the channel; from a thread
+    ``asyncio.to_thread`` started, ``async_to_sync`` runs it on a loop of its own instead, and the real
+    channel reads the answers out of order. This one records the loop each message was sent on and
+    answers the way the supervisor would.
+    """
+
+    def __init__(self, answers: dict[str, Callable[[Any], Any]]) -> None:
+        self.answers = answers
+        self.sent: list[tuple[str, asyncio.AbstractEventLoop]] = []
+
+    def send(self, msg: Any) -> Any:
+        from asgiref.sync import async_to_sync
+
+        return async_to_sync(self.asend)(msg)
+
+    async def asend(self, msg: Any) -> Any:
+        self.sent.append((type(msg).__name__, asyncio.get_running_loop()))
+        answer = self.answers.get(type(msg).__name__)
+        return None if answer is None else answer(msg)
+
+
+def test_task_sdk_calls_reach_the_triggerers_event_loop(spec_path: str, fake_probe, monkeypatch) -> None:
+    """The driver task's state and the connections go through sync_to_async, as Airflow's own triggers' calls do.
+
+    Airflow 3.1 itself is not run here: the channel above has its ``send``; the loop each message was
+    sent on is the trigger's own only when the call came through ``sync_to_async``.
+    """
+    from airflow.sdk.execution_time import task_runner
+    from airflow.sdk.execution_time.comms import ConnectionResult, TaskStatesResult
+
+    none = {"host": None, "schema": None, "login": None, "password": None, "port": None}
+    connections = {
+        "eos_kafka": {**none, "conn_type": "kafka", "extra": json.dumps({"bootstrap.servers": "conn-broker:9092"})},
+        "eos_checkpoint": {**none, "conn_type": "generic", "extra": json.dumps({"anon": True})},
+    }
+    # The driver's task is read before each sample: the second read ends the watch, after one sample.
+    states = iter(["running", "failed"])
+    comms = AsyncToSyncComms({
+        "GetTaskStates": lambda msg: TaskStatesResult(task_states={msg.run_ids[0]: {msg.task_ids[0]: next(states)}}),
+        "GetConnection": lambda msg: ConnectionResult(conn_id=msg.conn_id, **connections[msg.conn_id]),
+    })
+    monkeypatch.setattr(task_runner, "SUPERVISOR_COMMS", comms, raising=False)
+    fake_probe([lambda: make_sample(committed=10, lso=10, marker=1, commit_ms=now_ms())])
+    t = trigger(spec_path, watch="watch", driver_task=DRIVER_TASK, kafka_conn_id="eos_kafka",
+                checkpoint_conn_id="eos_checkpoint")
+    from airflow_provider_eos.usecases import health as health_usecase
+
+    evaluated: list[str] = []
+    real_evaluate = health_usecase.evaluate
+    monkeypatch.setattr(health_usecase, "evaluate",
+                        lambda spec, window, **kw: evaluated.append(spec.kafka["bootstrap.servers"])
+                        or real_evaluate(spec, window, **kw))
+
+    async def go() -> tuple[dict[str, Any], asyncio.AbstractEventLoop]:
+        event = await asyncio.wait_for(anext(t.run()), 30)
+        return event.payload, asyncio.get_running_loop()
+
+    payload, loop = asyncio.run(go())
+    assert payload["outcome"] == "driver_failed"
+    kinds = [kind for kind, _ in comms.sent]
+    assert kinds.count("GetTaskStates") == 2 and kinds.count("GetConnection") == 2, kinds
+    assert [kind for kind, sent_on in comms.sent if sent_on is not loop] == [], \
+        "a Task SDK call from a plain thread: Airflow 3.1's channel would read its answer out of order"
+    assert evaluated == ["conn-broker:9092"], "the sample used the connection's settings, resolved before it"
+    assert t._storage_options == {"anon": True}
