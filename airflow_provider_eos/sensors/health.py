@@ -75,6 +75,13 @@ def _ms(moment: dt.datetime) -> int:
     return int(moment.timestamp() * 1000)
 
 
+def _integer_if_digits(value: Any) -> Any:
+    """A string of ASCII digits (a rendered template) as its integer; any other value as it is."""
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        return int(value.strip())
+    return value
+
+
 class StreamingQueryHealthSensor(BaseSensorOperator):
     """Wait until a pipeline's job committed its first batch healthily, or watch it and fail when unhealthy.
 
@@ -86,7 +93,10 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
         when the sensor started. (templated)
     :param thresholds: overrides of the thresholds derived from the spec, in milliseconds
         (``warn_after_ms``, ``stop_after_ms``, ``hang_after_ms``, ``lingering_after_ms``,
-        ``min_samples``). (templated)
+        ``min_samples``). Each value may be a template: one that renders digits only
+        (``"{{ var.value.warn_ms }}"`` -> ``"5000"``) counts as that integer; anything else that is
+        not a positive integer fails the task, naming the threshold. The whole dict as one template
+        needs the DAG's ``render_template_as_native_obj=True`` (else it renders as a string). (templated)
     :param max_samples: samples the sliding window keeps.
     :param max_probe_failures: failed samples in a row before the task fails (retryable).
     :param kafka_conn_id: an Airflow ``kafka`` connection whose settings replace the spec's
@@ -177,6 +187,24 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
             raise AirflowFailException(f"committed_after is {value!r}, not an ISO date-time")
         return pendulum.instance(parsed)
 
+    def _threshold_overrides(self) -> dict[str, Any] | None:
+        """``thresholds`` as rendered, with each value that rendered as digits (a template's string) an integer.
+
+        Jinja renders a template to a string unless the DAG renders native objects; the rules take
+        integers only (:class:`~airflow_provider_eos.core.health.HealthThresholds`), and name any
+        other value that is not one.
+        """
+        value = self.thresholds
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        if not isinstance(value, Mapping):
+            raise AirflowFailException(
+                f"thresholds is {value!r}, not a dict: template each threshold's value, e.g. "
+                "{'warn_after_ms': '{{ var.value.warn_ms }}'}, or render the whole dict with the DAG's "
+                "render_template_as_native_obj=True"
+            )
+        return {key: _integer_if_digits(item) for key, item in value.items()}
+
     def _load(self) -> tuple[PipelineSpec, dict[str, Any]]:
         from airflow_provider_eos.hooks.checkpoint_storage import CheckpointStorageHook
         from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
@@ -195,7 +223,7 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
             spec, options = self._load()
             # New clients per sample: each asks again whether a broker answers (the answer is cached in them).
             self._window.add(sample(PipelineClients(spec, options, connect_timeout_s=self.kafka_connect_timeout_s)))
-            report = evaluate(spec, self._window, thresholds=self.thresholds)
+            report = evaluate(spec, self._window, thresholds=self._threshold_overrides())
         except EosError as err:
             raise _task_failure(err) from err
         self.log.info("%s", health_text(report))
@@ -264,7 +292,7 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
                 poke_interval=self.poke_interval,
                 window=window.to_dict(),
                 max_samples=self.max_samples,
-                thresholds=self.thresholds,
+                thresholds=self._threshold_overrides(),
                 kafka_conn_id=self.kafka_conn_id,
                 checkpoint_conn_id=self.checkpoint_conn_id,
                 max_probe_failures=self.max_probe_failures,

@@ -284,6 +284,51 @@ def test_sensor_checks_once_then_defers_with_its_sample_in_the_trigger(spec_path
     assert deferred.value.timeout.total_seconds() > 600
 
 
+def test_sensor_thresholds_rendered_from_templates_count_as_integers(spec_path: str, monkeypatch,
+                                                                      kafka_answers) -> None:
+    """Jinja renders ``"{{ var.value.warn_ms }}"`` as the string ``"5000"``: the check and the trigger get 5000."""
+    from airflow.providers.common.compat.sdk import TaskDeferred
+
+    from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
+    from airflow_provider_eos.usecases import health as health_usecase
+
+    monkeypatch.setattr(health_usecase, "probe",
+                        lambda spec, **kw: make_sample(committed=5, lso=10, marker=1, commit_ms=now_ms() - 60_000))
+    sensor = StreamingQueryHealthSensor(
+        task_id="health", spec_path=spec_path,
+        thresholds={"warn_after_ms": "{{ params.warn_ms }}", "stop_after_ms": 90_000, "min_samples": "{{ params.n }}"},
+    )
+    sensor.render_template_fields({"params": {"warn_ms": 5000, "n": " 4 "}})
+    assert sensor.thresholds == {"warn_after_ms": "5000", "stop_after_ms": 90_000, "min_samples": " 4 "}
+    with pytest.raises(TaskDeferred) as deferred:
+        sensor.execute({})
+    assert deferred.value.trigger.thresholds == {"warn_after_ms": 5000, "stop_after_ms": 90_000, "min_samples": 4}
+
+
+@pytest.mark.parametrize(("thresholds", "named"), [
+    ({"warn_after_ms": "5s"}, "health threshold warn_after_ms is '5s'"),
+    ({"warn_after_ms": "-5000"}, "health threshold warn_after_ms is '-5000'"),
+    ({"stop_after_ms": "0"}, "health threshold stop_after_ms is 0"),
+    ("{'warn_after_ms': 5000}", "thresholds is \"{'warn_after_ms': 5000}\", not a dict"),
+])
+def test_sensor_thresholds_that_render_as_no_integer_fail_naming_the_field(
+    spec_path: str, monkeypatch, kafka_answers, thresholds: Any, named: str
+) -> None:
+    from airflow.providers.common.compat.sdk import AirflowFailException
+
+    from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
+    from airflow_provider_eos.usecases import health as health_usecase
+
+    monkeypatch.setattr(health_usecase, "probe",
+                        lambda spec, **kw: make_sample(committed=5, lso=10, marker=1, commit_ms=now_ms()))
+    for deferrable in (True, False):
+        sensor = StreamingQueryHealthSensor(task_id="health", spec_path=spec_path, thresholds=thresholds,
+                                            deferrable=deferrable, poke_interval=0, do_xcom_push=False)
+        with pytest.raises(AirflowFailException) as failed:
+            sensor.execute({})
+        assert named in str(failed.value), deferrable
+
+
 def test_sensor_finishes_without_deferring_when_the_first_check_settles_it(spec_path: str, monkeypatch,
                                                                           kafka_answers) -> None:
     from airflow.providers.common.compat.sdk import AirflowFailException
