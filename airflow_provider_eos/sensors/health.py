@@ -22,6 +22,10 @@ fails it at once, without retry. Every sample first asks whether any broker answ
 use case does: with none answering, it fails within ``kafka_connect_timeout_s`` (5 s) with the
 sentence naming the brokers (``KafkaUnreachableError``), the words of the CLI and the operators;
 the first check, before deferring, fails the task with it (retryable).
+
+``soft_fail`` (and ``never_fail``) turn these failures into a skip by Airflow's own rules: the
+check before deferring is treated as Airflow treats the same outcome after the deferral
+(``BaseSensorOperator.resume_execution``), and a poking sensor as Airflow's poke loop does.
 """
 
 from __future__ import annotations
@@ -265,10 +269,21 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
     # -- deferrable path ------------------------------------------------------------------------
 
     def execute(self, context: Context) -> Any:
-        """Check once; finish if that settles it, else defer (or poke when not deferrable)."""
-        mode = self._mode()
+        """Check once; finish if that settles it, else defer (or poke when not deferrable).
+
+        The check before deferring fails as the same failure fails after the deferral: it runs through
+        Airflow's own :meth:`~airflow.sdk.BaseSensorOperator.resume_execution`, which turns an
+        ``AirflowException`` (a sensor's failure, unhealthy or unreachable alike) into a skip under
+        ``soft_fail`` (on Airflow 3.3 under ``never_fail`` too; 3.1's does not). Poking, Airflow's own
+        loop applies its rules.
+        """
         if not self.deferrable:
             return super().execute(context)
+        return self.resume_execution("_check_then_defer", None, context)
+
+    def _check_then_defer(self, context: Context) -> Any:
+        """The deferrable path: check once; finish if that settles it, else defer to the trigger."""
+        mode = self._mode()
         started = self._started_at(context)
         committed_after = self._committed_after(context)
         report = self._check()

@@ -345,6 +345,89 @@ def test_sensor_finishes_without_deferring_when_the_first_check_settles_it(spec_
         sensor.execute({})
 
 
+def _unhealthy_first_sample(monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow_provider_eos.usecases import health as health_usecase
+
+    monkeypatch.setattr(
+        health_usecase, "probe", lambda spec, **kw: make_sample(committed=5, lso=10, marker=1, commit_ms=now_ms(),
+                                                             verdict="KAFKA_BEHIND")
+    )
+
+
+def _unreachable_first_sample(monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow_provider_eos.core.errors import KafkaUnreachableError
+    from airflow_provider_eos.usecases import health as health_usecase
+
+    def unreachable(spec, **kw) -> HealthSample:
+        raise KafkaUnreachableError("localhost:1", 5)
+
+    monkeypatch.setattr(health_usecase, "probe", unreachable)
+
+
+def _raised(call: Callable[[], Any]) -> BaseException:
+    try:
+        call()
+    except BaseException as err:  # whichever Airflow raises (a deferral too) is what is compared
+        return err
+    raise AssertionError("nothing was raised")
+
+
+@pytest.mark.parametrize("fail_flag", ["soft_fail", "never_fail", None])
+@pytest.mark.parametrize(("first_sample", "outcome"), [
+    pytest.param(_unhealthy_first_sample, {"outcome": "unhealthy", "message": "pipeline orders is UNHEALTHY"},
+                 id="unhealthy"),
+    pytest.param(_unreachable_first_sample, {"outcome": "error", "message": "3 health samples in a row failed"},
+                 id="unreachable"),
+])
+def test_the_check_before_deferring_fails_or_skips_as_the_same_outcome_after_the_deferral(
+    spec_path: str, monkeypatch, kafka_answers, fail_flag: str | None, first_sample, outcome: dict[str, str]
+) -> None:
+    """soft_fail / never_fail: Airflow's resume_execution turns the event's failure into a skip; the first check too.
+
+    Unhealthy is AirflowFailException, unreachable a retryable AirflowException: Airflow (3.3) skips
+    both after the deferral under either flag; whatever the installed Airflow does there, the check
+    before deferring does the same.
+    """
+    from airflow.providers.common.compat.sdk import AirflowFailException, AirflowSkipException
+
+    from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
+
+    first_sample(monkeypatch)
+    flags = {fail_flag: True} if fail_flag else {}
+
+    def sensor() -> StreamingQueryHealthSensor:
+        return StreamingQueryHealthSensor(task_id="watch", spec_path=spec_path, watch="watch", do_xcom_push=False,
+                                          **flags)
+
+    event = {"watch": "watch", "report": None, "table": None, **outcome}
+    after = _raised(lambda: sensor().resume_execution("execute_complete", {"event": event}, {}))
+    before = _raised(lambda: sensor().execute({}))
+    assert type(before) is type(after), (before, after)
+    if isinstance(after, AirflowSkipException):
+        assert before.args == after.args
+    if fail_flag == "soft_fail":
+        assert isinstance(before, AirflowSkipException)
+    elif fail_flag is None:
+        assert not isinstance(before, AirflowSkipException)
+        assert isinstance(before, AirflowFailException) == (outcome["outcome"] == "unhealthy")
+
+
+@pytest.mark.parametrize("fail_flag", ["soft_fail", "never_fail"])
+def test_a_poking_sensor_skips_as_airflows_poke_loop_does(spec_path: str, monkeypatch, kafka_answers,
+                                                          fail_flag: str) -> None:
+    """Poking, Airflow's own loop decides: an unhealthy poke or a bad watch mode (AirflowFailException) is a skip."""
+    from airflow.providers.common.compat.sdk import AirflowSkipException
+
+    from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
+
+    _unhealthy_first_sample(monkeypatch)
+    for watch in ("watch", "bogus"):
+        sensor = StreamingQueryHealthSensor(task_id="watch", spec_path=spec_path, watch=watch, deferrable=False,
+                                            poke_interval=0, do_xcom_push=False, **{fail_flag: True})
+        with pytest.raises(AirflowSkipException, match=fail_flag):
+            sensor.execute({})
+
+
 def test_sensor_execute_complete_translates_each_outcome(spec_path: str) -> None:
     from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException, AirflowSensorTimeout
 
