@@ -78,6 +78,8 @@ def test_json_is_the_set_with_each_reason(capsys: pytest.CaptureFixture[str], sp
 @pytest.mark.parametrize(("extra", "words"), [
     (["--principal", "orders-job", "--role", "job"], ["'orders-job'", "User:NAME"]),
     (["--principal", "User:orders-job", "--role", "admin"], ["'admin'", "job, recovery, health"]),
+    (["--principal", "User:*", "--role", "recovery", "--apply", "--admin-config", "x.json"],
+     ["'User:*'", "wildcard", "every authenticated user"]),
     (["--principal", "User:orders-job", "--role", "job", "--apply"], ["--apply", "--admin-config FILE"]),
     (["--principal", "User:orders-job", "--role", "job", "--admin-config", "x.json"], ["without --apply"]),
 ])

@@ -134,6 +134,15 @@ def test_check_principal_returns_it() -> None:
     assert check_principal("User:a.b-c") == "User:a.b-c"
 
 
+def test_the_wildcard_principal_is_refused() -> None:
+    # Kafka's User:* is every principal: a role's set would go to every authenticated user.
+    with pytest.raises(AclError, match="wildcard") as err:
+        check_principal("User:*")
+    assert "--principal User:" in (err.value.fix or "")
+    with pytest.raises(AclError, match="wildcard"):
+        required_acls(spec(), "User:*", "recovery")
+
+
 @pytest.mark.parametrize(("kafka", "principal", "words"), [
     ({"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "job"}, "User:job",
      "SCRAM-SHA-512"),

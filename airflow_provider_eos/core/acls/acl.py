@@ -85,7 +85,10 @@ class Permission(enum.StrEnum):
 
 
 def check_principal(principal: str) -> str:
-    """Return ``principal`` if it is a user principal ``User:NAME``.
+    """Return ``principal`` if it is one user's principal ``User:NAME``.
+
+    ``User:*`` is refused: Kafka reads it as every principal, so a role's set (the recovery role's
+    ``CLUSTER ALTER`` among them) would go to every authenticated user.
 
     :raises AclError: naming the value and the expected form.
     """
@@ -95,6 +98,12 @@ def check_principal(principal: str) -> str:
             f"principal {principal!r} is not a user principal of the form 'User:NAME'",
             fix="pass the principal as Kafka names it, e.g. --principal User:orders-job (for SASL/SCRAM the "
             "NAME is the SASL username)",
+        )
+    if name == "*":
+        raise AclError(
+            f"principal {principal!r} is Kafka's wildcard: it names every principal, so the role's ACLs would "
+            "allow every authenticated user",
+            fix="name the one user the role is for, e.g. --principal User:orders-job",
         )
     return principal
 
