@@ -188,7 +188,8 @@ def _not_in_temp(facts: PreflightFacts) -> Outcome:
 )
 def _checkpoint_ownership(facts: PreflightFacts) -> Outcome:
     # The sink's markers name the query that committed them; a checkpoint with another query id
-    # (or none at all while markers exist) would replay or skip batches against the wrong history.
+    # (or none at all while markers exist) would replay or skip batches against the wrong history,
+    # and a checkpoint with committed batches beside a group without markers stops the sink.
     if facts.checkpoint is None:
         return unknown(facts, "checkpoint", "the checkpoint was")
     if facts.group_offsets is None:
@@ -205,8 +206,26 @@ def _checkpoint_ownership(facts: PreflightFacts) -> Outcome:
             )
         return passed(f"no checkpoint and no batch markers in group {facts.spec.group_id!r}: a first run")
     if not markers:
-        return passed(
-            f"checkpoint query {checkpoint.query_id}; group {facts.spec.group_id!r} holds no batch markers yet"
+        group = facts.spec.group_id
+        if checkpoint.last_committed is None:
+            return passed(
+                f"checkpoint query {checkpoint.query_id} has no batch committed yet; group {group!r} holds no batch "
+                "markers yet"
+            )
+        if facts.spec.mode != Mode.EXACTLY_ONCE:
+            return passed(
+                f"checkpoint query {checkpoint.query_id}; group {group!r} holds no batch markers: mode "
+                f"{facts.spec.mode.value!r} writes none"
+            )
+        committed = checkpoint.last_committed
+        return failed(
+            f"checkpoint {checkpoint.location!r} (query {checkpoint.query_id}) committed batch {committed}, but group "
+            f"{group!r} holds no batch markers: the group lost them (offsets.retention.minutes, a deleted group) "
+            f"or never had them, and the sink stops the job on its next batch (InconsistentOffsetsError: batch "
+            f"{committed + 1} expects the group at the marker of batch {committed})",
+            fix="run `eos verify --spec FILE` to see what the group lacks, then `eos repair align --spec FILE` (a dry "
+            f"run; then --execute) to commit batch {committed}'s offsets with its markers; or, to start the pipeline "
+            "over on purpose (it reads again from startingOffsets), delete the checkpoint",
         )
     foreign = {q: b for q, b in markers.items() if q != checkpoint.query_id}
     if foreign:

@@ -38,7 +38,13 @@ PASSES: list[Case] = [
     ("EOS305", facts_(master="yarn"), ["shared storage"]),
     ("EOS307", spec(checkpoint_location="/var/lib/eos/checkpoints/orders"), []),
     ("EOS308", facts_(checkpoint=CheckpointFacts("s3a://x", False), group_offsets={}), ["first run"]),
-    ("EOS308", group_offsets("", ""), ["no batch markers"]),
+    # A checkpoint that has committed nothing yet (batch 0 planned or not): the group has nothing to hold.
+    ("EOS308", lambda f: facts_(checkpoint=CheckpointFacts("s3a://x", True, QUERY, None, 0))(group_offsets("", "")(f)),
+     ["no batch committed yet", "no batch markers"]),
+    ("EOS308", lambda f: facts_(checkpoint=CheckpointFacts("s3a://x", True, QUERY))(facts_(group_offsets={})(f)),
+     ["no batch committed yet"]),
+    # At-least-once writes no markers: nothing to compare.
+    ("EOS308", lambda f: spec(mode="at-least-once")(group_offsets("", "")(f)), ["at-least-once"]),
     # Spark's default 100, with the trigger of the good spec (10 s): 98 batches, 980 s.
     ("EOS311", lambda f: f, ["default", "=100", "offsets/C-1"]),
     ("EOS312", lambda f: f, ["default", "98 batch", "16m20s"]),
@@ -61,6 +67,9 @@ FAILS: list[Case] = [
     ("EOS307", spec(checkpoint_location="file:///var/tmp/orders"), ["/var/tmp/orders"]),
     ("EOS308", group_offsets(BatchMarker(OTHER_QUERY, 9).encode()), [OTHER_QUERY, QUERY, "batch 9"]),
     ("EOS308", facts_(checkpoint=CheckpointFacts("s3a://x", False)), ["no checkpoint", QUERY]),
+    # The checkpoint committed batch 3 but the group lost (or never had) the markers: the next batch stops the job.
+    ("EOS308", group_offsets("", ""), ["committed batch 3", "holds no batch markers", "InconsistentOffsetsError"]),
+    ("EOS308", facts_(group_offsets={}), ["committed batch 3", "holds no batch markers"]),
     ("EOS309", spec(mode="at-least-once"), ["at-least-once"]),
     ("EOS310", facts_(checkpoint=CheckpointFacts("s3a://x", True, QUERY, 3, 4)), ["batch 4", "3"]),
     ("EOS310", facts_(checkpoint=CheckpointFacts("s3a://x", False)), ["startingOffsets"]),
