@@ -52,7 +52,13 @@ __all__ = ["gather_facts", "load_other_specs"]
 log = logging.getLogger(__name__)
 
 # The topic settings the rules read.
-_TOPIC_KEYS = ("min.insync.replicas", "cleanup.policy", "retention.ms", "unclean.leader.election.enable")
+_TOPIC_KEYS = (
+    "min.insync.replicas",
+    "cleanup.policy",
+    "retention.ms",
+    "retention.bytes",
+    "unclean.leader.election.enable",
+)
 
 
 def _reason(exc: BaseException) -> str:
@@ -149,6 +155,7 @@ class _Gatherer:
                 cleanup_policy=config.get("cleanup.policy"),
                 retention_ms=_int(config.get("retention.ms")),
                 unclean_leader_election=_bool(config.get("unclean.leader.election.enable")),
+                retention_bytes=_int(config.get("retention.bytes")),
             )
         return facts, partitions
 

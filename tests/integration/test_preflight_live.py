@@ -128,6 +128,7 @@ def test_a_good_spec_passes_with_the_clusters_real_configs(good: tuple[PipelineS
     assert facts.topics is not None and facts.topics[spec.input_topics[0]].partitions == 2
     assert facts.topics[spec.output_topic].replication_factor == 1
     assert facts.topics[spec.output_topic].cleanup_policy == "delete"
+    assert facts.topics[spec.input_topics[0]].retention_bytes == -1  # Kafka's default: no size limit
     assert facts.group_members == () and facts.transactions == ()
     assert facts.other_specs is not None and len(facts.other_specs) == 2
 
@@ -156,6 +157,19 @@ def test_missing_topics_and_min_isr_above_replication_fire_their_rules(tmp_path:
     isr = report.finding("EOS207").message
     assert f"output topic {out!r} has min.insync.replicas 2 > replication factor 1" in isr
     assert "1 live broker" in report.finding("EOS208").message
+
+
+def test_an_input_topic_deleting_by_size_fires_the_retention_rule(tmp_path: Path, bootstrap: str) -> None:
+    inp = create_topic(bootstrap, f"pf-bytes-{uuid.uuid4().hex[:8]}",
+                       config={"retention.ms": "-1", "retention.bytes": "1048576"})
+    spec, _ = write_spec(tmp_path, bootstrap, input_topics=[inp])
+
+    report = preflight(PipelineClients(spec), other_specs=(), master="local[2]").report
+
+    finding = report.finding("EOS212")
+    assert finding.status is Status.FAIL and finding in report.warnings, preflight_text(report)
+    assert f"input topic {inp!r} has retention.bytes 1048576" in finding.message
+    assert "retention.ms" not in finding.message  # -1: unlimited, only the size limit deletes
 
 
 @pytest.fixture

@@ -338,19 +338,27 @@ def _unclean_election(facts: PreflightFacts) -> Outcome:
     "EOS212",
     Severity.WARNING,
     "input retention > longest expected pause",
-    "raise retention.ms of the input topics above the longest pause you expect",
+    "raise retention.ms of the input topics above the longest pause you expect, and set their retention.bytes "
+    "to -1 (or high enough to hold the input of the longest pause)",
 )
 def _input_retention(facts: PreflightFacts) -> Outcome:
     # Records deleted while the pipeline is stopped are never read; with failOnDataLoss the
-    # query then stops instead of silently skipping them.
+    # query then stops instead of silently skipping them. retention.bytes deletes by size,
+    # whatever retention.ms says, and a size cannot be compared with a pause: any limit warns.
     pause = facts.longest_expected_pause_ms
 
     def bad(topic: TopicFacts, _: PreflightFacts) -> str | None:
+        problems = []
         if 0 <= topic.retention_ms <= pause:
-            return (
+            problems.append(
                 f"has retention.ms {format_ms(topic.retention_ms)}, not above the longest expected pause "
                 f"{format_ms(pause)}: records may be deleted before the pipeline reads them"
             )
-        return None
+        if topic.retention_bytes is not None and topic.retention_bytes >= 0:
+            problems.append(
+                f"has retention.bytes {topic.retention_bytes}: each partition deletes its oldest records beyond that "
+                "size, read or not, and how much input arrives during a pause is not known here"
+            )
+        return "; ".join(problems) or None
 
     return _topic_rule(facts, [("input", t) for t in facts.spec.input_topics], "retention_ms", "retention.ms", bad)

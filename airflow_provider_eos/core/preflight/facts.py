@@ -66,6 +66,7 @@ class TopicFacts:
     :param cleanup_policy: its ``cleanup.policy`` (``delete``, ``compact`` or both).
     :param retention_ms: its ``retention.ms`` (``-1``: unlimited).
     :param unclean_leader_election: its ``unclean.leader.election.enable``.
+    :param retention_bytes: its ``retention.bytes``, per partition (``-1``: unlimited).
     """
 
     name: str
@@ -76,6 +77,7 @@ class TopicFacts:
     cleanup_policy: str | None = None
     retention_ms: int | None = None
     unclean_leader_election: bool | None = None
+    retention_bytes: int | None = None
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,7 @@ def good_topic(name: str, **overrides: Any) -> TopicFacts:
         "cleanup_policy": "delete",
         "retention_ms": 7 * DAY_MS,
         "unclean_leader_election": False,
+        "retention_bytes": -1,
     }
     return TopicFacts(**{**values, **overrides})
 

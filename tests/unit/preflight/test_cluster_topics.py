@@ -26,6 +26,7 @@ PASSES: list[Case] = [
     ("EOS209", single_broker, []),
     ("EOS210", topic("orders-out", cleanup_policy="compact,delete"), ["compact,delete"]),
     ("EOS212", topic("orders-in", retention_ms=-1), ["-1"]),
+    ("EOS212", topic("orders-in", retention_ms=-1, retention_bytes=None), ["-1"]),  # retention.bytes not read
 ]
 
 FAILS: list[Case] = [
@@ -52,6 +53,10 @@ FAILS: list[Case] = [
     ("EOS210", topic("orders-out", cleanup_policy="compact"), ["compact"]),
     ("EOS211", topic("orders-in", unclean_leader_election=True), ["orders-in", "unclean"]),
     ("EOS212", topic("orders-in", retention_ms=DAY_MS), [str(DAY_MS), "259200000"]),
+    # Size-based deletion: unlimited retention.ms does not keep a partition beyond retention.bytes.
+    ("EOS212", topic("orders-in", retention_ms=-1, retention_bytes=1_073_741_824),
+     ["input topic 'orders-in'", "retention.bytes 1073741824"]),
+    ("EOS212", topic("orders-in", retention_ms=DAY_MS, retention_bytes=0), ["retention.ms", "retention.bytes 0"]),
 ]
 
 
