@@ -39,7 +39,8 @@ class EosPreflightOperator(EosUseCaseOperator):
     :param master: the Spark master URL the job will run on, to check the checkpoint storage;
         ``None`` uses ``spark.master`` of the spec's ``spark_conf``. (templated)
     :param longest_expected_pause_ms: how long the pipeline may be stopped and still resume
-        (compared with ``transactional.id.expiration.ms`` and the input retention).
+        (compared with ``transactional.id.expiration.ms``, ``offsets.retention.minutes`` and the input
+        retention).
     """
 
     template_fields: Sequence[str] = (*EosUseCaseOperator.template_fields, "specs_dir", "master")

@@ -140,6 +140,10 @@ def test_a_good_spec_passes_with_the_clusters_real_configs(good: tuple[PipelineS
     assert [f.code for f in report.warnings] == ["EOS307"], preflight_text(report)
     assert [f.code for f in report.infos] == ["EOS310"]
     assert "transaction.max.timeout.ms 900000 ms" in report.finding("EOS104").message
+    # The broker reports offsets.retention.minutes itself (Kafka's default, 7 days), not a default filled in here.
+    assert facts.broker_configs is not None and facts.broker_configs[1]["offsets.retention.minutes"] == "10080"
+    retention = report.finding("EOS108").message
+    assert retention.startswith("offsets.retention.minutes 10080 (604800000 ms (7d") and "broker 1 >" in retention
     assert "a single broker" in report.finding("EOS203").message
     assert "is not used by the 1 other pipeline(s)" in report.finding("EOS403").message
 

@@ -5,7 +5,7 @@ Every rule has a stable code, a severity and a fix. Codes group by area, one mod
 ``EOS1xx`` (:mod:`.timeouts`)
     timeouts: trigger interval and batch budget < producer ``transaction.timeout.ms`` <= broker
     ``transaction.max.timeout.ms``; ``message.timeout.ms`` <= ``transaction.timeout.ms``;
-    ``transactional.id.expiration.ms`` vs the longest expected pause.
+    ``transactional.id.expiration.ms`` and ``offsets.retention.minutes`` vs the longest expected pause.
 ``EOS2xx`` (:mod:`.cluster_topics`)
     the Kafka cluster and the pipeline's topics: internal topics' replication vs live brokers,
     topics exist, replication factor, ``min.insync.replicas``, cleanup policy, retention.

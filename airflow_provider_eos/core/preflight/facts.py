@@ -35,8 +35,9 @@ __all__ = [
 #: How long a pipeline may be stopped and still resume, unless :attr:`PreflightFacts.
 #: longest_expected_pause_ms` says otherwise: a long weekend (3 days). The spec has no field for
 #: it because it is an operational promise, not part of the pipeline's definition; it is
-#: compared with ``transactional.id.expiration.ms`` (EOS107) and the input topics' retention
-#: (EOS212), both 7 days by Kafka's default, so the defaults pass with room to spare.
+#: compared with ``transactional.id.expiration.ms`` (EOS107), ``offsets.retention.minutes``
+#: (EOS108) and the input topics' retention (EOS212), all 7 days by Kafka's default, so the
+#: defaults pass with room to spare.
 DEFAULT_LONGEST_EXPECTED_PAUSE_MS = 3 * 86_400_000
 
 #: Kafka's defaults for the broker settings the rules read, used when a broker does not report
@@ -47,6 +48,7 @@ KAFKA_BROKER_DEFAULTS: Mapping[str, int] = {
     "transaction.state.log.replication.factor": 3,
     "transaction.state.log.min.isr": 2,
     "offsets.topic.replication.factor": 3,
+    "offsets.retention.minutes": 10_080,
 }
 
 

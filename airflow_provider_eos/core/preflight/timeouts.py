@@ -2,7 +2,8 @@
 
 Trigger interval and batch budget < producer ``transaction.timeout.ms`` <= broker
 ``transaction.max.timeout.ms``; ``message.timeout.ms`` <= ``transaction.timeout.ms``;
-``transactional.id.expiration.ms`` longer than the longest expected pause.
+``transactional.id.expiration.ms`` and the sink group's ``offsets.retention.minutes`` longer than
+the longest expected pause.
 """
 
 from __future__ import annotations
@@ -199,4 +200,39 @@ def _txn_id_expiration(facts: PreflightFacts) -> Outcome:
         )
     return passed(
         f"transactional.id.expiration.ms {format_ms(expiration)} of {who} > longest expected pause {format_ms(pause)}"
+    )
+
+
+@rule(
+    "EOS108",
+    Severity.WARNING,
+    "offsets.retention.minutes > longest expected pause",
+    "raise offsets.retention.minutes on every broker above the longest pause you expect (the pre-flight's "
+    "longest_expected_pause_ms, 3 days unless set), or plan shorter pauses; after a longer pause run "
+    "`eos verify --spec FILE` and `eos repair align --spec FILE` before starting",
+)
+def _offsets_retention(facts: PreflightFacts) -> Outcome:
+    # The sink group never has members, so the broker deletes its committed offsets, and the batch
+    # markers they carry, this long after their last commit: after a longer pause the group holds
+    # nothing, the checkpoint's next batch finds no marker (EOS308, verify's NO_MARKER) and a
+    # pipeline stopped during batch 0 would even start over from startingOffsets.
+    found = broker_setting(facts, "offsets.retention.minutes", min)
+    if found is None:
+        return unknown(facts, "broker_configs", "the brokers' configs were")
+    minutes, who = found
+    retention = minutes * 60_000
+    pause = facts.longest_expected_pause_ms
+    if retention <= pause:
+        return failed(
+            f"offsets.retention.minutes {minutes} ({format_ms(retention)}) of {who} is not above the longest "
+            f"expected pause {format_ms(pause)}: the sink group has no members, so the broker deletes its committed "
+            "offsets and batch markers that long after the last batch, and a longer pause leaves the pipeline "
+            "unable to resume (no marker for the checkpoint's last batch)",
+            fix=f"set offsets.retention.minutes to more than {pause // 60_000} on every broker, or plan pauses "
+            f"shorter than {format_ms(retention)} (and pass that as longest_expected_pause_ms); after a longer pause "
+            "run `eos verify --spec FILE` and `eos repair align --spec FILE` before starting",
+        )
+    return passed(
+        f"offsets.retention.minutes {minutes} ({format_ms(retention)}) of {who} > longest expected pause "
+        f"{format_ms(pause)}"
     )

@@ -74,6 +74,7 @@ BROKER = {
     "transaction.state.log.replication.factor": "3",
     "transaction.state.log.min.isr": "2",
     "offsets.topic.replication.factor": "3",
+    "offsets.retention.minutes": "10080",
 }
 
 

@@ -21,7 +21,7 @@ def test_the_report_renders_a_table_and_the_fixes_and_serializes() -> None:
     assert [f.code for f in report.warnings] == ["EOS307"]
     text = preflight_text(report)
     assert text.splitlines()[0] == (
-        "Pre-flight of pipeline 'orders': FAILED - 3 error(s), 1 warning(s), 0 info, 0 not checked, 47 passed"
+        "Pre-flight of pipeline 'orders': FAILED - 3 error(s), 1 warning(s), 0 info, 0 not checked, 48 passed"
     )
     header = text.splitlines()[2]
     assert header.split() == ["code", "severity", "result", "check", "details"]
