@@ -1,10 +1,10 @@
 """Gather the pre-flight facts live: the cluster through the admin API, the checkpoint, the other specs.
 
 Broker and topic configs come from DescribeConfigs, live brokers from DescribeCluster,
-partitions and replicas from the metadata, the sink group from DescribeConsumerGroups and
-its committed offsets (with batch markers), transactions under the prefix from the KIP-664
-admin calls (:mod:`airflow_provider_eos.kafka.transactions_admin`), the checkpoint through
-:class:`~airflow_provider_eos.core.checkpoint.CheckpointReader`.
+partitions and replicas from the metadata (the internal topics' in-sync replicas too), the sink
+group from DescribeConsumerGroups and its committed offsets (with batch markers), transactions
+under the prefix from the KIP-664 admin calls (:mod:`airflow_provider_eos.kafka.transactions_admin`),
+the checkpoint through :class:`~airflow_provider_eos.core.checkpoint.CheckpointReader`.
 
 Only an unreachable cluster stops the gathering (:class:`~airflow_provider_eos.core.preflight.
 PreflightError`): without it nothing can be checked. Any other read that fails (an ACL
@@ -32,6 +32,7 @@ from airflow_provider_eos.core.markers import CommittedOffsets
 from airflow_provider_eos.core.preflight import (
     DEFAULT_LONGEST_EXPECTED_PAUSE_MS,
     CheckpointFacts,
+    InternalTopicFacts,
     PreflightError,
     PreflightFacts,
     TopicFacts,
@@ -50,6 +51,9 @@ from airflow_provider_eos.kafka.transactions_admin import admin_client, scan_pre
 __all__ = ["gather_facts", "load_other_specs"]
 
 log = logging.getLogger(__name__)
+
+# The internal topics EOS201 and EOS204 judge once they exist.
+_INTERNAL_TOPICS = ("__transaction_state", "__consumer_offsets")
 
 # The topic settings the rules read.
 _TOPIC_KEYS = (
@@ -85,6 +89,7 @@ class _Gatherer:
         self.timeout_s = timeout_s
         self.admin = connected_admin("admin", admin_config(spec))
         self.unavailable: dict[str, str] = {}
+        self.metadata: Any = None  # the all-topics metadata, once topics() read it
 
     def missing(self, fact: str, exc: BaseException) -> None:
         """Record why ``fact`` stays unknown."""
@@ -130,6 +135,7 @@ class _Gatherer:
         except KafkaException as exc:
             self.missing("topics", exc)
             return None, {}
+        self.metadata = metadata
         partitions: dict[str, list[int]] = {}
         shapes: dict[str, tuple[int, int]] = {}
         for name in names:
@@ -158,6 +164,54 @@ class _Gatherer:
                 retention_bytes=_int(config.get("retention.bytes")),
             )
         return facts, partitions
+
+    def internal_topics(self) -> dict[str, InternalTopicFacts] | None:
+        """``__transaction_state`` and ``__consumer_offsets``: replicas and ISR per partition, min ISR.
+
+        From the all-topics metadata :meth:`topics` read (a request naming an internal topic would
+        make the broker create it) and DescribeConfigs, which also tells a topic that does not
+        exist (UNKNOWN_TOPIC_OR_PART) from one the principal may not describe (left out of the
+        mapping, the reason in ``unavailable`` under its name).
+        """
+        metadata = self.metadata
+        if metadata is None:
+            self.unavailable["internal_topics"] = self.unavailable.get("topics", "the topic metadata was not read")
+            return None
+        try:
+            futures = self.admin.describe_configs(
+                [ConfigResource(ResourceType.TOPIC, name) for name in _INTERNAL_TOPICS], request_timeout=self.timeout_s
+            )
+        except KafkaException as exc:
+            futures = {}
+            for name in _INTERNAL_TOPICS:
+                self.missing(name, exc)
+        facts: dict[str, InternalTopicFacts] = {}
+        for resource, future in futures.items():
+            name = resource.name
+            listed = metadata.topics.get(name)
+            min_isr: int | None = None
+            try:
+                entry = future.result(self.timeout_s + 5).get("min.insync.replicas")
+                min_isr = _int(entry.value) if entry is not None else None
+            except (KafkaException, TimeoutError) as exc:
+                error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+                unknown = isinstance(error, KafkaError) and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+                if unknown and listed is None:
+                    facts[name] = InternalTopicFacts(name=name, exists=False)
+                    continue
+                self.missing(name, exc)
+            if listed is None or listed.error is not None or not listed.partitions:
+                # It exists (or may) but the metadata does not show it: not allowed to describe it.
+                self.unavailable.setdefault(name, f"{name} is not in the cluster metadata this principal may read")
+                continue
+            facts[name] = InternalTopicFacts(
+                name=name,
+                exists=True,
+                replicas={p: len(part.replicas) for p, part in listed.partitions.items()},
+                in_sync={p: len(part.isrs) for p, part in listed.partitions.items()},
+                min_insync_replicas=min_isr,
+            )
+        return facts
 
     def _topic_configs(self, names: list[str]) -> dict[str, dict[str, str | None]]:
         if not names:
@@ -311,6 +365,7 @@ def gather_facts(  # noqa: PLR0913  # keyword-only options with defaults
     brokers = gatherer.cluster()
     broker_configs = gatherer.broker_configs(brokers)
     topics, partitions = gatherer.topics()
+    internal_topics = gatherer.internal_topics()
     group_state, members = gatherer.group()
     checkpoint, checkpoint_partitions = gatherer.checkpoint(storage_options)
     input_partitions = {TopicPartition(t, p) for t in spec.input_topics for p in partitions.get(t, [])}
@@ -336,6 +391,7 @@ def gather_facts(  # noqa: PLR0913  # keyword-only options with defaults
         broker_configs=broker_configs,
         live_brokers=len(brokers),
         topics=topics,
+        internal_topics=internal_topics,
         group_state=group_state,
         group_members=members,
         group_offsets=group_offsets,

@@ -7,7 +7,8 @@ Every rule has a stable code, a severity and a fix. Codes group by area, one mod
     ``transaction.max.timeout.ms``; ``message.timeout.ms`` <= ``transaction.timeout.ms``;
     ``transactional.id.expiration.ms`` and ``offsets.retention.minutes`` vs the longest expected pause.
 ``EOS2xx`` (:mod:`.cluster_topics`)
-    the Kafka cluster and the pipeline's topics: internal topics' replication vs live brokers,
+    the Kafka cluster and the pipeline's topics: the internal topics' in-sync replicas vs their
+    ``min.insync.replicas`` (before they exist: the brokers' replication factor vs live brokers),
     topics exist, replication factor, ``min.insync.replicas``, cleanup policy, retention.
 ``EOS3xx`` (:mod:`.spark_checkpoint`)
     Spark and the checkpoint: ``read_committed`` source, ``failOnDataLoss``, no async progress
@@ -46,6 +47,7 @@ from airflow_provider_eos.core.preflight.facts import (
     DEFAULT_LONGEST_EXPECTED_PAUSE_MS,
     KAFKA_BROKER_DEFAULTS,
     CheckpointFacts,
+    InternalTopicFacts,
     PreflightError,
     PreflightFacts,
     TopicFacts,
@@ -64,6 +66,7 @@ __all__ = [
     "RULES",
     "CheckpointFacts",
     "Finding",
+    "InternalTopicFacts",
     "PreflightError",
     "PreflightFacts",
     "PreflightReport",

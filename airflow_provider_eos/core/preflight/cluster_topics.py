@@ -1,8 +1,9 @@
 """EOS2xx: the Kafka cluster and the pipeline's topics.
 
-The internal topics' replication and min ISR against the live brokers; the pipeline's topics
-exist, are replicated, can take ``acks=all`` writes, are not compact-only, elect no unclean
-leader, and keep input longer than the longest expected pause.
+The internal topics take writes (once they exist, by their in-sync replicas; before, by the
+brokers' replication factor against the live brokers) and the transaction log's min ISR fits
+the live brokers; the pipeline's topics exist, are replicated, can take ``acks=all`` writes, are
+not compact-only, elect no unclean leader, and keep input longer than the longest expected pause.
 """
 
 from __future__ import annotations
@@ -95,7 +96,8 @@ def _recommended_replication(facts: PreflightFacts) -> int | None:
     return min(RECOMMENDED_REPLICATION, max(facts.live_brokers, 1))
 
 
-def _internal_topic_rule(facts: PreflightFacts, key: str, effect: str) -> Outcome:
+def _setting_vs_live(facts: PreflightFacts, key: str, effect: str) -> Outcome:
+    """The highest ``key`` over the brokers against the live broker count: ``effect`` when above."""
     found = broker_setting(facts, key, max)
     if found is None:
         return unknown(facts, "broker_configs", "the brokers' configs were")
@@ -110,17 +112,86 @@ def _internal_topic_rule(facts: PreflightFacts, key: str, effect: str) -> Outcom
     return passed(f"{key} {value} of {who} <= {facts.live_brokers} live broker(s)")
 
 
+def _listed(partitions: Sequence[str], limit: int = 10) -> str:
+    shown = ", ".join(partitions[:limit])
+    return shown if len(partitions) <= limit else f"{shown} and {len(partitions) - limit} more"
+
+
+def _internal_topic_rule(
+    facts: PreflightFacts, name: str, factor_key: str, uncreatable: str, unwritable: str
+) -> Outcome:
+    """An internal topic takes writes: once it exists, by its in-sync replicas; before, by the brokers' factor.
+
+    The brokers' ``factor_key`` is used only when Kafka creates the topic; an existing topic is
+    judged by what it has: a partition with fewer in-sync replicas than its
+    ``min.insync.replicas`` refuses writes (the rule's severity), a partition with fewer replicas
+    than the factor is only less durable (a warning).
+    """
+    if facts.internal_topics is None:
+        return unknown(facts, "internal_topics", f"the metadata of {name} was")
+    topic = facts.internal_topics.get(name)
+    if topic is None:
+        reason = facts.unavailable.get(name) or facts.unavailable.get("internal_topics")
+        return not_checked(f"not checked: whether {name} exists was not read" + (f" ({reason})" if reason else ""))
+    if not topic.exists:
+        outcome = _setting_vs_live(facts, factor_key, f"{name} cannot be created, so {uncreatable}")
+        return Outcome(outcome.status, outcome.message if outcome.status is Status.NOT_CHECKED
+                       else f"{name} does not exist yet; {outcome.message}", outcome.fix)
+    if topic.min_insync_replicas is None:
+        reason = facts.unavailable.get(name)
+        return not_checked(
+            f"not checked: {name} exists, but its min.insync.replicas was not read" + (f" ({reason})" if reason else "")
+        )
+    min_isr = topic.min_insync_replicas
+    short = [
+        f"{name}-{p} ({topic.in_sync[p]} of {topic.replicas.get(p, 0)} replicas in sync)"
+        for p in sorted(topic.in_sync)
+        if topic.in_sync[p] < min_isr
+    ]
+    if short:
+        return failed(
+            f"{len(short)} partition(s) of {name} have fewer in-sync replicas than its min.insync.replicas {min_isr}: "
+            f"{_listed(short)}; {unwritable}",
+            fix=f"bring back the brokers holding those partitions' replicas and wait until they are in sync "
+            f"(kafka-topics.sh --describe --topic {name} --under-min-isr-partitions lists what is left)",
+        )
+    partitions = len(topic.in_sync)
+    lowest = min(topic.in_sync.values(), default=0)
+    behind = sum(1 for p, isr in topic.in_sync.items() if isr < topic.replicas.get(p, 0))
+    state = f"{name} exists: {partitions} partitions, each with at least {lowest} in-sync replica(s) >= " \
+            f"min.insync.replicas {min_isr}"
+    if behind:
+        state += f" ({behind} with a replica out of sync: a broker down or catching up)"
+    factor = broker_setting(facts, factor_key, max)
+    if factor is None:
+        return passed(f"{state}; {factor_key} not compared (the brokers' configs were not read)")
+    value, who = factor
+    thin = [f"{name}-{p} ({r})" for p, r in sorted(topic.replicas.items()) if r < value]
+    if thin:
+        return failed(
+            f"{state}, but {len(thin)} partition(s) have fewer replicas than {factor_key} {value} of {who}: "
+            f"{_listed(thin)}; losing their brokers loses what those partitions hold",
+            fix=f"reassign the listed partitions of {name} to {value} replicas (kafka-reassign-partitions.sh); "
+            f"{factor_key} applies only when the topic is created",
+            severity=Severity.WARNING,
+        )
+    return passed(f"{state}; {factor_key} {value} of {who} applies only at its creation")
+
+
 @rule(
     "EOS201",
     Severity.ERROR,
-    "transaction state log replication <= live brokers",
-    "start more brokers or lower transaction.state.log.replication.factor",
+    "__transaction_state takes writes (or can be created)",
+    "bring back the brokers holding the replicas of the listed __transaction_state partitions; before the topic "
+    "exists, start more brokers or lower transaction.state.log.replication.factor",
 )
 def _txn_log_replication(facts: PreflightFacts) -> Outcome:
     return _internal_topic_rule(
         facts,
+        "__transaction_state",
         "transaction.state.log.replication.factor",
-        "__transaction_state cannot be created, so no transactional producer can initialize",
+        "no transactional producer can initialize",
+        "transactions these partitions coordinate cannot initialize or commit (NOT_ENOUGH_REPLICAS)",
     )
 
 
@@ -131,7 +202,7 @@ def _txn_log_replication(facts: PreflightFacts) -> Outcome:
     "lower transaction.state.log.min.isr to at most the live brokers and the state log's replication factor",
 )
 def _txn_log_min_isr(facts: PreflightFacts) -> Outcome:
-    outcome = _internal_topic_rule(
+    outcome = _setting_vs_live(
         facts,
         "transaction.state.log.min.isr",
         "writes to __transaction_state fail (NOT_ENOUGH_REPLICAS), so no transaction can commit",
@@ -176,14 +247,17 @@ def _txn_log_durability(facts: PreflightFacts) -> Outcome:
 @rule(
     "EOS204",
     Severity.ERROR,
-    "offsets topic replication <= live brokers",
-    "start more brokers or lower offsets.topic.replication.factor",
+    "__consumer_offsets takes writes (or can be created)",
+    "bring back the brokers holding the replicas of the listed __consumer_offsets partitions; before the topic "
+    "exists, start more brokers or lower offsets.topic.replication.factor",
 )
 def _offsets_replication(facts: PreflightFacts) -> Outcome:
     return _internal_topic_rule(
         facts,
+        "__consumer_offsets",
         "offsets.topic.replication.factor",
-        "__consumer_offsets cannot be created, so the sink cannot commit offsets and batch markers",
+        "the sink cannot commit offsets and batch markers",
+        "the sink cannot commit offsets and batch markers to groups these partitions hold (NOT_ENOUGH_REPLICAS)",
     )
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "DEFAULT_LONGEST_EXPECTED_PAUSE_MS",
     "KAFKA_BROKER_DEFAULTS",
     "CheckpointFacts",
+    "InternalTopicFacts",
     "PreflightError",
     "PreflightFacts",
     "TopicFacts",
@@ -83,6 +84,28 @@ class TopicFacts:
 
 
 @dataclass(frozen=True)
+class InternalTopicFacts:
+    """What the cluster says about an internal topic, ``__transaction_state`` or ``__consumer_offsets``.
+
+    Kafka creates it on first use with the brokers' replication factor; from then on what
+    matters is its replicas and in-sync replicas, not the brokers' settings.
+
+    :param name: the topic.
+    :param exists: whether the cluster has it.
+    :param replicas: per partition, how many replicas it has.
+    :param in_sync: per partition, how many of them are in sync.
+    :param min_insync_replicas: its ``min.insync.replicas``; ``None``: not read (the reason is in
+        :attr:`PreflightFacts.unavailable` under the topic's name).
+    """
+
+    name: str
+    exists: bool
+    replicas: Mapping[int, int] = field(default_factory=dict)
+    in_sync: Mapping[int, int] = field(default_factory=dict)
+    min_insync_replicas: int | None = None
+
+
+@dataclass(frozen=True)
 class CheckpointFacts:
     """What the checkpoint location holds.
 
@@ -114,6 +137,9 @@ class PreflightFacts:
     :param live_brokers: how many brokers the cluster metadata lists as alive.
     :param topics: the pipeline's topics (inputs, output, dead-letter) by name. A pipeline topic
         missing from the mapping was not read.
+    :param internal_topics: ``__transaction_state`` and ``__consumer_offsets`` by name; one missing
+        from the mapping was not read (whether it exists is unknown; the reason is in ``unavailable``
+        under its name).
     :param group_state: the sink group's state (``EMPTY``, ``STABLE``, ``DEAD`` ...).
     :param group_members: the sink group's live members, described for people.
     :param group_offsets: the sink group's committed offsets and metadata per input partition.
@@ -139,6 +165,7 @@ class PreflightFacts:
     broker_configs: Mapping[int, Mapping[str, str | None]] | None = None
     live_brokers: int | None = None
     topics: Mapping[str, TopicFacts] | None = None
+    internal_topics: Mapping[str, InternalTopicFacts] | None = None
     group_state: str | None = None
     group_members: tuple[str, ...] | None = None
     group_offsets: CommittedOffsets | None = None

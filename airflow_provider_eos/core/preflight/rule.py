@@ -1,8 +1,9 @@
 """The rule model: severities, statuses, a rule's outcome and finding, and the catalog registry.
 
-A rule's *severity* is fixed in the catalog; its *status* per run is ``pass``, ``fail`` or
-``not_checked``. Rule families register their checks with :func:`rule`; the catalog
-(:mod:`airflow_provider_eos.core.preflight.catalog`) collects them in code order.
+A rule's *severity* is fixed in the catalog (a check may report a failure below it, never above);
+its *status* per run is ``pass``, ``fail`` or ``not_checked``. Rule families register their checks
+with :func:`rule`; the catalog (:mod:`airflow_provider_eos.core.preflight.catalog`) collects them in
+code order.
 """
 
 from __future__ import annotations
@@ -56,11 +57,14 @@ class Outcome:
     :param status: pass, fail or not checked.
     :param message: what was found, naming the values.
     :param fix: a fix more specific than the rule's own (failures only).
+    :param severity: a failure less severe than the rule's own (EOS201: an existing internal topic
+        with fewer replicas than the brokers' factor still takes writes); never more severe.
     """
 
     status: Status
     message: str
     fix: str | None = None
+    severity: Severity | None = None
 
 
 def passed(message: str) -> Outcome:
@@ -68,9 +72,12 @@ def passed(message: str) -> Outcome:
     return Outcome(Status.PASS, message)
 
 
-def failed(message: str, fix: str | None = None) -> Outcome:
-    """The check failed; ``fix`` replaces the rule's fix when the values allow a precise one."""
-    return Outcome(Status.FAIL, message, fix)
+def failed(message: str, fix: str | None = None, *, severity: Severity | None = None) -> Outcome:
+    """The check failed; ``fix`` replaces the rule's fix when the values allow a precise one.
+
+    :param severity: report this failure below the rule's severity (a higher one is ignored).
+    """
+    return Outcome(Status.FAIL, message, fix, severity)
 
 
 def not_checked(message: str) -> Outcome:
@@ -85,6 +92,8 @@ def unknown(facts: PreflightFacts, fact: str, what: str) -> Outcome:
 
 
 Check = Callable[["PreflightFacts"], Outcome]
+
+_RANK = {Severity.INFO: 0, Severity.WARNING: 1, Severity.ERROR: 2}
 
 
 class Finding(FrozenModel):
@@ -135,11 +144,14 @@ class Rule:
     def evaluate(self, facts: PreflightFacts) -> Finding:
         """Run the check on ``facts``."""
         outcome = self.check(facts)
+        severity = self.severity
+        if outcome.severity is not None and _RANK[outcome.severity] < _RANK[self.severity]:
+            severity = outcome.severity
         # An INFO finding is a note, not something to fix.
-        needs_fix = outcome.status is Status.FAIL and self.severity is not Severity.INFO
+        needs_fix = outcome.status is Status.FAIL and severity is not Severity.INFO
         return Finding(
             code=self.code,
-            severity=self.severity,
+            severity=severity,
             status=outcome.status,
             title=self.title,
             message=outcome.message,

@@ -16,6 +16,7 @@ from airflow_provider_eos.core.markers import BatchMarker, CommittedOffset
 from airflow_provider_eos.core.preflight import (
     RULES,
     CheckpointFacts,
+    InternalTopicFacts,
     PreflightFacts,
     Severity,
     Status,
@@ -95,6 +96,26 @@ PROTOCOL_V1 = BrokerProtocol(
 JAR = "/opt/eos/jars/eos-executor-writer/eos-executor-writer.jar"
 
 
+#: Kafka's partition counts of its internal topics (transaction.state.log.num.partitions, offsets.topic.num.partitions).
+INTERNAL_PARTITIONS = {"__transaction_state": 50, "__consumer_offsets": 50}
+
+
+def internal_topic(name: str, replicas: int = 3, in_sync: int | None = None, min_isr: int | None = 2,
+                   **partitions: tuple[int, int]) -> InternalTopicFacts:
+    """``name`` with every partition at ``replicas`` and ``in_sync`` (default: all in sync); ``p7=(3, 1)``
+    gives partition 7 three replicas, one in sync."""
+    count = INTERNAL_PARTITIONS[name]
+    shape = {p: (replicas, replicas if in_sync is None else in_sync) for p in range(count)}
+    shape.update({int(key[1:]): value for key, value in partitions.items()})
+    return InternalTopicFacts(
+        name=name,
+        exists=True,
+        replicas={p: r for p, (r, _) in shape.items()},
+        in_sync={p: i for p, (_, i) in shape.items()},
+        min_insync_replicas=min_isr,
+    )
+
+
 def good_facts() -> PreflightFacts:
     spec = good_spec()
     other = good_spec(
@@ -112,6 +133,7 @@ def good_facts() -> PreflightFacts:
         broker_configs={b: dict(BROKER) for b in (1, 2, 3)},
         live_brokers=3,
         topics={t: good_topic(t) for t in ("orders-in", "orders-out", "orders-dlq")},
+        internal_topics={name: internal_topic(name) for name in INTERNAL_PARTITIONS},
         group_state="EMPTY",
         group_members=(),
         group_offsets={TopicPartition("orders-in", p): CommittedOffset(40 + p, marker) for p in range(4)},
@@ -180,7 +202,22 @@ def single_broker(facts: PreflightFacts) -> PreflightFacts:
     topics = {
         name: dataclasses.replace(t, replication_factor=1, min_insync_replicas=1) for name, t in facts.topics.items()
     }
-    return dataclasses.replace(facts, broker_configs={1: one}, live_brokers=1, topics=topics)
+    internal = {name: internal_topic(name, replicas=1, min_isr=1) for name in INTERNAL_PARTITIONS}
+    return dataclasses.replace(facts, broker_configs={1: one}, live_brokers=1, topics=topics, internal_topics=internal)
+
+
+def internal(name: str, *args: Any, **kwargs: Any) -> Mutation:
+    """Replace internal topic ``name`` by :func:`internal_topic` ``(name, *args, **kwargs)``."""
+    return lambda facts: dataclasses.replace(
+        facts, internal_topics={**facts.internal_topics, name: internal_topic(name, *args, **kwargs)}
+    )
+
+
+def no_internal(name: str) -> Mutation:
+    """Internal topic ``name`` does not exist yet (Kafka creates it on first use)."""
+    return lambda facts: dataclasses.replace(
+        facts, internal_topics={**facts.internal_topics, name: InternalTopicFacts(name=name, exists=False)}
+    )
 
 
 def other_spec(**overrides: Any) -> Mutation:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
+from airflow_provider_eos.core.preflight import Severity, Status, evaluate
 from tests.unit.preflight.builders import (
     DAY_MS,
     Case,
@@ -12,6 +15,9 @@ from tests.unit.preflight.builders import (
     broker,
     case_id,
     facts_,
+    good_facts,
+    internal,
+    no_internal,
     single_broker,
     topic,
     unchanged,
@@ -19,7 +25,16 @@ from tests.unit.preflight.builders import (
 
 PASSES: list[Case] = [
     *unchanged("EOS2"),
-    ("EOS201", single_broker, ["1 live broker"]),
+    ("EOS201", single_broker, ["__transaction_state exists", "min.insync.replicas 1"]),
+    ("EOS201", lambda f: no_internal("__transaction_state")(single_broker(f)), ["does not exist yet", "1 live broker"]),
+    # A rolling restart: 3 brokers, one down. The existing topics keep 2 of 3 replicas in sync, min ISR 2: writable.
+    ("EOS201", lambda f: facts_(live_brokers=2)(internal("__transaction_state", 3, 2)(f)),
+     ["50 partitions", "at least 2 in-sync", "min.insync.replicas 2", "50 with a replica out of sync"]),
+    ("EOS204", lambda f: facts_(live_brokers=2)(internal("__consumer_offsets", 3, 2)(f)),
+     ["__consumer_offsets exists", "out of sync"]),
+    ("EOS204", single_broker, ["__consumer_offsets exists", "min.insync.replicas 1"]),
+    # The brokers' configs unread: the existing topic is still judged by what it has.
+    ("EOS204", facts_(broker_configs=None), ["min.insync.replicas 2", "not compared"]),
     ("EOS203", single_broker, ["single broker"]),
     ("EOS207", topic("orders-in", replication_factor=2, min_insync_replicas=2), []),
     ("EOS208", single_broker, []),
@@ -30,8 +45,18 @@ PASSES: list[Case] = [
 ]
 
 FAILS: list[Case] = [
-    ("EOS201", broker("transaction.state.log.replication.factor", "4"), ["4", "3 live broker"]),
-    ("EOS201", lambda f: facts_(live_brokers=1)(f), ["3", "1 live broker"]),
+    # Before the topic exists, the brokers' factor must fit the live brokers.
+    ("EOS201", lambda f: no_internal("__transaction_state")(broker("transaction.state.log.replication.factor", "4")(f)),
+     ["__transaction_state does not exist yet", "4", "3 live broker", "cannot be created"]),
+    ("EOS201", lambda f: no_internal("__transaction_state")(facts_(live_brokers=1)(f)), ["3", "1 live broker"]),
+    # Once it exists: fewer in-sync replicas than its min.insync.replicas refuse writes (an ERROR) ...
+    ("EOS201", internal("__transaction_state", p7=(3, 1), p12=(3, 0)),
+     ["2 partition(s) of __transaction_state", "min.insync.replicas 2",
+      "__transaction_state-7 (1 of 3 replicas in sync)", "__transaction_state-12 (0 of 3", "NOT_ENOUGH_REPLICAS"]),
+    # ... fewer replicas than the brokers' factor is less durable only (a WARNING, see the test below).
+    ("EOS201", broker("transaction.state.log.replication.factor", "4"),
+     ["50 partition(s) have fewer replicas than transaction.state.log.replication.factor 4",
+      "__transaction_state-0 (3)", "and 40 more"]),
     ("EOS202", broker("transaction.state.log.min.isr", "4"), ["min.isr 4", "3 live"]),
     (
         "EOS202",
@@ -41,7 +66,10 @@ FAILS: list[Case] = [
         ["min.isr 3", "replication.factor 2"],
     ),
     ("EOS203", broker("transaction.state.log.replication.factor", "1"), ["1", "3 live brokers"]),
-    ("EOS204", broker("offsets.topic.replication.factor", "5"), ["5", "3 live"]),
+    ("EOS204", lambda f: no_internal("__consumer_offsets")(broker("offsets.topic.replication.factor", "5")(f)),
+     ["5", "3 live"]),
+    ("EOS204", internal("__consumer_offsets", 3, 1), ["50 partition(s) of __consumer_offsets", "1 of 3"]),
+    ("EOS204", internal("__consumer_offsets", 2, min_isr=1, p3=(1, 1)), ["__consumer_offsets-3 (1)", "offsets.topic"]),
     ("EOS205", topic("orders-in", exists=False), ["orders-in"]),
     ("EOS206", topic("orders-dlq", exists=False), ["dead-letter topic 'orders-dlq'"]),
     ("EOS206", topic("orders-out", exists=False), ["output topic 'orders-out'"]),
@@ -68,3 +96,30 @@ def test_rule_passes(case: Case) -> None:
 @pytest.mark.parametrize("case", FAILS, ids=case_id)
 def test_rule_fails_naming_the_values(case: Case) -> None:
     assert_fails(case)
+
+
+def test_an_internal_topic_with_fewer_replicas_than_the_factor_only_warns() -> None:
+    report = evaluate(internal("__consumer_offsets", 2, min_isr=1, p3=(1, 1))(good_facts()))
+    finding = report.finding("EOS204")
+    assert finding.status is Status.FAIL and finding.severity is Severity.WARNING, finding
+    assert finding in report.warnings and report.ok
+    assert finding.fix and "kafka-reassign-partitions.sh" in finding.fix
+    # Below its min.insync.replicas it is an error again, whatever the replica count.
+    report = evaluate(internal("__consumer_offsets", 2, 1)(good_facts()))
+    assert report.finding("EOS204").severity is Severity.ERROR and not report.ok
+
+
+def test_an_unreadable_internal_topic_is_not_checked_naming_the_reason() -> None:
+    facts = good_facts()
+    denied = {"__transaction_state": "TOPIC_AUTHORIZATION_FAILED: denied"}
+    unread = dataclasses.replace(facts, internal_topics={"__consumer_offsets": facts.internal_topics[
+        "__consumer_offsets"]}, unavailable=denied)
+    finding = evaluate(unread).finding("EOS201")
+    assert finding.status is Status.NOT_CHECKED and finding.fix is None
+    assert finding.message == (
+        "not checked: whether __transaction_state exists was not read (TOPIC_AUTHORIZATION_FAILED: denied)"
+    )
+    no_min_isr = internal("__transaction_state", min_isr=None)(dataclasses.replace(facts, unavailable=denied))
+    finding = evaluate(no_min_isr).finding("EOS201")
+    assert finding.status is Status.NOT_CHECKED
+    assert "min.insync.replicas was not read (TOPIC_AUTHORIZATION_FAILED: denied)" in finding.message
