@@ -70,7 +70,8 @@ class TaskStats:
     #: Of ``open_ms``, what the task waited for before its first row: all of it here; the JVM writer opens
     #: while Spark reads the first rows and waits only for the rest.
     open_wait_ms: int = 0
-    #: The task created its producer (first use in this worker, or the cached one was another batch's).
+    #: This task created its producer (first use in this worker, the cached one was another batch's, or it
+    #: was replaced); ``False`` when it used one an earlier task of the worker created.
     producer_created: bool = False
     #: The cached producer turned out fenced by another worker and was replaced before any row was read.
     producer_replaced: bool = False
@@ -164,12 +165,16 @@ class PartitionWriteTask:
             # worker wrote this partition since (Spark does not pin partitions to workers): the cached
             # producer is fenced for sure, so start afresh instead of asking the broker.
             writer.drop()
+        created = False  # whether this task created the producer it holds
         for _ in range(2):
-            before_init = clock.peek()
-            writer.producer()
-            stats.producer_created = writer.fresh
-            if writer.fresh:
+            if not writer.has_producer:
+                # This task's own producer: its init fenced every earlier holder of the id. A fence of the
+                # producer an earlier task of this worker created (even one that skipped and so never
+                # committed) only says another worker wrote since; a fence of this one, a live zombie.
+                before_init = clock.peek()
+                writer.producer()
                 stats.init_ms += clock.peek() - before_init
+                created = stats.producer_created = True
             if self._decide(clients, input_range) is BatchAction.SKIP_REPLAY:
                 stats.action = "skip_replay"
                 return stats
@@ -178,7 +183,7 @@ class PartitionWriteTask:
                     # First, so a producer another worker fenced is found before any row is read.
                     writer.send_offsets(producer, offsets, clients.group_metadata())
                 except KafkaException as exc:
-                    if writer.fresh or not _is_fenced(exc):
+                    if created or not _is_fenced(exc):
                         raise
                     writer.drop()
                     stats.producer_replaced = True

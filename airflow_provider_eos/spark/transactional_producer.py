@@ -54,9 +54,6 @@ class TransactionalProducer:
     def __init__(self, spec: PipelineSpec, transactional_id: str, client: str = "sink-producer") -> None:
         self.spec, self.transactional_id, self.client = spec, transactional_id, client
         self._producer: Producer | None = None
-        #: Whether the producer was created (fencing every earlier holder) since its last commit: a
-        #: fence then means another writer started after it, never that a cached producer went stale.
-        self.fresh = False
         #: The batch of the last transaction this producer committed (``None``: none yet).
         self.last_committed_batch: int | None = None
         #: Where the open transaction is (names the request of a refusal).
@@ -67,6 +64,11 @@ class TransactionalProducer:
     @property
     def timeout_s(self) -> float:
         return self.spec.transaction_timeout_ms / 1000
+
+    @property
+    def has_producer(self) -> bool:
+        """Whether a producer is kept: :meth:`producer` creates one (and fences every earlier holder) when not."""
+        return self._producer is not None
 
     def producer(self) -> Producer:
         """The initialized producer, created (fencing every earlier holder of the id) when there is none."""
@@ -81,7 +83,7 @@ class TransactionalProducer:
                     raise sink_refusal(failure, batch_id=None, spec=self.spec, stage="init",
                                        transactional_id=self.transactional_id) from exc
                 raise
-            self._producer, self.fresh = producer, True
+            self._producer = producer
         return self._producer
 
     def drop(self) -> None:
@@ -159,7 +161,6 @@ class TransactionalProducer:
             partial(producer.commit_transaction, self.timeout_s),
             what=f"commit the transaction of batch {batch_id} ({self.transactional_id})",
         )
-        self.fresh = False
         self.last_committed_batch = batch_id
         self.counts += TransactionCounts(committed=1)
 

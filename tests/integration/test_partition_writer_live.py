@@ -105,8 +105,31 @@ def test_a_cached_producer_fenced_by_another_worker_is_replaced_before_any_row_i
     stats = second._write(span1, iter([_rows(1, "a")]), attempt=0)
     assert stats.action == "produce" and stats.producer_replaced is True
     assert _committed(spec) == (20, 1)
+    # Batch 2 is back on worker b, whose cached producer (created by the skipping task, never committed)
+    # worker a's replacement has fenced: it is replaced as well, not taken for a zombie of this task.
+    workers("b")
+    third, span2 = _task(spec, 2)
+    stats = third._write(span2, iter([_rows(2, "b")]), attempt=0)
+    assert (stats.action, stats.producer_replaced, stats.producer_created) == ("produce", True, True)
+    assert _committed(spec) == (30, 2)
     visible = [m.value() for m in consume_all(bootstrap, spec.output_topic)]
-    assert len(visible) == 20 and len(set(visible)) == 20
+    assert len(visible) == 30 and len(set(visible)) == 30
+
+
+def test_a_producer_counts_as_created_only_by_the_task_that_created_it(bootstrap, topic_factory, tmp_path,
+                                                                       workers):
+    spec = _spec(bootstrap, topic_factory, tmp_path)
+    workers("a")
+    first, span0 = _task(spec, 0)
+    assert first._write(span0, iter([_rows(0, "a")]), attempt=0).producer_created is True
+    workers("b")  # a retry of batch 0 creates worker b's producer and skips
+    stats = first._write(span0, iter([]), attempt=1)
+    assert (stats.action, stats.producer_created) == ("skip_replay", True)
+    second, span1 = _task(spec, 1)  # nobody fenced worker b's producer since: batch 1 uses it as it is
+    stats = second._write(span1, iter([_rows(1, "b")]), attempt=0)
+    assert (stats.action, stats.producer_created, stats.producer_replaced) == ("produce", False, False)
+    assert stats.init_ms == 0
+    assert _committed(spec) == (20, 1)
 
 
 def test_a_producer_cached_for_an_older_batch_is_renewed_without_asking(bootstrap, topic_factory, tmp_path,
