@@ -8,7 +8,7 @@ import java.util.concurrent.Executors;
 import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.Callback;
-import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.RetriableException;
@@ -47,7 +47,7 @@ final class PartitionWriter implements DataWriter<InternalRow> {
     private final TaskObserver observer;
     private final UTF8String topic;
     private final SendFailures sendFailures = new SendFailures();
-    private KafkaProducer<byte[], byte[]> producer;
+    private Producer<byte[], byte[]> producer;
     private long lapStart = System.nanoTime();
     private long opened;
     /** When the opening ended ({@code System.nanoTime()}; 0 until it did): the end of the wait for it. */
@@ -181,15 +181,15 @@ final class PartitionWriter implements DataWriter<InternalRow> {
         }
         TopicPartition tp = new TopicPartition(part.topic, part.partition);
         for (int round = 0; round < 2; round++) {
-            KafkaProducer<byte[], byte[]> candidate;
+            Producer<byte[], byte[]> candidate;
             long beforeInit = System.nanoTime();
             try {
                 candidate = lease.producer();
             } catch (RuntimeException e) {
                 throw TaskFailure.kafka(e, "init", part.transactionalId, plan.batchId, false);
             }
-            stats.producerCreated = lease.fresh();
-            if (lease.fresh()) {
+            if (!stats.producerCreated && lease.created()) { // this round created it
+                stats.producerCreated = true;
                 stats.initMs += (System.nanoTime() - beforeInit) / 1_000_000L;
             }
             OffsetAndMetadata committed = readCommitted(adminConfig, tp);
@@ -214,7 +214,7 @@ final class PartitionWriter implements DataWriter<InternalRow> {
                         Map.of(tp, new OffsetAndMetadata(part.commitOffset, part.commitMetadata)),
                         new ConsumerGroupMetadata(plan.groupId));
             } catch (RuntimeException e) {
-                if (!lease.fresh() && TaskFailure.isFenced(e)) {
+                if (!lease.created() && TaskFailure.isFenced(e)) {
                     lease.drop();
                     producer = null;
                     inTransaction = false;

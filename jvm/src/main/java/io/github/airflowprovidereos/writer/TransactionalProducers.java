@@ -12,7 +12,10 @@ import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Function;
+import java.util.function.LongSupplier;
 import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
@@ -29,33 +32,59 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  */
 public final class TransactionalProducers {
     static final long IDLE_MS = TimeUnit.MINUTES.toMillis(10);
-    private static final Map<String, Entry> CACHE = new ConcurrentHashMap<>();
+    /** The JVM's cache, which the tasks share. */
+    private static final TransactionalProducers SHARED =
+            new TransactionalProducers(TransactionalProducers::kafkaProducer, System::currentTimeMillis, IDLE_MS);
 
-    private TransactionalProducers() {
+    private final Map<String, Entry> cache = new ConcurrentHashMap<>();
+    private final Function<Properties, Producer<byte[], byte[]>> factory;
+    private final LongSupplier clock;
+    private final long idleMs;
+
+    /**
+     * A cache of its own (the tests' seam: no broker, their clock).
+     *
+     * @param factory makes a producer of the settings (the transactional id among them), not yet initialized
+     * @param clock the time in milliseconds
+     * @param idleMs how long an entry stays unused before the next acquire closes it
+     */
+    TransactionalProducers(Function<Properties, Producer<byte[], byte[]>> factory, LongSupplier clock, long idleMs) {
+        this.factory = factory;
+        this.clock = clock;
+        this.idleMs = idleMs;
+    }
+
+    private static Producer<byte[], byte[]> kafkaProducer(Properties props) {
+        // Instances, not class names: no class loading by name across Spark's class loaders.
+        return new KafkaProducer<>(props, new ByteArraySerializer(), new ByteArraySerializer());
     }
 
     /** One cached producer and what the tasks learned about it. */
     static final class Entry {
+        final String key;
         final String transactionalId;
         final String configFingerprint;
         final Map<String, String> config;
         final ReentrantLock lock = new ReentrantLock();
-        KafkaProducer<byte[], byte[]> producer;
-        boolean fresh;
+        Producer<byte[], byte[]> producer;
         Long lastCommittedBatch;
-        volatile long lastUsedMs = System.currentTimeMillis();
+        volatile long lastUsedMs;
 
-        Entry(String transactionalId, String configFingerprint, Map<String, String> config) {
+        Entry(String key, String transactionalId, String configFingerprint, Map<String, String> config, long now) {
+            this.key = key;
             this.transactionalId = transactionalId;
             this.configFingerprint = configFingerprint;
             this.config = config;
+            this.lastUsedMs = now;
         }
     }
 
     /** A task's hold on one entry; {@link #release} it in the writer's close. */
-    public static final class Lease {
+    public final class Lease {
         private final Entry entry;
         private boolean released;
+        /** Whether this lease (its task) created the producer it holds. */
+        private boolean created;
 
         private Lease(Entry entry) {
             this.entry = entry;
@@ -66,29 +95,31 @@ public final class TransactionalProducers {
          *
          * @return the producer
          */
-        public KafkaProducer<byte[], byte[]> producer() {
+        public Producer<byte[], byte[]> producer() {
             if (entry.producer == null) {
                 Properties props = new Properties();
                 props.putAll(entry.config);
                 props.put("transactional.id", entry.transactionalId);
-                // Instances, not class names: no class loading by name across Spark's class loaders.
-                KafkaProducer<byte[], byte[]> created =
-                        new KafkaProducer<>(props, new ByteArraySerializer(), new ByteArraySerializer());
+                Producer<byte[], byte[]> made = factory.apply(props);
                 try {
-                    created.initTransactions();
+                    made.initTransactions();
                 } catch (RuntimeException e) {
-                    created.close(Duration.ZERO);
+                    made.close(Duration.ZERO);
                     throw e;
                 }
-                entry.producer = created;
-                entry.fresh = true;
+                entry.producer = made;
+                created = true;
             }
             return entry.producer;
         }
 
-        /** Whether the producer was created (fencing every earlier holder) since its last commit. */
-        public boolean fresh() {
-            return entry.fresh;
+        /**
+         * Whether this task created the producer (fencing every earlier holder): a fence of it then means
+         * another writer started after it. One an earlier task created, even one that only skipped and so
+         * never committed, may have been fenced by another JVM since; that is no zombie.
+         */
+        public boolean created() {
+            return created;
         }
 
         /** The batch this producer last committed; {@code null}: none since it was created. */
@@ -98,7 +129,6 @@ public final class TransactionalProducers {
 
         /** The producer committed {@code batchId}. */
         public void committed(long batchId) {
-            entry.fresh = false;
             entry.lastCommittedBatch = batchId;
         }
 
@@ -112,7 +142,6 @@ public final class TransactionalProducers {
                 entry.producer.close(Duration.ZERO);
             }
             entry.producer = null;
-            entry.fresh = false;
             entry.lastCommittedBatch = null;
         }
 
@@ -120,7 +149,7 @@ public final class TransactionalProducers {
         public void release() {
             if (!released) {
                 released = true;
-                entry.lastUsedMs = System.currentTimeMillis();
+                entry.lastUsedMs = clock.getAsLong();
                 entry.lock.unlock();
             }
         }
@@ -134,12 +163,7 @@ public final class TransactionalProducers {
      * @return the lease
      */
     public static Lease acquire(String transactionalId, Map<String, String> config) {
-        closeIdle();
-        String fingerprint = fingerprint(config);
-        Entry entry = CACHE.computeIfAbsent(transactionalId + "\u0000" + fingerprint,
-                k -> new Entry(transactionalId, fingerprint, new HashMap<>(config)));
-        entry.lock.lock();
-        return new Lease(entry);
+        return SHARED.lease(transactionalId, config);
     }
 
     /**
@@ -150,9 +174,22 @@ public final class TransactionalProducers {
      * @return how many were closed
      */
     public static int closeAll(Map<String, String> config) {
+        return SHARED.closeIdleOf(config);
+    }
+
+    Lease lease(String transactionalId, Map<String, String> config) {
+        closeIdle();
+        String fingerprint = fingerprint(config);
+        Entry entry = cache.computeIfAbsent(transactionalId + "\u0000" + fingerprint,
+                k -> new Entry(k, transactionalId, fingerprint, new HashMap<>(config), clock.getAsLong()));
+        entry.lock.lock();
+        return new Lease(entry);
+    }
+
+    int closeIdleOf(Map<String, String> config) {
         String fingerprint = fingerprint(config);
         int closed = 0;
-        for (Iterator<Entry> it = CACHE.values().iterator(); it.hasNext(); ) {
+        for (Iterator<Entry> it = cache.values().iterator(); it.hasNext(); ) {
             Entry entry = it.next();
             if (entry.configFingerprint.equals(fingerprint) && entry.lock.tryLock()) {
                 try {
@@ -169,11 +206,11 @@ public final class TransactionalProducers {
         return closed;
     }
 
-    private static void closeIdle() {
-        long now = System.currentTimeMillis();
-        for (Iterator<Entry> it = CACHE.values().iterator(); it.hasNext(); ) {
+    private void closeIdle() {
+        long now = clock.getAsLong();
+        for (Iterator<Entry> it = cache.values().iterator(); it.hasNext(); ) {
             Entry entry = it.next();
-            if (now - entry.lastUsedMs > IDLE_MS && entry.lock.tryLock()) {
+            if (now - entry.lastUsedMs > idleMs && entry.lock.tryLock()) {
                 try {
                     if (entry.producer != null) {
                         entry.producer.close(Duration.ofSeconds(1));
