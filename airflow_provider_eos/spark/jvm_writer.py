@@ -91,6 +91,8 @@ class JvmTasks:
         self.jar = jar or WriterJar()
         self._registry: Any = None
         self._handle = uuid.uuid4().hex
+        #: The transactional ids this sink's writes used: its close closes only their producers.
+        self._transactional_ids: set[str] = set()
 
     def _driver_registry(self, frame: DataFrame) -> Any:
         if self._registry is None:
@@ -114,6 +116,7 @@ class JvmTasks:
         self._driver_registry(batch)
         report_key = f"{tasks.query_id}/{tasks.batch_id}/{uuid.uuid4().hex}"
         plan = write_plan(tasks, config_handle=self._handle, report_key=report_key)
+        self._transactional_ids.update(p["transactional_id"] for p in plan["partitions"])
         try:
             found = self.jar.write(batch, DATA_SOURCE, {_PLAN_OPTION: json.dumps(plan)}, report_key,
                                    tasks.points.jvm_plan())
@@ -129,13 +132,16 @@ class JvmTasks:
         return [json.dumps(report, sort_keys=True) for report in found]
 
     def close(self) -> None:
-        """Forget the settings in the driver JVM and close its producers (local mode: the executors are there)."""
+        """Forget the settings in the driver JVM and close its producers of this sink's transactional ids.
+
+        Local mode: the executors are there; another pipeline's producers, even with the same settings, stay.
+        """
         registry, self._registry = self._registry, None
         if registry is None:
             return
         from py4j.protocol import Py4JError
 
         try:
-            registry.forgetConfig(self._handle)
+            registry.forgetConfig(self._handle, json.dumps(sorted(self._transactional_ids)))
         except Py4JError as exc:  # the JVM is already gone: so are its producers
             log.debug("could not forget the JVM writer's settings: %s", exc)

@@ -152,3 +152,20 @@ def test_a_driver_without_the_plan_reader_is_told_how_to_get_it():
     with pytest.raises(PlanReadError, match=r"plan reader .* is not on the Spark driver's classpath") as raised:
         PlanReader(session)
     assert "make install" in raised.value.fix and "writers: driver" in raised.value.fix
+
+
+def test_the_sinks_close_names_the_transactional_ids_its_writes_used():
+    # The driver JVM closes only these ids' producers: another pipeline's with the same settings stay.
+    from types import SimpleNamespace
+
+    from airflow_provider_eos.spark.jvm_writer import JvmTasks
+
+    calls: list[tuple] = []
+    registry = SimpleNamespace(putConfig=lambda *args: None, forgetConfig=lambda *args: calls.append(args))
+    jar = SimpleNamespace(registry=lambda session: registry, write=lambda *args: [])
+    writer = JvmTasks(SPEC, jar=jar)
+    frame = SimpleNamespace(sparkSession=None)
+    writer.run(frame, tasks(batch_id=4))
+    writer.run(frame, tasks(batch_id=5))
+    writer.close()
+    assert calls == [(writer._handle, json.dumps(["orders-txn-0_0", "orders-txn-0_2"]))]

@@ -21,6 +21,8 @@ public final class DriverRegistry {
     private static final Map<String, List<String>> REPORTS = new ConcurrentHashMap<>();
     private static final TypeReference<HashMap<String, String>> SETTINGS = new TypeReference<>() {
     };
+    private static final TypeReference<List<String>> IDS = new TypeReference<>() {
+    };
 
     private DriverRegistry() {
     }
@@ -43,14 +45,23 @@ public final class DriverRegistry {
     }
 
     /**
-     * Forget the settings and close this JVM's producers made with them (local mode: the executors are here).
+     * Forget the settings and close this JVM's idle producers of the sink's transactional ids made with
+     * them (local mode: the executors are here); another pipeline's producers stay.
      *
      * @param handle the sink's handle
+     * @param transactionalIdsJson the transactional ids the sink's writes used, as a JSON array of strings
      * @return how many producers were closed
      */
-    public static int forgetConfig(String handle) {
+    public static int forgetConfig(String handle, String transactionalIdsJson) {
         Map<String, String>[] found = CONFIGS.remove(handle);
-        return found == null ? 0 : TransactionalProducers.closeAll(found[0]);
+        if (found == null) {
+            return 0;
+        }
+        try {
+            return TransactionalProducers.closeAll(found[0], WritePlan.JSON.readValue(transactionalIdsJson, IDS));
+        } catch (JsonProcessingException e) {
+            throw new UncheckedIOException("the sink's transactional ids are not a JSON array of strings", e);
+        }
     }
 
     /** Whether this JVM can load the writer (the Python side's check that the jar is on the classpath). */

@@ -4,10 +4,12 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
+import java.util.Collection;
 import java.util.HashMap;
-import java.util.Iterator;
+import java.util.HashSet;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
@@ -28,7 +30,9 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * A task holds its entry's lock from {@link #acquire} to {@link Lease#release}, so two attempts
  * of one partition in this JVM (speculation) take turns instead of sharing a transaction.
  * Entries idle for {@link #IDLE_MS} are closed by the next acquire: a JVM that outlives a query
- * (local mode in tests, a long-lived executor) does not keep its connections forever.
+ * (local mode in tests, a long-lived executor) does not keep its connections forever. A closed
+ * entry is marked so under its lock and leaves the cache before the lock is let go, so a task
+ * that waited for it takes its successor (never a closed producer) and an id has one live entry.
  */
 public final class TransactionalProducers {
     static final long IDLE_MS = TimeUnit.MINUTES.toMillis(10);
@@ -68,6 +72,8 @@ public final class TransactionalProducers {
         final ReentrantLock lock = new ReentrantLock();
         Producer<byte[], byte[]> producer;
         Long lastCommittedBatch;
+        /** Closed and out of the cache (under {@link #lock}): an acquirer that waited for it looks again. */
+        boolean closed;
         volatile long lastUsedMs;
 
         Entry(String key, String transactionalId, String configFingerprint, Map<String, String> config, long now) {
@@ -167,37 +173,43 @@ public final class TransactionalProducers {
     }
 
     /**
-     * Close every idle producer made with {@code config} (the sink's close, in local mode where
-     * the executors are the driver's JVM).
+     * Close the idle producers of the sink's transactional ids made with {@code config} (the sink's
+     * close, in local mode where the executors are the driver's JVM). Another pipeline's, even with
+     * the same settings, stay.
      *
      * @param config the producer settings the sink registered
+     * @param transactionalIds the ids the sink's writes used
      * @return how many were closed
      */
-    public static int closeAll(Map<String, String> config) {
-        return SHARED.closeIdleOf(config);
+    public static int closeAll(Map<String, String> config, Collection<String> transactionalIds) {
+        return SHARED.closeIdleOf(config, transactionalIds);
     }
 
     Lease lease(String transactionalId, Map<String, String> config) {
         closeIdle();
         String fingerprint = fingerprint(config);
-        Entry entry = cache.computeIfAbsent(transactionalId + "\u0000" + fingerprint,
-                k -> new Entry(k, transactionalId, fingerprint, new HashMap<>(config), clock.getAsLong()));
-        entry.lock.lock();
-        return new Lease(entry);
+        String key = transactionalId + "\u0000" + fingerprint;
+        while (true) {
+            Entry entry = cache.computeIfAbsent(key,
+                    k -> new Entry(k, transactionalId, fingerprint, new HashMap<>(config), clock.getAsLong()));
+            entry.lock.lock();
+            if (!entry.closed) {
+                return new Lease(entry);
+            }
+            // Closed while this thread waited for it, and out of the cache: the next look finds or makes its successor.
+            entry.lock.unlock();
+        }
     }
 
-    int closeIdleOf(Map<String, String> config) {
+    int closeIdleOf(Map<String, String> config, Collection<String> transactionalIds) {
         String fingerprint = fingerprint(config);
+        Set<String> ids = new HashSet<>(transactionalIds);
         int closed = 0;
-        for (Iterator<Entry> it = cache.values().iterator(); it.hasNext(); ) {
-            Entry entry = it.next();
-            if (entry.configFingerprint.equals(fingerprint) && entry.lock.tryLock()) {
+        for (Entry entry : cache.values()) {
+            if (entry.configFingerprint.equals(fingerprint) && ids.contains(entry.transactionalId)
+                    && entry.lock.tryLock()) {
                 try {
-                    if (entry.producer != null) {
-                        entry.producer.close(Duration.ofSeconds(5));
-                        closed++;
-                    }
-                    it.remove();
+                    closed += retire(entry, Duration.ofSeconds(5));
                 } finally {
                     entry.lock.unlock();
                 }
@@ -208,19 +220,40 @@ public final class TransactionalProducers {
 
     private void closeIdle() {
         long now = clock.getAsLong();
-        for (Iterator<Entry> it = cache.values().iterator(); it.hasNext(); ) {
-            Entry entry = it.next();
+        for (Entry entry : cache.values()) {
             if (now - entry.lastUsedMs > idleMs && entry.lock.tryLock()) {
                 try {
-                    if (entry.producer != null) {
-                        entry.producer.close(Duration.ofSeconds(1));
-                    }
-                    it.remove();
+                    retire(entry, Duration.ofSeconds(1));
                 } finally {
                     entry.lock.unlock();
                 }
             }
         }
+    }
+
+    /**
+     * Take an entry out of use, its lock held: marked closed, its producer closed, then out of the cache
+     * (only this entry: never a successor under the same key). An acquirer that found it meanwhile waits
+     * for the lock, sees it closed and looks again.
+     *
+     * @return 1 when it had a producer to close
+     */
+    private int retire(Entry entry, Duration timeout) {
+        if (entry.closed) {
+            return 0;
+        }
+        entry.closed = true;
+        Producer<byte[], byte[]> producer = entry.producer;
+        entry.producer = null;
+        entry.lastCommittedBatch = null;
+        try {
+            if (producer != null) {
+                producer.close(timeout);
+            }
+        } finally {
+            cache.remove(entry.key, entry);
+        }
+        return producer == null ? 0 : 1;
     }
 
     /** A digest of the settings: the cache keeps no secret in its keys. */
