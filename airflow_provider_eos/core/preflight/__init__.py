@@ -6,9 +6,9 @@ Every rule has a stable code, a severity and a fix. Codes group by area, one mod
     timeouts: trigger interval and batch budget < producer ``transaction.timeout.ms`` <= broker
     ``transaction.max.timeout.ms``; ``message.timeout.ms`` <= ``transaction.timeout.ms``;
     ``transactional.id.expiration.ms`` and ``offsets.retention.minutes`` vs the longest expected pause.
-``EOS2xx`` (:mod:`.cluster_topics`)
+``EOS2xx`` (:mod:`.internal_topics`, :mod:`.cluster_topics`)
     the Kafka cluster and the pipeline's topics: the internal topics' in-sync replicas vs their
-    ``min.insync.replicas`` (before they exist: the brokers' replication factor vs live brokers),
+    ``min.insync.replicas`` (before they exist: the brokers' replication factor vs live brokers);
     topics exist, replication factor, ``min.insync.replicas``, cleanup policy, retention.
 ``EOS3xx`` (:mod:`.spark_checkpoint`)
     Spark and the checkpoint: ``read_committed`` source, ``failOnDataLoss``, no async progress
@@ -42,7 +42,6 @@ This package is pure: the facts are gathered live by
 from __future__ import annotations
 
 from airflow_provider_eos.core.preflight.catalog import RULES, evaluate
-from airflow_provider_eos.core.preflight.cluster_topics import RECOMMENDED_REPLICATION
 from airflow_provider_eos.core.preflight.facts import (
     DEFAULT_LONGEST_EXPECTED_PAUSE_MS,
     KAFKA_BROKER_DEFAULTS,
@@ -52,6 +51,7 @@ from airflow_provider_eos.core.preflight.facts import (
     PreflightFacts,
     TopicFacts,
 )
+from airflow_provider_eos.core.preflight.readings import RECOMMENDED_REPLICATION
 from airflow_provider_eos.core.preflight.report import PreflightReport
 from airflow_provider_eos.core.preflight.rule import Finding, Rule, Severity, Status, rule
 from airflow_provider_eos.core.preflight.timeouts import HEADROOM_FRACTION

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from airflow_provider_eos.core.preflight import (  # noqa: F401
     broker_protocol,
     cluster_topics,
+    internal_topics,
     naming_ownership,
     security,
     spark_checkpoint,

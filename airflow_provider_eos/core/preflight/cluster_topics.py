@@ -1,9 +1,8 @@
-"""EOS2xx: the Kafka cluster and the pipeline's topics.
+"""EOS205-EOS212: the pipeline's topics.
 
-The internal topics take writes (once they exist, by their in-sync replicas; before, by the
-brokers' replication factor against the live brokers) and the transaction log's min ISR fits
-the live brokers; the pipeline's topics exist, are replicated, can take ``acks=all`` writes, are
-not compact-only, elect no unclean leader, and keep input longer than the longest expected pause.
+They exist, are replicated, can take ``acks=all`` writes, are not compact-only, elect no unclean
+leader, and keep input longer than the longest expected pause. The cluster's internal topics
+(EOS201-EOS204) are :mod:`.internal_topics`.
 """
 
 from __future__ import annotations
@@ -12,11 +11,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from airflow_provider_eos.core.preflight.facts import PreflightFacts, TopicFacts
-from airflow_provider_eos.core.preflight.readings import broker_setting, format_ms
+from airflow_provider_eos.core.preflight.readings import (
+    RECOMMENDED_REPLICATION,
+    format_ms,
+    recommended_replication,
+)
 from airflow_provider_eos.core.preflight.rule import (
     Outcome,
     Severity,
-    Status,
     failed,
     not_checked,
     passed,
@@ -25,11 +27,7 @@ from airflow_provider_eos.core.preflight.rule import (
 )
 from airflow_provider_eos.core.spec import PipelineSpec
 
-__all__ = ["RECOMMENDED_REPLICATION"]
-
-#: Replication Kafka recommends for durability; fewer live brokers make a lower factor the best
-#: possible, so rules compare against ``min(RECOMMENDED_REPLICATION, live brokers)``.
-RECOMMENDED_REPLICATION = 3
+__all__: list[str] = []
 
 
 def _pipeline_topics(spec: PipelineSpec) -> list[tuple[str, str]]:
@@ -88,177 +86,6 @@ def _topic_rule(
 def _value(value: object) -> str:
     # Kafka spells booleans in lower case; showing Python's True would not match any config.
     return str(value).lower() if isinstance(value, bool) else str(value)
-
-
-def _recommended_replication(facts: PreflightFacts) -> int | None:
-    if facts.live_brokers is None:
-        return None
-    return min(RECOMMENDED_REPLICATION, max(facts.live_brokers, 1))
-
-
-def _setting_vs_live(facts: PreflightFacts, key: str, effect: str) -> Outcome:
-    """The highest ``key`` over the brokers against the live broker count: ``effect`` when above."""
-    found = broker_setting(facts, key, max)
-    if found is None:
-        return unknown(facts, "broker_configs", "the brokers' configs were")
-    if facts.live_brokers is None:
-        return unknown(facts, "live_brokers", "the live broker count was")
-    value, who = found
-    if value > facts.live_brokers:
-        return failed(
-            f"{key} {value} of {who} > {facts.live_brokers} live broker(s): {effect}",
-            fix=f"start at least {value} brokers, or lower {key} to {facts.live_brokers} or less on every broker",
-        )
-    return passed(f"{key} {value} of {who} <= {facts.live_brokers} live broker(s)")
-
-
-def _listed(partitions: Sequence[str], limit: int = 10) -> str:
-    shown = ", ".join(partitions[:limit])
-    return shown if len(partitions) <= limit else f"{shown} and {len(partitions) - limit} more"
-
-
-def _internal_topic_rule(
-    facts: PreflightFacts, name: str, factor_key: str, uncreatable: str, unwritable: str
-) -> Outcome:
-    """An internal topic takes writes: once it exists, by its in-sync replicas; before, by the brokers' factor.
-
-    The brokers' ``factor_key`` is used only when Kafka creates the topic; an existing topic is
-    judged by what it has: a partition with fewer in-sync replicas than its
-    ``min.insync.replicas`` refuses writes (the rule's severity), a partition with fewer replicas
-    than the factor is only less durable (a warning).
-    """
-    if facts.internal_topics is None:
-        return unknown(facts, "internal_topics", f"the metadata of {name} was")
-    topic = facts.internal_topics.get(name)
-    if topic is None:
-        reason = facts.unavailable.get(name) or facts.unavailable.get("internal_topics")
-        return not_checked(f"not checked: whether {name} exists was not read" + (f" ({reason})" if reason else ""))
-    if not topic.exists:
-        outcome = _setting_vs_live(facts, factor_key, f"{name} cannot be created, so {uncreatable}")
-        return Outcome(outcome.status, outcome.message if outcome.status is Status.NOT_CHECKED
-                       else f"{name} does not exist yet; {outcome.message}", outcome.fix)
-    if topic.min_insync_replicas is None:
-        reason = facts.unavailable.get(name)
-        return not_checked(
-            f"not checked: {name} exists, but its min.insync.replicas was not read" + (f" ({reason})" if reason else "")
-        )
-    min_isr = topic.min_insync_replicas
-    short = [
-        f"{name}-{p} ({topic.in_sync[p]} of {topic.replicas.get(p, 0)} replicas in sync)"
-        for p in sorted(topic.in_sync)
-        if topic.in_sync[p] < min_isr
-    ]
-    if short:
-        return failed(
-            f"{len(short)} partition(s) of {name} have fewer in-sync replicas than its min.insync.replicas {min_isr}: "
-            f"{_listed(short)}; {unwritable}",
-            fix=f"bring back the brokers holding those partitions' replicas and wait until they are in sync "
-            f"(kafka-topics.sh --describe --topic {name} --under-min-isr-partitions lists what is left)",
-        )
-    partitions = len(topic.in_sync)
-    lowest = min(topic.in_sync.values(), default=0)
-    behind = sum(1 for p, isr in topic.in_sync.items() if isr < topic.replicas.get(p, 0))
-    state = f"{name} exists: {partitions} partitions, each with at least {lowest} in-sync replica(s) >= " \
-            f"min.insync.replicas {min_isr}"
-    if behind:
-        state += f" ({behind} with a replica out of sync: a broker down or catching up)"
-    factor = broker_setting(facts, factor_key, max)
-    if factor is None:
-        return passed(f"{state}; {factor_key} not compared (the brokers' configs were not read)")
-    value, who = factor
-    thin = [f"{name}-{p} ({r})" for p, r in sorted(topic.replicas.items()) if r < value]
-    if thin:
-        return failed(
-            f"{state}, but {len(thin)} partition(s) have fewer replicas than {factor_key} {value} of {who}: "
-            f"{_listed(thin)}; losing their brokers loses what those partitions hold",
-            fix=f"reassign the listed partitions of {name} to {value} replicas (kafka-reassign-partitions.sh); "
-            f"{factor_key} applies only when the topic is created",
-            severity=Severity.WARNING,
-        )
-    return passed(f"{state}; {factor_key} {value} of {who} applies only at its creation")
-
-
-@rule(
-    "EOS201",
-    Severity.ERROR,
-    "__transaction_state takes writes (or can be created)",
-    "bring back the brokers holding the replicas of the listed __transaction_state partitions; before the topic "
-    "exists, start more brokers or lower transaction.state.log.replication.factor",
-)
-def _txn_log_replication(facts: PreflightFacts) -> Outcome:
-    return _internal_topic_rule(
-        facts,
-        "__transaction_state",
-        "transaction.state.log.replication.factor",
-        "no transactional producer can initialize",
-        "transactions these partitions coordinate cannot initialize or commit (NOT_ENOUGH_REPLICAS)",
-    )
-
-
-@rule(
-    "EOS202",
-    Severity.ERROR,
-    "transaction state log min ISR <= live brokers and replication",
-    "lower transaction.state.log.min.isr to at most the live brokers and the state log's replication factor",
-)
-def _txn_log_min_isr(facts: PreflightFacts) -> Outcome:
-    outcome = _setting_vs_live(
-        facts,
-        "transaction.state.log.min.isr",
-        "writes to __transaction_state fail (NOT_ENOUGH_REPLICAS), so no transaction can commit",
-    )
-    if outcome.status is not Status.PASS:
-        return outcome
-    min_isr = broker_setting(facts, "transaction.state.log.min.isr", max)
-    replication = broker_setting(facts, "transaction.state.log.replication.factor", min)
-    assert min_isr is not None and replication is not None
-    if min_isr[0] > replication[0]:
-        return failed(
-            f"transaction.state.log.min.isr {min_isr[0]} of {min_isr[1]} > transaction.state.log.replication.factor "
-            f"{replication[0]} of {replication[1]}: writes to __transaction_state can never reach enough replicas"
-        )
-    return passed(f"{outcome.message}; replication factor {replication[0]}")
-
-
-@rule(
-    "EOS203",
-    Severity.WARNING,
-    "transaction state log is replicated",
-    f"set transaction.state.log.replication.factor to {RECOMMENDED_REPLICATION} (or the broker count if "
-    "smaller) before __transaction_state is first created; once it exists, reassign its partitions",
-)
-def _txn_log_durability(facts: PreflightFacts) -> Outcome:
-    found = broker_setting(facts, "transaction.state.log.replication.factor", min)
-    if found is None:
-        return unknown(facts, "broker_configs", "the brokers' configs were")
-    recommended = _recommended_replication(facts)
-    if recommended is None:
-        return unknown(facts, "live_brokers", "the live broker count was")
-    value, who = found
-    if value < recommended:
-        return failed(
-            f"transaction.state.log.replication.factor {value} of {who} with {facts.live_brokers} live brokers: "
-            "losing one broker loses the state of the transactions it coordinates"
-        )
-    single = " (a single broker, as in the devstack: nothing to replicate to)" if facts.live_brokers == 1 else ""
-    return passed(f"transaction.state.log.replication.factor {value} of {who}{single}")
-
-
-@rule(
-    "EOS204",
-    Severity.ERROR,
-    "__consumer_offsets takes writes (or can be created)",
-    "bring back the brokers holding the replicas of the listed __consumer_offsets partitions; before the topic "
-    "exists, start more brokers or lower offsets.topic.replication.factor",
-)
-def _offsets_replication(facts: PreflightFacts) -> Outcome:
-    return _internal_topic_rule(
-        facts,
-        "__consumer_offsets",
-        "offsets.topic.replication.factor",
-        "the sink cannot commit offsets and batch markers",
-        "the sink cannot commit offsets and batch markers to groups these partitions hold (NOT_ENOUGH_REPLICAS)",
-    )
 
 
 def _topics_exist(facts: PreflightFacts, topics: Sequence[tuple[str, str]]) -> Outcome:
@@ -347,7 +174,7 @@ def _min_isr_vs_live(facts: PreflightFacts) -> Outcome:
     "smaller) and min.insync.replicas 2",
 )
 def _sink_durability(facts: PreflightFacts) -> Outcome:
-    recommended = _recommended_replication(facts)
+    recommended = recommended_replication(facts)
     if recommended is None:
         return unknown(facts, "live_brokers", "the live broker count was")
 

@@ -7,7 +7,18 @@ from collections.abc import Callable, Iterable
 from airflow_provider_eos.core.preflight.facts import KAFKA_BROKER_DEFAULTS, PreflightFacts
 from airflow_provider_eos.core.transactions import format_age
 
-__all__ = ["broker_setting", "format_ms"]
+__all__ = ["RECOMMENDED_REPLICATION", "broker_setting", "format_ms", "recommended_replication"]
+
+#: Replication Kafka recommends for durability; fewer live brokers make a lower factor the best
+#: possible, so rules compare against ``min(RECOMMENDED_REPLICATION, live brokers)``.
+RECOMMENDED_REPLICATION = 3
+
+
+def recommended_replication(facts: PreflightFacts) -> int | None:
+    """The replication to expect: :data:`RECOMMENDED_REPLICATION`, or the live brokers when fewer."""
+    if facts.live_brokers is None:
+        return None
+    return min(RECOMMENDED_REPLICATION, max(facts.live_brokers, 1))
 
 
 def format_ms(value: int) -> str:
