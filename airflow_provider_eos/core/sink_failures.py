@@ -157,6 +157,34 @@ def sink_refusal(failure: KafkaFailure, *, batch_id: int | None, spec: PipelineS
     )
 
 
+def sink_init_error(failure: KafkaFailure, *, spec: PipelineSpec, transactional_id: str,
+                    batch_id: int | None = None) -> SinkError:
+    """The typed error of a transactional producer that could not start (``initTransactions`` failed), for both
+    writers: an ACL refusal names the grant (:func:`sink_refusal`); a timeout above the brokers' maximum names
+    both values' places; anything else the Kafka error and where to look.
+
+    :param batch_id: the batch it was started for (``None``: before any batch).
+    """
+    if failure.code in AUTHORIZATION_CODES:
+        return sink_refusal(failure, batch_id=None, spec=spec, stage="init", transactional_id=transactional_id)
+    cause = f"{failure.code}: {failure.detail}" if failure.detail else failure.code
+    head = f"the sink could not start its transactional producer {transactional_id}" + (
+        "" if batch_id is None else f" for batch {batch_id}")
+    tail = "nothing was written" if batch_id is None else f"nothing of batch {batch_id} was written. {_REPLAYED}"
+    if failure.code == "INVALID_TRANSACTION_TIMEOUT":
+        return SinkKafkaError(
+            f"{head}: the broker refused transaction.timeout.ms={spec.transaction_timeout_ms} ({cause}), which is "
+            f"above its transaction.max.timeout.ms; {tail}",
+            fix="lower the spec's transaction_timeout_ms to the brokers' transaction.max.timeout.ms or below, or raise "
+            "transaction.max.timeout.ms on every broker (pre-flight EOS104 names the value)",
+        )
+    return SinkKafkaError(
+        f"{head}: Kafka error {cause}; {tail}",
+        fix="check that the brokers and the transaction coordinator answer (pre-flight EOS201 checks "
+        "__transaction_state), then restart the job",
+    )
+
+
 def sink_failure_error(failure: KafkaFailure, *, batch_id: int, spec: PipelineSpec, stage: SinkStage = "produce",
                        transactional_id: str | None = None, unauthorized_topics: Iterable[str] = ()) -> SinkError:
     """The typed error for a batch that failed with ``failure``, saying which it was and what to do.

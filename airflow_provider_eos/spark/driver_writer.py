@@ -67,7 +67,7 @@ class DriverWriter:
         # The producer first: its init_transactions resolves what a crashed predecessor left open,
         # so the group's offsets read next are stable (and fences a zombie before its spill goes).
         writer = clients.driver_producer
-        writer.producer()
+        writer.producer(batch_id)
         # What a driver that died mid-batch left (this batch's earlier attempt or an earlier batch's).
         self.spill.clear()
         committed = read_committed_offsets(clients.admin, spec.group_id, end)

@@ -159,7 +159,7 @@ class ExecutorWriters:
             return []
         clients = self.clients
         spec, writer = clients.spec, clients.driver_producer
-        writer.producer()
+        writer.producer(batch_id)
         committed = read_committed_offsets(clients.admin, spec.group_id, {tp: end[tp] for tp in without})
         planned = PlannedBatch.of(query_id=query_id, batch_id=batch_id, start=start, end=end)
         pending = [

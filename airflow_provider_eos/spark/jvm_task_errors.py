@@ -17,11 +17,10 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_eos.core.acls.denials import AUTHORIZATION_CODES
 from airflow_provider_eos.core.errors import EosError, ScanRangeMismatchError, SinkError, SpecError
 from airflow_provider_eos.core.markers import CommittedOffset
 from airflow_provider_eos.core.output_columns import column_type_error
-from airflow_provider_eos.core.sink_failures import KafkaFailure, sink_failure_error, sink_refusal
+from airflow_provider_eos.core.sink_failures import KafkaFailure, sink_failure_error, sink_init_error
 from airflow_provider_eos.core.sink_protocol import PlannedBatch, decide_partition
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.kafka.group_offsets import GroupOffsetsError, metadata_read_back
@@ -82,9 +81,9 @@ def _kafka(facts: dict[str, Any], tasks: BatchTasks) -> EosError:
     spec, batch_id = tasks.spec, tasks.batch_id
     failure = KafkaFailure(facts["code"], fatal=bool(facts.get("fatal")), retriable=bool(facts.get("retriable")),
                            detail=facts.get("detail") or "", outlived_timeout=bool(facts.get("outlived_timeout")))
-    if facts.get("stage") == "init" and failure.code in AUTHORIZATION_CODES:
-        return sink_refusal(failure, batch_id=None, spec=spec, stage="init",
-                            transactional_id=facts.get("transactional_id"))
+    if facts.get("stage") == "init":
+        return sink_init_error(failure, spec=spec, transactional_id=facts.get("transactional_id") or "",
+                               batch_id=batch_id)
     stage = facts.get("stage") if facts.get("stage") in ("init", "offsets", "produce") else "produce"
     return sink_failure_error(failure, batch_id=batch_id, spec=spec, stage=stage,
                               transactional_id=facts.get("transactional_id"),

@@ -172,7 +172,7 @@ class PartitionWriteTask:
                 # producer an earlier task of this worker created (even one that skipped and so never
                 # committed) only says another worker wrote since; a fence of this one, a live zombie.
                 before_init = clock.peek()
-                writer.producer()
+                writer.producer(self.batch_id)
                 stats.init_ms += clock.peek() - before_init
                 created = stats.producer_created = True
             if self._decide(clients, input_range) is BatchAction.SKIP_REPLAY:

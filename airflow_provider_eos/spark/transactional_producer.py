@@ -20,7 +20,6 @@ from functools import partial
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
-from airflow_provider_eos.core.acls.denials import AUTHORIZATION_CODES
 from airflow_provider_eos.core.errors import RetryExhaustedError
 from airflow_provider_eos.core.metrics.updates import TransactionCounts
 from airflow_provider_eos.core.sink_failures import (
@@ -28,7 +27,7 @@ from airflow_provider_eos.core.sink_failures import (
     SinkStage,
     must_recreate_producer,
     sink_failure_error,
-    sink_refusal,
+    sink_init_error,
 )
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.topic_partition import TopicPartition
@@ -70,8 +69,12 @@ class TransactionalProducer:
         """Whether a producer is kept: :meth:`producer` creates one (and fences every earlier holder) when not."""
         return self._producer is not None
 
-    def producer(self) -> Producer:
-        """The initialized producer, created (fencing every earlier holder of the id) when there is none."""
+    def producer(self, batch_id: int | None = None) -> Producer:
+        """The initialized producer, created (fencing every earlier holder of the id) when there is none.
+
+        :param batch_id: the batch it is needed for, named by the error of a failed start.
+        :raises SinkError: the typed error of a failed ``init_transactions`` (:func:`sink_init_error`).
+        """
         if self._producer is None:
             config = sink_producer_config(self.spec, transactional_id=self.transactional_id)
             producer = Producer(with_client_logger(self.client, config))
@@ -79,10 +82,8 @@ class TransactionalProducer:
                 producer.init_transactions(max(30.0, self.timeout_s))
             except KafkaException as exc:
                 failure = kafka_failure(exc, outlived_timeout=False)
-                if failure.code in AUTHORIZATION_CODES:
-                    raise sink_refusal(failure, batch_id=None, spec=self.spec, stage="init",
-                                       transactional_id=self.transactional_id) from exc
-                raise
+                raise sink_init_error(failure, spec=self.spec, transactional_id=self.transactional_id,
+                                      batch_id=batch_id) from exc
             self._producer = producer
         return self._producer
 
@@ -97,7 +98,7 @@ class TransactionalProducer:
 
         :raises SinkError: the typed error of a Kafka failure inside the body, after aborting.
         """
-        producer = self.producer()
+        producer = self.producer(batch_id)
         opened = time.monotonic()
         self._stage = "produce"
         try:

@@ -111,6 +111,15 @@ def test_a_low_broker_transaction_max_timeout_fires_the_timeout_rule_with_the_br
         assert "transaction_timeout_ms 90000 ms" in finding["message"] and "broker 1" in finding["message"]
         assert f"set transaction_timeout_ms to {LOW_MAX_TIMEOUT_MS} or less" in finding["fix"]
 
+        # Started anyway, the sink's producer is refused by the broker with the same cause, as a typed error.
+        from airflow_provider_eos.core.errors import SinkKafkaError
+        from airflow_provider_eos.spark.transactional_producer import TransactionalProducer
+
+        with pytest.raises(SinkKafkaError) as refused:
+            TransactionalProducer(spec, spec.transactional_id()).producer(0)
+        assert "INVALID_TRANSACTION_TIMEOUT" in refused.value.message, refused.value.message
+        assert "transaction.timeout.ms=90000" in refused.value.message and "EOS104" in (refused.value.fix or "")
+
         # The same broker with a timeout within its maximum: the rule passes, on the broker's real value.
         lowered = spec.with_overrides(transaction_timeout_ms=LOW_MAX_TIMEOUT_MS)
         fixed = preflight(PipelineClients(lowered), master="local[2]").report

@@ -17,6 +17,7 @@ from airflow_provider_eos.core.errors import (
     ScanRangeMismatchError,
     SinkAuthorizationError,
     SinkError,
+    SinkKafkaError,
     TransactionTimedOutError,
 )
 from airflow_provider_eos.core.markers import BatchMarker
@@ -169,3 +170,34 @@ def test_the_sinks_close_names_the_transactional_ids_its_writes_used():
     writer.run(frame, tasks(batch_id=5))
     writer.close()
     assert calls == [(writer._handle, json.dumps(["orders-txn-0_0", "orders-txn-0_2"]))]
+
+
+@pytest.mark.parametrize(("code", "words"), [
+    ("INVALID_TRANSACTION_TIMEOUT", ["transaction.timeout.ms=60000", "transaction.max.timeout.ms", "EOS104"]),
+    ("COORDINATOR_NOT_AVAILABLE", ["Kafka error COORDINATOR_NOT_AVAILABLE", "EOS201"]),
+])
+def test_a_producer_that_could_not_start_is_the_same_error_from_both_writers(code, words, monkeypatch):
+    # The JVM task's init failure and the Python writer's (TransactionalProducer.producer) say the same.
+    from confluent_kafka import KafkaError, KafkaException
+
+    from airflow_provider_eos.spark import transactional_producer
+
+    jvm = typed_task_error(failed(kind="kafka", code=code, fatal=False, retriable=False, detail="x", stage="init",
+                                  transactional_id="orders-txn-0_0", batch_id=4), tasks())
+
+    class Refusing:
+        def __init__(self, config: dict) -> None:
+            pass
+
+        def init_transactions(self, timeout: float) -> None:
+            raise KafkaException(KafkaError(getattr(KafkaError, code), "x"))
+
+    monkeypatch.setattr(transactional_producer, "Producer", Refusing)
+    writer = transactional_producer.TransactionalProducer(SPEC, "orders-txn-0_0")
+    with pytest.raises(SinkKafkaError) as python:
+        writer.producer(4)
+    assert type(jvm) is SinkKafkaError and jvm.message == python.value.message and jvm.fix == python.value.fix
+    assert jvm.message.startswith("the sink could not start its transactional producer orders-txn-0_0 for batch 4")
+    for word in words:
+        assert word in jvm.message + (jvm.fix or ""), jvm
+    assert not writer.has_producer

@@ -162,7 +162,7 @@ class _FakeWriter:
     def __init__(self, events: _Events) -> None:
         self.events = events
 
-    def producer(self) -> _FakeProducer:
+    def producer(self, batch_id: int | None = None) -> _FakeProducer:
         self.events.append("init_transactions")
         return _FakeProducer(self.events)
 
