@@ -8,6 +8,8 @@ the longest expected pause.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from airflow_provider_eos.core.preflight.facts import PreflightFacts
 from airflow_provider_eos.core.preflight.readings import broker_setting, format_ms
 from airflow_provider_eos.core.preflight.rule import Outcome, Severity, failed, not_checked, passed, rule, unknown
@@ -188,18 +190,9 @@ def _txn_id_expiration(facts: PreflightFacts) -> Outcome:
     # After a pause longer than this the coordinator forgets the ids, their producer epochs and
     # any transaction it had not finished: recovery can no longer list, fence or reason about
     # what the stopped job left behind.
-    found = broker_setting(facts, "transactional.id.expiration.ms", min)
-    if found is None:
-        return unknown(facts, "broker_configs", "the brokers' configs were")
-    expiration, who = found
-    pause = facts.longest_expected_pause_ms
-    if expiration <= pause:
-        return failed(
-            f"transactional.id.expiration.ms {format_ms(expiration)} of {who} is not above the longest expected pause "
-            f"{format_ms(pause)}: the prefix's transactional ids expire while the pipeline is stopped"
-        )
-    return passed(
-        f"transactional.id.expiration.ms {format_ms(expiration)} of {who} > longest expected pause {format_ms(pause)}"
+    return _outlasts_longest_pause(
+        facts, "transactional.id.expiration.ms", unit_ms=1,
+        effect="the prefix's transactional ids expire while the pipeline is stopped",
     )
 
 
@@ -216,23 +209,34 @@ def _offsets_retention(facts: PreflightFacts) -> Outcome:
     # markers they carry, this long after their last commit: after a longer pause the group holds
     # nothing, the checkpoint's next batch finds no marker (EOS308, verify's NO_MARKER) and a
     # pipeline stopped during batch 0 would even start over from startingOffsets.
-    found = broker_setting(facts, "offsets.retention.minutes", min)
+    return _outlasts_longest_pause(
+        facts, "offsets.retention.minutes", unit_ms=60_000,
+        effect="the sink group has no members, so the broker deletes its committed offsets and batch markers that "
+        "long after the last batch, and a longer pause leaves the pipeline unable to resume (no marker for the "
+        "checkpoint's last batch)",
+        fix=lambda retention, pause: (
+            f"set offsets.retention.minutes to more than {pause // 60_000} on every broker, or plan pauses shorter "
+            f"than {format_ms(retention)} (and pass that as longest_expected_pause_ms); after a longer pause run "
+            "`eos verify --spec FILE` and `eos repair align --spec FILE` before starting"
+        ),
+    )
+
+
+def _outlasts_longest_pause(facts: PreflightFacts, key: str, *, unit_ms: int, effect: str,
+                            fix: Callable[[int, int], str] | None = None) -> Outcome:
+    """The lowest ``key`` over the brokers (counted in ``unit_ms``) against the longest expected pause.
+
+    :param effect: what a pause at least that long does, quoted in the failure.
+    :param fix: the failure's fix from the setting's and the pause's milliseconds (default: the rule's).
+    """
+    found = broker_setting(facts, key, min)
     if found is None:
         return unknown(facts, "broker_configs", "the brokers' configs were")
-    minutes, who = found
-    retention = minutes * 60_000
+    value, who = found
+    duration = value * unit_ms
+    shown = format_ms(duration) if unit_ms == 1 else f"{value} ({format_ms(duration)})"
     pause = facts.longest_expected_pause_ms
-    if retention <= pause:
-        return failed(
-            f"offsets.retention.minutes {minutes} ({format_ms(retention)}) of {who} is not above the longest "
-            f"expected pause {format_ms(pause)}: the sink group has no members, so the broker deletes its committed "
-            "offsets and batch markers that long after the last batch, and a longer pause leaves the pipeline "
-            "unable to resume (no marker for the checkpoint's last batch)",
-            fix=f"set offsets.retention.minutes to more than {pause // 60_000} on every broker, or plan pauses "
-            f"shorter than {format_ms(retention)} (and pass that as longest_expected_pause_ms); after a longer pause "
-            "run `eos verify --spec FILE` and `eos repair align --spec FILE` before starting",
-        )
-    return passed(
-        f"offsets.retention.minutes {minutes} ({format_ms(retention)}) of {who} > longest expected pause "
-        f"{format_ms(pause)}"
-    )
+    if duration <= pause:
+        return failed(f"{key} {shown} of {who} is not above the longest expected pause {format_ms(pause)}: {effect}",
+                      fix=fix(duration, pause) if fix else None)
+    return passed(f"{key} {shown} of {who} > longest expected pause {format_ms(pause)}")
