@@ -12,6 +12,7 @@ checkpoint copied or moved keeps its record.
 from __future__ import annotations
 
 import datetime as dt
+import enum
 import json
 from typing import TYPE_CHECKING
 
@@ -26,7 +27,15 @@ from airflow_provider_eos.core.spec.pipeline_spec import Writers
 if TYPE_CHECKING:
     from airflow_provider_eos.core.checkpoint import CheckpointReader
 
-__all__ = ["WRITERS_RECORD", "WritersChoice", "parse_writers_record", "read_writers_choice", "record_writers_choice"]
+__all__ = [
+    "WRITERS_RECORD",
+    "WritersChoice",
+    "WritersSwitch",
+    "parse_writers_record",
+    "read_writers_choice",
+    "record_writers_choice",
+    "writers_switch",
+]
 
 #: Where the choice lives, relative to the checkpoint root.
 WRITERS_RECORD = (EOS_FOLDER, "writers.json")
@@ -101,3 +110,28 @@ def record_writers_choice(checkpoint: CheckpointReader, choice: WritersChoice) -
     """
     name = WRITERS_RECORD[1]
     write_eos_record(checkpoint, name, choice.to_json(), staged_as=f"{name}.{choice.query_id}.tmp")
+
+
+class WritersSwitch(enum.Enum):
+    """What a run must do before it writes, when its writer is not the one the checkpoint records.
+
+    The record names the writer of what may be in flight: an earlier run's tasks (zombies of a
+    lost application, or a batch they left half-written) answer to that writer's transactional
+    ids, which the new writer does not open, so nothing fences them unless the run does.
+    """
+
+    #: Same writer, or nothing recorded: write as usual.
+    NONE = "none"
+    #: The executor writers ran before and the driver writer takes over: fence every input
+    #: partition's id (``<prefix>-<t>_<p>``) first, and keep the record until the batch in flight
+    #: proves writable: a batch they left split between partitions only they can finish.
+    FROM_EXECUTORS = "from_executors"
+    #: The driver writer ran before and the executor writers take over: fence ``<prefix>-0`` first.
+    FROM_DRIVER = "from_driver"
+
+
+def writers_switch(recorded: WritersChoice | None, chosen: Writers) -> WritersSwitch:
+    """What the run that chose ``chosen`` owes the writer ``recorded`` in the checkpoint (if any)."""
+    if recorded is None or recorded.writers is chosen:
+        return WritersSwitch.NONE
+    return WritersSwitch.FROM_EXECUTORS if recorded.writers is Writers.EXECUTORS else WritersSwitch.FROM_DRIVER

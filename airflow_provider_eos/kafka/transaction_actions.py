@@ -6,6 +6,7 @@ module only changes Kafka, row by row of an abort plan the use case decided.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from airflow_provider_eos.core import transactions as txn
@@ -15,11 +16,13 @@ from airflow_provider_eos.kafka.denials import raise_if_refused
 from airflow_provider_eos.kafka.transactions_admin import TransactionsAdminError, admin_call, describe_producers
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from kafka.admin import KafkaAdminClient
 
     from airflow_provider_eos.core.spec import PipelineSpec
 
-__all__ = ["abort_hanging", "fence"]
+__all__ = ["abort_hanging", "fence", "fence_each"]
 
 
 def fence(spec: PipelineSpec, transactional_id: str, *, timeout_s: float = 60) -> None:
@@ -54,6 +57,21 @@ def fence(spec: PipelineSpec, transactional_id: str, *, timeout_s: float = 60) -
         ) from exc
     finally:
         producer.close()
+
+
+#: Fences at once: each is a round trip to the transaction coordinator that waits for an abort to complete.
+_FENCES_AT_ONCE = 8
+
+
+def fence_each(spec: PipelineSpec, transactional_ids: Sequence[str], *, timeout_s: float = 60) -> None:
+    """:func:`fence` every id, a few at a time; the first failure is raised once all have been tried."""
+    if not transactional_ids:
+        return
+    with ThreadPoolExecutor(max_workers=min(_FENCES_AT_ONCE, len(transactional_ids)),
+                            thread_name_prefix="eos-fence") as pool:
+        futures = [pool.submit(fence, spec, txn_id, timeout_s=timeout_s) for txn_id in transactional_ids]
+    for future in futures:
+        future.result()
 
 
 def abort_hanging(admin: KafkaAdminClient, row: txn.AbortRow) -> bool:

@@ -11,11 +11,14 @@ once and the driver's memory does not grow with the batch (``docs/design-notes.m
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
+from airflow_provider_eos.core.errors import InconsistentOffsetsError
 from airflow_provider_eos.core.sink_protocol import BatchAction, PlannedBatch, decide_batch, offsets_to_commit
 from airflow_provider_eos.core.spec import ExecutorWriter
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
+from airflow_provider_eos.kafka.transaction_actions import fence_each
 from airflow_provider_eos.spark.output_spill import OutputSpill, PythonSpillTasks, SpillTasks, spill_summary
 from airflow_provider_eos.spark.record_producer import (
     BatchStats,
@@ -29,9 +32,12 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from airflow_provider_eos.core.spec import PipelineSpec
+    from airflow_provider_eos.core.topic_partition import OffsetMap
     from airflow_provider_eos.spark.sink_clients import SinkClients
 
 __all__ = ["DriverWriter", "spill_tasks"]
+
+log = logging.getLogger("airflow_provider_eos.sink")
 
 
 def spill_tasks(spec: PipelineSpec) -> SpillTasks:
@@ -58,6 +64,48 @@ class DriverWriter:
         self.spill = spill or OutputSpill(clients.checkpoint, spill_tasks(clients.spec))
         self.observer = observer or SinkObserver()
 
+    def take_over_from_executors(self, batch_id: int) -> None:
+        """Before the driver writer's first batch after the executor writers': fence them and judge the batch.
+
+        Each input partition's id (``<prefix>-<t>_<p>``) is fenced first, so a task of theirs still
+        running somewhere can no longer commit beside this writer, and what it left open is
+        aborted; then the batch's replay is decided as :meth:`write` will. A batch they left
+        split between partitions is refused here, before the sink records the driver writer:
+        verification keeps judging it by their rules, and only they can finish it.
+
+        :raises InconsistentOffsetsError: the group disagrees with the checkpoint; the message says
+            how to finish a batch the executor writers left half-written.
+        """
+        clients = self.clients
+        spec, checkpoint = clients.spec, clients.checkpoint
+        end = checkpoint.planned_offsets(batch_id)
+        ids = [spec.partition_transactional_id(tp.topic, tp.partition) for tp in sorted(end)
+               if tp.topic in spec.input_topics]
+        log.info("EOS-WRITERS taking over from the executor writers at batch %d: fencing %d transactional id(s) "
+                 "of theirs", batch_id, len(ids))
+        fence_each(spec, ids, timeout_s=max(30.0, clients.driver_producer.timeout_s))
+        clients.driver_producer.producer(batch_id)
+        try:
+            self._action(checkpoint.query_id(), batch_id, end)
+        except InconsistentOffsetsError as err:
+            raise InconsistentOffsetsError(
+                f"{err.message}. The checkpoint records the executor writers (eos/writers.json): they wrote "
+                f"batch {batch_id} one transaction per input partition, and this run's driver writer "
+                "commits a batch in one transaction, so it cannot finish one they left split",
+                fix=f"run the job once more with `writers: executors` (and the transform they ran) until batch "
+                f"{batch_id} commits, then switch; `eos verify --spec <spec file>` judges the batch by their "
+                "rules meanwhile",
+            ) from err
+
+    def _action(self, query_id: str, batch_id: int, end: OffsetMap) -> BatchAction:
+        """Produce or skip the replay, from the group's committed offsets and markers (read stable)."""
+        clients = self.clients
+        spec, checkpoint = clients.spec, clients.checkpoint
+        committed = read_committed_offsets(clients.admin, spec.group_id, end)
+        return decide_batch(PlannedBatch.of(query_id=query_id, batch_id=batch_id,
+                                            start=checkpoint.start_offsets(batch_id), end=end),
+                            committed, spec.group_id)
+
     def write(self, batch: DataFrame, batch_id: int, points: BatchPoints) -> BatchStats:
         """Write the batch in one transaction, announcing the driver's points of the batch to ``points``."""
         clients = self.clients
@@ -70,11 +118,7 @@ class DriverWriter:
         writer.producer(batch_id)
         # What a driver that died mid-batch left (this batch's earlier attempt or an earlier batch's).
         self.spill.clear()
-        committed = read_committed_offsets(clients.admin, spec.group_id, end)
-        action = decide_batch(PlannedBatch.of(query_id=query_id, batch_id=batch_id,
-                                            start=checkpoint.start_offsets(batch_id), end=end),
-                              committed, spec.group_id)
-        if action is BatchAction.SKIP_REPLAY:
+        if self._action(query_id, batch_id, end) is BatchAction.SKIP_REPLAY:
             return BatchStats(batch_id, "skip_replay")
 
         clock = Stopwatch()

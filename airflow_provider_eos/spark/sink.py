@@ -16,10 +16,16 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from airflow_provider_eos.core.errors import PlanReadError
+from airflow_provider_eos.core.errors import CheckpointError, PlanReadError
 from airflow_provider_eos.core.plan_alignment import BatchPlan, decide_alignment
 from airflow_provider_eos.core.spec import PipelineSpec, Writers
-from airflow_provider_eos.core.writers_choice import WritersChoice, record_writers_choice
+from airflow_provider_eos.core.writers_choice import (
+    WritersChoice,
+    WritersSwitch,
+    read_writers_choice,
+    record_writers_choice,
+    writers_switch,
+)
 from airflow_provider_eos.spark.at_least_once import AtLeastOnceKafkaSink
 from airflow_provider_eos.spark.driver_writer import DriverWriter
 from airflow_provider_eos.spark.executor_writers import ExecutorWriters
@@ -71,7 +77,7 @@ class ExactlyOnceKafkaSink:
             points = self.observer.for_batch(batch_id)
             plan = self._plan(batch, batch_id)
             if self.choice is None:
-                self.choice = self._choose(plan, batch_id)
+                self.choice = self._start(plan, batch_id)
                 self.metrics.writer_chosen(self.choice, self.spec.executor_writer.value)
             if self.choice.writers is Writers.EXECUTORS:
                 stats = self.executor_writers.write(batch, batch_id, plan or self._read_plan(batch, batch_id), points)
@@ -116,11 +122,33 @@ class ExactlyOnceKafkaSink:
                 alignment.require_aligned()
             writers = Writers.EXECUTORS if alignment.aligned else Writers.DRIVER
             operator, reason = alignment.operator_name, alignment.reason
-        choice = WritersChoice(writers=writers, requested=requested, reason=reason, operator=operator,
-                               query_id=self.clients.checkpoint.query_id(), batch_id=batch_id,
-                               decided_at=dt.datetime.now(dt.UTC))
+        return WritersChoice(writers=writers, requested=requested, reason=reason, operator=operator,
+                             query_id=self.clients.checkpoint.query_id(), batch_id=batch_id,
+                             decided_at=dt.datetime.now(dt.UTC))
+
+    def _start(self, plan: BatchPlan | None, batch_id: int) -> WritersChoice:
+        """Choose the run's writer, settle what the recorded one may have left, then record the choice.
+
+        The record is replaced before the first batch is written (the executor writers' tasks may
+        leave it half-written), except where the batch proves not writable by the new writer.
+        """
+        choice = self._choose(plan, batch_id)
         log.info(choice.log_line())
-        record_writers_choice(self.clients.checkpoint, choice)
+        checkpoint = self.clients.checkpoint
+        try:
+            recorded = read_writers_choice(checkpoint)
+        except CheckpointError as err:
+            log.warning("EOS-WRITERS the recorded writer is unreadable (%s); it is replaced", err.message)
+            recorded = None
+        switch = writers_switch(recorded, choice.writers)
+        if switch is WritersSwitch.FROM_EXECUTORS:
+            self.driver_writer.take_over_from_executors(batch_id)
+        elif switch is WritersSwitch.FROM_DRIVER:
+            # Its init fences the driver writer's id, so a lost driver's transaction cannot commit beside the tasks.
+            log.info("EOS-WRITERS taking over from the driver writer at batch %d: fencing its transactional id",
+                     batch_id)
+            self.clients.driver_producer.producer(batch_id)
+        record_writers_choice(checkpoint, choice)
         return choice
 
     def _record(self, stats: BatchStats) -> None:

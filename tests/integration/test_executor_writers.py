@@ -185,3 +185,24 @@ def test_switching_executor_writers_between_runs_stays_exactly_once(bootstrap, t
         assert all(t.keys() == {f.name for f in fields(TaskStats)} for t in tasks), tasks[0]
         assert all(t["action"] == "produce" for t in tasks), tasks
         assert_exactly_once(harness, valid, bad)
+
+
+@pytest.mark.long  # CI: the take-over against the real broker, Spark aside (tests/integration/test_writers_takeover.py)
+def test_writers_switched_between_runs_take_over_and_stay_exactly_once(bootstrap, tmp_path):
+    """executors -> driver -> executors between runs of one query: each run fences the other writer's ids,
+    records itself, and the output stays exact."""
+    harness = PipelineHarness(bootstrap, tmp_path, partitions=2, writers="executors", max_offsets_per_trigger=250)
+    valid, bad = [], []
+    for run, writers in enumerate(("executors", "driver", "executors")):
+        records, valid_ids, malformed = json_events(400, malformed_every=53, prefix=f"r{run}-")
+        valid += valid_ids
+        bad += malformed
+        harness.produce_input(records)
+        harness.with_overrides(writers=writers)
+        result = harness.run()
+        assert result.returncode == 0, result.log[-3000:]
+        choice = read_writers_choice(harness.checkpoint())
+        assert choice is not None and choice.writers is Writers(writers)
+        takes_over = {1: "taking over from the executor writers", 2: "taking over from the driver writer"}.get(run)
+        assert takes_over is None or takes_over in result.log, result.log[-3000:]
+        assert_exactly_once(harness, valid, bad)

@@ -13,7 +13,6 @@ checkpoint records the executor writers, and DIVERGED when it records the driver
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import subprocess
 import sys
@@ -21,20 +20,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer
-from confluent_kafka import TopicPartition as KafkaTopicPartition
 
-from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.markers import BatchMarker
 from airflow_provider_eos.core.presentation import preflight_text, result_text
 from airflow_provider_eos.core.spec import Writers
 from airflow_provider_eos.core.transactional_ids import belongs_to_prefix, partition_of_writer
-from airflow_provider_eos.core.writers_choice import WritersChoice, record_writers_choice
 from airflow_provider_eos.usecases.clients import PipelineClients
 from airflow_provider_eos.usecases.health import health
 from airflow_provider_eos.usecases.preflight import preflight
-from tests.support.checkpointed_pipeline import LAST_COMMITTED, CheckpointedPipeline, checkpointed_pipeline
-from tests.support.checkpoints import write_checkpoint
+from tests.support.checkpointed_pipeline import (
+    LAST_COMMITTED,
+    CheckpointedPipeline,
+    checkpointed_pipeline,
+    leave_batch_half_written,
+)
 from tests.support.kafka import consume_all
 
 pytestmark = pytest.mark.integration
@@ -53,55 +52,12 @@ def eos_json(*args: str) -> tuple[int, dict[str, Any]]:
                     f"{result.stdout}{result.stderr}")
 
 
-def commit_partition(pipeline: CheckpointedPipeline, partition: int, batch: int) -> str:
-    """Commit ``offsets/batch`` of one input partition with marker ``batch``, as that partition's executor writer
-    does: its own transactional id, its output and its offset in one transaction. Returns the id."""
-    spec = pipeline.spec
-    txn_id = spec.partition_transactional_id(pipeline.input_topic, partition)
-    producer = Producer({"bootstrap.servers": pipeline.bootstrap, "transactional.id": txn_id,
-                         "transaction.timeout.ms": 60_000})
-    # A consumer that never subscribes supplies the group metadata, as the sink's does: it must not join G.
-    group_handle = Consumer({"bootstrap.servers": pipeline.bootstrap, "group.id": spec.group_id})
-    try:
-        producer.init_transactions(30)
-        producer.begin_transaction()
-        producer.produce(spec.output_topic, key=f"p{partition}".encode(), value=f"batch {batch}".encode(),
-                         partition=partition)
-        end = pipeline.end_offsets(batch)
-        offsets = [
-            KafkaTopicPartition(tp.topic, tp.partition, offset, BatchMarker(pipeline.query_id, batch).encode())
-            for tp, offset in end.items()
-            if tp.partition == partition
-        ]
-        producer.send_offsets_to_transaction(offsets, group_handle.consumer_group_metadata(), 30)
-        producer.commit_transaction(30)
-    finally:
-        group_handle.close()
-    return txn_id
-
-
-def record(pipeline: CheckpointedPipeline, writers: Writers) -> WritersChoice:
-    choice = WritersChoice(
-        writers=writers,
-        requested=Writers.AUTO,
-        reason="plan is partition-aligned" if writers is Writers.EXECUTORS else "plan is not partition-aligned",
-        operator=None if writers is Writers.EXECUTORS else "Exchange",
-        query_id=pipeline.query_id,
-        batch_id=0,
-        decided_at=dt.datetime.now(dt.UTC),
-    )
-    record_writers_choice(CheckpointReader(str(pipeline.checkpoint)), choice)
-    return choice
-
-
 @pytest.fixture
 def mid_batch(tmp_path: Path, bootstrap: str, topic_factory) -> CheckpointedPipeline:
     """Batches 0..3 committed, batch 4 planned; partition 0 committed batch 4, partition 1 is at batch 3."""
     pipeline = checkpointed_pipeline(bootstrap, topic_factory, tmp_path, stem="xwriters")
-    write_checkpoint(pipeline.checkpoint, topic=pipeline.input_topic, partitions=2, query_id=pipeline.query_id,
-                     offsets=[IN_FLIGHT], commits=[])
-    pipeline.produce_input_of(IN_FLIGHT)
-    ids = {commit_partition(pipeline, 1, LAST_COMMITTED), commit_partition(pipeline, 0, IN_FLIGHT)}
+    assert leave_batch_half_written(pipeline) == IN_FLIGHT
+    ids = {pipeline.spec.partition_transactional_id(pipeline.input_topic, p) for p in (0, 1)}
     # The ids are the executor writers' own, under the prefix recovery scans.
     assert {partition_of_writer(pipeline.prefix, i) for i in ids} == {(0, 0), (0, 1)}
     assert all(belongs_to_prefix(pipeline.prefix, i) for i in ids)
@@ -126,7 +82,7 @@ def test_mid_batch_state_is_ahead_safe_and_in_sync_with_executor_writers_and_div
 ) -> None:
     spec_file = str(mid_batch.spec_path)
 
-    choice = record(mid_batch, Writers.EXECUTORS)
+    choice = mid_batch.record_writers(Writers.EXECUTORS)
     code, data = eos_json("verify", "--spec", spec_file)
     assert code == 0, data
     assert data["overall"] == "KAFKA_AHEAD_SAFE" and data["ok"] is True and data["outcome"] == "ok"
@@ -141,7 +97,7 @@ def test_mid_batch_state_is_ahead_safe_and_in_sync_with_executor_writers_and_div
     assert code == 2, refused
     assert "KAFKA_AHEAD_SAFE" in json.dumps(refused) and "on some partitions" in json.dumps(refused)
 
-    record(mid_batch, Writers.DRIVER)
+    mid_batch.record_writers(Writers.DRIVER)
     code, data = eos_json("verify", "--spec", spec_file)
     assert code == 1, data
     assert data["overall"] == "DIVERGED" and data["ok"] is False and data["outcome"] == "finding"
@@ -171,7 +127,7 @@ def test_without_a_record_the_spec_decides_and_health_shows_the_writer(mid_batch
 
 
 def test_preflight_tells_the_writers_rules_from_the_live_facts(mid_batch: CheckpointedPipeline) -> None:
-    record(mid_batch, Writers.DRIVER)
+    mid_batch.record_writers(Writers.DRIVER)
     spec = json.loads(mid_batch.spec_path.read_text())
     mid_batch.spec_path.write_text(json.dumps({
         **spec, "writers": "executors", "transform": "spark_jobs.transforms.fraud_alerts:transform",

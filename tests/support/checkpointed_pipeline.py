@@ -9,6 +9,7 @@ commits what the sink would.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import time
@@ -18,12 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
+from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
+from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.markers import BatchMarker
-from airflow_provider_eos.core.spec import PipelineSpec
+from airflow_provider_eos.core.spec import PipelineSpec, Writers
 from airflow_provider_eos.core.topic_partition import OffsetMap, TopicPartition
+from airflow_provider_eos.core.writers_choice import WritersChoice, record_writers_choice
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets, write_committed_offsets
 from tests.support.checkpoints import batch_end_offsets, write_checkpoint
 from tests.support.kafka import Cluster, client_settings, wait_for_group_coordinator
@@ -86,6 +90,50 @@ class CheckpointedPipeline:
         write_committed_offsets(AdminClient(client_settings(self.bootstrap)), self.group_id, committed)
         return committed
 
+    def open_partition_transaction(self, partition: int, batch: int, *, transactional_id: str | None = None,
+                                   timeout_ms: int = 60_000) -> Producer:
+        """Begin what the executor writer of input ``partition`` sends for ``batch`` and leave it open: under its
+        own transactional id (or ``transactional_id``), one output record, the partition's end offset of ``batch``
+        with marker ``batch``. The caller commits it, or keeps it open as a zombie's (a ``timeout_ms`` longer
+        than a test waits keeps the broker from aborting it meanwhile)."""
+        txn_id = transactional_id or self.spec.partition_transactional_id(self.input_topic, partition)
+        producer = Producer({**client_settings(self.bootstrap), "transactional.id": txn_id,
+                             "transaction.timeout.ms": timeout_ms})
+        # A consumer that never subscribes supplies the group metadata, as the sink's does: it must not join G.
+        group_handle = Consumer({**client_settings(self.bootstrap), "group.id": self.group_id})
+        try:
+            producer.init_transactions(30)
+            producer.begin_transaction()
+            producer.produce(self.output_topic, key=f"p{partition}".encode(), value=f"batch {batch}".encode(),
+                             partition=partition)
+            marker = BatchMarker(self.query_id, batch).encode()
+            offsets = [KafkaTopicPartition(tp.topic, tp.partition, offset, marker)
+                       for tp, offset in self.end_offsets(batch).items() if tp.partition == partition]
+            producer.send_offsets_to_transaction(offsets, group_handle.consumer_group_metadata(), 30)
+        finally:
+            group_handle.close()
+        return producer
+
+    def commit_partition(self, partition: int, batch: int) -> str:
+        """Commit ``offsets/batch`` of one input partition with marker ``batch``, as that partition's executor
+        writer does (:meth:`open_partition_transaction`, then commit). Returns its transactional id."""
+        self.open_partition_transaction(partition, batch).commit_transaction(30)
+        return self.spec.partition_transactional_id(self.input_topic, partition)
+
+    def record_writers(self, writers: Writers) -> WritersChoice:
+        """Record ``writers`` in the checkpoint (``eos/writers.json``) as a run of ``auto`` at batch 0 would."""
+        choice = WritersChoice(
+            writers=writers,
+            requested=Writers.AUTO,
+            reason="plan is partition-aligned" if writers is Writers.EXECUTORS else "plan is not partition-aligned",
+            operator=None if writers is Writers.EXECUTORS else "Exchange",
+            query_id=self.query_id,
+            batch_id=0,
+            decided_at=dt.datetime.now(dt.UTC),
+        )
+        record_writers_choice(CheckpointReader(str(self.checkpoint)), choice)
+        return choice
+
     def group(self) -> dict[TopicPartition, tuple[int, str] | None]:
         """What the sink group holds per input partition: offset and metadata, or ``None``."""
         partitions = [TopicPartition(self.input_topic, p) for p in range(PARTITIONS)]
@@ -147,3 +195,15 @@ def checkpointed_pipeline(
     spec_path.write_text(json.dumps(spec))
     return CheckpointedPipeline(PipelineSpec.from_dict(spec, source=str(spec_path)), spec_path, checkpoint, bootstrap,
                                 query_id)
+
+
+def leave_batch_half_written(pipeline: CheckpointedPipeline) -> int:
+    """Plan batch ``LAST_COMMITTED + 1`` and leave it as executor writers stopped in its middle: partition 0's
+    transaction committed it, partition 1 is still at ``LAST_COMMITTED``. Returns the batch in flight."""
+    in_flight = LAST_COMMITTED + 1
+    write_checkpoint(pipeline.checkpoint, topic=pipeline.input_topic, partitions=PARTITIONS,
+                     query_id=pipeline.query_id, offsets=[in_flight], commits=[])
+    pipeline.produce_input_of(in_flight)
+    pipeline.commit_partition(1, LAST_COMMITTED)
+    pipeline.commit_partition(0, in_flight)
+    return in_flight

@@ -31,7 +31,7 @@ from airflow_provider_eos.core.verification import (
     verify_checkpoint,
     writers_in_use,
 )
-from airflow_provider_eos.core.writers_choice import WritersChoice, record_writers_choice
+from airflow_provider_eos.core.writers_choice import WritersChoice, WritersSwitch, record_writers_choice, writers_switch
 from airflow_provider_eos.usecases.clients import PipelineClients
 from airflow_provider_eos.usecases.rewind import rewind
 from airflow_provider_eos.usecases.verify import verify as verify_use_case
@@ -312,3 +312,15 @@ def test_the_rewind_use_case_has_nothing_to_rewind_mid_batch(tmp_path: Path) -> 
     with pytest.raises(RepairError, match="verification names none \\(verdict KAFKA_AHEAD_SAFE\\)") as err:
         rewind(scripted(tmp_path, "auto", choice(Writers.EXECUTORS)))
     assert err.value.fix is not None and "the replay skips the committed partitions" in err.value.fix
+
+
+@pytest.mark.parametrize(("recorded", "chosen", "switch"), [
+    (None, Writers.DRIVER, WritersSwitch.NONE),
+    (None, Writers.EXECUTORS, WritersSwitch.NONE),
+    (Writers.DRIVER, Writers.DRIVER, WritersSwitch.NONE),
+    (Writers.EXECUTORS, Writers.EXECUTORS, WritersSwitch.NONE),
+    (Writers.EXECUTORS, Writers.DRIVER, WritersSwitch.FROM_EXECUTORS),
+    (Writers.DRIVER, Writers.EXECUTORS, WritersSwitch.FROM_DRIVER),
+])
+def test_a_run_owes_the_recorded_writer_a_take_over_only_when_it_is_another(recorded, chosen, switch) -> None:
+    assert writers_switch(None if recorded is None else choice(recorded), chosen) is switch

@@ -8,8 +8,9 @@ batch). So verification, health and the repairs first settle which writer wrote,
 1. the choice the query recorded in its checkpoint (``eos/writers.json``,
    :mod:`airflow_provider_eos.core.writers_choice`): it is the writer that wrote what is in
    flight, even when the spec has changed since, until a run starts with the changed spec: each
-   run records its choice at its first batch, before writing it, so a run whose first batch failed
-   (a driver writer refusing the replay of an executor writers' half-written batch) leaves its own;
+   run records its choice at its first batch, before writing it, once it has fenced the recorded
+   writer's ids; a driver writer that cannot write the batch the executor writers left split
+   refuses it and leaves their record (docs/design-notes.md, note 53);
 2. else the spec's ``writers`` when it names one (``driver`` or ``executors``);
 3. else (``auto``, or no spec at hand, and nothing recorded) the driver writer's rules: they are
    the stricter ones, so a state only the executor writers can leave is never waved through
