@@ -120,8 +120,15 @@ class TransactionalProducer:
                                      transactional_id=self.transactional_id,
                                      unauthorized_topics=refused_topics) from exc
         except BaseException:
-            # Whatever else went wrong left a transaction open: the next producer's init aborts it.
+            # Whatever else went wrong (the spill unreadable, the lease lapsed) left the transaction open with the
+            # batch's records in it: abort now, or every read_committed consumer of the output waits for the
+            # broker's timeout (the query fails, so no init of this process would abort it). Aborting never commits.
             self.counts += TransactionCounts(aborted=1)
+            try:
+                producer.abort_transaction(min(30.0, self.timeout_s))
+            except KafkaException as abort_exc:
+                log.error("abort_transaction after a failure inside the transaction failed too: %s; the next "
+                          "producer's init_transactions aborts it", abort_exc)
             self.drop()
             raise
 

@@ -15,6 +15,7 @@ from airflow_provider_eos.core.errors import ProducerFencedError, TransactionTim
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.kafka.settings import sink_producer_config
 from airflow_provider_eos.spark.sink_clients import SinkClients
+from tests.support.kafka import consume_all
 
 pytestmark = pytest.mark.integration
 
@@ -74,3 +75,23 @@ def test_a_batch_slower_than_the_transaction_timeout_is_told_it_timed_out(bootst
         successor.abort_transaction(10)
     finally:
         sink.close()
+
+
+def test_a_failure_inside_the_transaction_that_is_not_kafkas_aborts_it_at_once(bootstrap, topic_factory, tmp_path):
+    """The spill unreadable, the lease lapsed: the batch's records must not hold the output's LSO for the timeout."""
+    topic = topic_factory("stray")
+    sink = _sink(bootstrap, topic, tmp_path, 120_000)
+    try:
+        with pytest.raises(OSError, match="spill"), sink.driver_producer.transaction(4) as producer:
+            _produce(producer, topic)
+            raise OSError("the spill file of partition 0 went missing")
+        assert sink.driver_producer._producer is None
+        assert sink.driver_producer.counts.aborted == 1
+    finally:
+        sink.close()
+    after = Producer({"bootstrap.servers": bootstrap})
+    after.produce(topic, value=b"after")
+    after.flush(10)
+    # read_committed sees the record produced after the batch at once: the batch's transaction no longer
+    # pins the LSO (before the abort it did for the whole 120 s timeout).
+    assert [m.value() for m in consume_all(bootstrap, topic, timeout_s=20)] == [b"after"]
