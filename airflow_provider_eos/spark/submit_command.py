@@ -43,6 +43,8 @@ ENTRY_PACKAGE = "spark_jobs"
 YARN_TAGS_KEY = "spark.yarn.tags"
 #: The settings Spark hides by (``Utils.redact``); a user's own value, wherever set, is kept.
 REDACTION_REGEX_KEY = "spark.redaction.regex"
+#: The job's defaults, each passed as ``--conf`` unless the spec, the caller or the properties file
+#: (``--properties-file``, else the cluster's ``spark-defaults.conf``) sets it: a user's value wins.
 # Driver mode collects each batch on the driver; Arrow makes that a columnar transfer.
 DEFAULT_CONF = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
@@ -180,7 +182,12 @@ def plan_submit(  # noqa: PLR0913  # the spec plus each override a caller may gi
     jars = [*jars, *writer_jars(spec, run_mode)]
     archive = _archive_location(python_environment) if python_environment else spec.python_environment
     env: dict[str, str] = {}
-    conf = {**DEFAULT_CONF, **connector_conf, **spark_metrics_conf(spec.metrics)}
+    defaults = properties_file or spark_defaults_file()
+    # --conf wins over the properties file: a default of ours must not override the user's (or the cluster's)
+    # own value there (a cluster's spark.driver.memory, or the shuffle partitions a stateful checkpoint keeps).
+    set_in_defaults = properties_keys(defaults)
+    ours = {key: value for key, value in DEFAULT_CONF.items() if key not in set_in_defaults}
+    conf = {**ours, **connector_conf, **spark_metrics_conf(spec.metrics)}
     archives: list[str] = []
     if archive is None:
         # Driver and executors run this interpreter, which has the Kafka clients installed.
@@ -191,10 +198,6 @@ def plan_submit(  # noqa: PLR0913  # the spec plus each override a caller may gi
         # A client-mode driver runs here, where the archive is not unpacked; a cluster-mode one runs beside it.
         conf["spark.pyspark.driver.python"] = EXECUTOR_PYTHON if cluster else sys.executable
     spec_arg = spec_file.name if cluster else str(spec_file)
-    defaults = properties_file or spark_defaults_file()
-    if REDACTION_REGEX_KEY in properties_keys(defaults):
-        # --conf would win over the user's (or the cluster's) own choice in the properties file.
-        del conf[REDACTION_REGEX_KEY]
     given = {**spec.spark_conf, **(extra_conf or {})}
     public, secret = split_secret_conf({**conf, **given, **driver_tagging(driver_token, given)})
     return SubmitPlan(

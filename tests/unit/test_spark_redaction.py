@@ -122,6 +122,21 @@ def test_the_job_sets_the_regex_unless_the_user_set_their_own(tmp_path: Path, mo
     assert _plan(tmp_path).conf[REDACTION_REGEX_KEY] == SPARK_REDACTION_REGEX
 
 
+def test_no_default_of_the_job_overrides_the_properties_files_value(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "no-conf"))
+    given = tmp_path / "cluster.properties"
+    given.write_text("spark.driver.memory 8g\nspark.sql.shuffle.partitions=200\nspark.ui.enabled true\n")
+    conf = _plan(tmp_path, properties_file=given).conf
+    # --conf wins over the file: the cluster's driver memory and the shuffle partitions a stateful checkpoint
+    # records at its first start would be overridden.
+    assert {"spark.driver.memory", "spark.sql.shuffle.partitions", "spark.ui.enabled"}.isdisjoint(conf)
+    assert conf["spark.sql.execution.arrow.pyspark.enabled"] == "true"
+    # Without the file, the job's defaults apply; the spec's own value wins over both.
+    assert _plan(tmp_path).conf["spark.driver.memory"] == "1g"
+    spec_wins = _plan(tmp_path, {"spark.sql.shuffle.partitions": "16"}, properties_file=given).conf
+    assert spec_wins["spark.sql.shuffle.partitions"] == "16"
+
+
 # Spark's own redaction, in its own JVM: the environment as the event log records it, and Utils.redact.
 _SPARK_PROGRAM = textwrap.dedent("""
     import json, sys
