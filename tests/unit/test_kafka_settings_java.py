@@ -16,7 +16,12 @@ import pytest
 
 from airflow_provider_eos.core.errors import KafkaConfigError
 from airflow_provider_eos.core.spec import PipelineSpec
-from airflow_provider_eos.kafka.settings import java_client_config, spark_sink_options, spark_source_options
+from airflow_provider_eos.kafka.settings import (
+    java_client_config,
+    java_sink_producer_config,
+    spark_sink_options,
+    spark_source_options,
+)
 from airflow_provider_eos.kafka.settings.keys import SETTINGS
 
 BOOT = {"bootstrap.servers": "b1:9092"}
@@ -347,6 +352,34 @@ def test_the_source_keeps_a_fetch_wait_the_spec_sets() -> None:
     assert options["kafka.max.poll.records"] == "10000"
 
 
+# -- the JVM executor writer's transactional producer -----------------------------------------
+
+#: librdkafka aliases of settings the sink sets itself (linger, compression, delivery timeout, acks).
+SINK_ALIASES: dict[str, Any] = {"queue.buffering.max.ms": 5, "compression.codec": "gzip",
+                                "delivery.timeout.ms": 30_000, "request.required.acks": "all"}
+
+
+@pytest.mark.parametrize(("alias", "value", "java_key", "expected"), [
+    ("queue.buffering.max.ms", 5, "linger.ms", "5"),
+    ("compression.codec", "gzip", "compression.type", "gzip"),
+    ("delivery.timeout.ms", 30_000, "delivery.timeout.ms", "30000"),
+    ("delivery.timeout.ms", 600_000, "delivery.timeout.ms", "60000"),  # capped at the transaction timeout
+    ("request.required.acks", 1, "acks", "all"),
+])
+def test_the_sink_producer_takes_a_librdkafka_alias_the_sink_also_sets(
+    alias: str, value: Any, java_key: str, expected: str
+) -> None:
+    # The sink adds linger.ms, compression.type, acks and message.timeout.ms beside the spec's keys: an
+    # alias of one of them was translated twice and refused, naming a key the spec never set.
+    assert java_sink_producer_config(spec(**{alias: value}))[java_key] == expected
+
+
+def test_the_sink_producer_lowers_its_request_timeout_below_a_spec_delivery_timeout() -> None:
+    config = java_sink_producer_config(spec(**{"delivery.timeout.ms": 30_000, "queue.buffering.max.ms": 5}))
+    # The Java producer requires delivery.timeout.ms >= linger.ms + request.timeout.ms.
+    assert (config["delivery.timeout.ms"], config["linger.ms"], config["request.timeout.ms"]) == ("30000", "5", "29995")
+
+
 # -- the real Java client (the kafka-clients jar Spark's connector ships) ---------------------
 
 _CHECKER = textwrap.dedent("""
@@ -487,3 +520,9 @@ def test_the_java_client_accepts_what_the_translation_produces(java_checker: Any
         assert verdict == "ACCEPTED", (name, verdict)
         assert jaas == {"username": "svc", "password": password}, name
     assert results["control"][0].startswith("REFUSED")
+
+
+def test_the_java_producer_accepts_the_sink_producer_config_of_a_spec_with_aliases(java_checker: Any) -> None:
+    pipeline = spec(**SINK_ALIASES, **{"bootstrap.servers": "127.0.0.1:1"})  # resolvable, never reached
+    results = java_checker({"sink_aliases": ("producer", java_sink_producer_config(pipeline))})
+    assert results["sink_aliases"][0] == "ACCEPTED", results

@@ -11,6 +11,7 @@ import textwrap
 
 import pytest
 
+from airflow_provider_eos.core.errors import KafkaConfigError
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.kafka.settings import (
     LOGGER_PREFIX,
@@ -63,6 +64,42 @@ def test_sink_producer_takes_the_producer_keys_and_the_protocol_settings() -> No
         # Capped by the transaction timeout.
         "message.timeout.ms": 60_000,
     }
+
+
+def aliased(**kafka: object) -> PipelineSpec:
+    return spec().with_overrides(kafka={"bootstrap.servers": "b1:9092", **kafka})
+
+
+@pytest.mark.parametrize(
+    ("alias", "value", "name", "expected"),
+    [
+        # The spec's value replaces the sink's default, under the one name.
+        ("queue.buffering.max.ms", 5, "linger.ms", 5),
+        ("compression.codec", "gzip", "compression.type", "gzip"),
+        # Kept below the transaction timeout...
+        ("delivery.timeout.ms", 30_000, "message.timeout.ms", 30_000),
+        # ... and capped at it, as message.timeout.ms is.
+        ("delivery.timeout.ms", 600_000, "message.timeout.ms", 60_000),
+        # The sink's own settings still win.
+        ("request.required.acks", 1, "acks", "all"),
+        ("max.in.flight", 3, "max.in.flight.requests.per.connection", 3),
+        ("message.send.max.retries", 7, "retries", 7),
+    ],
+)
+def test_a_librdkafka_alias_in_the_spec_is_the_sinks_setting_under_one_name(
+    alias: str, value: object, name: str, expected: object
+) -> None:
+    config = sink_producer_config(aliased(**{alias: value}))
+    assert alias not in config
+    assert config[name] == expected
+
+
+def test_both_names_of_one_setting_are_refused_only_when_they_disagree() -> None:
+    assert sink_producer_config(aliased(**{"linger.ms": 5, "queue.buffering.max.ms": "5"}))["linger.ms"] == "5"
+    with pytest.raises(KafkaConfigError) as raised:
+        sink_producer_config(aliased(**{"message.timeout.ms": 20_000, "delivery.timeout.ms": 30_000}))
+    assert "kafka['delivery.timeout.ms']" in raised.value.message and "'message.timeout.ms'" in raised.value.message
+    assert raised.value.fix == "set only one of 'message.timeout.ms' and 'delivery.timeout.ms'"
 
 
 def test_group_metadata_consumer_joins_nothing_and_commits_nothing() -> None:

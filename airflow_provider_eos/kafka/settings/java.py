@@ -260,7 +260,7 @@ def java_sink_producer_config(spec: PipelineSpec) -> dict[str, str]:
     """
     librdkafka = {k: v for k, v in sink_producer_config(spec).items() if k != "transactional.id"}
     librdkafka.setdefault("batch.size", _LIBRDKAFKA_BATCH_SIZE)
-    linger = int(librdkafka.get("linger.ms", librdkafka.get("queue.buffering.max.ms", 5)))
+    linger = int(librdkafka["linger.ms"])  # the sink's or the spec's, aliases already reduced to it
     delivery = int(librdkafka["message.timeout.ms"])
     timeouts = ("request.timeout.ms", "socket.timeout.ms")
     if not any(k in librdkafka for k in timeouts) and delivery < linger + _JAVA_REQUEST_TIMEOUT_MS:

@@ -12,7 +12,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["SETTINGS", "SPECIAL", "Dropped", "Refused", "Renamed", "Rule", "Scope", "Setting", "Special"]
+__all__ = [
+    "PRODUCER_ALIASES",
+    "SETTINGS",
+    "SPECIAL",
+    "Dropped",
+    "Refused",
+    "Renamed",
+    "Rule",
+    "Scope",
+    "Setting",
+    "Special",
+]
 
 #: ``common``: every client (connection, security, timeouts); ``producer``/``consumer``: one role only.
 Scope = Literal["common", "producer", "consumer"]
@@ -272,3 +283,19 @@ SETTINGS: dict[str, Setting] = {
     ),
 }
 """Every librdkafka key the package translates, drops with a reason, or refuses for the other dialects."""
+
+
+PRODUCER_ALIASES: dict[str, str] = {
+    "queue.buffering.max.ms": "linger.ms",
+    "compression.codec": "compression.type",
+    "delivery.timeout.ms": "message.timeout.ms",
+    "request.required.acks": "acks",
+    "max.in.flight": "max.in.flight.requests.per.connection",
+    "message.send.max.retries": "retries",
+}
+"""librdkafka's pairs of names for one producer setting: each key with the name this package uses.
+
+librdkafka takes either name; the sink sets some of these settings itself (``linger.ms``,
+``compression.type``, ``message.timeout.ms``, ``acks``), so a spec's alias must become the package's
+name before those defaults are added, or the producer would get both names with different values.
+"""
