@@ -87,7 +87,9 @@ RENAMED: list[tuple[str, Any, str, dict[str, str]]] = [
     # Translated by value.
     ("bootstrap.servers", " b1:9092 , b2:9092 ", "consumer", {"bootstrap.servers": "b1:9092,b2:9092"}),
     ("metadata.broker.list", "b3:9092", "producer", {"bootstrap.servers": "b3:9092"}),
-    ("security.protocol", "sasl_ssl", "consumer", {"security.protocol": "SASL_SSL"}),
+    # SASL without a mechanism is GSSAPI, whose service the Java client must be told.
+    ("security.protocol", "sasl_ssl", "consumer",
+     {"security.protocol": "SASL_SSL", "sasl.kerberos.service.name": "kafka"}),
     ("compression.type", "lz4", "producer", {"compression.type": "lz4"}),
     ("compression.codec", "ZSTD", "producer", {"compression.type": "zstd"}),
     ("ssl.ca.location", "/etc/kafka/ca.pem", "consumer",
@@ -272,6 +274,22 @@ def test_gssapi_with_a_keytab_logs_in_with_the_jdk_kerberos_module() -> None:
         'com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true '
         'keyTab="/etc/eos.keytab" principal="eos@EXAMPLE.COM";'
     )
+
+
+@pytest.mark.parametrize(("settings", "service"), [
+    # librdkafka's (and kafka-python's) default; the Java client has none.
+    ({"security.protocol": "SASL_SSL", "sasl.mechanism": "GSSAPI"}, "kafka"),
+    ({"security.protocol": "SASL_PLAINTEXT"}, "kafka"),  # GSSAPI is every client's default mechanism
+    ({"security.protocol": "SASL_SSL", "sasl.mechanisms": "gssapi", "sasl.kerberos.service.name": "kafka-prod"},
+     "kafka-prod"),
+    ({"security.protocol": "SASL_SSL", "sasl.kerberos.keytab": "/etc/eos.keytab",
+      "sasl.kerberos.principal": "eos@EXAMPLE.COM"}, "kafka"),
+    # No Kerberos login: nothing to name.
+    ({"security.protocol": "SSL", "sasl.mechanism": "GSSAPI"}, None),
+    ({"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN", "sasl.username": "u", "sasl.password": "p"}, None),
+])
+def test_a_kerberos_login_names_the_brokers_service(settings: dict, service: str | None) -> None:
+    assert translate(settings).get("sasl.kerberos.service.name") == service
 
 
 # -- SSL keystores -----------------------------------------------------------------------------
@@ -526,3 +544,19 @@ def test_the_java_producer_accepts_the_sink_producer_config_of_a_spec_with_alias
     pipeline = spec(**SINK_ALIASES, **{"bootstrap.servers": "127.0.0.1:1"})  # resolvable, never reached
     results = java_checker({"sink_aliases": ("producer", java_sink_producer_config(pipeline))})
     assert results["sink_aliases"][0] == "ACCEPTED", results
+
+
+def test_the_java_client_takes_a_gssapi_spec_up_to_its_kerberos_login(java_checker: Any, tmp_path: Path) -> None:
+    keytab = tmp_path / "eos.keytab"
+    keytab.write_bytes(b"")  # no keys: the login itself must fail, after the config was taken
+    config = java_client_config({"bootstrap.servers": "127.0.0.1:1", "security.protocol": "SASL_PLAINTEXT",
+                                 "sasl.mechanism": "GSSAPI", "sasl.kerberos.keytab": str(keytab),
+                                 "sasl.kerberos.principal": "eos@EXAMPLE.COM"}, "producer")
+    # Negative control: without the service name the Java client stops before logging in.
+    control = {k: v for k, v in config.items() if k != "sasl.kerberos.service.name"}
+
+    results = java_checker({"gssapi": ("producer", config), "gssapi_control": ("producer", control)})
+
+    verdict = results["gssapi"][0]
+    assert verdict.startswith("REFUSED") and "Could not login" in verdict and "serviceName" not in verdict, verdict
+    assert "No serviceName defined" in results["gssapi_control"][0]

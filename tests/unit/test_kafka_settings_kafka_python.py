@@ -63,6 +63,17 @@ def test_kafka_python_config_without_certificate_verification_builds_a_context()
     assert config["ssl_context"].verify_mode == ssl.CERT_NONE and config["ssl_check_hostname"] is False
 
 
+@pytest.mark.parametrize(("settings", "mechanism"), [
+    ({"security.protocol": "SASL_SSL"}, "GSSAPI"),  # librdkafka's default, and the Java client's
+    ({"security.protocol": "sasl_plaintext", "sasl.kerberos.service.name": "kafka"}, "GSSAPI"),
+    ({"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-256"}, "SCRAM-SHA-256"),
+    ({"security.protocol": "SSL"}, None),
+    ({}, None),
+])
+def test_a_sasl_protocol_without_a_mechanism_is_gssapi_as_in_librdkafka(settings: dict, mechanism: str) -> None:
+    assert kafka_python_config({**BOOT, **settings}).get("sasl_mechanism") == mechanism
+
+
 @pytest.mark.parametrize(
     ("config", "named"),
     [

@@ -66,6 +66,7 @@ _SECURITY_KEYS = frozenset(
         "sasl.mechanisms",
         "sasl.username",
         "sasl.password",
+        "sasl.kerberos.service.name",
         "sasl.kerberos.principal",
         "sasl.kerberos.keytab",
         "ssl.ca.location",

@@ -3,7 +3,9 @@
 - SASL PLAIN / SCRAM-SHA-256 / SCRAM-SHA-512: ``sasl.mechanism`` plus a ``sasl.jaas.config``
   with the login module and the quoted user name and password. GSSAPI with a keytab: the JDK's
   Krb5LoginModule; without a keytab no JAAS config is set, so the JVM's JAAS file or Spark's
-  delegation tokens stay in charge, as librdkafka's kinit would use the ticket cache.
+  delegation tokens stay in charge, as librdkafka's kinit would use the ticket cache. Either way
+  ``sasl.kerberos.service.name`` is set: librdkafka and kafka-python default it to ``kafka``, the
+  Java client has no default.
 - CA: ``ssl.ca.location`` (a PEM file) becomes a PEM truststore by location (KIP-651, Kafka
   2.7+); ``ssl.ca.pem`` becomes inline ``ssl.truststore.certificates``.
 - Client certificate and key: a PEM keystore. Kafka's file-based PEM keystore
@@ -34,9 +36,12 @@ from typing import Any
 
 from airflow_provider_eos.kafka.settings.values import JAVA, as_bool, as_text, refuse, sasl_mechanism
 
-__all__ = ["JAAS_LOGIN_MODULES", "jaas_config", "java_sasl", "java_ssl"]
+__all__ = ["JAAS_LOGIN_MODULES", "KERBEROS_SERVICE_NAME", "jaas_config", "java_sasl", "java_ssl"]
 
 log = logging.getLogger(__name__)
+
+#: librdkafka's (and kafka-python's) ``sasl.kerberos.service.name`` when the spec sets none.
+KERBEROS_SERVICE_NAME = "kafka"
 
 #: The login module of each SASL mechanism that authenticates with a user name and password.
 JAAS_LOGIN_MODULES = {
@@ -72,10 +77,11 @@ def jaas_config(login_module: str, **options: str) -> str:
 def java_sasl(  # noqa: C901  # one branch per SASL mechanism family
     settings: Mapping[str, Any], protocol: str
 ) -> dict[str, str]:
-    """``sasl.mechanism`` and ``sasl.jaas.config`` from librdkafka's SASL keys.
+    """``sasl.mechanism``, ``sasl.jaas.config`` and Kerberos' service name from librdkafka's SASL keys.
 
     :param settings: the spec's SASL keys (``sasl.mechanism(s)``, ``sasl.username``,
-        ``sasl.password``, ``sasl.kerberos.principal``, ``sasl.kerberos.keytab``).
+        ``sasl.password``, ``sasl.kerberos.service.name``, ``sasl.kerberos.principal``,
+        ``sasl.kerberos.keytab``).
     :param protocol: the translated ``security.protocol``.
     :raises KafkaConfigError: for a mechanism without a translation or credentials that do not fit it.
     """
@@ -85,6 +91,15 @@ def java_sasl(  # noqa: C901  # one branch per SASL mechanism family
     # librdkafka's default mechanism is GSSAPI, as the Java client's.
     mechanism = sasl_mechanism(key, settings[key]) if key in settings else "GSSAPI"
     out = {"sasl.mechanism": mechanism} if key in settings else {}
+    service = settings.get("sasl.kerberos.service.name")
+    if service is not None:
+        out["sasl.kerberos.service.name"] = as_text(service)
+    elif mechanism == "GSSAPI" and protocol.startswith("SASL_"):
+        # The Java client has no default: without it every login fails with "No serviceName defined in
+        # either JAAS or Kafka config", while the librdkafka and kafka-python clients of the same spec
+        # reach the brokers' service as kafka. A JVM JAAS file naming another serviceName now conflicts
+        # loudly, as it should: the other clients would authenticate to a different service.
+        out["sasl.kerberos.service.name"] = KERBEROS_SERVICE_NAME
     has_login = "sasl.username" in settings or "sasl.password" in settings
     if mechanism in JAAS_LOGIN_MODULES:
         for needed in ("sasl.username", "sasl.password"):

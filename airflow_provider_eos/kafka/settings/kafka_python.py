@@ -1,7 +1,8 @@
 """The spec's librdkafka settings as kafka-python 3.x ``KafkaAdminClient`` arguments (the transaction admin client).
 
 Connection and security settings carry over (bootstrap servers, client id, security protocol,
-SASL PLAIN/SCRAM/GSSAPI, SSL files and password, hostname verification, timeouts), through
+SASL PLAIN/SCRAM/GSSAPI (GSSAPI when a SASL protocol names no mechanism, as in librdkafka),
+SSL files and password, hostname verification, timeouts), through
 :data:`~airflow_provider_eos.kafka.settings.keys.SETTINGS`. Producer and consumer settings mean
 nothing to an admin client and are dropped, named at DEBUG; any other key kafka-python cannot
 take is refused by name. Values are never logged, because some are secrets; kafka-python's own
@@ -31,6 +32,8 @@ from airflow_provider_eos.kafka.settings.values import (
 __all__ = ["kafka_python_config", "protect_secrets"]
 
 log = logging.getLogger(__name__)
+#: librdkafka's ``sasl.mechanism`` when the spec sets none.
+_DEFAULT_SASL_MECHANISM = "GSSAPI"
 #: kafka-python has no setting for it: it decides the SSL context built below.
 _VERIFY_KEY = ("enable.ssl.certificate.verification",)
 
@@ -96,6 +99,10 @@ def kafka_python_config(librdkafka: Mapping[str, Any]) -> dict[str, Any]:
         else:
             _special(key, value, out)
     require_bootstrap_servers("bootstrap_servers" in out)
+    if out.get("security_protocol", "").startswith("SASL_"):
+        # kafka-python has no default mechanism (it would ask the broker for None); librdkafka's, and the
+        # Java client's, is GSSAPI, so the same spec means the same login for every client.
+        out.setdefault("sasl_mechanism", _DEFAULT_SASL_MECHANISM)
     if not verify_certificates:
         # kafka-python has no switch for this; only a ready-made SSLContext expresses it.
         context = ssl.create_default_context(cafile=out.get("ssl_cafile"))

@@ -101,9 +101,7 @@ SETTINGS: dict[str, Setting] = {
     "sasl.mechanisms": Setting("common", SPECIAL, SPECIAL),
     "sasl.username": Setting("common", SPECIAL, Renamed("sasl_plain_username")),
     "sasl.password": Setting("common", SPECIAL, Renamed("sasl_plain_password")),
-    "sasl.kerberos.service.name": Setting(
-        "common", Renamed("sasl.kerberos.service.name"), Renamed("sasl_kerberos_service_name")
-    ),
+    "sasl.kerberos.service.name": Setting("common", SPECIAL, Renamed("sasl_kerberos_service_name")),
     "sasl.kerberos.principal": Setting("common", SPECIAL, SPECIAL),
     "sasl.kerberos.keytab": Setting("common", SPECIAL, SPECIAL),
     "sasl.kerberos.kinit.cmd": Setting("common", _LIBRDKAFKA_KERBEROS, _LIBRDKAFKA_KERBEROS),
