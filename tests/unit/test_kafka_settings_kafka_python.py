@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import ssl
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -117,6 +118,8 @@ RENAMED: list[tuple[str, Any, dict[str, Any]]] = [
     ("sasl.password", "pw", {"sasl_plain_password": "pw"}),
     ("sasl.kerberos.service.name", "kafka", {"sasl_kerberos_service_name": "kafka"}),
     ("ssl.ca.location", "/ca.pem", {"ssl_cafile": "/ca.pem"}),
+    # librdkafka's word for the system's CA store: kafka-python loads it when given no CA file.
+    ("ssl.ca.location", "probe", {}),
     ("ssl.certificate.location", "/c.pem", {"ssl_certfile": "/c.pem"}),
     ("ssl.key.location", "/k.pem", {"ssl_keyfile": "/k.pem"}),
     ("ssl.key.password", "kp", {"ssl_password": "kp"}),
@@ -217,3 +220,28 @@ def test_every_common_key_of_the_table_has_a_case_here() -> None:
     covered = {c[0] for c in RENAMED} | {c[0] for c in DROPPED_COMMON} | {c[0] for c in REFUSED}
     common = {k for k, s in SETTINGS.items() if s.scope == "common"}
     assert common - covered == set()
+
+
+# -- what kafka-python builds from the arguments -----------------------------------------------
+
+
+def kafka_python_ssl_context(settings: dict[str, Any]) -> ssl.SSLContext:
+    """The SSL context kafka-python's transport builds for each broker connection from the admin client's arguments."""
+    from kafka.net.transport import KafkaSSLTransport
+
+    config = dict(KafkaSSLTransport.DEFAULT_CONFIG)
+    config.update({k: v for k, v in kafka_python_config({**BOOT, **settings}).items() if k in config})
+    return KafkaSSLTransport._build_ssl_context(config)
+
+
+def test_a_probed_ca_store_is_the_systems_default_one() -> None:
+    # 'probe' used to reach kafka-python as ssl_cafile, a file it could not open (FileNotFoundError).
+    context = kafka_python_ssl_context({"security.protocol": "SSL", "ssl.ca.location": "probe"})
+    assert context.verify_mode == ssl.CERT_REQUIRED
+
+
+def test_a_ca_directory_is_refused_naming_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(KafkaConfigError) as raised:
+        kafka_python_config({**BOOT, "ssl.ca.location": str(tmp_path)})
+    assert "kafka['ssl.ca.location']" in raised.value.message and "CA directory" in raised.value.message
+    assert "one PEM file" in (raised.value.fix or "")

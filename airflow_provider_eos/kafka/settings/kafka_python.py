@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import ssl
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from airflow_provider_eos.core.secrets import is_secret_setting
@@ -46,6 +47,25 @@ def _renamed(key: str, rule: Renamed, value: Any) -> Any:
     return str(value)
 
 
+def _ca_file(key: str, location: str, out: dict[str, Any]) -> None:
+    if location.lower() == "probe":
+        # librdkafka's probe searches the system's CA store; kafka-python without a CA file loads the
+        # system's default verify paths (SSLContext.load_default_certs), the same store. Passed on, the
+        # word would be opened as a file and every TLS connection of the admin client would fail.
+        log.debug("kafka['ssl.ca.location'] 'probe': kafka-python uses the system's default CA store")
+        return
+    if Path(location).is_dir():
+        # kafka-python opens ssl_cafile as one file (load_verify_locations(cafile)); a directory fails
+        # only when the admin client first connects.
+        raise refuse(
+            key,
+            KAFKA_PYTHON,
+            f"{location!r} is a CA directory; kafka-python reads one PEM file",
+            "concatenate the CA certificates into one PEM file and point ssl.ca.location at it",
+        )
+    out["ssl_cafile"] = location
+
+
 def _special(key: str, value: Any, out: dict[str, Any]) -> None:
     if key in ("bootstrap.servers", "metadata.broker.list"):
         out["bootstrap_servers"] = bootstrap_servers(key, value)
@@ -66,6 +86,8 @@ def _special(key: str, value: Any, out: dict[str, Any]) -> None:
         if algorithm not in ("https", "none", ""):
             raise refuse(key, None, f"is {value!r}", "use 'https' or 'none'")
         out["ssl_check_hostname"] = algorithm == "https"
+    elif key == "ssl.ca.location":
+        _ca_file(key, str(value).strip(), out)
     elif key in ("sasl.kerberos.keytab", "sasl.kerberos.principal"):
         raise refuse(
             key,

@@ -113,7 +113,7 @@ SETTINGS: dict[str, Setting] = {
     "sasl.oauthbearer.token.endpoint.url": Setting("common", _OAUTH, _OAUTH),
     "sasl.oauthbearer.scope": Setting("common", _OAUTH, _OAUTH),
     "enable.sasl.oauthbearer.unsecure.jwt": Setting("common", _OAUTH, _OAUTH),
-    "ssl.ca.location": Setting("common", SPECIAL, Renamed("ssl_cafile")),
+    "ssl.ca.location": Setting("common", SPECIAL, SPECIAL),
     "ssl.ca.pem": Setting(
         "common",
         SPECIAL,
