@@ -123,7 +123,6 @@ RENAMED: list[tuple[str, Any, dict[str, Any]]] = [
     ("ssl.certificate.location", "/c.pem", {"ssl_certfile": "/c.pem"}),
     ("ssl.key.location", "/k.pem", {"ssl_keyfile": "/k.pem"}),
     ("ssl.key.password", "kp", {"ssl_password": "kp"}),
-    ("ssl.crl.location", "/crl.pem", {"ssl_crlfile": "/crl.pem"}),
     ("ssl.endpoint.identification.algorithm", "https", {"ssl_check_hostname": True}),
     ("ssl.endpoint.identification.algorithm", "none", {"ssl_check_hostname": False}),
     ("socket.timeout.ms", 30_000, {"request_timeout_ms": 30_000}),
@@ -165,6 +164,8 @@ REFUSED: list[tuple[str, Any, str]] = [
     ("ssl.keystore.location", "/k.p12", "openssl pkcs12"),
     ("ssl.keystore.password", "pw", "ssl.keystore.location"),
     ("ssl.cipher.suites", "ECDHE-RSA-AES256-GCM-SHA384", "remove it"),
+    # Translated to ssl_crlfile, it failed every TLS connection ('crl' is an invalid keyword argument).
+    ("ssl.crl.location", "/crl.pem", "remove it"),
     ("sasl.kerberos.keytab", "/k.keytab", "kinit"),
     ("sasl.kerberos.principal", "eos@REALM", "kinit"),
     ("sasl.kerberos.kinit.cmd", "kinit", "remove it"),
@@ -245,3 +246,14 @@ def test_a_ca_directory_is_refused_naming_the_fix(tmp_path: Path) -> None:
         kafka_python_config({**BOOT, "ssl.ca.location": str(tmp_path)})
     assert "kafka['ssl.ca.location']" in raised.value.message and "CA directory" in raised.value.message
     assert "one PEM file" in (raised.value.fix or "")
+
+
+def test_kafka_python_itself_cannot_take_a_crl_file(tmp_path: Path) -> None:
+    # Why ssl.crl.location is refused rather than translated: when this passes no more, kafka-python can
+    # take it as ssl_crlfile again.
+    from kafka.net.transport import KafkaSSLTransport
+
+    crl = tmp_path / "crl.pem"
+    crl.write_text("-----BEGIN X509 CRL-----\n-----END X509 CRL-----\n")
+    with pytest.raises(TypeError, match="'crl' is an invalid keyword argument"):
+        KafkaSSLTransport._build_ssl_context({**KafkaSSLTransport.DEFAULT_CONFIG, "ssl_crlfile": str(crl)})

@@ -156,7 +156,13 @@ SETTINGS: dict[str, Setting] = {
             "the Java client has no certificate revocation list setting",
             "remove it and enable revocation checking in the JVM (com.sun.net.ssl.checkRevocation)",
         ),
-        Renamed("ssl_crlfile"),
+        # kafka-python 3.0.12 (the pinned line) passes its ssl_crlfile to load_verify_locations(crl=...), which
+        # Python's SSLContext does not take: every TLS connection of the admin client would fail.
+        Refused(
+            "kafka-python cannot load a certificate revocation list (its ssl_crlfile fails every TLS "
+            "connection: 'crl' is an invalid keyword argument for load_verify_locations())",
+            "remove it (the Java client refuses it too) and replace a revoked broker certificate on the brokers",
+        ),
     ),
     "ssl.cipher.suites": Setting(
         "common",
