@@ -86,6 +86,8 @@ def test_prometheus_scrapes_the_drivers_metrics_and_the_stall_rule_fires(
             failed = api.query(f"eos_batch_failures_total{where}")
             # Typed on both writers: the JVM task's failure reaches the driver as the same error.
             assert [f["metric"]["kind"] for f in failed] == ["TransactionTimedOutError"], failed
+            # The failure's series is born at 1 and the driver exits: the critical alert fires all the same.
+            assert wait_for(lambda: _firing(api, "EosSinkFailing", pipeline), 15), api.alerts()
             if writers == "driver":
                 # The driver's producer counts its own aborted transaction; a task's is the task's.
                 assert _value(api, f"sum(eos_transactions_aborted_total{where})") == 1
