@@ -19,7 +19,13 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from airflow_provider_eos.core.errors import MetricsExporterError
-from airflow_provider_eos.core.metrics.catalog import JOB_METRICS, MetricDefinition, MetricKind, job_metric
+from airflow_provider_eos.core.metrics.catalog import (
+    JOB_METRICS,
+    MetricDefinition,
+    MetricKind,
+    histogram_buckets,
+    job_metric,
+)
 from airflow_provider_eos.core.metrics.updates import MetricUpdate, Op
 from airflow_provider_eos.core.spec import PipelineSpec
 
@@ -27,8 +33,6 @@ __all__ = ["PrometheusExporter"]
 
 log = logging.getLogger("airflow_provider_eos.metrics")
 
-#: Seconds: from a fast commit to a batch that outlives a default transaction timeout.
-_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 #: Computed at each scrape by :class:`_OpenTransactionAge`, not kept as a series.
 _AT_SCRAPE = "eos_open_transaction_age_seconds"
 
@@ -48,13 +52,14 @@ class _OpenTransactionAge(Collector):
         yield family
 
 
-def _instrument(metric: MetricDefinition, registry: CollectorRegistry) -> Counter | Gauge | Histogram:
+def _instrument(metric: MetricDefinition, registry: CollectorRegistry,
+                buckets: tuple[float, ...]) -> Counter | Gauge | Histogram:
     labels = list(metric.labels)
     if metric.kind is MetricKind.COUNTER:
         # prometheus_client adds `_total` itself.
         return Counter(metric.name.removesuffix("_total"), metric.description, labels, registry=registry)
     if metric.kind is MetricKind.HISTOGRAM:
-        return Histogram(metric.name, metric.description, labels, registry=registry, buckets=_BUCKETS)
+        return Histogram(metric.name, metric.description, labels, registry=registry, buckets=buckets)
     return Gauge(metric.name, metric.description, labels, registry=registry)
 
 
@@ -67,7 +72,9 @@ class PrometheusExporter:
     def __init__(self, spec: PipelineSpec) -> None:
         self.spec = spec
         self.registry = CollectorRegistry()
-        self._instruments = {m.name: _instrument(m, self.registry) for m in JOB_METRICS if m.name != _AT_SCRAPE}
+        buckets = histogram_buckets(spec.transaction_timeout_ms / 1000)
+        self._instruments = {m.name: _instrument(m, self.registry, buckets)
+                             for m in JOB_METRICS if m.name != _AT_SCRAPE}
         self._open_age = _OpenTransactionAge(spec.name)
         self.registry.register(self._open_age)
         self._lock = threading.Lock()

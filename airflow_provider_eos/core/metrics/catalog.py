@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-__all__ = ["JOB_METRICS", "TASK_METRICS", "MetricDefinition", "MetricKind", "job_metric", "task_metric"]
+__all__ = ["HISTOGRAM_BUCKETS", "JOB_METRICS", "TASK_METRICS", "MetricDefinition", "MetricKind", "histogram_buckets",
+           "job_metric", "task_metric"]
 
 
 class MetricKind(StrEnum):
@@ -149,6 +150,24 @@ TASK_METRICS: tuple[MetricDefinition, ...] = (
                      "transactions the pipeline may abort that are still open after the recovery (a dry run: the "
                      "ones it would abort)"),
 )
+
+#: The job histograms' bucket bounds, in seconds: from a fast commit to the longest transaction a broker allows
+#: by default (transaction.max.timeout.ms, 15 minutes). A produce or commit lasts up to the transaction
+#: timeout; with the top bound below it, every slower batch fell in +Inf and a quantile read the top bound.
+HISTOGRAM_BUCKETS: tuple[float, ...] = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0,
+                                        300.0, 600.0, 900.0)
+
+
+def histogram_buckets(transaction_timeout_s: float) -> tuple[float, ...]:
+    """The bucket bounds of a pipeline's histograms: :data:`HISTOGRAM_BUCKETS`, and its transaction timeout when longer.
+
+    :param transaction_timeout_s: the spec's ``transaction_timeout_ms`` in seconds (a broker whose
+        transaction.max.timeout.ms was raised allows more than the default 15 minutes).
+    """
+    if transaction_timeout_s > HISTOGRAM_BUCKETS[-1]:
+        return (*HISTOGRAM_BUCKETS, float(transaction_timeout_s))
+    return HISTOGRAM_BUCKETS
+
 
 _JOB = {metric.name: metric for metric in JOB_METRICS}
 _TASK = {metric.name: metric for metric in TASK_METRICS}

@@ -17,10 +17,11 @@ from airflow_provider_eos.devstack.broker_config import free_port
 from airflow_provider_eos.spark.metrics_exporter import PrometheusExporter
 
 
-def _spec(port: int) -> PipelineSpec:
+def _spec(port: int, transaction_timeout_ms: int = 45_000) -> PipelineSpec:
     return PipelineSpec.from_dict(dict(
         name="orders", kafka={"bootstrap.servers": "127.0.0.1:9"}, input_topics=["in"], output_topic="out",
-        group_id="g", transactional_id_prefix="t", checkpoint_location="/tmp/c", transaction_timeout_ms=45_000,
+        group_id="g", transactional_id_prefix="t", checkpoint_location="/tmp/c",
+        transaction_timeout_ms=transaction_timeout_ms,
         metrics={"prometheus_port": port, "prometheus_host": "127.0.0.1"}))
 
 
@@ -91,3 +92,20 @@ def test_the_spec_refuses_a_port_out_of_range() -> None:
     with pytest.raises(SpecError, match="prometheus_port") as raised:
         _spec(70_000)
     assert "65535" in str(raised.value)
+
+
+@pytest.mark.parametrize(("timeout_ms", "top"), [(900_000, 900.0), (1_800_000, 1800.0)])
+def test_the_histograms_reach_the_transaction_timeout(timeout_ms: int, top: float) -> None:
+    """A 10-minute produce under a 15-minute (or longer) timeout lands in a bucket below +Inf, not above the top."""
+    exporter = PrometheusExporter(_spec(free_port(), timeout_ms)).start()
+    try:
+        exporter.apply(batch_updates(BatchReport(
+            pipeline="orders", batch_id=0, writers="driver", action="produce", rows_out=1, rows_dlq=0,
+            produce_ms=600_000, commit_ms=10, finished_at=1_800_000_000.0, transactions=TransactionCounts(1, 1, 0))))
+        assert exporter.url is not None
+        buckets = {labels["le"]: value for labels, value in _scrape(exporter.url)["eos_produce_seconds_bucket"]}
+    finally:
+        exporter.stop()
+    assert buckets["300.0"] == 0
+    assert buckets["600.0"] == 1
+    assert max(float(le) for le in buckets if le != "+Inf") == top
