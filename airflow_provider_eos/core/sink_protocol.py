@@ -292,6 +292,35 @@ def partition_expectation(
     return PartitionExpectation(tp, skip_at, produce_at, tp not in start or first)
 
 
+def task_committed_in_this_run(action: str, attempt: int) -> bool:
+    """Whether an executor writer task's report stands for a transaction of this run that committed its partition.
+
+    A task that produced committed it. So did an earlier attempt of a retry (Spark's attempt 1 or
+    later) that found the partition at marker ``N`` and skipped: in one run nothing but this batch's
+    tasks writes marker ``N``, and an attempt that commits and dies before its report reaches the
+    driver leaves exactly that. Only a restarted query's first batch, a replay whose partition was
+    committed before the run, can also show it, if the earlier attempt died while skipping; that is
+    counted as a commit too (rarer than the loss of a committing attempt's report, and nothing tells
+    the two apart in the report).
+
+    :param action: the report's ``action``: ``produce`` or ``skip_replay``.
+    :param attempt: the report's ``attempt``: Spark's attempt number of the task that reported.
+    """
+    if action == BatchAction.PRODUCE.value:
+        return True
+    return action == BatchAction.SKIP_REPLAY.value and attempt > 0
+
+
+def executor_batch_action(tasks_committed: int, driver_committed: int) -> BatchAction:
+    """The executor writers' action for a batch: produced if this run committed any partition of it.
+
+    :param tasks_committed: the tasks whose report says this run committed their partition
+        (:func:`task_committed_in_this_run`).
+    :param driver_committed: the partitions without a task the driver committed.
+    """
+    return BatchAction.PRODUCE if tasks_committed or driver_committed else BatchAction.SKIP_REPLAY
+
+
 def offsets_to_commit(query_id: str, batch_id: int, end: OffsetMap) -> dict[TopicPartition, tuple[int, str]]:
     """The offsets the sink commits in batch ``N``'s transaction: ``end`` with marker ``N``.
 

@@ -26,7 +26,14 @@ from airflow_provider_eos.core.plan_alignment import (
     decide_alignment,
     map_input_partitions,
 )
-from airflow_provider_eos.core.sink_protocol import BatchAction, PlannedBatch, decide_partition, offsets_to_commit
+from airflow_provider_eos.core.sink_protocol import (
+    BatchAction,
+    PlannedBatch,
+    decide_partition,
+    executor_batch_action,
+    offsets_to_commit,
+    task_committed_in_this_run,
+)
 from airflow_provider_eos.core.spec import ExecutorWriter, PipelineSpec
 from airflow_provider_eos.core.topic_partition import OffsetMap, TopicPartition
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
@@ -127,10 +134,11 @@ class ExecutorWriters:
         _require_one_report_per_task(batch_id, mapping, reports)
         driver_committed = self._commit_partitions_without_task(query_id, batch_id, start, end, mapping)
         points.hit(SinkPoint.AFTER_KAFKA_COMMIT)
-        produced = [r for r in reports if r["action"] == "produce"]
+        # A retry's skip after its earlier attempt committed is this run's commit, not a replay.
+        produced = [r for r in reports if task_committed_in_this_run(r["action"], int(r.get("attempt", 0)))]
         return BatchStats(
             batch_id,
-            "produce" if produced or driver_committed else "skip_replay",
+            executor_batch_action(len(produced), len(driver_committed)).value,
             rows_out=sum(r["rows_out"] for r in reports),
             rows_dlq=sum(r["rows_dlq"] for r in reports),
             produce_ms=max((r["produce_ms"] for r in reports), default=0),

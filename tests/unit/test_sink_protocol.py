@@ -6,7 +6,14 @@ import pytest
 
 from airflow_provider_eos.core.errors import InconsistentOffsetsError
 from airflow_provider_eos.core.markers import BatchMarker, CommittedOffset, CommittedOffsets
-from airflow_provider_eos.core.sink_protocol import BatchAction, PlannedBatch, decide_batch, offsets_to_commit
+from airflow_provider_eos.core.sink_protocol import (
+    BatchAction,
+    PlannedBatch,
+    decide_batch,
+    executor_batch_action,
+    offsets_to_commit,
+    task_committed_in_this_run,
+)
 from airflow_provider_eos.core.topic_partition import OffsetMap, TopicPartition
 
 Q = "5f0c2b7e-9a41-4c3e-8d2a-1b6f3e9c7a10"
@@ -200,3 +207,23 @@ def test_commit_then_decide_is_a_replay() -> None:
     assert decide(committed, batch_id=5) is BatchAction.SKIP_REPLAY
     later = {A0: 250, A1: 180, B0: 60}
     assert decide(committed, batch_id=6, start=END, end=later) is BatchAction.PRODUCE
+
+
+@pytest.mark.parametrize(("action", "attempt", "committed"), [
+    ("produce", 0, True),
+    ("produce", 2, True),
+    # A first attempt finding marker N: a replay, committed before this run.
+    ("skip_replay", 0, False),
+    # A retry finding marker N: an earlier attempt of this run committed, then died before reporting.
+    ("skip_replay", 1, True),
+])
+def test_a_retry_finding_marker_n_is_this_runs_commit(action: str, attempt: int, committed: bool) -> None:
+    assert task_committed_in_this_run(action, attempt) is committed
+
+
+def test_an_executor_batch_whose_only_task_is_a_retry_finding_marker_n_was_produced() -> None:
+    reports = [{"action": "skip_replay", "attempt": 1}]
+    tasks_committed = sum(task_committed_in_this_run(r["action"], r["attempt"]) for r in reports)
+    assert executor_batch_action(tasks_committed, 0) is BatchAction.PRODUCE
+    assert executor_batch_action(0, 0) is BatchAction.SKIP_REPLAY
+    assert executor_batch_action(0, 1) is BatchAction.PRODUCE

@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 from airflow_provider_eos.core.metrics.catalog import job_metric
+from airflow_provider_eos.core.sink_protocol import task_committed_in_this_run
 
 __all__ = ["BatchReport", "MetricUpdate", "Op", "TransactionCounts", "batch_updates", "executor_task_tally",
            "failure_updates", "progress_updates"]
@@ -79,18 +80,27 @@ def executor_task_tally(reports: Iterable[Mapping[str, Any]]) -> ExecutorTaskTal
 
     A report's ``attempt`` is Spark's attempt number of the task that succeeded: as many attempts
     failed (or were killed) before it, each may have begun its transaction, and the successful
-    attempt's ``init_transactions`` of the same id aborted it.
+    attempt's ``init_transactions`` of the same id aborted it. A retry that found its partition
+    already committed by this batch (``skip_replay`` at attempt 1 or later) found one of those
+    earlier attempts' commit, whose report was lost with it: that one committed, and its rows are
+    unknown to the retry, so they are missing from the records counts.
     """
-    committed = retries = fences = 0
+    produced = found_committed = retries = fences = 0
     records: dict[tuple[str, int], int] = {}
     for report in reports:
-        retries += int(report.get("attempt", 0))
+        attempt = int(report.get("attempt", 0))
+        action = str(report.get("action"))
+        retries += attempt
         fences += bool(report.get("producer_replaced"))
-        if report.get("action") == "produce":
-            committed += 1
+        if action == "produce":
+            produced += 1
             key = (str(report["topic"]), int(report["partition"]))
             records[key] = records.get(key, 0) + int(report.get("rows_out", 0)) + int(report.get("rows_dlq", 0))
-    return ExecutorTaskTally(TransactionCounts(committed + retries, committed, retries), fences, retries, records)
+        elif task_committed_in_this_run(action, attempt):
+            found_committed += 1
+    # The earlier attempts began `retries` transactions; `found_committed` of them committed, not aborted.
+    transactions = TransactionCounts(produced + retries, produced + found_committed, retries - found_committed)
+    return ExecutorTaskTally(transactions, fences, retries, records)
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,20 @@ def test_tasks_that_committed_and_attempts_that_failed_make_the_transactions() -
     assert tally.partition_records == {("in", 0): 42, ("in", 1): 50}
 
 
+def test_a_retry_finding_its_partition_committed_by_this_batch_counts_the_earlier_attempts_commit() -> None:
+    """Attempt 0 committed and its executor died before reporting; attempt 1 found marker N and skipped."""
+    lost_report = {"batch_id": 5, "attempt": 1, "topic": "in", "partition": 0, "action": "skip_replay",
+                   "rows_out": 0, "rows_dlq": 0, "producer_replaced": False, "producer_created": True}
+    tally = executor_task_tally([lost_report])
+    assert tally.transactions == TransactionCounts(begun=1, committed=1, aborted=0)
+    assert tally.retries == 1
+    # Its rows went with attempt 0's report: the retry does not know them.
+    assert tally.partition_records == {}
+    # Two attempts before it: one committed, the other began a transaction the next init aborted.
+    tally = executor_task_tally([{**lost_report, "attempt": 2}])
+    assert tally.transactions == TransactionCounts(begun=2, committed=1, aborted=1)
+
+
 def test_a_produced_batch_moves_every_batch_metric() -> None:
     report = _report([{"action": "produce", "attempt": 1, "topic": "in", "partition": 3, "rows_out": 90,
                        "rows_dlq": 10, "producer_replaced": False}])
