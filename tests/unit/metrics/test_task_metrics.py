@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from airflow_provider_eos.core.metrics.catalog import MetricKind
+import re
+from pathlib import Path
+
+import yaml
+
+from airflow_provider_eos.core.metrics.catalog import TASK_METRICS, MetricKind
 from airflow_provider_eos.core.metrics.task_metrics import abort_metrics, health_metrics, verification_metrics
 from airflow_provider_eos.core.transactions import AbortReport, Outcome, SafetyCheck, plan_abort
 from airflow_provider_eos.core.verification import Verdict, VerificationReport
@@ -64,3 +69,35 @@ def test_an_abort_counts_what_it_found_aborted_and_left() -> None:
     dry_metrics = {m.name: m.value for m in abort_metrics("orders", dry)}
     assert dry_metrics["eos.recovery.orders.transactions_aborted"] == 0
     assert dry_metrics["eos.recovery.orders.remaining_transactions"] == len(acting)
+
+
+def _statsd_mappings() -> list[dict]:
+    """The StatsD exporter's mappings docs/observability.md gives."""
+    text = (Path(__file__).resolve().parents[3] / "docs" / "observability.md").read_text()
+    (block,) = [b for b in re.findall(r"```yaml\n(.*?)```", text, re.DOTALL) if b.startswith("mappings:")]
+    return yaml.safe_load(block)["mappings"]
+
+
+def _glob_match(pattern: str, name: str) -> tuple[str, ...] | None:
+    # The StatsD exporter's glob: each `*` is one dot-separated component, and the whole name must match.
+    found = re.fullmatch(re.escape(pattern).replace(r"\*", r"([^.]+)"), name)
+    return found.groups() if found else None
+
+
+def _filled(labels: dict[str, str], groups: tuple[str, ...]) -> dict[str, str]:
+    """A mapping's labels with ``$1``, ``$2``... replaced by what the glob's stars matched."""
+    return {key: re.sub(r"\$(\d)", lambda d: groups[int(d.group(1)) - 1], value) for key, value in labels.items()}
+
+
+def test_the_documented_statsd_mapping_turns_every_task_metric_into_a_labelled_series() -> None:
+    mappings = _statsd_mappings()
+    for metric in TASK_METRICS:
+        name = "airflow." + metric.name.format(pipeline="orders", topic="orders_v1", partition=3)
+        # The exporter takes the first mapping that matches.
+        mapping, groups = next(((m, g) for m in mappings if (g := _glob_match(m["match"], name)) is not None),
+                               (None, None))
+        assert mapping is not None, f"{name} matches no mapping: the StatsD exporter keeps it as one flat name"
+        labels = _filled(mapping["labels"], groups)
+        assert labels["pipeline"] == "orders", (name, labels)
+        if "{partition}" in metric.name:
+            assert (labels["topic"], labels["partition"]) == ("orders_v1", "3"), (name, labels)
