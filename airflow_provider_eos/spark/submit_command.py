@@ -43,6 +43,8 @@ ENTRY_PACKAGE = "spark_jobs"
 YARN_TAGS_KEY = "spark.yarn.tags"
 #: The settings Spark hides by (``Utils.redact``); a user's own value, wherever set, is kept.
 REDACTION_REGEX_KEY = "spark.redaction.regex"
+#: Whether the Spark UI's kill links work (Spark's default: yes); a user's own value, wherever set, is kept.
+UI_KILL_KEY = "spark.ui.killEnabled"
 #: The job's defaults, each passed as ``--conf`` unless the spec, the caller or the properties file
 #: (``--properties-file``, else the cluster's ``spark-defaults.conf``) sets it: a user's value wins.
 # Driver mode collects each batch on the driver; Arrow makes that a columnar transfer.
@@ -57,6 +59,9 @@ DEFAULT_CONF = {
     # Spark's default misses Azure account keys, SAS tokens, GCS key files and private keys: the
     # private properties file's values would show in the UI's Environment tab and the event log.
     REDACTION_REGEX_KEY: SPARK_REDACTION_REGEX,
+    # Once the UI is on (`metrics`, or `spark.ui.enabled` in spark_conf), anyone who reaches its port, often
+    # every host of the cluster's network, could kill the streaming job's stages from it.
+    UI_KILL_KEY: "false",
 }
 
 

@@ -277,3 +277,22 @@ def test_the_driver_token_reaches_the_driver_and_tags_the_yarn_application(spec_
     assert planned.properties_file is None, "the token is no secret: no private properties file for it"
     untagged = plan(spec_file, tmp_path)
     assert DRIVER_TOKEN_CONF not in untagged.conf and "spark.yarn.tags" not in untagged.conf
+
+
+def test_the_spark_ui_the_metrics_turn_on_cannot_kill_stages_unless_the_user_says_so(spec_file, tmp_path, jar):
+    spec = PipelineSpec.load(spec_file).with_overrides(metrics={"prometheus_port": 9464})
+
+    def submitted(spec: PipelineSpec, **kwargs: object) -> dict[str, str]:
+        planned = plan_submit(spec_file, spec, mode=spec.mode, work_dir=tmp_path / "work",
+                              connector=Connector(jars=[jar]), **kwargs)
+        return confs(planned.command("spark-submit", "local[2]"))
+
+    (tmp_path / "work").mkdir()
+    with_metrics = submitted(spec)
+    assert with_metrics["spark.ui.enabled"] == "true"
+    assert with_metrics["spark.ui.killEnabled"] == "false"
+    # The user's own choice wins: in the spec's spark_conf, or in a properties file (--conf would override it).
+    assert submitted(spec.with_overrides(spark_conf={"spark.ui.killEnabled": "true"}))["spark.ui.killEnabled"] == "true"
+    given = tmp_path / "mine.properties"
+    given.write_text("spark.ui.killEnabled true\n")
+    assert "spark.ui.killEnabled" not in submitted(spec, properties_file=given)

@@ -23,7 +23,8 @@ def spark_metrics_conf(settings: MetricsSettings | None) -> dict[str, str]:
     return {
         # The query's input/processing rates, latency and event-time watermark as metrics.
         "spark.sql.streaming.metricsEnabled": "true",
-        # The endpoint is served by the driver's UI, which the job otherwise turns off.
+        # The endpoint is served by the driver's UI, which the job otherwise turns off (its kill links stay off:
+        # spark.ui.killEnabled in spark/submit_command.py's defaults).
         "spark.ui.enabled": "true",
         "spark.ui.prometheus.enabled": "true",
         "spark.metrics.conf.*.sink.prometheusServlet.class": "org.apache.spark.metrics.sink.PrometheusServlet",
