@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +24,7 @@ from airflow_provider_eos.core.checkpoint import (
     CheckpointSnapshot,
     normalize_location,
 )
+from airflow_provider_eos.core.checkpoint.reader import NAIVE_LOCAL_TIME_PROTOCOLS, _as_utc
 from airflow_provider_eos.core.errors import CheckpointError
 from airflow_provider_eos.core.topic_partition import TopicPartition
 
@@ -402,3 +404,52 @@ def test_storage_options_reach_filesystem(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(fsspec.core, "url_to_fs", spy)
     CheckpointReader("s3a://bucket/cp", {"key": "k", "client_kwargs": {"endpoint_url": "http://minio"}})
     assert seen == {"url": "s3://bucket/cp", "key": "k", "client_kwargs": {"endpoint_url": "http://minio"}}
+
+
+@pytest.fixture
+def new_york_time() -> Iterator[None]:
+    """This process's local time zone is America/New_York (UTC-5 or -4), as on a worker not set to UTC."""
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = "America/New_York"
+    time.tzset()
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["TZ"]
+        else:
+            os.environ["TZ"] = before
+        time.tzset()
+
+
+def test_webhdfs_commit_time_is_utc_whatever_the_local_time_zone(
+    new_york_time: None, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # fsspec's WebHDFS itself (no NameNode: its GETFILESTATUS answer is given): its modified() is
+    # a naive local time, which read as UTC put the last commit hours off on this worker.
+    committed = dt.datetime(2026, 1, 15, 12, 0, 0, 250_000, tzinfo=dt.UTC)
+    reader = CheckpointReader("webhdfs://namenode.example:9870/eos/ck", {"user": "eos"})
+    status = {"type": "FILE", "length": 30, "modificationTime": int(committed.timestamp() * 1000)}
+    monkeypatch.setattr(reader.fs, "info", lambda path: reader.fs._process_info({**status, "name": path}))
+    assert reader.commit_time(0) == committed
+
+
+def test_a_naive_time_from_a_local_time_filesystem_is_converted_from_local_time(new_york_time: None) -> None:
+    naive = dt.datetime(2026, 7, 1, 8, 0)  # 08:00 in New York in summer (EDT, UTC-4)
+    assert _as_utc(naive, "f", naive_is_local=True) == dt.datetime(2026, 7, 1, 12, 0, tzinfo=dt.UTC)
+    assert _as_utc(naive.isoformat(), "f", naive_is_local=True) == dt.datetime(2026, 7, 1, 12, 0, tzinfo=dt.UTC)
+    # Elsewhere (memory, object stores) a naive time means UTC, and an aware one is kept.
+    assert _as_utc(naive, "f") == dt.datetime(2026, 7, 1, 8, 0, tzinfo=dt.UTC)
+    aware = dt.datetime(2026, 7, 1, 8, 0, tzinfo=dt.timezone(dt.timedelta(hours=2)))
+    assert _as_utc(aware, "f", naive_is_local=True) == dt.datetime(2026, 7, 1, 6, 0, tzinfo=dt.UTC)
+    assert {"webhdfs", "swebhdfs"} <= NAIVE_LOCAL_TIME_PROTOCOLS
+
+
+def test_local_commit_time_is_the_file_mtime_in_a_non_utc_zone(new_york_time: None, v1: CheckpointReader) -> None:
+    expected = dt.datetime.fromtimestamp(os.path.getmtime(V1 / "commits" / "1"), tz=dt.UTC)
+    assert v1.commit_time(1) == expected
+
+
+def test_missing_commit_file_has_no_time(v1: CheckpointReader) -> None:
+    err = error_of(v1.commit_time, 7)
+    assert "commits/7" in str(err) and "missing" in str(err)

@@ -79,8 +79,7 @@ class CheckpointReader:
     @property
     def is_local(self) -> bool:
         """Whether the checkpoint is on this host's filesystem (where a rename replaces a file atomically)."""
-        protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
-        return protocol in ("file", "local")
+        return self._protocol in ("file", "local")
 
     def display(self, path: str) -> str:
         """A path as the operator knows it: the local path, or a URL with its scheme (``hdfs://`` as given)."""
@@ -302,20 +301,34 @@ class CheckpointReader:
         return self._modified(self.path("commits", str(batch_id)))
 
     def _modified(self, path: str) -> dt.datetime:
+        missing = CheckpointError(
+            f"checkpoint file {self.display(path)} is missing; expected a commit log entry",
+            fix="re-read the checkpoint; a repair may have moved the file",
+        )
         try:
-            value: Any = self.fs.modified(path)
-        except FileNotFoundError:
-            raise CheckpointError(
-                f"checkpoint file {self.display(path)} is missing; expected a commit log entry",
-                fix="re-read the checkpoint; a repair may have moved the file",
-            ) from None
-        except (NotImplementedError, AttributeError):
             info = self.fs.info(path)
+        except FileNotFoundError:
+            raise missing from None
+        # The epoch the filesystem reports is unambiguous; fsspec's WebHDFS turns it into a naive
+        # datetime in this machine's local time zone, which read as UTC is off by the UTC offset.
+        epoch = _epoch_seconds(info)
+        if epoch is not None:
+            return dt.datetime.fromtimestamp(epoch, tz=dt.UTC)
+        value: Any
+        try:
+            value = self.fs.modified(path)
+        except FileNotFoundError:
+            raise missing from None
+        except (NotImplementedError, AttributeError):
             value = next(
                 (info[k] for k in ("mtime", "LastModified", "last_modified", "updated", "created") if info.get(k)),
                 None,
             )
-        return _as_utc(value, self.display(path))
+        return _as_utc(value, self.display(path), naive_is_local=self._protocol in NAIVE_LOCAL_TIME_PROTOCOLS)
+
+    @property
+    def _protocol(self) -> str:
+        return self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
 
     # -- snapshot ------------------------------------------------------------------------------
 
@@ -342,15 +355,40 @@ class CheckpointReader:
         )
 
 
-def _as_utc(value: Any, where: str) -> dt.datetime:
+#: fsspec protocols whose ``modified()`` is a naive datetime in this machine's local time zone
+#: (WebHDFS: ``datetime.fromtimestamp(modificationTime / 1000)``), not in UTC.
+NAIVE_LOCAL_TIME_PROTOCOLS = frozenset({"webhdfs", "swebhdfs"})
+
+
+def _epoch_seconds(info: Mapping[str, Any]) -> float | None:
+    """The modification time as seconds since the epoch, from a file's fsspec ``info``, if it has one as a number.
+
+    WebHDFS reports ``modificationTime`` in milliseconds, the local filesystem ``mtime`` in seconds.
+    """
+    for key, per_second in (("modificationTime", 1000), ("mtime", 1)):
+        value = info.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return value / per_second
+    return None
+
+
+def _as_utc(value: Any, where: str, *, naive_is_local: bool = False) -> dt.datetime:
+    """A modification time as an aware UTC datetime.
+
+    :param naive_is_local: a naive datetime is in this machine's local time zone (the filesystem
+        is one of :data:`NAIVE_LOCAL_TIME_PROTOCOLS`); otherwise a naive datetime means UTC.
+    """
     if isinstance(value, dt.datetime):
-        # Filesystems that return naive times (memory, some object stores) mean UTC.
-        return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
+        if value.tzinfo is not None:
+            return value.astimezone(dt.UTC)
+        # astimezone() of a naive datetime reads it in the local time zone; filesystems that return
+        # naive times without saying so (memory, some object stores) mean UTC.
+        return value.astimezone(dt.UTC) if naive_is_local else value.replace(tzinfo=dt.UTC)
     if isinstance(value, int | float):
         return dt.datetime.fromtimestamp(value, tz=dt.UTC)
     if isinstance(value, str):
         try:
-            return _as_utc(dt.datetime.fromisoformat(value), where)
+            return _as_utc(dt.datetime.fromisoformat(value), where, naive_is_local=naive_is_local)
         except ValueError:
             pass
     raise CheckpointError(

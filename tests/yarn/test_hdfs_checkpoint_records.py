@@ -1,0 +1,60 @@
+"""The checkpoint reader and the eos records on real HDFS (the session's MiniYARNCluster, over WebHDFS), no Spark.
+
+HDFS differs from a local checkpoint where these tests look: fsspec's WebHDFS reports
+modification times as naive local times.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from airflow_provider_eos.core.checkpoint import CheckpointReader
+from airflow_provider_eos.devstack.yarn import YarnClusterInfo
+from airflow_provider_eos.usecases.liveness import last_commit_time
+
+pytestmark = [pytest.mark.integration]
+
+
+def hdfs_checkpoint(info: YarnClusterInfo, what: str) -> CheckpointReader:
+    checkpoint = CheckpointReader(f"{info.namenode_url}/eos/{what}-{uuid.uuid4().hex[:8]}/checkpoint")
+    assert not checkpoint.is_local
+    return checkpoint
+
+
+@pytest.fixture
+def new_york_time() -> Iterator[None]:
+    """This worker's local time zone is America/New_York (UTC-5 or -4), not UTC."""
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = "America/New_York"
+    time.tzset()
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["TZ"]
+        else:
+            os.environ["TZ"] = before
+        time.tzset()
+
+
+def test_the_last_commit_time_is_utc_on_a_worker_not_in_utc(on_yarn: YarnClusterInfo, new_york_time: None) -> None:
+    checkpoint = hdfs_checkpoint(on_yarn, "commit-time")
+    checkpoint.fs.makedirs(checkpoint.path("commits"), exist_ok=True)
+    with checkpoint.fs.open(checkpoint.path("metadata"), "wb") as out:
+        out.write(b'{"id":"q"}')
+    before = dt.datetime.now(dt.UTC)
+    with checkpoint.fs.open(checkpoint.path("commits", "0"), "wb") as out:
+        out.write(b'v1\n{"nextBatchWatermarkMs":0}')
+    after = dt.datetime.now(dt.UTC)
+    # The NameNode runs on this machine: its clock is the test's (HDFS keeps milliseconds).
+    got = last_commit_time(checkpoint)
+    assert got is not None
+    assert before - dt.timedelta(seconds=1) <= got <= after + dt.timedelta(seconds=1), (got, before)
+    modification_ms = checkpoint.fs.info(checkpoint.path("commits", "0"))["modificationTime"]
+    assert got == dt.datetime.fromtimestamp(modification_ms / 1000, tz=dt.UTC)
