@@ -164,15 +164,13 @@ def read_driver_lease(checkpoint: CheckpointReader) -> DriverLease | None:
 def write_driver_lease(checkpoint: CheckpointReader, lease: DriverLease) -> None:
     """Write the lease, replacing the one there.
 
-    On a local filesystem through a staged file renamed into place: a driver killed mid-write leaves
-    the previous lease whole, so its expiry still proves it gone (written in place, a SIGKILL between
-    the truncation and the write left an empty record: no evidence until someone deleted it). Elsewhere
-    in place: HDFS cannot rename over an existing file, and an object store's put replaces an object
-    whole. A reader that meets half a record finds it malformed, which is no evidence, never "gone".
+    How is :func:`write_eos_record`'s: on a local filesystem a driver killed mid-write leaves the
+    previous lease whole, so its expiry still proves it gone (written in place, a SIGKILL between the
+    truncation and the write left an empty record: no evidence until someone deleted it). Elsewhere
+    it is rewritten in place; a reader that meets half a record finds it malformed, which is no
+    evidence, never "gone".
     """
-    name = LEASE_RECORD[1]
-    staged = f"{name}.{lease.token}.tmp" if checkpoint.is_local else None
-    write_eos_record(checkpoint, name, lease.to_json(), staged_as=staged)
+    write_eos_record(checkpoint, LEASE_RECORD[1], lease.to_json(), writer=lease.token)
 
 
 def judge_lease(

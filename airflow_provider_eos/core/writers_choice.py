@@ -106,10 +106,12 @@ def read_writers_choice(checkpoint: CheckpointReader) -> WritersChoice | None:
 def record_writers_choice(checkpoint: CheckpointReader, choice: WritersChoice) -> None:
     """Write the choice to ``eos/writers.json`` under the checkpoint root, replacing an earlier one.
 
-    Written to a temporary name and moved into place, so a reader never sees half a record.
+    :func:`write_eos_record` says how: renamed into place on a local filesystem, rewritten in place
+    elsewhere (HDFS cannot rename over the earlier run's record).
+
+    :raises CheckpointError: if the record could not be put in place.
     """
-    name = WRITERS_RECORD[1]
-    write_eos_record(checkpoint, name, choice.to_json(), staged_as=f"{name}.{choice.query_id}.tmp")
+    write_eos_record(checkpoint, WRITERS_RECORD[1], choice.to_json(), writer=choice.query_id)
 
 
 class WritersSwitch(enum.Enum):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from airflow_provider_eos.core.checkpoint.location import EOS_FOLDER
+from airflow_provider_eos.core.errors import CheckpointError
 
 if TYPE_CHECKING:
     from airflow_provider_eos.core.checkpoint.reader import CheckpointReader
@@ -37,18 +38,39 @@ def read_eos_record(checkpoint: CheckpointReader, name: str, expected: str) -> s
     return checkpoint.read_text(path, expected)
 
 
-def write_eos_record(checkpoint: CheckpointReader, name: str, text: str, *, staged_as: str | None = None) -> None:
+def write_eos_record(checkpoint: CheckpointReader, name: str, text: str, *, writer: str) -> None:
     """Write the record, replacing the one there.
 
-    :param staged_as: write to this name in the folder first and move it into place, so a reader
-        never meets half a record; ``None`` writes in place (HDFS cannot rename over an existing
-        file: a record renewed every few seconds is written in place, and its reader takes half a
-        record for a malformed one).
+    On a local filesystem the record is written to ``<name>.<writer>.tmp`` and renamed into place:
+    a rename replaces a file atomically there, so a reader never meets half a record and a writer
+    killed mid-write leaves the previous record whole. Elsewhere it is written in place: HDFS cannot
+    rename over an existing file (and fsspec's WebHDFS ``mv`` ignores the NameNode's ``false``, so
+    the record stayed the first run's and a ``.tmp`` was left behind), and an object store's put
+    replaces an object whole. A reader that lands inside an in-place rewrite meets a malformed or
+    missing record (design note 48).
+
+    :param writer: who writes (a query id, a lease token): concurrent writers stage under different names.
+    :raises CheckpointError: if the staged record could not be renamed into place.
     """
     checkpoint.fs.makedirs(checkpoint.path(EOS_FOLDER), exist_ok=True)
     path = checkpoint.path(EOS_FOLDER, name)
-    target = path if staged_as is None else checkpoint.path(EOS_FOLDER, staged_as)
-    with checkpoint.fs.open(target, "w") as out:
+    if not checkpoint.is_local:
+        with checkpoint.fs.open(path, "w") as out:
+            out.write(text)
+        return
+    staged = checkpoint.path(EOS_FOLDER, f"{name}.{writer}.tmp")
+    with checkpoint.fs.open(staged, "w") as out:
         out.write(text)
-    if staged_as is not None:
-        checkpoint.fs.mv(target, path)
+    try:
+        checkpoint.fs.mv(staged, path)
+        # A filesystem may report a refused rename by leaving the staged file rather than raising.
+        moved = not checkpoint.fs.exists(staged)
+        problem = "the staged file is still there"
+    except OSError as err:
+        moved, problem = False, str(err)
+    if not moved:
+        raise CheckpointError(
+            f"could not rename {eos_record_display(checkpoint, f'{name}.{writer}.tmp')} onto "
+            f"{eos_record_display(checkpoint, name)} ({problem}); the record there is the previous one",
+            fix="check that the checkpoint's eos folder is writable by this user, delete the .tmp file and retry",
+        )
