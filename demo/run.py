@@ -179,7 +179,8 @@ def run_demo() -> int:
     from airflow_provider_eos.devstack.broker import LocalKafka
     from airflow_provider_eos.devstack.jars import eos_home
 
-    work = eos_home() / "demo" / pendulum.now("UTC").format("YYYYMMDDTHHmmss")
+    # Absolute: the spec refuses a relative checkpoint_location (an EOS_HOME given as a relative path).
+    work = (eos_home() / "demo" / pendulum.now("UTC").format("YYYYMMDDTHHmmss")).absolute()
     (work / "specs").mkdir(parents=True)
     (work / "logs").mkdir()
     print(f"demo folder: {work} (logs in {work / 'logs'})")

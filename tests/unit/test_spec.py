@@ -210,6 +210,10 @@ def test_all_errors_are_reported_at_once() -> None:
         ({"transactional_id_prefix": "a b"}, "transactional_id_prefix 'a b'"),
         ({"transactional_id_prefix": "x" * 300}, "300 characters"),
         ({"checkpoint_location": ""}, "checkpoint_location ''"),
+        ({"checkpoint_location": "checkpoints/orders"}, "checkpoint_location 'checkpoints/orders' is relative"),
+        ({"checkpoint_location": "./ck"}, "checkpoint_location './ck' is relative"),
+        ({"checkpoint_location": "~/ck"}, "checkpoint_location '~/ck' is relative"),
+        ({"checkpoint_location": "hdfs:ck"}, "e.g. 's3a://bucket/checkpoints/orders' or '/var/lib/eos"),
         ({"max_offsets_per_trigger": 0}, "max_offsets_per_trigger is 0"),
         ({"max_offsets_per_trigger": True}, "max_offsets_per_trigger is True"),
         ({"batch_budget_ms": -5}, "batch_budget_ms is -5"),
@@ -228,6 +232,14 @@ def test_all_errors_are_reported_at_once() -> None:
 )
 def test_invalid_values_name_field_and_value(overrides: dict[str, Any], expected: str) -> None:
     assert expected in spec_error(**overrides)
+
+
+@pytest.mark.parametrize("location", [
+    "/var/lib/eos/checkpoints/orders", "file:///var/lib/eos/ck", "file:/var/lib/eos/ck", "hdfs:///eos/ck",
+    "hdfs://namenode:8020/eos/ck", "s3a://bucket/ck", "abfss://c@account.dfs.core.windows.net/ck", "memory://ck",
+])
+def test_checkpoint_locations_every_process_resolves_alike_are_accepted(location: str) -> None:
+    assert PipelineSpec.from_dict(minimal(checkpoint_location=location)).checkpoint_location == location
 
 
 def test_type_errors_name_path_and_type_not_the_value() -> None:

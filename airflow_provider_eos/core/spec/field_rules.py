@@ -16,6 +16,7 @@ from typing import Any
 
 __all__ = [
     "TRIGGER_AVAILABLE_NOW",
+    "check_checkpoint_location",
     "check_name",
     "check_starting_offsets",
     "check_topic",
@@ -39,6 +40,9 @@ _INTERVAL_RE = re.compile(r"(?:interval\s+)?(\d+)\s*(millisecond|second|minute|h
 _UNIT_MS = {"millisecond": 1, "second": 1_000, "minute": 60_000, "hour": 3_600_000, "day": 86_400_000}
 
 # A spec's example: the example transforms live in the top-level package ``spark_jobs``.
+# A URL's scheme then a path from the root: "hdfs://nn/x", "s3a://bucket/x", "file:///x", "file:/x".
+_ROOTED_URL_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:/")
+_EXAMPLE_CHECKPOINT = "'s3a://bucket/checkpoints/orders' or '/var/lib/eos/checkpoints/orders'"
 _EXAMPLE_TRANSFORM = "spark_jobs.transforms.json_enrich:transform"
 
 
@@ -120,6 +124,27 @@ def check_starting_offsets(value: str, input_topics: list[str]) -> str:
                     f"starting_offsets[{topic!r}][{partition!r}] = {offset}; use an offset >= 0, "
                     "-2 for earliest or -1 for latest"
                 )
+    return value
+
+
+def check_checkpoint_location(value: str) -> str:
+    """A URL with a scheme or an absolute path: the same checkpoint from every process that reads it.
+
+    Spark resolves a relative location against its default filesystem and working directory, the
+    checkpoint reader against each process's own: a recovery task on another Airflow worker would
+    find no checkpoint there.
+    """
+    if not value.strip() or value != value.strip():
+        raise ValueError(
+            f"checkpoint_location {value!r} is empty or has surrounding spaces; set a durable "
+            f"path or URL owned by this pipeline, e.g. {_EXAMPLE_CHECKPOINT}"
+        )
+    if not value.startswith("/") and not _ROOTED_URL_RE.match(value):
+        raise ValueError(
+            f"checkpoint_location {value!r} is relative, so Spark and each Airflow worker would look "
+            "for it in their own working directory; use a URL with a scheme (hdfs://, s3a://, file://) "
+            f"or an absolute path, e.g. {_EXAMPLE_CHECKPOINT}"
+        )
     return value
 
 

@@ -87,7 +87,8 @@ class PipelineSpec(BaseModel):
     #: Prefix of the sink's transactional ids: ``<prefix>-0`` for the driver writer, ``<prefix>-<t>_<p>`` for the
     #: executor writer of partition ``p`` of the ``t``-th input topic (counted from 0).
     transactional_id_prefix: str
-    #: Spark checkpoint location: a local path or an fsspec URL (``s3a://`` is read as ``s3://``).
+    #: Spark checkpoint location: an absolute local path or a URL with a scheme (``hdfs://``, ``s3a://`` (read
+    #: as ``s3://``), ``file://`` ...); relative paths are refused.
     checkpoint_location: str
     #: ``"available_now"`` or a processing-time interval such as ``"10 seconds"``.
     trigger: str = TRIGGER_AVAILABLE_NOW
@@ -217,12 +218,7 @@ class PipelineSpec(BaseModel):
     @field_validator("checkpoint_location")
     @classmethod
     def _check_checkpoint_location(cls, value: str) -> str:
-        if not value.strip() or value != value.strip():
-            raise ValueError(
-                f"checkpoint_location {value!r} is empty or has surrounding spaces; set a durable "
-                "path or URL owned by this pipeline, e.g. 's3a://bucket/checkpoints/orders'"
-            )
-        return value
+        return field_rules.check_checkpoint_location(value)
 
     @field_validator("trigger")
     @classmethod
