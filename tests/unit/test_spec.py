@@ -224,6 +224,11 @@ def test_all_errors_are_reported_at_once() -> None:
         ({"starting_offsets": '{"orders.v1-raw":{"a":1}}'}, "['orders.v1-raw']['a'] = 1"),
         ({"starting_offsets": '{"orders.v1-raw":{"0":-3}}'}, "['orders.v1-raw']['0'] = -3"),
         ({"starting_offsets": '{"orders.v1-raw":5}'}, "starting_offsets['orders.v1-raw'] is 5"),
+        ({"input_topics": ["orders.v1-raw", "payments", "refunds"], "starting_offsets": '{"payments":{"0":5}}'},
+         "starting_offsets gives no offsets for input topics ['orders.v1-raw', 'refunds']"),
+        ({"transaction_timeout_ms": 2**31}, "transaction_timeout_ms is 2147483648, above the Kafka producer's limit"),
+        ({"transaction_timeout_ms": 2**40}, "transaction.max.timeout.ms"),
+        ({"max_offsets_per_trigger": 2**63}, "max_offsets_per_trigger is 9223372036854775808, above Spark's limit"),
         ({"transform": "no_colon"}, "transform 'no_colon'"),
         ({"transform": "a-b:f"}, "transform 'a-b:f'"),
         ({"mode": "exactly_once"}, "mode: Input should be 'exactly-once' or 'at-least-once', got a string"),
@@ -232,6 +237,17 @@ def test_all_errors_are_reported_at_once() -> None:
 )
 def test_invalid_values_name_field_and_value(overrides: dict[str, Any], expected: str) -> None:
     assert expected in spec_error(**overrides)
+
+
+def test_the_largest_values_java_reads_are_accepted() -> None:
+    spec = PipelineSpec.from_dict(minimal(transaction_timeout_ms=2**31 - 1, max_offsets_per_trigger=2**63 - 1))
+    assert (spec.transaction_timeout_ms, spec.max_offsets_per_trigger) == (2**31 - 1, 2**63 - 1)
+
+
+def test_starting_offsets_naming_every_input_topic_are_accepted() -> None:
+    offsets = '{"orders.v1-raw":{"0":-2},"payments":{"0":7,"1":-1}}'
+    spec = PipelineSpec.from_dict(minimal(input_topics=["orders.v1-raw", "payments"], starting_offsets=offsets))
+    assert spec.starting_offsets == offsets
 
 
 @pytest.mark.parametrize("location", [

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
+    "JAVA_INT_MAX",
+    "JAVA_LONG_MAX",
     "TRIGGER_AVAILABLE_NOW",
     "check_checkpoint_location",
     "check_name",
@@ -27,6 +29,11 @@ __all__ = [
 ]
 
 TRIGGER_AVAILABLE_NOW = "available_now"
+
+#: The largest Java ``int``: the Kafka producer reads ``transaction.timeout.ms`` as one.
+JAVA_INT_MAX = 2**31 - 1
+#: The largest Java ``long``: Spark reads ``maxOffsetsPerTrigger`` as one.
+JAVA_LONG_MAX = 2**63 - 1
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 # Kafka's own rule (org.apache.kafka.common.internals.Topic): legal chars and at most 249 long.
@@ -86,7 +93,7 @@ def check_trigger(value: str) -> str:
 
 
 def check_starting_offsets(value: str, input_topics: list[str]) -> str:
-    """``earliest``, ``latest`` or Spark's JSON ``{"topic":{"0":42}}`` naming only input topics.
+    """``earliest``, ``latest`` or Spark's JSON ``{"topic":{"0":42}}`` naming every input topic and no other.
 
     :param input_topics: the spec's input topics; empty when they failed validation (then topic
         names are not checked).
@@ -103,28 +110,41 @@ def check_starting_offsets(value: str, input_topics: list[str]) -> str:
     if not isinstance(parsed, dict) or not parsed:
         raise ValueError(f"starting_offsets {value!r} must be a JSON object of topics, e.g. {example}")
     for topic, partitions in parsed.items():
-        if input_topics and topic not in input_topics:
-            raise ValueError(
-                f"starting_offsets names topic {topic!r}, which is not in input_topics {input_topics}; "
-                "list only input topics"
-            )
-        if not isinstance(partitions, dict) or not partitions:
-            raise ValueError(
-                f"starting_offsets[{topic!r}] is {partitions!r}; use an object of partition -> "
-                f"offset, e.g. {example}"
-            )
-        for partition, offset in partitions.items():
-            if not partition.isdecimal() or isinstance(offset, bool) or not isinstance(offset, int):
-                raise ValueError(
-                    f"starting_offsets[{topic!r}][{partition!r}] = {offset!r}; partitions are "
-                    "decimal strings and offsets integers (-2 earliest, -1 latest)"
-                )
-            if offset < -2:
-                raise ValueError(
-                    f"starting_offsets[{topic!r}][{partition!r}] = {offset}; use an offset >= 0, "
-                    "-2 for earliest or -1 for latest"
-                )
+        _check_topic_offsets(topic, partitions, input_topics, example)
+    # Spark asserts that specific offsets cover every subscribed partition ("you must specify all
+    # TopicPartitions") when the query starts; a missing topic is the part that shows without the broker.
+    missing = [topic for topic in input_topics if topic not in parsed]
+    if missing:
+        raise ValueError(
+            f"starting_offsets gives no offsets for input topics {missing}; Spark needs one for every "
+            "partition of every input topic: add them, -2 for earliest or -1 for latest"
+        )
     return value
+
+
+def _check_topic_offsets(topic: str, partitions: Any, input_topics: list[str], example: str) -> None:
+    """One topic's entry of ``starting_offsets``: an input topic's object of partition -> offset."""
+    if input_topics and topic not in input_topics:
+        raise ValueError(
+            f"starting_offsets names topic {topic!r}, which is not in input_topics {input_topics}; "
+            "list only input topics"
+        )
+    if not isinstance(partitions, dict) or not partitions:
+        raise ValueError(
+            f"starting_offsets[{topic!r}] is {partitions!r}; use an object of partition -> "
+            f"offset, e.g. {example}"
+        )
+    for partition, offset in partitions.items():
+        if not partition.isdecimal() or isinstance(offset, bool) or not isinstance(offset, int):
+            raise ValueError(
+                f"starting_offsets[{topic!r}][{partition!r}] = {offset!r}; partitions are "
+                "decimal strings and offsets integers (-2 earliest, -1 latest)"
+            )
+        if offset < -2:
+            raise ValueError(
+                f"starting_offsets[{topic!r}][{partition!r}] = {offset}; use an offset >= 0, "
+                "-2 for earliest or -1 for latest"
+            )
 
 
 def check_checkpoint_location(value: str) -> str:

@@ -94,7 +94,8 @@ class PipelineSpec(BaseModel):
     trigger: str = TRIGGER_AVAILABLE_NOW
     #: Spark ``maxOffsetsPerTrigger``: the most input records per batch; ``null`` for no limit.
     max_offsets_per_trigger: int | None = 10000
-    #: Spark ``startingOffsets``: ``"earliest"``, ``"latest"`` or a JSON ``{"topic":{"0":42}}``.
+    #: Spark ``startingOffsets``: ``"earliest"``, ``"latest"`` or a JSON ``{"topic":{"0":42}}`` naming every
+    #: input topic.
     starting_offsets: str = "earliest"
     #: Producer ``transaction.timeout.ms`` of the sink.
     transaction_timeout_ms: int = 60000
@@ -230,13 +231,25 @@ class PipelineSpec(BaseModel):
     def _check_positive_or_none(cls, value: int | None, info: ValidationInfo) -> int | None:
         if value is not None and value <= 0:
             raise ValueError(f"{info.field_name} is {value}; use a positive integer or null")
+        if info.field_name == "max_offsets_per_trigger" and value is not None and value > field_rules.JAVA_LONG_MAX:
+            # Spark parses it as a long when the query starts: a larger value fails there, not here.
+            raise ValueError(
+                f"max_offsets_per_trigger is {value}, above Spark's limit {field_rules.JAVA_LONG_MAX} "
+                "(a Java long); use a smaller number, or null for no limit"
+            )
         return value
 
     @field_validator("transaction_timeout_ms")
     @classmethod
-    def _check_positive(cls, value: int, info: ValidationInfo) -> int:
+    def _check_transaction_timeout(cls, value: int, info: ValidationInfo) -> int:
         if value <= 0:
             raise ValueError(f"{info.field_name} is {value}; use a positive number of milliseconds")
+        if value > field_rules.JAVA_INT_MAX:
+            # The producer reads transaction.timeout.ms as an int: a larger value fails at its start.
+            raise ValueError(
+                f"{info.field_name} is {value}, above the Kafka producer's limit {field_rules.JAVA_INT_MAX} "
+                "(a Java int); use at most the brokers' transaction.max.timeout.ms (900000 by default)"
+            )
         return value
 
     @field_validator("driver_lease_ttl_s")
