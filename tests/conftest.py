@@ -244,3 +244,21 @@ def airflow_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+@pytest.fixture
+def new_york_time() -> Iterator[None]:
+    """This process's local time zone is America/New_York (UTC-5 or -4), as on a worker not set to UTC."""
+    import time
+
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = "America/New_York"
+    time.tzset()
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["TZ"]
+        else:
+            os.environ["TZ"] = before
+        time.tzset()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import shutil
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -405,21 +404,6 @@ def test_storage_options_reach_filesystem(monkeypatch: pytest.MonkeyPatch) -> No
     CheckpointReader("s3a://bucket/cp", {"key": "k", "client_kwargs": {"endpoint_url": "http://minio"}})
     assert seen == {"url": "s3://bucket/cp", "key": "k", "client_kwargs": {"endpoint_url": "http://minio"}}
 
-
-@pytest.fixture
-def new_york_time() -> Iterator[None]:
-    """This process's local time zone is America/New_York (UTC-5 or -4), as on a worker not set to UTC."""
-    before = os.environ.get("TZ")
-    os.environ["TZ"] = "America/New_York"
-    time.tzset()
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ["TZ"]
-        else:
-            os.environ["TZ"] = before
-        time.tzset()
 
 
 def test_webhdfs_commit_time_is_utc_whatever_the_local_time_zone(

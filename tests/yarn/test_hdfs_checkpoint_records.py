@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import time
 import uuid
-from collections.abc import Iterator
 
 import pytest
 
@@ -28,21 +26,6 @@ def hdfs_checkpoint(info: YarnClusterInfo, what: str) -> CheckpointReader:
     assert not checkpoint.is_local
     return checkpoint
 
-
-@pytest.fixture
-def new_york_time() -> Iterator[None]:
-    """This worker's local time zone is America/New_York (UTC-5 or -4), not UTC."""
-    before = os.environ.get("TZ")
-    os.environ["TZ"] = "America/New_York"
-    time.tzset()
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ["TZ"]
-        else:
-            os.environ["TZ"] = before
-        time.tzset()
 
 
 def test_a_later_runs_writers_choice_replaces_the_first_and_leaves_no_staged_file(on_yarn: YarnClusterInfo) -> None:
