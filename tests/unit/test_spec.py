@@ -375,3 +375,16 @@ def test_load_specs_missing_directory(tmp_path: Path) -> None:
 
 def test_load_specs_empty_directory(tmp_path: Path) -> None:
     assert load_specs(tmp_path) == []
+
+
+def test_spark_conf_may_not_set_what_the_job_sets_from_the_spec() -> None:
+    with pytest.raises(SpecError) as refused:
+        PipelineSpec.from_dict(minimal(spark_conf={"spark.sql.streaming.checkpointLocation": "/elsewhere"}))
+    assert "'spark.sql.streaming.checkpointLocation' ('/elsewhere')" in str(refused.value)
+    assert "set checkpoint_location" in str(refused.value)
+
+
+def test_starting_offsets_partitions_are_ascii_digits() -> None:
+    # Python's int() reads ARABIC-INDIC DIGIT THREE as 3; Spark's JSON reader refuses it when the query starts.
+    with pytest.raises(SpecError, match="partitions are"):
+        PipelineSpec.from_dict(minimal(starting_offsets='{"orders.v1-raw":{"\u0663":1}}'))

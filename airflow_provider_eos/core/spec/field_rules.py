@@ -20,6 +20,7 @@ __all__ = [
     "TRIGGER_AVAILABLE_NOW",
     "check_checkpoint_location",
     "check_name",
+    "check_spark_conf",
     "check_starting_offsets",
     "check_topic",
     "check_transform",
@@ -135,7 +136,9 @@ def _check_topic_offsets(topic: str, partitions: Any, input_topics: list[str], e
             f"offset, e.g. {example}"
         )
     for partition, offset in partitions.items():
-        if not partition.isdecimal() or isinstance(offset, bool) or not isinstance(offset, int):
+        # ASCII digits only: Python's int() takes '٣', Spark's JSON reader (String.toInt) refuses it at start.
+        ascii_digits = partition.isascii() and partition.isdecimal()
+        if not ascii_digits or isinstance(offset, bool) or not isinstance(offset, int):
             raise ValueError(
                 f"starting_offsets[{topic!r}][{partition!r}] = {offset!r}; partitions are "
                 "decimal strings and offsets integers (-2 earliest, -1 latest)"
@@ -179,6 +182,22 @@ def check_transform(value: str | None) -> str | None:
         raise ValueError(
             f"transform {value!r} is not 'module:function'; use e.g. '{_EXAMPLE_TRANSFORM}', or null for identity"
         )
+    return value
+
+
+#: Spark settings the job sets from the spec's own fields (each with the field to use instead): the job's
+#: value wins, so the same key in ``spark_conf`` would be silently ignored.
+JOB_OWNED_SPARK_CONF = {"spark.sql.streaming.checkpointLocation": "checkpoint_location"}
+
+
+def check_spark_conf(value: dict[str, str]) -> dict[str, str]:
+    """Refuse the Spark settings the job sets from the spec's own fields (:data:`JOB_OWNED_SPARK_CONF`)."""
+    for key, field in JOB_OWNED_SPARK_CONF.items():
+        if key in value:
+            raise ValueError(
+                f"spark_conf sets {key!r} ({value[key]!r}), which the job sets from the spec's {field}, so it "
+                f"would be ignored; remove it from spark_conf and set {field}"
+            )
     return value
 
 

@@ -280,6 +280,11 @@ class PipelineSpec(BaseModel):
     def _stringify_spark_conf(cls, value: Any) -> Any:
         return field_rules.stringify_spark_conf(value)
 
+    @field_validator("spark_conf")
+    @classmethod
+    def _check_spark_conf(cls, value: dict[str, str]) -> dict[str, str]:
+        return field_rules.check_spark_conf(value)
+
     # -- display -------------------------------------------------------------------------------
 
     def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
