@@ -48,6 +48,7 @@ __all__ = [
     "DriverLease",
     "judge_lease",
     "lease_holder",
+    "lease_sign_of_life",
     "parse_driver_lease",
     "read_driver_lease",
     "renewal_interval_s",
@@ -214,3 +215,33 @@ def judge_lease(
         return said(Liveness.UNKNOWN, f"{what}, {state}, but taken {lease.started_at.isoformat(timespec='seconds')}, "
                     "before this run could have started a driver")
     return said(Liveness.GONE, f"{what}, {state}")
+
+
+def lease_sign_of_life(
+    lease: DriverLease | None, *, observed_at: dt.datetime, skew: dt.timedelta = CLOCK_SKEW_MARGIN
+) -> str | None:
+    """The sign of life a lease gives to a recovery action's liveness gate, ``None`` if it gives none.
+
+    Unlike :func:`judge_lease` this asks about no particular driver: any driver that holds the
+    pipeline's checkpoint (a manual recovery knows no run's token) makes acting unsafe. A lease
+    not released and within ``ttl + skew`` of its renewal is one: the driver renews it while its
+    query runs, even when the query is idle and commits nothing, which the other signs (a recent
+    commit, a young transaction) cannot see. A released or expired lease, or none, says nothing.
+
+    :param lease: the checkpoint's lease, or ``None`` when there is none (or it could not be read:
+        an unreadable lease is no evidence either way, as for :func:`judge_lease`).
+    :param observed_at: when it was read, by the observer's clock, taken *before* the read.
+    :param skew: :data:`CLOCK_SKEW_MARGIN`.
+    """
+    if lease is None or lease.released:
+        return None
+    expires = lease.renewed_at + dt.timedelta(seconds=lease.ttl_s) + skew
+    if observed_at > expires:
+        return None
+    age = max((observed_at - lease.renewed_at).total_seconds(), 0.0)
+    app = lease.app_id or "unknown application"
+    return (
+        f"the driver lease of {lease.token} (host {lease.host!r}, pid {lease.pid}, application {app}) was renewed "
+        f"{lease.renewed_at.isoformat(timespec='seconds')}, {age:.0f}s ago, within its ttl {lease.ttl_s:.0f}s + "
+        f"{skew.total_seconds():.0f}s and not released: the driver may still run its query, even if idle"
+    )

@@ -37,7 +37,7 @@ from airflow_provider_eos.kafka.transactions_admin import (
     topic_partitions,
 )
 from airflow_provider_eos.usecases.clients import PipelineClients
-from airflow_provider_eos.usecases.liveness import last_commit_time
+from airflow_provider_eos.usecases.liveness import last_commit_time, lease_signs_of_life
 from airflow_provider_eos.usecases.result import Outcome, UseCaseResult
 from airflow_provider_eos.usecases.roles import runs_as
 
@@ -311,7 +311,7 @@ def abort_open_transactions(
 
     :param clients: the pipeline's clients: the checkpoint (its newest commit is a sign of life)
         and the Kafka admin the scans and aborts go through.
-    :param force: act even if the job looks alive (recent checkpoint commit, young transaction).
+    :param force: act even if the job looks alive (recent checkpoint commit, young transaction, live driver lease).
     :param execute: abort; without it (the default) a dry run: scan and report, change nothing, never refuse.
     :param hanging_min_age_ms: age above which an open partition transaction is a hanging
         candidate (default: the brokers' ``transaction.max.timeout.ms``, as Kafka's tool).
@@ -329,6 +329,8 @@ def abort_open_transactions(
         now=clock.scanned_at,
         transaction_timeout_ms=spec.transaction_timeout_ms,
         quiet_period_ms=txn.default_quiet_period_ms(spec.transaction_timeout_ms, spec.trigger_interval_ms),
+        # An idle stream commits nothing and opens no transaction: its renewed lease is its sign of life.
+        signs_of_life=lease_signs_of_life(clients.checkpoint),
         driver_gone=driver_gone,
     )
     with clients.transactions_admin() as admin:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from airflow_provider_eos.core.checkpoint import CheckpointReader
     from airflow_provider_eos.core.driver import HostIdentity
 
-__all__ = ["observe_driver_anywhere", "wait_until_driver_gone", "wait_until_gone_unless_renewed",
+__all__ = ["observe_driver_anywhere", "read_lease_for_gate", "wait_until_driver_gone", "wait_until_gone_unless_renewed",
            "wait_while_driver_alive"]
 
 #: Seconds one request to a cluster manager may take: an unreachable one is no evidence, not a wait.
@@ -97,6 +97,16 @@ def _read_lease(checkpoint: CheckpointReader) -> _LeaseRead:
         return once()
     return LEASE_REWRITE_REREAD.poll(once, until=lambda read: read.problem is None,
                                      what=f"read the driver lease in {checkpoint.location}").value
+
+
+def read_lease_for_gate(checkpoint: CheckpointReader) -> tuple[dt.datetime, DriverLease | None]:
+    """``(observed_at, lease)`` for a recovery action's liveness gate; the lease is ``None`` when absent or unreadable.
+
+    Read as every observer here reads it (through a rewrite in place, the clock taken before the
+    read). An unreadable lease is no evidence either way, as for :func:`lease_evidence`.
+    """
+    read = _read_lease(checkpoint)
+    return read.observed_at, read.lease
 
 
 def manager_evidence(handle: DriverHandle, fetch: Fetch = _http_get) -> Evidence | None:

@@ -128,9 +128,10 @@ class LivenessSigns:
     :param now: the current time.
     :param transaction_timeout_ms: the spec's timeout, used when the broker reports none.
     :param quiet_period_ms: a commit newer than this means the job may be running.
-    :param signs_of_life: further reasons found by the caller (e.g. "the cluster manager still
-        reports application X running"), each a sentence naming the values found; they count
-        exactly like the ones found here.
+    :param signs_of_life: further reasons found by the caller (the recovery use cases add the driver
+        lease, unreleased and within its ttl:
+        :func:`~airflow_provider_eos.core.driver_lease.lease_sign_of_life`), each a sentence naming
+        the values found; they count exactly like the ones found here.
     :param driver_gone: positive evidence that the driver is gone, e.g. "no process on host h
         carries EOS_DRIVER_TOKEN=..."; with it the signs of life are the dead driver's and acting
         is allowed without ``force``. Only an observation may supply it, never a default.
