@@ -9,7 +9,9 @@ sampling in the triggerer. The signals and rules are
 Outcomes:
 
 * ``wait_healthy`` succeeds once a batch was committed after the sensor started (or after
-  ``committed_after``) and the pipeline is not UNHEALTHY; it fails with a sensor timeout, and
+  ``committed_after``) and the pipeline is not UNHEALTHY, or, once the ``driver_task_id`` task
+  succeeded (an ``available_now`` run that ended), when the pipeline is not UNHEALTHY and no
+  input waits (a run with no new input commits no batch); it fails with a sensor timeout, and
   the last report, if that does not happen within ``timeout``.
 * ``watch`` fails without retrying (``AirflowFailException``, the report table in the message)
   as soon as the pipeline is UNHEALTHY, and succeeds when ``timeout`` passes without that.
@@ -48,6 +50,7 @@ from airflow_provider_eos.core.errors import EosError
 from airflow_provider_eos.core.health import (
     DEFAULT_MAX_SAMPLES,
     DRIVER_TASK_FAILED_STATES,
+    DRIVER_TASK_SUCCEEDED_STATES,
     HealthError,
     HealthReport,
     LagWindow,
@@ -57,7 +60,12 @@ from airflow_provider_eos.core.health import (
 )
 from airflow_provider_eos.core.metrics.task_metrics import health_metrics
 from airflow_provider_eos.core.presentation import health_text
-from airflow_provider_eos.triggers.health import StreamingQueryHealthTrigger, driver_task_state, event_payload
+from airflow_provider_eos.triggers.health import (
+    StreamingQueryHealthTrigger,
+    driver_task_state,
+    event_payload,
+    healthy_message,
+)
 from airflow_provider_eos.usecases.clients import DEFAULT_CONNECT_TIMEOUT_S, PipelineClients
 
 if TYPE_CHECKING:
@@ -114,7 +122,9 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
     :param timeout: seconds until ``wait_healthy`` gives up or ``watch`` ends successfully.
     :param driver_task_id: the task of this run that runs the watched driver; when it fails,
         the watch fails at once (the stream no longer runs) instead of waiting for the health
-        rules to notice, so recovery does not wait for the watch.
+        rules to notice, so recovery does not wait for the watch. For ``wait_healthy``, once it
+        succeeded, a report that is not UNHEALTHY with no input waiting ends the wait (see
+        :func:`~airflow_provider_eos.core.health.watch_outcome`).
     :param kafka_connect_timeout_s: how long each sample waits for any broker to answer before it
         fails with ``KafkaUnreachableError`` (the operators' parameter; the CLI's ``--timeout``).
     """
@@ -262,9 +272,13 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
             return None
         return {"dag_id": context["ti"].dag_id, "run_id": context["run_id"], "task_id": self.driver_task_id}
 
-    def _driver_failed(self, context: Context) -> WatchOutcome | None:
+    def _outcome(self, context: Context, report: HealthReport, mode: WatchMode,
+                 committed_after: pendulum.DateTime) -> WatchOutcome | None:
+        """The driver task's failure, else what the report says (knowing whether the driver task succeeded)."""
         state = driver_task_state(self._driver_task(context))
-        return WatchOutcome.DRIVER_FAILED if state in DRIVER_TASK_FAILED_STATES else None
+        if state in DRIVER_TASK_FAILED_STATES:
+            return WatchOutcome.DRIVER_FAILED
+        return watch_outcome(report, mode, _ms(committed_after), driver_succeeded=state in DRIVER_TASK_SUCCEEDED_STATES)
 
     # -- deferrable path ------------------------------------------------------------------------
 
@@ -287,9 +301,10 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
         started = self._started_at(context)
         committed_after = self._committed_after(context)
         report = self._check()
-        outcome = self._driver_failed(context) or watch_outcome(report, mode, _ms(committed_after))
+        outcome = self._outcome(context, report, mode, committed_after)
         if outcome is not None:
-            return self._finish(context, event_payload(outcome, mode, _message(outcome, report), report))
+            message = _message(outcome, report, committed_after)
+            return self._finish(context, event_payload(outcome, mode, message, report))
         window = self._window or LagWindow(max_samples=self.max_samples)
         timeout_at = started.add(seconds=self.timeout)
         self.log.info(
@@ -340,7 +355,7 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
             self.log.warning("Health sample %d of %d failed: %s", self._failures, self.max_probe_failures, err)
             return False
         self._failures = 0
-        outcome = self._driver_failed(context) or watch_outcome(report, mode, _ms(committed_after))
+        outcome = self._outcome(context, report, mode, committed_after)
         if outcome is None and mode is WatchMode.WATCH:
             # The base class fails a sensor at its timeout; a watch that lasted that long
             # without an unhealthy report succeeded, so it ends one interval early instead.
@@ -349,13 +364,13 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
                 outcome = WatchOutcome.TIMEOUT
         if outcome is None:
             return False
-        result = self._finish(context, event_payload(outcome, mode, _message(outcome, report), report))
+        result = self._finish(context, event_payload(outcome, mode, _message(outcome, report, committed_after), report))
         return PokeReturnValue(is_done=True, xcom_value=result)
 
 
-def _message(outcome: WatchOutcome, report: HealthReport) -> str:
+def _message(outcome: WatchOutcome, report: HealthReport, committed_after: dt.datetime) -> str:
     if outcome is WatchOutcome.HEALTHY:
-        return f"batch {report.last_committed} committed; pipeline {report.pipeline} is {report.status.value}"
+        return healthy_message(report, committed_after.isoformat(), _ms(committed_after))
     if outcome is WatchOutcome.UNHEALTHY:
         return f"pipeline {report.pipeline} is UNHEALTHY"
     if outcome is WatchOutcome.DRIVER_FAILED:

@@ -48,11 +48,13 @@ from airflow_provider_eos.core.errors import EosError
 from airflow_provider_eos.core.health import (
     DEFAULT_MAX_SAMPLES,
     DRIVER_TASK_FAILED_STATES,
+    DRIVER_TASK_SUCCEEDED_STATES,
     HealthReport,
     HealthSample,
     LagWindow,
     WatchMode,
     WatchOutcome,
+    no_input_waiting,
     watch_outcome,
 )
 from airflow_provider_eos.core.metrics.task_metrics import health_metrics
@@ -62,7 +64,7 @@ from airflow_provider_eos.usecases.clients import DEFAULT_CONNECT_TIMEOUT_S, Pip
 if TYPE_CHECKING:
     from airflow_provider_eos.core.spec import PipelineSpec
 
-__all__ = ["StreamingQueryHealthTrigger", "driver_task_state", "event_payload"]
+__all__ = ["StreamingQueryHealthTrigger", "driver_task_state", "event_payload", "healthy_message"]
 
 
 def _to_ms(moment: str) -> int:
@@ -93,6 +95,14 @@ def driver_task_state(driver_task: Mapping[str, str] | None) -> str | None:
         return None
     state = states.get(driver_task["run_id"], {}).get(driver_task["task_id"])
     return None if state is None else str(state)
+
+
+def healthy_message(report: HealthReport, committed_after: str, committed_after_ms: int) -> str:
+    """Why a ``wait_healthy`` ended healthy: a batch committed after its start, or nothing to commit."""
+    if not report.committed_since(committed_after_ms) and no_input_waiting(report):
+        return (f"the driver task succeeded and no input waits (zero lag on every input partition): nothing to "
+                f"commit after {committed_after}; pipeline {report.pipeline} is {report.status.value}")
+    return f"batch {report.last_committed} committed after {committed_after}; {report.status.value}"
 
 
 def event_payload(
@@ -131,7 +141,8 @@ class StreamingQueryHealthTrigger(BaseTrigger):
     :param checkpoint_conn_id: an Airflow connection with the checkpoint storage credentials.
     :param max_probe_failures: failed samples in a row before an ``error`` event.
     :param driver_task: ``{"dag_id", "run_id", "task_id"}`` of the task that runs the driver;
-        its state is read through the Task SDK before each sample. ``None``: not watched.
+        its state is read through the Task SDK before each sample (its failure ends the watch; for
+        ``wait_healthy``, its success lets no input waiting count as healthy). ``None``: not watched.
     :param kafka_connect_timeout_s: how long each sample waits for any broker to answer before it
         fails with ``KafkaUnreachableError`` (the operators' parameter of the same name).
     """
@@ -260,6 +271,7 @@ class StreamingQueryHealthTrigger(BaseTrigger):
             if pause > 0:
                 await asyncio.sleep(pause)
             driver_state = await sync_to_async(driver_task_state)(self.driver_task)
+            driver_succeeded = driver_state in DRIVER_TASK_SUCCEEDED_STATES
             if driver_state in DRIVER_TASK_FAILED_STATES:
                 assert self.driver_task is not None
                 message = f"{self.driver_task['task_id']} is {driver_state}: the stream no longer runs"
@@ -304,9 +316,9 @@ class StreamingQueryHealthTrigger(BaseTrigger):
                 len(window),
                 "; ".join(f"{f.subject}: {f.detail}" for f in report.problems) or "no findings",
             )
-            outcome = watch_outcome(report, mode, committed_after_ms)
+            outcome = watch_outcome(report, mode, committed_after_ms, driver_succeeded=driver_succeeded)
             if outcome is WatchOutcome.HEALTHY:
-                message = f"batch {report.last_committed} committed after {self.committed_after}; {report.status.value}"
+                message = healthy_message(report, self.committed_after, committed_after_ms)
                 yield TriggerEvent(event_payload(outcome, mode, message, report))
                 return
             if outcome is WatchOutcome.UNHEALTHY:

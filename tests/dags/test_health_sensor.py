@@ -71,6 +71,25 @@ def build_watch_briefly(spec_path: str):
     return dag
 
 
+def build_supervise_after_submit(spec_path: str):
+    from airflow.sdk import task
+
+    from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
+
+    @task
+    def submit() -> None:
+        """Stands for eos_pipeline's submit: an available_now driver that found no new input and ended."""
+
+    with new_dag("eos_health") as dag:
+        # eos_pipeline's supervise, with a timeout short enough to fail the test rather than the CI.
+        sensor = StreamingQueryHealthSensor(
+            task_id="supervise", spec_path=spec_path, watch="wait_healthy", poke_interval=2, timeout=45,
+            driver_task_id="submit",
+        )
+        submit() >> sensor
+    return dag
+
+
 # -- wait_healthy against the real job ----------------------------------------------------------
 
 
@@ -199,6 +218,25 @@ def test_watch_gives_a_pipeline_started_after_a_long_downtime_its_first_batch(
     assert "UNHEALTHY [commit_age]" in log and "committed 1h" in log, log[-4000:]
     assert "Deferring: watching" in log and "running trigger in line" in log
     assert run.xcoms["watch"]["status"] == "UNHEALTHY"
+
+
+def test_supervise_accepts_an_available_now_run_without_new_input(
+    bootstrap: str, topic_factory, tmp_path: Path, airflow_home: Path
+) -> None:
+    # The previous run committed batch 3 and read all the input; this run's driver found nothing new,
+    # committed no batch and succeeded. supervise used to wait for a commit after its start until its
+    # timeout (600 s in eos_pipeline), and the run failed although the pipeline was healthy.
+    idle = checkpointed_pipeline(bootstrap, topic_factory, tmp_path, stem="eos")
+    idle.commit_group(LAST_COMMITTED)
+    idle.produce_input_of(LAST_COMMITTED)
+    run = start_in_airflow(__name__, "supervise_after_submit", tmp_path,
+                           spec_path=str(idle.spec_path)).finish(timeout_s=300)
+
+    assert run.states == {"submit": "success", "supervise": "success"}, run.log[-8000:]
+    log = task_log(run, "supervise")
+    assert "the driver task succeeded and no input waits" in log, log[-4000:]
+    report = run.xcoms["supervise"]
+    assert report["status"] != "UNHEALTHY" and report["total_lag"] == 0 and report["last_committed"] == LAST_COMMITTED
 
 
 if __name__ == "__main__":

@@ -15,11 +15,13 @@ from airflow_provider_eos.core.health import (
     VerificationSample,
     WatchMode,
     WatchOutcome,
+    no_input_waiting,
     watch_outcome,
 )
 from airflow_provider_eos.core.presentation import health_text
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from tests.support.health_samples import (
+    IN1,
     PREFIX,
     SECOND,
     T0,
@@ -106,6 +108,27 @@ def test_wait_healthy_needs_a_commit_after_the_start_and_no_unhealthy_finding() 
     assert watch_outcome(behind, WatchMode.WAIT_HEALTHY, T0) is None
     never = run([sample(100, [part(100, None)], last_committed=None)])
     assert watch_outcome(never, WatchMode.WAIT_HEALTHY, T0) is None
+
+
+def test_wait_healthy_accepts_an_ended_run_that_had_no_input_and_no_other() -> None:
+    # An available_now run with no new input commits no batch: its last commit is the previous run's.
+    started = T0 + 90 * SECOND
+    idle = run([sample(100, [part(100, 100), part(50, 50, tp=IN1)], commit_s=10)])
+    assert idle.is_healthy and not idle.committed_since(started) and no_input_waiting(idle)
+    assert watch_outcome(idle, WatchMode.WAIT_HEALTHY, started) is None  # the driver may not have run yet
+    assert watch_outcome(idle, WatchMode.WAIT_HEALTHY, started, driver_succeeded=True) is WatchOutcome.HEALTHY
+    # A run that left input behind must still commit a batch, even once its task succeeded.
+    left_behind = run([sample(100, [part(100, 100), part(80, 50, tp=IN1)], commit_s=10)])
+    assert not no_input_waiting(left_behind)
+    assert watch_outcome(left_behind, WatchMode.WAIT_HEALTHY, started, driver_succeeded=True) is None
+    # UNHEALTHY is never accepted (here a verification that is not ok).
+    diverged = VerificationSample(verdict="DIVERGED", ok=False)
+    broken = run([sample(100, [part(100, 100)], commit_s=10, verification=diverged)])
+    assert watch_outcome(broken, WatchMode.WAIT_HEALTHY, started, driver_succeeded=True) is None
+    # No input partition in the report says nothing about waiting input.
+    assert not no_input_waiting(run([sample(100, [], commit_s=10)]))
+    # The watch mode is not changed by it.
+    assert watch_outcome(idle, WatchMode.WATCH, started, driver_succeeded=True) is None
 
 
 def test_watch_fails_on_unhealthy_only() -> None:

@@ -37,12 +37,20 @@ from airflow_provider_eos.core.health.samples import (
 )
 from airflow_provider_eos.core.health.statuses import HealthError, HealthStatus, LagStatus
 from airflow_provider_eos.core.health.thresholds import HealthThresholds
-from airflow_provider_eos.core.health.watch import DRIVER_TASK_FAILED_STATES, WatchMode, WatchOutcome, watch_outcome
+from airflow_provider_eos.core.health.watch import (
+    DRIVER_TASK_FAILED_STATES,
+    DRIVER_TASK_SUCCEEDED_STATES,
+    WatchMode,
+    WatchOutcome,
+    no_input_waiting,
+    watch_outcome,
+)
 from airflow_provider_eos.core.health.window import DEFAULT_MAX_SAMPLES, LagWindow
 
 __all__ = [
     "DEFAULT_MAX_SAMPLES",
     "DRIVER_TASK_FAILED_STATES",
+    "DRIVER_TASK_SUCCEEDED_STATES",
     "Finding",
     "HealthError",
     "HealthReport",
@@ -60,5 +68,6 @@ __all__ = [
     "WatchMode",
     "WatchOutcome",
     "evaluate",
+    "no_input_waiting",
     "watch_outcome",
 ]

@@ -11,13 +11,21 @@ from airflow_provider_eos.core.health.statuses import HealthError, HealthStatus
 if TYPE_CHECKING:
     from airflow_provider_eos.core.health.report import HealthReport
 
-__all__ = ["DRIVER_TASK_FAILED_STATES", "WatchMode", "WatchOutcome", "watch_outcome"]
+__all__ = [
+    "DRIVER_TASK_FAILED_STATES",
+    "DRIVER_TASK_SUCCEEDED_STATES",
+    "WatchMode",
+    "WatchOutcome",
+    "no_input_waiting",
+    "watch_outcome",
+]
 
 
 class WatchMode(enum.StrEnum):
     """What a health sensor waits for."""
 
-    #: Succeed once the job committed a batch after the sensor started and is not UNHEALTHY.
+    #: Succeed once the job committed a batch after the sensor started and is not UNHEALTHY (or,
+    #: once its driver task succeeded, when no input waits: see :func:`watch_outcome`).
     WAIT_HEALTHY = "wait_healthy"
     #: Fail as soon as the pipeline is UNHEALTHY, once the job had its chance to commit (see
     #: :func:`watch_outcome`); succeed when the watch period ends.
@@ -51,13 +59,31 @@ class WatchOutcome(enum.StrEnum):
 #: Task states that mean the driver's task ended without success.
 DRIVER_TASK_FAILED_STATES = frozenset({"failed", "upstream_failed"})
 
+#: Task states that mean the driver's task ended successfully (an ``available_now`` run is done).
+DRIVER_TASK_SUCCEEDED_STATES = frozenset({"success"})
 
-def watch_outcome(report: HealthReport, mode: WatchMode, committed_after_ms: int) -> WatchOutcome | None:
+
+def no_input_waiting(report: HealthReport) -> bool:
+    """Whether every input partition has zero lag (and the report has at least one).
+
+    An ``available_now`` run with no new input commits no batch: Spark plans none when there is
+    nothing to read. Zero lag everywhere says it had nothing to do, rather than that it failed to.
+    """
+    return bool(report.partitions) and all(row.lag == 0 for row in report.partitions)
+
+
+def watch_outcome(
+    report: HealthReport, mode: WatchMode, committed_after_ms: int, *, driver_succeeded: bool = False
+) -> WatchOutcome | None:
     """Whether a sensor is done after this report; ``None`` keeps it waiting.
 
     * ``wait_healthy``: :attr:`WatchOutcome.HEALTHY` once the checkpoint has a commit newer than
       ``committed_after_ms`` and the report is not UNHEALTHY. An UNHEALTHY report does not end
-      the wait: a job that is starting looks stopped until its first batch commits.
+      the wait: a job that is starting looks stopped until its first batch commits. Once the
+      driver's task succeeded (``driver_succeeded``: an ``available_now`` run that ended), a report
+      that is not UNHEALTHY with no input waiting (:func:`no_input_waiting`) is HEALTHY too: a run
+      with no new input commits no batch, and waiting for one would only time out. A run that
+      left input behind still waits for a commit.
     * ``watch``: :attr:`WatchOutcome.UNHEALTHY` as soon as the report is UNHEALTHY; by a progress
       signal (:data:`~.findings.PROGRESS_SIGNALS`: lag, commit age) only once the job committed a
       batch after ``committed_after_ms`` or ``stop_after_ms`` has passed since then without one.
@@ -71,9 +97,14 @@ def watch_outcome(report: HealthReport, mode: WatchMode, committed_after_ms: int
     :param mode: the sensor's mode.
     :param committed_after_ms: the watch's start: for ``wait_healthy``, the time a commit must be
         newer than; for ``watch``, where the new driver's chance to commit begins.
+    :param driver_succeeded: the task that ran the driver ended successfully (``wait_healthy`` only).
     """
     if mode is WatchMode.WAIT_HEALTHY:
-        return WatchOutcome.HEALTHY if report.is_healthy and report.committed_since(committed_after_ms) else None
+        if not report.is_healthy:
+            return None
+        if report.committed_since(committed_after_ms) or (driver_succeeded and no_input_waiting(report)):
+            return WatchOutcome.HEALTHY
+        return None
     if report.is_healthy:
         return None
     had_its_chance = (report.committed_since(committed_after_ms)
