@@ -45,8 +45,10 @@ if TYPE_CHECKING:
 __all__ = [
     "CLOCK_SKEW_MARGIN",
     "LEASE_RECORD",
+    "LEASE_WAIT_MARGIN",
     "DriverLease",
     "judge_lease",
+    "lease_expiry_wait_s",
     "lease_holder",
     "lease_sign_of_life",
     "parse_driver_lease",
@@ -63,6 +65,24 @@ LEASE_RECORD = (EOS_FOLDER, "driver-lease.json")
 #: after its renewal, by the observer's clock. NTP keeps hosts within well under a second; ten
 #: seconds also covers a host that lost its time source for a while.
 CLOCK_SKEW_MARGIN = dt.timedelta(seconds=10)
+
+
+#: Beyond a lease's ttl and :data:`CLOCK_SKEW_MARGIN`, what a wait for it to expire also needs: the
+#: polls of the wait (every 2 s) and a read of the lease on a slow store.
+LEASE_WAIT_MARGIN = dt.timedelta(seconds=15)
+
+
+def lease_expiry_wait_s(ttl_s: float, given_s: float) -> float:
+    """How long a wait for a driver's end must last: ``given_s``, or longer when its lease could outlive it.
+
+    A crashed (SIGKILLed) driver's unreleased lease says ALIVE until ``ttl + CLOCK_SKEW_MARGIN``
+    after its last renewal; a wait shorter than that refuses a recovery that only had to wait.
+    The spec allows any ``driver_lease_ttl_s``, so the wait follows it instead of a fixed number.
+
+    :param ttl_s: the spec's ``driver_lease_ttl_s``.
+    :param given_s: the wait the operator was given; kept when it is the longer one.
+    """
+    return max(given_s, ttl_s + CLOCK_SKEW_MARGIN.total_seconds() + LEASE_WAIT_MARGIN.total_seconds())
 
 
 def renewal_interval_s(ttl_s: float) -> float:

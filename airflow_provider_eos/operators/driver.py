@@ -21,6 +21,7 @@ from airflow.providers.common.compat.sdk import AirflowFailException, AirflowSki
 from airflow.sdk import BaseOperator
 
 from airflow_provider_eos.core.driver import DRIVER_XCOM_KEY, DriverHandle, DriverObservation, Liveness, driver_token
+from airflow_provider_eos.core.driver_lease import lease_expiry_wait_s
 from airflow_provider_eos.hooks.checkpoint_storage import CheckpointStorageHook
 from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
 from airflow_provider_eos.spark.driver_processes import observe, stop_driver, this_host_identity
@@ -98,6 +99,23 @@ class _DriverStep(BaseOperator):
         states = ti.get_task_states(dag_id=ti.dag_id, run_ids=[context["run_id"]], task_ids=self.submit_task_ids)
         return {task_id: str(state) for task_id, state in states.get(context["run_id"], {}).items()}
 
+    def lease_wait_s(self, given_s: float) -> float:
+        """``given_s``, or longer when the spec's lease ttl needs it (see :func:`.lease_expiry_wait_s`).
+
+        Decided at run time from the spec: a DAG parsed once serves pipelines of any ttl. An
+        unreadable spec leaves ``given_s`` (the lease cannot be read then either).
+        """
+        try:
+            ttl_s = load_pipeline_spec(self.spec_path).driver_lease_ttl_s
+        except Exception as err:  # the spec's own error surfaces where the spec is needed
+            self.log.warning("The spec cannot be read, so the wait stays %.0fs: %s", given_s, err)
+            return given_s
+        wait_s = lease_expiry_wait_s(ttl_s, given_s)
+        if wait_s > given_s:
+            self.log.info("Waiting up to %.0fs, not %.0fs: the spec's driver_lease_ttl_s is %ss, and a crashed "
+                          "driver's lease counts as alive until ttl + 10 s", wait_s, given_s, ttl_s)
+        return wait_s
+
     def checkpoint(self) -> CheckpointReader | None:
         """The pipeline's checkpoint, where the driver's lease is; ``None`` when it cannot be opened (no evidence)."""
         try:
@@ -120,7 +138,9 @@ class StopPipelineDriverOperator(_DriverStep):
     manager to show it ended (a SIGKILLed driver's lease expires), and fails at once when the lease
     is renewed meanwhile, which only a running driver does (docs/design-notes.md, note 37).
 
-    :param grace_period_s: how long the driver may take to finish its running batch.
+    :param grace_period_s: how long the driver may take to finish its running batch. From another
+        host the wait for its lease lasts at least the spec's ``driver_lease_ttl_s`` + 25 s
+        (:func:`~airflow_provider_eos.core.driver_lease.lease_expiry_wait_s`).
     """
 
     def __init__(self, *, grace_period_s: float = 120, **kwargs: Any) -> None:
@@ -133,9 +153,10 @@ class StopPipelineDriverOperator(_DriverStep):
         if not recorded and not before.processes:
             raise AirflowSkipException(f"this run submitted no driver ({before.evidence}); nothing to stop")
         if before.liveness is Liveness.UNKNOWN:
+            wait_s = self.lease_wait_s(self.grace_period_s)
             self.log.info("The driver cannot be signalled from this host (%s); waiting up to %.0fs for its lease or "
-                          "cluster manager to show it ended", before.evidence, self.grace_period_s)
-            after = wait_until_gone_unless_renewed(handle, self.checkpoint(), self.grace_period_s)
+                          "cluster manager to show it ended", before.evidence, wait_s)
+            after = wait_until_gone_unless_renewed(handle, self.checkpoint(), wait_s)
             return _result_or_fail(after, f"the driver could not be stopped from {this_host_identity().host} "
                                           f"(it runs on {handle.host})")
         self.log.info("Stopping the driver of %s: %s", handle.pipeline, before.evidence)
@@ -155,8 +176,9 @@ class ConfirmDriverGoneOperator(_DriverStep):
     it. Returns the observation (XCom), which the abort task passes on as its evidence.
 
     :param stopped_by: the task that stops the driver deliberately.
-    :param timeout_s: how long to wait for positive evidence; longer than the spec's
-        ``driver_lease_ttl_s`` plus 10 s, so a lease can expire within it.
+    :param timeout_s: how long to wait for positive evidence; at run time raised to the spec's
+        ``driver_lease_ttl_s`` + 25 s when shorter, so a crashed driver's lease can expire within it
+        (:func:`~airflow_provider_eos.core.driver_lease.lease_expiry_wait_s`).
     """
 
     def __init__(self, *, stopped_by: str, timeout_s: float = 120, **kwargs: Any) -> None:
@@ -176,7 +198,7 @@ class ConfirmDriverGoneOperator(_DriverStep):
         handle, _ = self.driver_handle(context)
         cause = f"{', '.join(failed)} failed" if failed else f"{self.stopped_by} stopped the driver"
         self.log.info("%s; waiting for positive evidence that the driver is gone", cause)
-        seen = wait_until_driver_gone(handle, self.checkpoint(), self.timeout_s)
+        seen = wait_until_driver_gone(handle, self.checkpoint(), self.lease_wait_s(self.timeout_s))
         return _result_or_fail(seen, "refusing to recover: the driver is not positively gone")
 
 

@@ -58,6 +58,7 @@ from airflow_provider_eos.core.driver import (
     Liveness,
     driver_token,
 )
+from airflow_provider_eos.core.driver_lease import lease_expiry_wait_s
 from airflow_provider_eos.core.errors import SpecError
 from airflow_provider_eos.core.hadoop_conf import ambient_hadoop_conf
 from airflow_provider_eos.core.secrets import is_secret_setting
@@ -134,7 +135,8 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         ``connector``: ``{"jars": [...]}`` (paths or URLs) or ``{"packages": [...], "repositories": [...]}``.
     :param conn_id: the Spark provider's ``spark`` connection (master URL, deploy mode).
     :param previous_driver_wait_s: how long a new attempt waits for the previous attempt's driver to
-        finish its batch and exit (seen on this host, in its lease or by the cluster manager).
+        finish its batch and exit (seen on this host, in its lease or by the cluster manager); at
+        run time at least the spec's ``driver_lease_ttl_s`` + 25 s, so a killed driver's lease can expire.
     :param checkpoint_conn_id: an Airflow connection with the checkpoint storage credentials (where the
         previous driver's lease is); default: the worker's ambient credentials. (templated)
     :param kill_grace_period_s: how long the driver of a killed task may take to finish its running
@@ -217,7 +219,7 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
             self._spark_binary = self._spark_binary or spark_submit_executable()
             self._track_through_resourcemanager()
             self._record_driver(context, spec.name)
-            self._wait_for_previous_driver(spec.checkpoint_location)
+            self._wait_for_previous_driver(spec.checkpoint_location, spec.driver_lease_ttl_s)
             self.log.info("Submitting pipeline %s (%s) with %d connector jars%s", spec.name, mode, len(plan.jars),
                           f", packed environment {plan.archives[0]}" if plan.archives else "")
             super().execute(context)
@@ -343,7 +345,7 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         return manager_web_url(master, standalone_webui=extra.get(STANDALONE_WEBUI_EXTRA),
                                resourcemanager=resourcemanager)
 
-    def _wait_for_previous_driver(self, checkpoint_location: str) -> None:
+    def _wait_for_previous_driver(self, checkpoint_location: str, lease_ttl_s: float) -> None:
         """A retried or cleared task of the same run: wait until no earlier driver of the pipeline is alive.
 
         This host's process table (the earlier attempt ran here: it is asked to stop), the driver's
@@ -360,10 +362,12 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         if seen.liveness is not Liveness.ALIVE:
             self.log.info("No earlier driver of the pipeline is alive: %s", seen.evidence)
             return
+        # A SIGKILLed earlier driver's lease says ALIVE until ttl + 10 s: the wait follows the spec's ttl.
+        wait_s = lease_expiry_wait_s(lease_ttl_s, self.previous_driver_wait_s)
         self.log.info("An earlier driver of the pipeline still runs (%s); waiting up to %.0fs for it to exit",
-                      seen.evidence, self.previous_driver_wait_s)
+                      seen.evidence, wait_s)
         request_stop(earlier)  # the earlier attempt's processes, if this host can see them
-        seen = wait_while_driver_alive(earlier, checkpoint, self.previous_driver_wait_s)
+        seen = wait_while_driver_alive(earlier, checkpoint, wait_s)
         if seen.liveness is Liveness.ALIVE:
             raise AirflowFailException(
                 f"refusing to start a second driver for this run: an earlier one is still alive ({seen.evidence}). "

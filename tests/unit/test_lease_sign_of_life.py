@@ -64,3 +64,13 @@ def test_the_gate_lets_a_released_or_expired_lease_through() -> None:
     for lease in (_lease(1, released=True), _lease(30 + SKEW + 1), None):
         check = txn.check_safe_to_act("eos-orders", [], _signs(lease), action="align")
         assert check.safe and not check.forced
+
+
+def test_a_wait_for_a_drivers_end_outlasts_its_lease() -> None:
+    from airflow_provider_eos.core.driver_lease import LEASE_WAIT_MARGIN, lease_expiry_wait_s
+
+    # The reviewer's case: ttl 150 s, the DAG's fixed 120 s wait ended before a crashed driver's lease expired.
+    assert lease_expiry_wait_s(150, 120) == 150 + SKEW + LEASE_WAIT_MARGIN.total_seconds()
+    assert lease_expiry_wait_s(150, 120) > 150 + SKEW
+    assert lease_expiry_wait_s(30, 120) == 120  # the given wait, when it is the longer one
+    assert lease_expiry_wait_s(3, 1) == 3 + SKEW + LEASE_WAIT_MARGIN.total_seconds()
