@@ -139,7 +139,8 @@ def pipeline_dag(pipelines: str | Path) -> DAG:
         )
         stop_stream = StopPipelineDriverOperator(
             task_id="stop_stream", spec_path=SPEC_PATH, submit_task_ids=["submit_stream"],
-            trigger_rule=TriggerRule.ALL_FAILED, **on_recovery,
+            # Only an unhealthy stream (or a failed driver task) is stopped, not a watch that could not look.
+            watch_task_id="watch_stream", trigger_rule=TriggerRule.ALL_FAILED, **on_recovery,
         )
         confirm_driver_gone = ConfirmDriverGoneOperator(
             task_id="confirm_driver_gone", spec_path=SPEC_PATH, submit_task_ids=["submit", "submit_stream"],

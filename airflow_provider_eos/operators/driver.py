@@ -22,6 +22,7 @@ from airflow.sdk import BaseOperator
 
 from airflow_provider_eos.core.driver import DRIVER_XCOM_KEY, DriverHandle, DriverObservation, Liveness, driver_token
 from airflow_provider_eos.core.driver_lease import lease_expiry_wait_s
+from airflow_provider_eos.core.health.watch import WATCH_OUTCOME_XCOM_KEY, stops_the_driver
 from airflow_provider_eos.hooks.checkpoint_storage import CheckpointStorageHook
 from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
 from airflow_provider_eos.spark.driver_processes import observe, stop_driver, this_host_identity
@@ -141,13 +142,28 @@ class StopPipelineDriverOperator(_DriverStep):
     :param grace_period_s: how long the driver may take to finish its running batch. From another
         host the wait for its lease lasts at least the spec's ``driver_lease_ttl_s`` + 25 s
         (:func:`~airflow_provider_eos.core.driver_lease.lease_expiry_wait_s`).
+    :param watch_task_id: the health sensor whose failure triggers this step; the step skips when
+        that watch recorded an outcome other than UNHEALTHY or the driver's task failed
+        (:func:`~airflow_provider_eos.core.health.stops_the_driver`): a watch that failed because it
+        could not look (the broker unreachable for the health principal) must not stop a healthy
+        stream. A watch marked failed by hand records none, and the stop goes ahead. ``None``: stop
+        whenever the step runs.
     """
 
-    def __init__(self, *, grace_period_s: float = 120, **kwargs: Any) -> None:
+    def __init__(self, *, grace_period_s: float = 120, watch_task_id: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.grace_period_s = grace_period_s
+        self.watch_task_id = watch_task_id
 
     def execute(self, context: Context) -> dict[str, Any]:
+        if self.watch_task_id:
+            outcome = context["ti"].xcom_pull(task_ids=self.watch_task_id, key=WATCH_OUTCOME_XCOM_KEY)
+            if not stops_the_driver(outcome):
+                raise AirflowSkipException(
+                    f"{self.watch_task_id} ended with {outcome}, not unhealthy or driver_failed: "
+                    "the watch did not find the stream unhealthy, so the driver is left running. Read "
+                    f"{self.watch_task_id}'s log (e.g. the health principal cannot reach the broker)"
+                )
         handle, recorded = self.driver_handle(context)
         before = observe(handle)
         if not recorded and not before.processes:

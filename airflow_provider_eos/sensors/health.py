@@ -17,13 +17,16 @@ Outcomes:
   as soon as the pipeline is UNHEALTHY, and succeeds when ``timeout`` passes without that.
 
 Either way the report's ``to_dict()`` is the task's XCom ``return_value`` (pushed before
-failing, too). Samples that cannot be taken (broker unreachable) fail the task with a
-retryable ``AirflowException`` once ``max_probe_failures`` of them fail in a row; an error no
-retry can change (a missing ACL, a malformed checkpoint: its type's ``retryable`` is false)
-fails it at once, without retry. Every sample first asks whether any broker answers, as every
-use case does: with none answering, it fails within ``kafka_connect_timeout_s`` (5 s) with the
-sentence naming the brokers (``KafkaUnreachableError``), the words of the CLI and the operators;
-the first check, before deferring, fails the task with it (retryable).
+failing, too), and the outcome (``healthy``, ``unhealthy``, ``timeout``, ``error``,
+``driver_failed``) is the XCom ``watch_outcome``: ``eos_pipeline``'s ``stop_stream`` stops the
+driver only on ``unhealthy`` or ``driver_failed``. Samples that cannot be taken (broker
+unreachable) fail the task with a retryable ``AirflowException`` once ``max_probe_failures`` of
+them fail in a row; an error no retry can change (a missing ACL, a malformed checkpoint: its
+type's ``retryable`` is false) fails it at once, without retry. Every sample first asks whether
+any broker answers, as every use case does: with none answering, it fails within
+``kafka_connect_timeout_s`` (5 s) with the sentence naming the brokers
+(``KafkaUnreachableError``), the words of the CLI and the operators; the first check, before
+deferring, fails the task with it (retryable).
 
 ``soft_fail`` (and ``never_fail``) turn these failures into a skip by Airflow's own rules: the
 check before deferring is treated as Airflow treats the same outcome after the deferral
@@ -51,6 +54,7 @@ from airflow_provider_eos.core.health import (
     DEFAULT_MAX_SAMPLES,
     DRIVER_TASK_FAILED_STATES,
     DRIVER_TASK_SUCCEEDED_STATES,
+    WATCH_OUTCOME_XCOM_KEY,
     HealthError,
     HealthReport,
     LagWindow,
@@ -227,8 +231,12 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
         options = CheckpointStorageHook(self.checkpoint_conn_id or None).get_storage_options(spec.checkpoint_location)
         return spec, options
 
-    def _check(self) -> HealthReport:
-        """Take a sample, add it to the window and evaluate it (blocking)."""
+    def _check(self, context: Context) -> HealthReport:
+        """Take a sample, add it to the window and evaluate it (blocking).
+
+        A failed sample records the outcome ``error`` first: the watch could not look, which says
+        nothing against the stream (:func:`~airflow_provider_eos.core.health.stops_the_driver`).
+        """
         from airflow_provider_eos.usecases.health import evaluate, sample
 
         if self._window is None:
@@ -239,6 +247,7 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
             self._window.add(sample(PipelineClients(spec, options, connect_timeout_s=self.kafka_connect_timeout_s)))
             report = evaluate(spec, self._window, thresholds=self._threshold_overrides())
         except EosError as err:
+            self._record_outcome(context, WatchOutcome.ERROR)
             raise _task_failure(err) from err
         self.log.info("%s", health_text(report))
         emit(health_metrics(report))
@@ -248,6 +257,17 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
         if self.do_xcom_push and value is not None:
             context["ti"].xcom_push(key=BaseXCom.XCOM_RETURN_KEY, value=value)
 
+    def _record_outcome(self, context: Context, outcome: WatchOutcome) -> None:
+        """Push how the watch ended (:data:`~airflow_provider_eos.core.health.WATCH_OUTCOME_XCOM_KEY`).
+
+        A task downstream tells a stream found unhealthy from a watch that could not look: stopping
+        the driver is for the first only (:func:`~airflow_provider_eos.core.health.stops_the_driver`).
+        Pushed whatever ``do_xcom_push`` says: it is the outcome, not the result.
+        """
+        ti = context.get("ti")
+        if ti is not None:
+            ti.xcom_push(key=WATCH_OUTCOME_XCOM_KEY, value=outcome.value)
+
     def _finish(self, context: Context, event: Mapping[str, Any]) -> dict[str, Any] | None:
         """Turn an outcome (a trigger event's payload) into the task's result or failure."""
         outcome = WatchOutcome(event["outcome"])
@@ -255,6 +275,7 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
         report: dict[str, Any] | None = event.get("report")
         table: str = event.get("table") or "(no health report: no sample succeeded)"
         message: str = event.get("message", "")
+        self._record_outcome(context, outcome)
         if outcome is WatchOutcome.HEALTHY or (outcome is WatchOutcome.TIMEOUT and mode is WatchMode.WATCH):
             self.log.info("%s\n%s", message, table)
             return report
@@ -300,7 +321,7 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
         mode = self._mode()
         started = self._started_at(context)
         committed_after = self._committed_after(context)
-        report = self._check()
+        report = self._check(context)
         outcome = self._outcome(context, report, mode, committed_after)
         if outcome is not None:
             message = _message(outcome, report, committed_after)
@@ -345,7 +366,7 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
         started = self._started_at(context)
         committed_after = self._committed_after(context)
         try:
-            report = self._check()
+            report = self._check(context)
         except AirflowFailException:
             raise
         except AirflowException as err:

@@ -90,6 +90,35 @@ def build_supervise_after_submit(spec_path: str):
     return dag
 
 
+def build_watch_cannot_look(spec_path: str, token: str):
+    from airflow.sdk import task
+    from airflow.task.trigger_rule import TriggerRule
+
+    from airflow_provider_eos.operators.driver import StopPipelineDriverOperator
+    from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
+
+    @task
+    def submit_stream(**context) -> None:
+        """Stands for eos_pipeline's submit_stream: records the running driver's handle, as the operator does."""
+        from airflow_provider_eos.core.driver import DRIVER_XCOM_KEY, DriverHandle
+        from airflow_provider_eos.spark.driver_processes import this_host_identity
+
+        now = dt.datetime.now(dt.UTC)
+        handle = DriverHandle(pipeline="watched", token=token, submitted_at=now - dt.timedelta(minutes=1),
+                              earliest_start=now - dt.timedelta(minutes=10), **this_host_identity().model_dump())
+        context["ti"].xcom_push(key=DRIVER_XCOM_KEY, value=handle.model_dump(mode="json"))
+
+    with new_dag("eos_health") as dag:
+        # eos_pipeline's watch_stream -> stop_stream, the watch's broker unreachable for its principal.
+        watch = StreamingQueryHealthSensor(task_id="watch_stream", spec_path=spec_path, watch="watch",
+                                           poke_interval=1, timeout=60, kafka_connect_timeout_s=1)
+        stop = StopPipelineDriverOperator(task_id="stop_stream", spec_path=spec_path, submit_task_ids=["submit_stream"],
+                                          watch_task_id="watch_stream", grace_period_s=5,
+                                          trigger_rule=TriggerRule.ALL_FAILED)
+        submit_stream() >> watch >> stop
+    return dag
+
+
 # -- wait_healthy against the real job ----------------------------------------------------------
 
 
@@ -237,6 +266,37 @@ def test_supervise_accepts_an_available_now_run_without_new_input(
     assert "the driver task succeeded and no input waits" in log, log[-4000:]
     report = run.xcoms["supervise"]
     assert report["status"] != "UNHEALTHY" and report["total_lag"] == 0 and report["last_committed"] == LAST_COMMITTED
+
+
+def test_a_watch_that_cannot_reach_the_broker_does_not_stop_the_stream(tmp_path: Path, airflow_home: Path) -> None:
+    # The health principal cannot reach the broker: watch_stream fails, but it saw nothing wrong with
+    # the stream. stop_stream used to run on any failure of the watch and SIGTERM the healthy driver.
+    import subprocess
+    import sys
+    import uuid
+
+    token = f"eos-watch-test-{uuid.uuid4().hex[:8]}"
+    spec = tmp_path / "specs" / "watched.json"
+    spec.parent.mkdir()
+    spec.write_text(json.dumps({
+        "name": "watched", "kafka": {"bootstrap.servers": "127.0.0.1:1"}, "input_topics": ["in"],
+        "output_topic": "out", "group_id": "watched-sink", "transactional_id_prefix": "watched",
+        "checkpoint_location": str(tmp_path / "checkpoint"), "trigger": "5 seconds",
+    }))
+    # The running driver, as the process table sees it: a process carrying the run's token.
+    driver = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
+                              env={**os.environ, "EOS_DRIVER_TOKEN": token})
+    try:
+        run = start_in_airflow(__name__, "watch_cannot_look", tmp_path, spec_path=str(spec),
+                               token=token).finish(timeout_s=300)
+        assert run.states == {"submit_stream": "success", "watch_stream": "failed", "stop_stream": "skipped"}, (
+            run.log[-8000:])
+        assert "no Kafka broker answered" in task_log(run, "watch_stream")
+        assert "not unhealthy or driver_failed" in task_log(run, "stop_stream")
+        assert driver.poll() is None, "the driver of a stream nobody found unhealthy was stopped"
+    finally:
+        driver.kill()
+        driver.wait(30)
 
 
 if __name__ == "__main__":

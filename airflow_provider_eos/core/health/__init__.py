@@ -40,9 +40,11 @@ from airflow_provider_eos.core.health.thresholds import HealthThresholds
 from airflow_provider_eos.core.health.watch import (
     DRIVER_TASK_FAILED_STATES,
     DRIVER_TASK_SUCCEEDED_STATES,
+    WATCH_OUTCOME_XCOM_KEY,
     WatchMode,
     WatchOutcome,
     no_input_waiting,
+    stops_the_driver,
     watch_outcome,
 )
 from airflow_provider_eos.core.health.window import DEFAULT_MAX_SAMPLES, LagWindow
@@ -51,6 +53,7 @@ __all__ = [
     "DEFAULT_MAX_SAMPLES",
     "DRIVER_TASK_FAILED_STATES",
     "DRIVER_TASK_SUCCEEDED_STATES",
+    "WATCH_OUTCOME_XCOM_KEY",
     "Finding",
     "HealthError",
     "HealthReport",
@@ -69,5 +72,6 @@ __all__ = [
     "WatchOutcome",
     "evaluate",
     "no_input_waiting",
+    "stops_the_driver",
     "watch_outcome",
 ]

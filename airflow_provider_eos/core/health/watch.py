@@ -14,9 +14,11 @@ if TYPE_CHECKING:
 __all__ = [
     "DRIVER_TASK_FAILED_STATES",
     "DRIVER_TASK_SUCCEEDED_STATES",
+    "WATCH_OUTCOME_XCOM_KEY",
     "WatchMode",
     "WatchOutcome",
     "no_input_waiting",
+    "stops_the_driver",
     "watch_outcome",
 ]
 
@@ -55,6 +57,25 @@ class WatchOutcome(enum.StrEnum):
     ERROR = "error"
     #: The task that runs the watched driver failed: the stream no longer runs, nothing to watch.
     DRIVER_FAILED = "driver_failed"
+
+#: The XCom key under which a health sensor records how its watch ended (a :class:`WatchOutcome` value).
+WATCH_OUTCOME_XCOM_KEY = "watch_outcome"
+
+
+def stops_the_driver(outcome: str | None) -> bool:
+    """Whether a watch that ended with ``outcome`` calls for stopping the watched driver.
+
+    What the watch saw of the stream does: an UNHEALTHY report, or the driver's task failed (its
+    processes may outlive the task). A watch that could not look (``error``: samples failed, e.g.
+    the health principal cannot reach the broker) or ended otherwise says nothing against the
+    stream, and stopping a healthy stream for a monitoring failure loses it. A watch that failed
+    without recording any outcome was marked failed by a person (or its task was killed): the
+    stop goes ahead, as asked.
+
+    :param outcome: the sensor's recorded outcome (:data:`WATCH_OUTCOME_XCOM_KEY`), ``None`` when none.
+    """
+    return outcome is None or outcome in (WatchOutcome.UNHEALTHY.value, WatchOutcome.DRIVER_FAILED.value)
+
 
 #: Task states that mean the driver's task ended without success.
 DRIVER_TASK_FAILED_STATES = frozenset({"failed", "upstream_failed"})
