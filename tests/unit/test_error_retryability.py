@@ -128,4 +128,4 @@ def test_the_trigger_and_the_sensors_own_check_read_the_type_not_a_list(
     monkeypatch.setattr(health_usecase, "sample", sample_refused)
     monkeypatch.setattr(StreamingQueryHealthSensor, "_load", lambda self: (None, {}))
     with pytest.raises(AirflowFailException, match="refused"):
-        sensor._check()
+        sensor._check({})  # type: ignore[arg-type]  # no task instance: nothing to record the outcome in
