@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from airflow_provider_eos.core.errors import SpecError
 
 __all__ = [
-    "DLQ_REASON_COLUMN", "HEADERS_TYPE", "KEY_VALUE_TYPES", "ORIGIN_COLUMNS", "column_type_error",
+    "DLQ_REASON_COLUMN", "HEADERS_TYPE", "KEY_VALUE_TYPES", "ORIGIN_COLUMNS", "ORIGIN_TYPES", "column_type_error",
     "require_output_columns",
 ]
 
@@ -27,6 +27,8 @@ DLQ_REASON_COLUMN = "dlq_reason"
 #: The source columns a transform may keep: where a dead letter came from, and what the executor writers check.
 ORIGIN_COLUMNS = ("topic", "partition", "offset")
 KEY_VALUE_TYPES = ("string", "binary")
+#: The types of the source columns and of ``dlq_reason`` (``simpleString``), as the Kafka source gives them.
+ORIGIN_TYPES = {"topic": "string", "partition": "int", "offset": "bigint", DLQ_REASON_COLUMN: "string"}
 #: Spark's ``simpleString`` of the Kafka source's headers column.
 HEADERS_TYPE = "array<struct<key:string,value:binary>>"
 
@@ -54,6 +56,16 @@ def column_type_error(transform: str, name: str, found: str) -> SpecError | None
             f"transform {transform!r} returned column {name!r} of type {found}; the Kafka writers take "
             f"{' or '.join(KEY_VALUE_TYPES)}",
             fix=f"cast it in the transform, e.g. F.col({name!r}).cast('string') or .cast('binary')")
+    # A dlq_reason of F.lit(None) (void) is null on every row: no dead letter, nothing to read.
+    if name in ORIGIN_TYPES and found != ORIGIN_TYPES[name] and not (name == DLQ_REASON_COLUMN and found == "void"):
+        # The writers read these as the Kafka source's own columns: another type read as one is wrong
+        # bytes (a string partition read as an int), not a conversion.
+        wanted = ORIGIN_TYPES[name]
+        return SpecError(
+            f"transform {transform!r} returned column {name!r} of type {found}; {name!r} is a Kafka source column "
+            f"the writers read as {wanted}",
+            fix=f"keep the source's {name!r} as it is, cast it (F.col({name!r}).cast({wanted!r})), or rename the "
+            "column: topic, partition and offset are reserved for the source's")
     if name == "headers" and found != HEADERS_TYPE:
         return SpecError(
             f"transform {transform!r} returned column 'headers' of type {found}; the Kafka writers take {HEADERS_TYPE}",

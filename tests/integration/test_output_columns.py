@@ -61,6 +61,21 @@ def test_the_query_refuses_a_key_of_another_type_before_it_starts(spark, tmp_pat
     assert not (tmp_path / "checkpoint").exists()
 
 
+def test_the_query_refuses_a_source_column_of_another_type_before_it_starts(spark, tmp_path):
+    from airflow_provider_eos.core.errors import SpecError
+    from airflow_provider_eos.core.spec import PipelineSpec
+    from airflow_provider_eos.spark.job import start_query
+
+    # The JVM writer reads partition as the source's int: the string "0" read so is its length, 1.
+    spec = PipelineSpec(name="typed", kafka={"bootstrap.servers": "127.0.0.1:9"}, input_topics=["in"],
+                        output_topic="out", group_id="typed-sink", transactional_id_prefix="typed-txn",
+                        checkpoint_location=str(tmp_path / "checkpoint"),
+                        transform="tests.support.transforms:partition_as_text")
+    with pytest.raises(SpecError, match=r"returned column 'partition' of type string; 'partition' is a Kafka source"):
+        start_query(spark, spec)
+    assert not spark.streams.active
+
+
 def test_the_jvm_writer_refuses_a_key_of_another_type_on_the_driver_naming_it(spark, tmp_path):
     """The JVM writer reads the transform's rows as they are, so it checks their types itself, before any task."""
     from airflow_provider_eos.core.errors import SpecError

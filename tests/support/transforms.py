@@ -30,3 +30,8 @@ def headers_kept_bad_to_dlq(frame: DataFrame) -> DataFrame:
 def numbered_keys(frame: DataFrame) -> DataFrame:
     """A key of type int, which no Kafka writer takes: the job must refuse it before its first batch."""
     return frame.select(F.col("partition").alias("key"), "value")
+
+
+def partition_as_text(frame: DataFrame) -> DataFrame:
+    """The source's partition column as a string, which the JVM writer would read as an int: refused at start."""
+    return frame.select("key", "value", F.col("partition").cast("string").alias("partition"))

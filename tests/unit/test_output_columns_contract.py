@@ -38,3 +38,23 @@ def test_another_type_is_refused_naming_the_column_its_type_and_the_fix(name, fo
     assert fix in raised.value.fix
     assert column_type_error(T, name, found) is not None
     assert column_type_error(T, "payload", found) is None, "columns the writers do not read are not checked"
+
+
+@pytest.mark.parametrize(("name", "found", "wanted"), [
+    ("partition", "string", "int"),
+    ("partition", "bigint", "int"),
+    ("topic", "int", "string"),
+    ("offset", "int", "bigint"),
+    ("dlq_reason", "binary", "string"),
+    ("dlq_reason", "boolean", "string"),
+])
+def test_the_source_columns_and_dlq_reason_are_the_sources_types(name, found, wanted):
+    # The JVM writer reads them as the source's columns: a string partition read as an int is its length.
+    with pytest.raises(SpecError) as raised:
+        require_output_columns(T, {"key": "binary", "value": "binary", name: found})
+    assert f"returned column {name!r} of type {found}; {name!r} is a Kafka source column" in raised.value.message
+    assert f"F.col({name!r}).cast({wanted!r})" in raised.value.fix and "rename the column" in raised.value.fix
+
+
+def test_a_dlq_reason_that_is_null_on_every_row_is_taken():
+    require_output_columns(T, {"key": "binary", "value": "binary", "dlq_reason": "void"})
