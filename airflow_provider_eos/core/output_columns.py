@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from airflow_provider_eos.core.errors import SpecError
+from airflow_provider_eos.core.errors import SinkError, SpecError
 
 __all__ = [
     "DLQ_REASON_COLUMN", "HEADERS_TYPE", "KEY_VALUE_TYPES", "ORIGIN_COLUMNS", "ORIGIN_TYPES", "column_type_error",
+    "null_header_error",
     "require_output_columns",
 ]
 
@@ -71,3 +72,21 @@ def column_type_error(transform: str, name: str, found: str) -> SpecError | None
             f"transform {transform!r} returned column 'headers' of type {found}; the Kafka writers take {HEADERS_TYPE}",
             fix="return the Kafka source's headers column (or one of its type), or drop the column")
     return None
+
+
+def null_header_error(transform: str, batch_id: int | None, what: str) -> SinkError:
+    """The error for a row whose ``headers`` hold a null header or a header with a null key (both writers).
+
+    The headers column's type allows both, Kafka's record headers do not: every header has a key.
+
+    :param batch_id: the batch, when the caller knows it.
+    :param what: ``"key"`` (a header whose key is null) or ``"header"`` (a null element of the array).
+    """
+    found = "a header whose key is null" if what == "key" else "a null header"
+    batch = "" if batch_id is None else f"batch {batch_id}: "
+    return SinkError(
+        f"{batch}transform {transform!r} returned a row whose headers hold {found}; every Kafka "
+        "header has a key, so the batch was not written",
+        fix="drop or fill such headers in the transform, e.g. F.filter('headers', lambda h: h.isNotNull() & "
+        "h['key'].isNotNull()); the batch is replayed when the job runs again",
+    )

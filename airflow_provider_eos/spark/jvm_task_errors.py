@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_eos.core.errors import EosError, ScanRangeMismatchError, SinkError, SpecError
 from airflow_provider_eos.core.markers import CommittedOffset
-from airflow_provider_eos.core.output_columns import column_type_error
+from airflow_provider_eos.core.output_columns import column_type_error, null_header_error
 from airflow_provider_eos.core.sink_failures import KafkaFailure, sink_failure_error, sink_init_error
 from airflow_provider_eos.core.sink_protocol import PlannedBatch, decide_partition
 from airflow_provider_eos.core.topic_partition import TopicPartition
@@ -137,6 +137,10 @@ def _output_columns(facts: dict[str, Any], tasks: BatchTasks) -> EosError:
         f"{facts.get('expected')}", fix=f"cast it in the transform to {facts.get('expected')}")
 
 
+def _null_header(facts: dict[str, Any], tasks: BatchTasks) -> EosError:
+    return null_header_error(tasks.spec.transform or "identity", tasks.batch_id, str(facts.get("what")))
+
+
 def _fault(facts: dict[str, Any], tasks: BatchTasks) -> EosError:
     return SinkError(f"batch {tasks.batch_id}: a test fault point crashed the task ({facts.get('where')}) and Spark "
                      "did not retry it", fix="run with task retries (a master such as local[2,4]) or disarm it")
@@ -154,4 +158,5 @@ _BY_KIND: dict[str, Callable[[dict[str, Any], BatchTasks], EosError | None]] = {
     "group_offsets": _group_offsets,
     "fault": _fault,
     "output_columns": _output_columns,
+    "null_header": _null_header,
 }

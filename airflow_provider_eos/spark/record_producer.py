@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import KafkaException, Producer
 
 from airflow_provider_eos.core.errors import RetryExhaustedError, SinkError
-from airflow_provider_eos.core.output_columns import DLQ_REASON_COLUMN, ORIGIN_COLUMNS
+from airflow_provider_eos.core.output_columns import DLQ_REASON_COLUMN, ORIGIN_COLUMNS, null_header_error
 from airflow_provider_eos.core.sink_failures import KafkaFailure
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.kafka.retriable import LOCAL_QUEUE_FULL, kafka_error
@@ -133,17 +133,25 @@ def require_dlq_topic(spec: PipelineSpec, dead: int) -> None:
         )
 
 
-def _headers_by_row(rows: pa.Table | pa.RecordBatch) -> dict[int, list[tuple[str, bytes | None]]]:
+def _headers_by_row(rows: pa.Table | pa.RecordBatch, transform: str) -> dict[int, list[tuple[str, bytes | None]]]:
     """The headers of the rows that carry any, by row (vectorised: the common batch has none, and only
-    the rows that do are converted to Python)."""
+    the rows that do are converted to Python).
+
+    :raises SinkError: a null header or a header whose key is null (:func:`null_header_error`): the
+        column's type allows both, Kafka's headers do not.
+    """
     import pyarrow.compute as pc
 
     if "headers" not in rows.schema.names:
         return {}
     column = rows.column(rows.schema.names.index("headers"))
     carrying = pc.indices_nonzero(pc.fill_null(pc.greater(pc.list_value_length(column), 0), False))
-    return {i: [(h["key"], h["value"]) for h in row]
-            for i, row in zip(carrying.to_pylist(), pc.take(column, carrying).to_pylist(), strict=True)}
+    by_row = {}
+    for i, row in zip(carrying.to_pylist(), pc.take(column, carrying).to_pylist(), strict=True):
+        if any(h is None or h["key"] is None for h in row):
+            raise null_header_error(transform, None, "header" if None in row else "key")
+        by_row[i] = [(h["key"], h["value"]) for h in row]
+    return by_row
 
 
 def produce_rows(producer: Producer, spec: PipelineSpec, rows: pa.Table | pa.RecordBatch) -> tuple[int, int]:
@@ -159,7 +167,7 @@ def produce_rows(producer: Producer, spec: PipelineSpec, rows: pa.Table | pa.Rec
     names = rows.schema.names
     keys = rows.column(names.index("key")).to_pylist()
     values = rows.column(names.index("value")).to_pylist()
-    headers = _headers_by_row(rows)
+    headers = _headers_by_row(rows, spec.transform or "identity")
     if not headers and not dead_letters(rows):
         _produce_plain(producer, spec, keys, values)
         producer.poll(0)

@@ -106,6 +106,21 @@ def test_a_partition_whose_rows_are_all_filtered_out_still_commits(bootstrap, tm
     assert group_markers(harness) == {tp.partition: (offset, last) for tp, offset in end.items()}
 
 
+@DEFAULT_IN_CI
+def test_a_header_without_a_key_fails_the_batch_naming_it(bootstrap, tmp_path, executor_writer):
+    harness = PipelineHarness(bootstrap, tmp_path, writers="executors", executor_writer=executor_writer,
+                              transform="tests.support.transforms:headers_with_a_null_key")
+    records, _, _ = json_events(20)
+    harness.produce_input(records)
+
+    result = harness.run()
+    assert result.returncode != 0
+    # Named as the transform's row, not as a Kafka error (the JVM writer said `_JVM`, a NullPointerException).
+    assert "returned a row whose headers hold a header whose key is null" in result.log, result.log[-3000:]
+    assert "_JVM" not in result.log and "NullPointerException" not in result.log
+    assert harness.output_values() == []
+
+
 def _by_partition(harness: PipelineHarness) -> dict[int, list[bytes]]:
     from tests.support.kafka import consume_all
 

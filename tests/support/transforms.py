@@ -35,3 +35,9 @@ def numbered_keys(frame: DataFrame) -> DataFrame:
 def partition_as_text(frame: DataFrame) -> DataFrame:
     """The source's partition column as a string, which the JVM writer would read as an int: refused at start."""
     return frame.select("key", "value", F.col("partition").cast("string").alias("partition"))
+
+
+def headers_with_a_null_key(frame: DataFrame) -> DataFrame:
+    """Every row gets a header whose key is null, which the headers column allows and Kafka does not."""
+    header = F.struct(F.lit(None).cast("string").alias("key"), F.lit(b"x").alias("value"))
+    return frame.select("key", "value", F.array(header).alias("headers"))

@@ -98,3 +98,19 @@ def test_mixed_rows_keep_their_own_headers_null_values_included() -> None:
     assert produce_rows(producer, _spec(), rows) == (4, 0)
     assert producer.sent == [("out", b"a", b"1", None), ("out", b"b", b"2", [("h", None), ("t", b"\x00\xff")]),
                              ("out", b"c", b"3", None), ("out", b"d", b"4", None)]
+
+
+@pytest.mark.parametrize(("header", "found"), [
+    ({"key": None, "value": b"x"}, "a header whose key is null"),
+    (None, "a null header"),
+])
+def test_a_header_without_a_key_fails_the_batch_naming_it_and_produces_nothing(header, found) -> None:
+    # The column's type allows both; Kafka's headers always have a key (the JVM writer refuses them the same way).
+    producer = RecordingProducer()
+    rows = pa.RecordBatch.from_pydict({"key": [b"a", b"b"], "value": [b"1", b"2"],
+                                       "headers": pa.array([[], [header]], HEADERS_TYPE)})
+    with pytest.raises(SinkError) as refused:
+        produce_rows(producer, _spec(), rows)
+    assert f"returned a row whose headers hold {found}" in refused.value.message
+    assert "drop or fill such headers" in refused.value.fix
+    assert producer.sent == []

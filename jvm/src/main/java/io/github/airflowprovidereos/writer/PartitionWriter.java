@@ -9,6 +9,7 @@ import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.Callback;
 import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.RetriableException;
@@ -263,8 +264,10 @@ final class PartitionWriter implements DataWriter<InternalRow> {
         } else {
             stats.rowsOut++;
         }
+        // Built before the send: a row the record cannot hold fails the task naming it, not as a Kafka error.
+        ProducerRecord<byte[], byte[]> record = rows.record(row, plan.outputTopic, plan.dlqTopic, dead);
         try {
-            producer.send(rows.record(row, plan.outputTopic, plan.dlqTopic, dead), sendFailures);
+            producer.send(record, sendFailures);
         } catch (RuntimeException e) {
             throw failed(e, "produce");
         }

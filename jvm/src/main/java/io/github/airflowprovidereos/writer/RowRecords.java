@@ -135,6 +135,7 @@ final class RowRecords implements Serializable {
      * @param outputTopic the spec's output topic
      * @param dlqTopic the spec's dead-letter topic (only asked for when the row is a dead letter)
      * @param deadLetter whether {@link #isDeadLetter} said so
+     * @throws TaskFailure {@code null_header} for a null header or a header whose key is null
      */
     ProducerRecord<byte[], byte[]> record(InternalRow row, String outputTopic, String dlqTopic, boolean deadLetter) {
         byte[] k = key >= 0 && !row.isNullAt(key) ? bytes(row, key, keyIsText) : null;
@@ -146,7 +147,13 @@ final class RowRecords implements Serializable {
             if (n > 0) {
                 recordHeaders = new ArrayList<>(n + (deadLetter ? 1 + origin.length : 0));
                 for (int i = 0; i < n; i++) {
+                    if (array.isNullAt(i)) {
+                        throw TaskFailure.of("null_header", "what", "header");
+                    }
                     InternalRow header = array.getStruct(i, 2);
+                    if (header.isNullAt(0)) { // the column's type allows it, Kafka's headers do not
+                        throw TaskFailure.of("null_header", "what", "key");
+                    }
                     recordHeaders.add(new RecordHeader(header.getUTF8String(0).toString(),
                             header.isNullAt(1) ? null : header.getBinary(1)));
                 }
