@@ -45,16 +45,21 @@ def test_a_querys_batches_share_their_columns_and_a_new_schema_gets_its_own(spar
     assert _rows(output.frame(first)) == _rows(output_frame(first))
 
 
+def _typed_spec(tmp_path, transform: str):
+    """A spec nothing connects with: the checks run on the transform's schema, before a query or broker."""
+    from airflow_provider_eos.core.spec import PipelineSpec
+
+    return PipelineSpec(name="typed", kafka={"bootstrap.servers": "127.0.0.1:9"}, input_topics=["in"],
+                        output_topic="out", group_id="typed-sink", transactional_id_prefix="typed-txn",
+                        checkpoint_location=str(tmp_path / "checkpoint"), transform=transform)
+
+
 def test_the_query_refuses_a_key_of_another_type_before_it_starts(spark, tmp_path):
     from airflow_provider_eos.core.errors import SpecError
-    from airflow_provider_eos.core.spec import PipelineSpec
     from airflow_provider_eos.spark.job import start_query
 
     # Nothing connects: the check runs on the transform's schema, before the query (or a broker) is needed.
-    spec = PipelineSpec(name="typed", kafka={"bootstrap.servers": "127.0.0.1:9"}, input_topics=["in"],
-                        output_topic="out", group_id="typed-sink", transactional_id_prefix="typed-txn",
-                        checkpoint_location=str(tmp_path / "checkpoint"),
-                        transform="tests.support.transforms:numbered_keys")
+    spec = _typed_spec(tmp_path, "tests.support.transforms:numbered_keys")
     with pytest.raises(SpecError, match=r"returned column 'key' of type int; the Kafka writers take string or binary"):
         start_query(spark, spec)
     assert not spark.streams.active
@@ -63,14 +68,10 @@ def test_the_query_refuses_a_key_of_another_type_before_it_starts(spark, tmp_pat
 
 def test_the_query_refuses_a_source_column_of_another_type_before_it_starts(spark, tmp_path):
     from airflow_provider_eos.core.errors import SpecError
-    from airflow_provider_eos.core.spec import PipelineSpec
     from airflow_provider_eos.spark.job import start_query
 
     # The JVM writer reads partition as the source's int: the string "0" read so is its length, 1.
-    spec = PipelineSpec(name="typed", kafka={"bootstrap.servers": "127.0.0.1:9"}, input_topics=["in"],
-                        output_topic="out", group_id="typed-sink", transactional_id_prefix="typed-txn",
-                        checkpoint_location=str(tmp_path / "checkpoint"),
-                        transform="tests.support.transforms:partition_as_text")
+    spec = _typed_spec(tmp_path, "tests.support.transforms:partition_as_text")
     with pytest.raises(SpecError, match=r"returned column 'partition' of type string; 'partition' is a Kafka source"):
         start_query(spark, spec)
     assert not spark.streams.active
