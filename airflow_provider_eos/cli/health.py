@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from airflow_provider_eos.cli.output import add_pipeline_command, emit
+from airflow_provider_eos.cli.output import add_pipeline_command, emit, seconds
 
 __all__ = ["register"]
 
@@ -50,7 +50,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     health.add_argument(
         "--samples", type=int, default=1, help="samples to take (default 1; lag trends need 3 or more)"
     )
-    health.add_argument("--interval", type=float, default=5.0, help="seconds between samples (default 5)")
+    health.add_argument("--interval", type=seconds, default=5.0, help="seconds between samples (default 5)")
     health.add_argument(
         "--threshold",
         action="append",

@@ -18,12 +18,14 @@ fix. Only the standard library is imported here: ``eos --help`` must stay fast.
 from __future__ import annotations
 
 import argparse
+import contextvars
 import enum
 import json
+import math
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     from airflow_provider_eos.core.errors import EosError
@@ -31,6 +33,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_KAFKA_TIMEOUT_S",
+    "MAX_KAFKA_TIMEOUT_S",
+    "EosArgumentParser",
     "ExitCode",
     "Report",
     "add_json_flag",
@@ -40,7 +44,11 @@ __all__ = [
     "emit",
     "emit_crash",
     "emit_error",
+    "emit_interrupt",
+    "json_requested",
+    "kafka_timeout",
     "print_json",
+    "seconds",
 ]
 
 #: ``--timeout``'s default: the same as :data:`airflow_provider_eos.kafka.reachability.DEFAULT_CONNECT_TIMEOUT_S`
@@ -96,13 +104,36 @@ def add_lifecycle_commands(
     return made
 
 
+#: The longest wait a Kafka client takes (librdkafka's request timeout is at most an hour).
+MAX_KAFKA_TIMEOUT_S = 3600.0
+
+
+def seconds(text: str) -> float:
+    """An option's number of seconds (argparse ``type``): finite and not negative, else a usage error naming it."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds of 0 or more")
+    return value
+
+
+def kafka_timeout(text: str) -> float:
+    """``--timeout``'s seconds (argparse ``type``): above 0, at most :data:`MAX_KAFKA_TIMEOUT_S`."""
+    value = seconds(text)
+    if not 0 < value <= MAX_KAFKA_TIMEOUT_S:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a timeout above 0 and at most {MAX_KAFKA_TIMEOUT_S:g} s")
+    return value
+
+
 def add_kafka_timeout(parser: argparse.ArgumentParser, *, when: str = "") -> None:
     """``--timeout SECONDS``: how long a command waits for any Kafka broker to answer before it fails.
 
     :param when: when the command talks to Kafka at all, if not always (e.g. "with --apply").
     """
     parser.add_argument(
-        "--timeout", type=float, default=DEFAULT_KAFKA_TIMEOUT_S, metavar="SECONDS",
+        "--timeout", type=kafka_timeout, default=DEFAULT_KAFKA_TIMEOUT_S, metavar="SECONDS",
         help=f"seconds to wait for any Kafka broker to answer before failing (default {DEFAULT_KAFKA_TIMEOUT_S:g})"
         + (f"; {when}" if when else ""),
     )
@@ -179,6 +210,37 @@ def emit_error(args: argparse.Namespace, exc: EosError) -> ExitCode:
     else:
         print(f"error: {exc}", file=sys.stderr)
     return ExitCode.ERROR
+
+
+#: Whether the command line being parsed asked for ``--json`` (set by the ``eos`` entry point).
+json_requested: contextvars.ContextVar[bool] = contextvars.ContextVar("json_requested", default=False)
+
+#: The exit code of a command stopped by Ctrl-C (the shell's 128 + SIGINT).
+INTERRUPTED_EXIT_CODE = 130
+
+
+class EosArgumentParser(argparse.ArgumentParser):
+    """argparse's parser, whose usage errors are also one JSON object on stdout when ``--json`` was asked for.
+
+    Subcommands' parsers are of the same class (``add_subparsers`` makes them so).
+    """
+
+    def error(self, message: str) -> NoReturn:
+        if json_requested.get():
+            print_json({"error": "UsageError", "message": f"{self.prog}: {message}",
+                        "fix": f"see `{self.prog} --help`"})
+        super().error(message)
+
+
+def emit_interrupt(args: argparse.Namespace) -> int:
+    """Report a command stopped by Ctrl-C: with ``--json`` one JSON object, else a line on stderr."""
+    message = "interrupted (Ctrl-C) before the command finished"
+    fix = "run it again; what it changed so far is what its own report (or `--json` of a rerun) shows"
+    if getattr(args, "json", False):
+        print_json({"error": "Interrupted", "message": message, "fix": fix})
+    else:
+        print(f"error: {message}\nFix: {fix}", file=sys.stderr)
+    return INTERRUPTED_EXIT_CODE
 
 
 def emit_crash(args: argparse.Namespace, exc: Exception) -> ExitCode:

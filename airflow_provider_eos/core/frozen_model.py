@@ -20,6 +20,7 @@ __all__ = ["FrozenModel"]
 class FrozenModel(BaseModel):
     """Frozen, hashable pydantic model with a JSON form."""
 
+    # validate_by_name and serialize_by_alias came with pydantic 2.11 (older ones ignore them: setup.cfg's floor).
     model_config = ConfigDict(frozen=True, validate_by_name=True, validate_by_alias=True, serialize_by_alias=True)
 
     def to_dict(self) -> dict[str, Any]:
