@@ -90,7 +90,9 @@ class LocalKafka:
 
     def __init__(self, state_dir: Path | str | None = None, *, heap: str = "512m",
                  security: Security | str = "plaintext") -> None:
-        self.state_dir = Path(state_dir) if state_dir else default_state_dir()
+        # Absolute at once: the JVMs get paths on their command lines (a relative one resolves against
+        # their own working folder) and Airflow's SQLite URL refuses a relative path.
+        self.state_dir = Path(state_dir).resolve() if state_dir else default_state_dir()
         self.heap = heap
         self.security = check_security(security)
 

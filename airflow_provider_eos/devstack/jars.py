@@ -39,7 +39,8 @@ _ARTIFACT_NAME = re.compile(r"^(?P<artifact>.+?)-\d[\w.\-]*\.jar$")
 
 def eos_home() -> Path:
     """Where caches and the devstack live: ``$EOS_HOME``, ``[eos] home`` or ``~/.cache/airflow-provider-eos``."""
-    return Path(setting("home") or Path.home() / ".cache" / "airflow-provider-eos").expanduser()
+    # Absolute: a relative $EOS_HOME would reach the JVMs and Airflow (see LocalKafka) as a relative path.
+    return Path(setting("home") or Path.home() / ".cache" / "airflow-provider-eos").expanduser().resolve()
 
 
 def require_tool(name: str, install_hint: str) -> str:

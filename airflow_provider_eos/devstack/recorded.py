@@ -49,7 +49,9 @@ class RecordedDaemons(Generic[InfoT]):
     user_folders: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, state_dir: Path | str | None = None) -> None:
-        self.state_dir = Path(state_dir) if state_dir else default_state_dir()
+        # Absolute at once: the JVMs get paths on their command lines (a relative one resolves against
+        # their own working folder) and Airflow's SQLite URL refuses a relative path.
+        self.state_dir = Path(state_dir).resolve() if state_dir else default_state_dir()
 
     @property
     def state_file(self) -> Path:
