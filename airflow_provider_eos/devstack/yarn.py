@@ -154,10 +154,11 @@ class YarnMiniCluster(RecordedDaemons[YarnClusterInfo]):
                     write_client_conf(info)
                     return info
             except BaseException:
-                self.down()
+                self.down(keep_logs=True)  # the error names cluster.log: it must still be there to read
                 raise
             log.warning("The Hadoop MiniCluster lost a port to another program (attempt %d); choosing again.", attempt)
-            self.down()
+            # The log kept: the next attempt empties the folder anyway, and after the last one the error names it.
+            self.down(keep_logs=True)
         raise YarnClusterError(
             f"The Hadoop MiniCluster could not bind free ports in {_START_ATTEMPTS} attempts.",
             fix=f"read {self._yarn_dir / 'cluster.log'}.",
