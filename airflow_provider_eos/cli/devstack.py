@@ -2,7 +2,7 @@
 
 ``devstack up --spark-workers N`` starts a Spark standalone cluster beside the broker, and
 ``--yarn`` Hadoop's MiniCluster (HDFS + YARN), in the same state folder. ``devstack status``
-exits 1 when the broker does not run or a recorded cluster is not fully up (a finding: start
+exits 1 when a broker node does not run or a recorded cluster is not fully up (a finding: start
 it), like every command's exit codes
 (:class:`~airflow_provider_eos.cli.output.ExitCode`).
 """
@@ -172,7 +172,9 @@ def _devstack_status(args: argparse.Namespace) -> int:
     if info is None:
         return report.finish(ExitCode.FINDING)
     _print_client_lines(report, info)
-    healthy = (spark is None or spark.healthy) and (yarn is None or yarn.healthy)
+    # Every node: a three-broker devstack with one node down still answers, but not as it was started.
+    healthy = (all(node.running() for node in info.every_node) and (spark is None or spark.healthy)
+               and (yarn is None or yarn.healthy))
     return report.finish(ExitCode.OK if healthy else ExitCode.FINDING)
 
 

@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 
 import airflow_provider_eos.devstack.yarn as yarn_module
+from airflow_provider_eos.cli.main import main
 from airflow_provider_eos.core.errors import YarnClusterError
+from airflow_provider_eos.devstack.broker import LocalKafka
+from airflow_provider_eos.devstack.broker_state import BrokerInfo, NodeInfo
 from airflow_provider_eos.devstack.yarn import YarnMiniCluster
 from airflow_provider_eos.devstack.yarn_state import YarnClusterInfo
 
@@ -45,3 +48,18 @@ def test_a_yarn_start_out_of_port_attempts_keeps_the_log(monkeypatch: pytest.Mon
     with pytest.raises(YarnClusterError, match="could not bind free ports"):
         YarnMiniCluster(tmp_path / "st").up(timeout_s=5)
     assert (tmp_path / "st" / "yarn" / "cluster.log").exists()
+
+
+def _three_brokers(state: Path) -> BrokerInfo:
+    nodes = tuple(NodeInfo(i, 1000 + i, 9090 + i, 9190 + i, str(state / f"node-{i}")) for i in (1, 2, 3))
+    return BrokerInfo(1001, 9091, 9191, str(state), 900000, nodes=nodes)
+
+
+@pytest.mark.parametrize(("down", "code"), [(set(), 0), ({2}, 1)])
+def test_status_is_a_finding_when_one_broker_node_is_down(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str], down: set[int],
+                                                          code: int) -> None:
+    monkeypatch.setattr(NodeInfo, "running", lambda self: self.node_id not in down)
+    monkeypatch.setattr(LocalKafka, "status", lambda self: _three_brokers(tmp_path))
+    assert main(["devstack", "status", "--state-dir", str(tmp_path)]) == code
+    assert ("broker 2 not running" in capsys.readouterr().out) == bool(down)
