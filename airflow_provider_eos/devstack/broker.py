@@ -318,8 +318,9 @@ class LocalKafka:
 
         A recorded pid that runs another program now (the node died, the pid was reused) is left alone.
 
-        :raises DevstackError: a node outlived SIGKILL (the others are stopped all the same), or the
-            state folder is not the devstack's (refused before anything is stopped or removed).
+        :raises DevstackError: a node outlived SIGKILL (the others are stopped all the same; the files
+            are kept, so a later ``down`` finds it), or the state folder is not the devstack's (refused
+            before anything is stopped or removed).
         """
         folder = StateFolder(self.state_dir)
         folder.check()
@@ -340,10 +341,11 @@ class LocalKafka:
                 left_alone.append(node)
                 log.warning("Broker %d (pid %d) was not running: that pid now runs another program, left alone.",
                             node.node_id, node.pid)
+        if survivors:
+            # Before anything is removed: the state file names the survivor for the next `down` to stop.
+            raise survivors[0]
         folder.clear(*BROKER_ENTRIES)
         kept = folder.release()
-        if survivors:
-            raise survivors[0]
         return BrokerDown(tuple(stopped), tuple(left_alone), kept)
 
 

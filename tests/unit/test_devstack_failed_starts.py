@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 
+import airflow_provider_eos.devstack.broker as broker_module
 import airflow_provider_eos.devstack.yarn as yarn_module
 from airflow_provider_eos.cli.main import main
-from airflow_provider_eos.core.errors import YarnClusterError
+from airflow_provider_eos.core.errors import DevstackError, YarnClusterError
 from airflow_provider_eos.devstack.broker import LocalKafka
 from airflow_provider_eos.devstack.broker_state import BrokerInfo, NodeInfo
+from airflow_provider_eos.devstack.state_folder import StateFolder
 from airflow_provider_eos.devstack.yarn import YarnMiniCluster
 from airflow_provider_eos.devstack.yarn_state import YarnClusterInfo
 
@@ -63,3 +65,23 @@ def test_status_is_a_finding_when_one_broker_node_is_down(monkeypatch: pytest.Mo
     monkeypatch.setattr(LocalKafka, "status", lambda self: _three_brokers(tmp_path))
     assert main(["devstack", "status", "--state-dir", str(tmp_path)]) == code
     assert ("broker 2 not running" in capsys.readouterr().out) == bool(down)
+
+
+def test_a_broker_that_survives_sigkill_keeps_the_state_that_names_it(monkeypatch: pytest.MonkeyPatch,
+                                                                        tmp_path: Path) -> None:
+    state = tmp_path / "st"
+    StateFolder(state).claim()
+    recorded = BrokerInfo(4242, 1, 2, str(state), 900000)
+    (state / "devstack.json").write_text(recorded.to_json())
+    monkeypatch.setattr(NodeInfo, "running", lambda self: True)
+
+    def stuck(pid: int, timeout_s: float, **kwargs: object) -> None:
+        raise DevstackError(f"broker pid {pid} is still there after SIGKILL", fix="look at /proc")
+
+    monkeypatch.setattr(broker_module, "terminate", stuck)
+    with pytest.raises(DevstackError, match="4242"):
+        LocalKafka(state).down()
+    assert (state / "devstack.json").read_text() == recorded.to_json()  # a second `down` finds the survivor
+    stopped: list[int] = []
+    monkeypatch.setattr(broker_module, "terminate", lambda pid, timeout_s, **kwargs: stopped.append(pid))
+    assert LocalKafka(state).down().stopped == (4242,) and stopped == [4242] and not state.exists()
