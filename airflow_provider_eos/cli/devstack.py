@@ -17,6 +17,9 @@ from airflow_provider_eos.cli.output import ExitCode, Report, add_json_flag, add
 from airflow_provider_eos.devstack.jars import KAFKA_VERSION, KAFKA_VERSIONS
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from airflow_provider_eos.core.errors import EosError
     from airflow_provider_eos.devstack.broker_state import BrokerInfo
     from airflow_provider_eos.devstack.yarn_state import YarnClusterInfo
 
@@ -24,7 +27,7 @@ __all__ = ["register"]
 
 
 def _devstack_up(args: argparse.Namespace) -> int:
-    from airflow_provider_eos.core.errors import SparkClusterError
+    from airflow_provider_eos.core.errors import EosError, SparkClusterError
     from airflow_provider_eos.devstack.broker import LocalKafka
     from airflow_provider_eos.devstack.spark_cluster import SparkCluster
     from airflow_provider_eos.devstack.spark_cluster_state import check_worker_settings
@@ -50,21 +53,40 @@ def _devstack_up(args: argparse.Namespace) -> int:
                 f"logs={info.log_file}")
     if len(info.nodes) > 1:
         _print_nodes(report, info)
-    if args.spark_workers:
-        cluster = spark.up(workers=args.spark_workers, worker_memory=args.spark_worker_memory)
-        report.data["spark"] = {"master_url": cluster.master_url, "webui_url": cluster.webui_url,
-                                "workers": cluster.workers, "pids": cluster.pids(), "log_dir": str(cluster.log_dir)}
-        report.line(f"Spark {cluster.master_url} ui={cluster.webui_url} workers={cluster.workers} "
-                    f"pids={','.join(map(str, cluster.pids()))} logs={cluster.log_dir}")
-        report.line(f"spark.master={cluster.master_url}")
-    if args.yarn:
-        hadoop = yarn.up()
-        report.data["yarn"] = _yarn_data(hadoop)
-        report.line(f"YARN {hadoop.resourcemanager_url} hdfs={hadoop.namenode_url} webhdfs={hadoop.webhdfs_url} "
-                    f"logs={hadoop.log_file}")
-        report.line(f"HADOOP_CONF_DIR={hadoop.hadoop_conf_dir}")
+    running = [f"the broker ({info.bootstrap_servers})"]
+    try:
+        if args.spark_workers:
+            cluster = spark.up(workers=args.spark_workers, worker_memory=args.spark_worker_memory)
+            running.append(f"the Spark cluster ({cluster.master_url})")
+            report.data["spark"] = {"master_url": cluster.master_url, "webui_url": cluster.webui_url,
+                                    "workers": cluster.workers, "pids": cluster.pids(),
+                                    "log_dir": str(cluster.log_dir)}
+            report.line(f"Spark {cluster.master_url} ui={cluster.webui_url} workers={cluster.workers} "
+                        f"pids={','.join(map(str, cluster.pids()))} logs={cluster.log_dir}")
+            report.line(f"spark.master={cluster.master_url}")
+        if args.yarn:
+            hadoop = yarn.up()
+            report.data["yarn"] = _yarn_data(hadoop)
+            report.line(f"YARN {hadoop.resourcemanager_url} hdfs={hadoop.namenode_url} "
+                        f"webhdfs={hadoop.webhdfs_url} logs={hadoop.log_file}")
+            report.line(f"HADOOP_CONF_DIR={hadoop.hadoop_conf_dir}")
+    except EosError as exc:
+        _name_what_still_runs(exc, running, kafka.state_dir)
+        raise
     _print_client_lines(report, info)
     return report.finish()
+
+
+def _name_what_still_runs(exc: EosError, running: list[str], state_dir: Path) -> None:
+    """Add to a later stage's error what ``up`` left running, and how to stop it.
+
+    The broker (and a Spark cluster before a failed YARN) stay up on purpose: a second ``up`` after
+    the fix reuses them. Told nothing, the user would not know they run.
+    """
+    exc.message = f"{exc.message}\nStill running in {state_dir}: {', '.join(running)}."
+    stop = f"stop them with `eos devstack down --state-dir {state_dir}`, or run `eos devstack up` again once fixed"
+    exc.fix = f"{exc.fix}; then {stop}" if exc.fix else stop
+    exc.args = (f"{exc.message}\nFix: {exc.fix}",)  # what str(exc), the text error, shows
 
 
 def _broker_data(info: BrokerInfo) -> dict[str, Any]:

@@ -5,6 +5,7 @@ No broker, JVM or Airflow is started: the parts' processes are stood in for, the
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -85,3 +86,26 @@ def test_a_broker_that_survives_sigkill_keeps_the_state_that_names_it(monkeypatc
     stopped: list[int] = []
     monkeypatch.setattr(broker_module, "terminate", lambda pid, timeout_s, **kwargs: stopped.append(pid))
     assert LocalKafka(state).down().stopped == (4242,) and stopped == [4242] and not state.exists()
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_failed_later_stage_of_up_names_the_broker_still_running(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str],
+                                                                   as_json: bool) -> None:
+    state = tmp_path / "st"
+    monkeypatch.setattr(LocalKafka, "status", lambda self: None)
+    monkeypatch.setattr(LocalKafka, "up", lambda self, **kwargs: BrokerInfo(4242, 9092, 9093, str(state), 900000))
+
+    def fail(self: YarnMiniCluster, **kwargs: object) -> None:
+        raise YarnClusterError("simulated: the Hadoop MiniCluster did not come up", fix="read the log")
+
+    monkeypatch.setattr(YarnMiniCluster, "up", fail)
+    assert main(["devstack", "up", "--state-dir", str(state), "--yarn", *(["--json"] if as_json else [])]) == 2
+    out, err = capsys.readouterr()
+    if as_json:
+        error = json.loads(out)
+        text = f"{error['message']}\nFix: {error['fix']}"
+    else:
+        text = err
+    assert f"Still running in {state}: the broker (127.0.0.1:9092)." in text
+    assert f"read the log; then stop them with `eos devstack down --state-dir {state}`" in text
