@@ -36,7 +36,11 @@ def _up(args: argparse.Namespace) -> int:
     airflow = LocalAirflow(args.state_dir)
     broker = LocalKafka(airflow.state_dir).status()
     cluster = SparkCluster(airflow.state_dir).status()
-    master = args.spark_master or (cluster.info.master_url if cluster and cluster.healthy else "local[2]")
+    running = airflow.running()
+    # Without --spark-master a running deployment keeps its own (up refuses a different one): the
+    # devstack's Spark cluster may have started or stopped since.
+    master = args.spark_master or (running.spark_master if running and running.spark_master else None) or (
+        cluster.info.master_url if cluster and cluster.healthy else "local[2]")
     info = airflow.up(specs_dir=args.specs_dir, dags_folder=args.dags_folder,
                       bootstrap_servers=broker.bootstrap_servers if broker else None, spark_master=master,
                       kind=kind, statsd=args.statsd)

@@ -136,7 +136,8 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
     ) -> AirflowDeploymentInfo:
         """Start the deployment; return once its components are healthy and the project's DAGs are parsed.
 
-        Idempotent: a running deployment of the same kind is returned as it is; a partly running one
+        Idempotent: a running deployment with the same options is returned as it is (one with other
+        options is refused, not silently kept); a partly running one
         is stopped and started anew. On any failure, what was started is stopped and the logs are kept.
 
         :param specs_dir: the pipelines folder the DAGs read (``$EOS_SPECS_DIR``); default
@@ -152,33 +153,33 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
         :param statsd: ``host:port`` of a StatsD listener for Airflow's metrics (the package's task
             metrics among them); ``None``: metrics off.
         :raises AirflowDeploymentError: a component, server or worker did not come up (the message names
-            its log), or a deployment of another kind runs in the folder.
+            its log), an option is invalid (checked before the state folder is claimed), or a deployment
+            with other options (kind, [eos] settings, StatsD, DAGs, pipelines, Spark master) runs in the folder.
         :raises PrerequisiteError: PostgreSQL's or Redis's binaries are missing.
         """
+        # Every option checked before the folder is claimed: a refused one must leave nothing behind.
         kind = kind or DeploymentKind()
         eos_settings = _checked_eos_settings(eos_settings or {})
+        statsd = check_statsd_address(statsd)
+        specs = (Path(specs_dir) if specs_dir else self.state_dir / DEFAULT_SPECS_DIR).resolve()
+        dags = (Path(dags_folder) if dags_folder else default_dags_folder()).resolve()
         self.folder.claim()
         current = self.running()
         if current is not None:
-            if current.kind != kind or current.eos_settings != eos_settings:
-                raise AirflowDeploymentError(
-                    f"an Airflow deployment with {current.kind.describe()} and [eos] {current.eos_settings} runs in "
-                    f"{self.state_dir}; asked for {kind.describe()} and [eos] {eos_settings}.",
-                    fix="stop it first (`eos airflow down`), or ask for the same kind and settings.")
+            _check_same(current, self.state_dir, current.model_copy(update={
+                "kind": kind, "eos_settings": eos_settings, "statsd": statsd, "dags_folder": str(dags),
+                "specs_dir": str(specs), "spark_master": spark_master}))
             return current
         if self.recorded() is not None:
             log.warning("Stopping the partly running Airflow deployment of %s to start it anew.", self.state_dir)
             self.down()
         home = self._fresh_work_dir()
         (home / "logs").mkdir()
-        specs = Path(specs_dir) if specs_dir else self.state_dir / DEFAULT_SPECS_DIR
         specs.mkdir(parents=True, exist_ok=True)
-        dags = Path(dags_folder) if dags_folder else default_dags_folder()
         info = AirflowDeploymentInfo(
-            port=free_port(), airflow_home=str(home), dags_folder=str(dags.resolve()),
-            specs_dir=str(specs.resolve()), password_file=str(home / "passwords.json"), daemons=[], kind=kind,
-            eos_settings=eos_settings,
-            statsd=check_statsd_address(statsd),
+            port=free_port(), airflow_home=str(home), dags_folder=str(dags), specs_dir=str(specs),
+            password_file=str(home / "passwords.json"), daemons=[], kind=kind, eos_settings=eos_settings,
+            statsd=statsd, spark_master=spark_master,
         )
         write_private(Path(info.password_file),
                       json.dumps({user: new_secret()[:20] for user in (ADMIN_USER, VIEWER_USER, GUEST_USER)}, indent=2))
@@ -318,6 +319,28 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
 
 #: The reaper's entry point (:func:`~airflow_provider_eos.devstack.process_groups.start_reaper` imports ``reap``).
 reap = LocalAirflow.reap
+
+
+def _check_same(current: AirflowDeploymentInfo, state_dir: Path, asked: AirflowDeploymentInfo) -> None:
+    """Refuse options that differ from the running deployment's: returning it as it is would ignore them.
+
+    :param asked: the options asked for, in the fields :meth:`LocalAirflow.up` records.
+    :raises AirflowDeploymentError: naming each differing option, what runs and what was asked.
+    """
+    options = {"executor, db and workers": "kind", "[eos] settings": "eos_settings", "--statsd": "statsd",
+               "--dags-folder": "dags_folder", "--specs-dir": "specs_dir", "--spark-master": "spark_master"}
+    differing = []
+    for option, field in options.items():
+        found, wanted = getattr(current, field), getattr(asked, field)
+        if field == "spark_master" and found is None:
+            continue  # a state file from before the master was recorded: nothing to compare with
+        if found != wanted:
+            shown = [v.describe() if isinstance(v, DeploymentKind) else repr(v) for v in (found, wanted)]
+            differing.append(f"{option} {shown[0]} runs, {shown[1]} asked for")
+    if differing:
+        raise AirflowDeploymentError(
+            f"an Airflow deployment runs in {state_dir} with other options: {'; '.join(differing)}.",
+            fix="stop it first (`eos airflow down`) and start it with the new options, or ask for the same ones.")
 
 
 def _health(url: str) -> dict | None:

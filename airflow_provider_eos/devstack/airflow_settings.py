@@ -96,6 +96,8 @@ class AirflowDeploymentInfo(BaseModel):
     eos_settings: dict[str, str] = Field(default_factory=dict)
     #: ``host:port`` of the StatsD listener Airflow's metrics go to (``eos airflow up --statsd``); ``None``: off.
     statsd: str | None = None
+    #: The ``spark_default`` connection's master; ``None`` in state files written before it was recorded.
+    spark_master: str | None = None
 
     @property
     def url(self) -> str:

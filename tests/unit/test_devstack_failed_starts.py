@@ -13,7 +13,9 @@ import pytest
 import airflow_provider_eos.devstack.broker as broker_module
 import airflow_provider_eos.devstack.yarn as yarn_module
 from airflow_provider_eos.cli.main import main
-from airflow_provider_eos.core.errors import DevstackError, YarnClusterError
+from airflow_provider_eos.core.errors import AirflowDeploymentError, DevstackError, YarnClusterError
+from airflow_provider_eos.devstack.airflow_deployment import LocalAirflow, default_dags_folder
+from airflow_provider_eos.devstack.airflow_settings import AirflowDeploymentInfo
 from airflow_provider_eos.devstack.broker import LocalKafka
 from airflow_provider_eos.devstack.broker_state import BrokerInfo, NodeInfo
 from airflow_provider_eos.devstack.state_folder import StateFolder
@@ -109,3 +111,38 @@ def test_a_failed_later_stage_of_up_names_the_broker_still_running(monkeypatch: 
         text = err
     assert f"Still running in {state}: the broker (127.0.0.1:9092)." in text
     assert f"read the log; then stop them with `eos devstack down --state-dir {state}`" in text
+
+
+def test_a_refused_airflow_option_leaves_no_state_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    state = tmp_path / "st"
+    assert main(["airflow", "up", "--state-dir", str(state), "--statsd", "nohost"]) == 2
+    assert "--statsd 'nohost' is not HOST:PORT" in capsys.readouterr().err
+    assert not state.exists()
+
+
+def _running_airflow(monkeypatch: pytest.MonkeyPatch, state: Path) -> AirflowDeploymentInfo:
+    home = state / "airflow"
+    info = AirflowDeploymentInfo(port=1, airflow_home=str(home), dags_folder=str(default_dags_folder().resolve()),
+                                 specs_dir=str(state / "pipelines"), password_file=str(home / "pw.json"),
+                                 daemons=[], statsd="127.0.0.1:8125", spark_master="local[2]")
+    monkeypatch.setattr(LocalAirflow, "running", lambda self: info)
+    return info
+
+
+@pytest.mark.parametrize(("option", "changed"), [
+    ("--statsd", {"statsd": "127.0.0.1:9125"}), ("--statsd", {"statsd": None}),
+    ("--dags-folder", {"dags_folder": "/elsewhere/dags"}), ("--specs-dir", {"specs_dir": "/elsewhere/pipelines"}),
+    ("--spark-master", {"spark_master": "spark://127.0.0.1:7077"}),
+])
+def test_a_running_airflow_refuses_other_options(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, option: str,
+                                                 changed: dict[str, object]) -> None:
+    _running_airflow(monkeypatch, tmp_path)
+    asked = {"statsd": "127.0.0.1:8125", "spark_master": "local[2]", **changed}
+    with pytest.raises(AirflowDeploymentError, match=f"{option} .* runs, .* asked for"):
+        LocalAirflow(tmp_path).up(**asked)
+
+
+def test_a_running_airflow_asked_for_the_same_options_is_returned(monkeypatch: pytest.MonkeyPatch,
+                                                                  tmp_path: Path) -> None:
+    info = _running_airflow(monkeypatch, tmp_path)
+    assert LocalAirflow(tmp_path).up(statsd="127.0.0.1:8125", spark_master="local[2]") is info
