@@ -136,6 +136,11 @@ class DriverLease(FrozenModel):
     def to_json(self) -> str:
         return self.model_dump_json(indent=1) + "\n"
 
+    def holds_at(self, observed_at: dt.datetime, skew: dt.timedelta = CLOCK_SKEW_MARGIN) -> bool:
+        """Whether the lease still says its driver may run: not released, and ``observed_at`` within ``ttl + skew``
+        of its last renewal (a driver that could not renew has fenced itself by then: the module's docstring)."""
+        return not self.released and observed_at <= self.renewed_at + dt.timedelta(seconds=self.ttl_s) + skew
+
     @property
     def identity(self) -> HostIdentity:
         """Where the driver runs, as far as the lease recorded it."""
@@ -218,13 +223,12 @@ def judge_lease(
         return said(Liveness.UNKNOWN, f"the lease could not be read ({problem})")
     if lease is None:
         return said(Liveness.UNKNOWN, "the checkpoint holds no driver lease")
-    expires = lease.renewed_at + dt.timedelta(seconds=lease.ttl_s) + skew
     age = (observed_at - lease.renewed_at).total_seconds()
     what = (f"lease #{lease.sequence} of {lease.token} (host {lease.host!r}, pid {lease.pid}) renewed "
             f"{lease.renewed_at.isoformat(timespec='seconds')}, {age:.0f}s before "
             f"{observed_at.isoformat(timespec='seconds')}")
     ours = lease.token == handle.token
-    if not lease.released and observed_at <= expires:
+    if lease.holds_at(observed_at, skew):
         whose = "" if ours else "; another driver holds the pipeline's checkpoint"
         return said(Liveness.ALIVE, f"{what}, within its ttl {lease.ttl_s:.0f}s + {skew.total_seconds():.0f}s{whose}")
     state = "released" if lease.released else f"expired (ttl {lease.ttl_s:.0f}s + skew {skew.total_seconds():.0f}s)"
@@ -253,10 +257,7 @@ def lease_sign_of_life(
     :param observed_at: when it was read, by the observer's clock, taken *before* the read.
     :param skew: :data:`CLOCK_SKEW_MARGIN`.
     """
-    if lease is None or lease.released:
-        return None
-    expires = lease.renewed_at + dt.timedelta(seconds=lease.ttl_s) + skew
-    if observed_at > expires:
+    if lease is None or not lease.holds_at(observed_at, skew):
         return None
     age = max((observed_at - lease.renewed_at).total_seconds(), 0.0)
     app = lease.app_id or "unknown application"
