@@ -205,7 +205,8 @@ class JobControl:
         while self.alive() and time.monotonic() < deadline and time.monotonic() - moved_at < stall_s:
             with contextlib.suppress(Exception):  # a broker just restarted by a fault may refuse a moment
                 ends = end_offsets(harness.bootstrap, harness.input_topic, harness.partitions, committed=True)
-                committed = read_committed_offsets(admin, harness.spec.group_id, partitions)
+                committed = read_committed_offsets(admin, harness.spec.group_id, partitions,
+                                                   transaction_timeout_ms=harness.spec.transaction_timeout_ms)
                 if all(committed[tp] is not None and committed[tp].offset == ends[tp.partition] for tp in partitions):
                     return True
                 if committed != last:

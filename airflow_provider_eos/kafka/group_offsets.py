@@ -14,8 +14,15 @@ from airflow_provider_eos.core.acls import ResourceType
 from airflow_provider_eos.core.errors import EosError, RetryExhaustedError
 from airflow_provider_eos.core.markers import CommittedOffset, CommittedOffsets
 from airflow_provider_eos.core.topic_partition import TopicPartition
-from airflow_provider_eos.kafka.denials import raise_if_refused, raise_if_topics_refused
-from airflow_provider_eos.kafka.retriable import COORDINATOR_LOADING, STABLE_OFFSETS, raise_if_coordinator_not_ready
+from airflow_provider_eos.core.transactions.stable_read import STABLE_READ_MARGIN_MS, stable_read_timeout_ms
+from airflow_provider_eos.kafka.denials import Names, raise_if_refused, raise_if_topics_refused
+from airflow_provider_eos.kafka.retriable import (
+    COORDINATOR_LOADING,
+    STABLE_OFFSETS,
+    OffsetsPending,
+    offsets_pending,
+    raise_if_coordinator_not_ready,
+)
 
 if TYPE_CHECKING:
     from airflow_provider_eos.core.checkpoint import CheckpointReader
@@ -46,16 +53,42 @@ def metadata_read_back(stored: str) -> str:
     return stored.split(_STORED_TERMINATOR, 1)[0]
 
 
+def offsets_pending_error(group_id: str, partitions: Iterable[str], *, waited_s: float,
+                          transaction_timeout_ms: int) -> GroupOffsetsError:
+    """The error of a stable read that waited out its bound and still found commits pending (both writers').
+
+    :param partitions: the pending partitions, as ``topic-partition``.
+    :param waited_s: how long the read waited.
+    :param transaction_timeout_ms: the spec's timeout the wait followed.
+    """
+    return GroupOffsetsError(
+        f"group {group_id!r} still holds a pending transactional offset commit on {', '.join(sorted(partitions))} "
+        f"after {waited_s:.0f} s of waiting (the spec's transaction_timeout_ms {transaction_timeout_ms} plus "
+        f"{STABLE_READ_MARGIN_MS // 1000} s for the broker to abort a transaction that outlives it): a transaction "
+        "that commits offsets to the sink group is still open",
+        fix="a lost task or driver of this pipeline, or another client committing to the group, holds it: once no "
+        "job of this pipeline runs, `eos abort --spec <spec file> --execute` aborts the pipeline's open "
+        "transactions, then retry; one begun with a longer transaction timeout than the spec's (an earlier spec's "
+        "transaction_timeout_ms) lasts until that timeout",
+    )
+
+
 def read_committed_offsets(
-    admin: AdminClient, group_id: str, partitions: Iterable[TopicPartition], *, timeout_s: float = 30,
-    stable_timeout_s: float = 60,
+    admin: AdminClient, group_id: str, partitions: Iterable[TopicPartition], *, transaction_timeout_ms: int,
+    timeout_s: float = 30,
 ) -> CommittedOffsets:
     """Committed offset and metadata per partition; ``None`` where the group has none.
 
     ``require_stable`` makes the coordinator resolve a pending transactional offset commit
     first, so a commit in flight is never mistaken for the previous batch's state; while one is
     pending (``UNSTABLE_OFFSET_COMMIT``, also just after a commit, until its marker is applied)
-    the read is repeated, for up to ``stable_timeout_s``.
+    the read is repeated. An open transaction ends at the latest when the broker aborts it after
+    its timeout, so the read waits for as long as a transaction of ``transaction_timeout_ms`` can
+    be open (:func:`~airflow_provider_eos.core.transactions.stable_read.stable_read_timeout_ms`).
+
+    :param transaction_timeout_ms: the spec's ``transaction_timeout_ms``, the sink's transactions' timeout.
+    :param timeout_s: each request's timeout.
+    :raises GroupOffsetsError: naming the partitions still pending after the wait, or why the read failed.
     """
     wanted = sorted(set(partitions))
     if not wanted:
@@ -65,19 +98,23 @@ def read_committed_offsets(
 
     def fetch() -> ConsumerGroupTopicPartitions:
         result = admin.list_consumer_group_offsets([request], require_stable=True)[group_id].result(timeout_s)
-        raise_if_coordinator_not_ready(what, (tp.error for tp in result.topic_partitions), unstable_too=True)
+        raise_if_coordinator_not_ready(what, (tp.error for tp in result.topic_partitions))
+        pending = [f"{tp.topic}-{tp.partition}" for tp in result.topic_partitions if offsets_pending(tp.error)]
+        if pending:
+            raise OffsetsPending(what, pending)
         return result
 
     names = {ResourceType.GROUP: [group_id], ResourceType.TOPIC: sorted({t for t, _ in wanted})}
+    stable_s = stable_read_timeout_ms(transaction_timeout_ms) / 1000
     try:
-        result = STABLE_OFFSETS.bounded(timeout_s=max(timeout_s, stable_timeout_s)).call(fetch, what=what)
-    except (KafkaException, RetryExhaustedError) as exc:
-        raise_if_refused(exc, "OffsetFetch", names)
-        raise GroupOffsetsError(
-            f"could not read committed offsets of group {group_id!r}: {exc}",
-            fix="check that the broker is reachable with the spec's kafka settings and that the principal may "
-            "Describe the group",
-        ) from exc
+        result = STABLE_OFFSETS.bounded(timeout_s=max(timeout_s, stable_s)).call(fetch, what=what)
+    except RetryExhaustedError as exc:
+        if isinstance(exc.last_error, OffsetsPending):
+            raise offsets_pending_error(group_id, exc.last_error.partitions, waited_s=exc.elapsed_s,
+                                        transaction_timeout_ms=transaction_timeout_ms) from exc
+        raise _read_error(group_id, exc, names) from exc
+    except KafkaException as exc:
+        raise _read_error(group_id, exc, names) from exc
     found: CommittedOffsets = dict.fromkeys(wanted)
     for tp in result.topic_partitions:
         if tp.error is not None:
@@ -86,6 +123,16 @@ def read_committed_offsets(
         if tp.offset >= 0:
             found[TopicPartition(tp.topic, tp.partition)] = CommittedOffset(tp.offset, tp.metadata or "")
     return found
+
+
+def _read_error(group_id: str, exc: KafkaException | RetryExhaustedError, names: Names) -> GroupOffsetsError:
+    raise_if_refused(exc, "OffsetFetch", names)
+    detail = exc.message if isinstance(exc, RetryExhaustedError) else exc  # its own fix is not this one
+    return GroupOffsetsError(
+        f"could not read committed offsets of group {group_id!r}: {detail}",
+        fix="check that the broker is reachable with the spec's kafka settings and that the principal may "
+        "Describe the group",
+    )
 
 
 def write_committed_offsets(
@@ -151,6 +198,6 @@ def verification_partitions(admin: AdminClient, spec: PipelineSpec, reader: Chec
 def sink_group_offsets(admin: AdminClient, spec: PipelineSpec, reader: CheckpointReader,
                        *, timeout_s: float = 30) -> CommittedOffsets:
     """The sink group's committed offsets and markers on every partition a verification compares."""
-    return read_committed_offsets(admin, spec.group_id, verification_partitions(admin, spec, reader,
-                                                                                timeout_s=timeout_s),
+    partitions = verification_partitions(admin, spec, reader, timeout_s=timeout_s)
+    return read_committed_offsets(admin, spec.group_id, partitions, transaction_timeout_ms=spec.transaction_timeout_ms,
                                   timeout_s=timeout_s)

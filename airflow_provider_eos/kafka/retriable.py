@@ -21,9 +21,11 @@ __all__ = [
     "STABLE_OFFSETS",
     "TRANSACTION_COMMIT",
     "CoordinatorNotReady",
+    "OffsetsPending",
     "coordinator_not_ready",
     "kafka_error",
     "local_queue_full",
+    "offsets_pending",
     "raise_if_coordinator_not_ready",
     "retriable_kafka_error",
 ]
@@ -45,6 +47,18 @@ class CoordinatorNotReady(Exception):
     """A per-partition result said the group coordinator is not ready (the request itself succeeded)."""
 
 
+class OffsetsPending(CoordinatorNotReady):
+    """A ``require_stable`` read found offsets a transaction holds pending (retried by :data:`STABLE_OFFSETS`).
+
+    :param what: the operation.
+    :param partitions: the partitions answered ``UNSTABLE_OFFSET_COMMIT``, as ``topic-partition``.
+    """
+
+    def __init__(self, what: str, partitions: list[str]) -> None:
+        super().__init__(f"{what}: UNSTABLE_OFFSET_COMMIT on {', '.join(partitions)}")
+        self.partitions = partitions
+
+
 def kafka_error(error: object) -> KafkaError | None:
     """The :class:`KafkaError` of a :class:`KafkaException` (or the error itself), else ``None``."""
     if isinstance(error, KafkaException) and error.args:
@@ -60,16 +74,18 @@ def coordinator_not_ready(exc: BaseException) -> bool:
     return error is not None and error.code() in COORDINATOR_NOT_READY_CODES
 
 
-def raise_if_coordinator_not_ready(what: str, errors: Iterable[object], *, unstable_too: bool = False) -> None:
-    """Raise :class:`CoordinatorNotReady` if any per-partition error says so (retried by the policy).
-
-    :param unstable_too: also for offsets a transaction has not resolved yet (``require_stable`` reads).
-    """
-    codes = COORDINATOR_NOT_READY_CODES | (UNSTABLE_OFFSETS_CODES if unstable_too else frozenset())
+def raise_if_coordinator_not_ready(what: str, errors: Iterable[object]) -> None:
+    """Raise :class:`CoordinatorNotReady` if any per-partition error says so (retried by the policy)."""
     for error in errors:
         found = kafka_error(error)
-        if found is not None and found.code() in codes:
+        if found is not None and found.code() in COORDINATOR_NOT_READY_CODES:
             raise CoordinatorNotReady(f"{what}: {found.name()}")
+
+
+def offsets_pending(error: object) -> bool:
+    """A per-partition error of a ``require_stable`` read: a transaction holds the partition's offsets pending."""
+    found = kafka_error(error)
+    return found is not None and found.code() in UNSTABLE_OFFSETS_CODES
 
 
 def retriable_kafka_error(exc: BaseException) -> bool:
@@ -93,7 +109,8 @@ COORDINATOR_LOADING = RetryPolicy(
     "become available; a cluster that is still starting needs a longer timeout",
 )
 
-# Bounded by the caller with the transaction timeout: no pending offset commit outlives it.
+# Always bounded by its caller, read_committed_offsets, with the spec's transaction timeout plus a margin
+# (core/transactions/stable_read.py): no pending offset commit of the sink's transactions outlives that.
 STABLE_OFFSETS = RetryPolicy(
     waiting_for="the group's offsets to be stable (no transactional offset commit pending)",
     retriable=coordinator_not_ready,

@@ -101,7 +101,8 @@ class DriverWriter:
         """Produce or skip the replay, from the group's committed offsets and markers (read stable)."""
         clients = self.clients
         spec, checkpoint = clients.spec, clients.checkpoint
-        committed = read_committed_offsets(clients.admin, spec.group_id, end)
+        committed = read_committed_offsets(clients.admin, spec.group_id, end,
+                                           transaction_timeout_ms=spec.transaction_timeout_ms)
         return decide_batch(PlannedBatch.of(query_id=query_id, batch_id=batch_id,
                                             start=checkpoint.start_offsets(batch_id), end=end),
                             committed, spec.group_id)

@@ -168,7 +168,8 @@ class ExecutorWriters:
         clients = self.clients
         spec, writer = clients.spec, clients.driver_producer
         writer.producer(batch_id)
-        committed = read_committed_offsets(clients.admin, spec.group_id, {tp: end[tp] for tp in without})
+        committed = read_committed_offsets(clients.admin, spec.group_id, {tp: end[tp] for tp in without},
+                                           transaction_timeout_ms=spec.transaction_timeout_ms)
         planned = PlannedBatch.of(query_id=query_id, batch_id=batch_id, start=start, end=end)
         pending = [
             tp for tp in without

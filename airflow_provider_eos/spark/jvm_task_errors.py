@@ -23,7 +23,7 @@ from airflow_provider_eos.core.output_columns import column_type_error, null_hea
 from airflow_provider_eos.core.sink_failures import KafkaFailure, sink_failure_error, sink_init_error
 from airflow_provider_eos.core.sink_protocol import PlannedBatch, decide_partition
 from airflow_provider_eos.core.topic_partition import TopicPartition
-from airflow_provider_eos.kafka.group_offsets import GroupOffsetsError, metadata_read_back
+from airflow_provider_eos.kafka.group_offsets import GroupOffsetsError, metadata_read_back, offsets_pending_error
 from airflow_provider_eos.spark.record_producer import require_dlq_topic
 
 if TYPE_CHECKING:
@@ -130,6 +130,12 @@ def _group_offsets(facts: dict[str, Any], tasks: BatchTasks) -> EosError:
         "Describe the group")
 
 
+def _offsets_pending(facts: dict[str, Any], tasks: BatchTasks) -> EosError:
+    return offsets_pending_error(str(facts.get("group_id")), [f"{facts.get('topic')}-{facts.get('partition')}"],
+                                 waited_s=int(facts.get("waited_ms") or 0) / 1000,
+                                 transaction_timeout_ms=int(facts.get("transaction_timeout_ms") or 0))
+
+
 def _output_columns(facts: dict[str, Any], tasks: BatchTasks) -> EosError:
     transform, column, found = tasks.spec.transform or "identity", str(facts.get("column")), str(facts.get("type"))
     return column_type_error(transform, column, found) or SpecError(
@@ -156,6 +162,7 @@ _BY_KIND: dict[str, Callable[[dict[str, Any], BatchTasks], EosError | None]] = {
     "scan_partitions": _scan_partitions,
     "fenced_twice": _fenced_twice,
     "group_offsets": _group_offsets,
+    "offsets_pending": _offsets_pending,
     "fault": _fault,
     "output_columns": _output_columns,
     "null_header": _null_header,

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_eos.core.errors import SinkError
 from airflow_provider_eos.core.markers import CommittedOffset
 from airflow_provider_eos.core.sink_protocol import offsets_to_commit, partition_expectation
+from airflow_provider_eos.core.transactions.stable_read import stable_read_timeout_ms
 from airflow_provider_eos.kafka.group_offsets import stored_metadata
 from airflow_provider_eos.kafka.settings import java_admin_config, java_sink_producer_config
 from airflow_provider_eos.spark.jvm_task_errors import typed_task_error
@@ -76,6 +77,7 @@ def write_plan(tasks: BatchTasks, *, config_handle: str, report_key: str) -> dic
         "report_key": report_key, "config_handle": config_handle, "query_id": tasks.query_id,
         "batch_id": tasks.batch_id, "group_id": spec.group_id, "output_topic": spec.output_topic,
         "dlq_topic": spec.dlq_topic, "transaction_timeout_ms": spec.transaction_timeout_ms,
+        "stable_read_timeout_ms": stable_read_timeout_ms(spec.transaction_timeout_ms),
         "partitions": partitions, "observer": observer_entry(tasks.points.jvm_plan()),
     }
 

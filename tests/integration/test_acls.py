@@ -112,14 +112,16 @@ def test_the_job_set_lets_the_sink_clients_write_a_transaction(
     group = Consumer(group_metadata_consumer_config(spec))
     admin = AdminClient(admin_config(spec))
     try:
-        assert read_committed_offsets(admin, spec.group_id, [tp]) == {tp: None}
+        assert read_committed_offsets(admin, spec.group_id, [tp],
+                                      transaction_timeout_ms=spec.transaction_timeout_ms) == {tp: None}
         writer = TransactionalProducer(spec, spec.partition_transactional_id(tp.topic, tp.partition))
         with writer.transaction(0) as producer:
             writer.send_offsets(producer, {tp: (5, "eos1:q:0")}, group.consumer_group_metadata())
             producer.produce(spec.output_topic, b"row")
             producer.produce(str(spec.dlq_topic), b"dead")
             writer.commit(producer, 0)
-        found = read_committed_offsets(admin, spec.group_id, [tp])[tp]
+        found = read_committed_offsets(admin, spec.group_id, [tp],
+                                       transaction_timeout_ms=spec.transaction_timeout_ms)[tp]
         assert found is not None and (found.offset, found.metadata) == (5, "eos1:q:0")
     finally:
         group.close()

@@ -99,7 +99,8 @@ def test_fraud_alerts_stateful_with_no_data_batches(bootstrap, tmp_path):
 
     last = checkpoint.latest_committed_batch()
     committed = read_committed_offsets(AdminClient({"bootstrap.servers": bootstrap}), harness.spec.group_id,
-                                       checkpoint.planned_offsets(last))
+                                       checkpoint.planned_offsets(last),
+                                       transaction_timeout_ms=harness.spec.transaction_timeout_ms)
     assert {c.marker.batch_id for c in committed.values()} == {last}
 
 

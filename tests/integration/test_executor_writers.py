@@ -45,7 +45,7 @@ def group_markers(harness: PipelineHarness) -> dict[int, tuple[int, int]]:
     checkpoint = harness.checkpoint()
     planned = checkpoint.planned_offsets(checkpoint.latest_planned_batch())
     committed = read_committed_offsets(AdminClient({"bootstrap.servers": harness.bootstrap}), harness.spec.group_id,
-                                       planned)
+                                       planned, transaction_timeout_ms=harness.spec.transaction_timeout_ms)
     return {tp.partition: (c.offset, c.marker.batch_id) for tp, c in committed.items() if c is not None}
 
 

@@ -52,7 +52,7 @@ def _rows(batch_id: int, attempt: str) -> pa.RecordBatch:
 def _committed(spec: PipelineSpec) -> tuple[int, int]:
     tp = TopicPartition(spec.input_topics[0], 0)
     found = read_committed_offsets(AdminClient({"bootstrap.servers": spec.kafka["bootstrap.servers"]}),
-                                   spec.group_id, {tp: 0})[tp]
+                                   spec.group_id, {tp: 0}, transaction_timeout_ms=spec.transaction_timeout_ms)[tp]
     return found.offset, found.marker.batch_id
 
 

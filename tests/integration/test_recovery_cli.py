@@ -21,6 +21,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from airflow_provider_eos.core.markers import BatchMarker
+from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets, write_committed_offsets
 from tests.integration.test_transactions_recovery import open_transaction_and_sigkill
@@ -102,7 +103,8 @@ class Pipeline:
         write_committed_offsets(self.admin, self.group, target)
 
     def group_offsets(self) -> dict[int, tuple[int, str] | None]:
-        found = read_committed_offsets(self.admin, self.group, [TopicPartition(self.input, p) for p in (0, 1)])
+        found = read_committed_offsets(self.admin, self.group, [TopicPartition(self.input, p) for p in (0, 1)],
+                                       transaction_timeout_ms=PipelineSpec.load(self.spec_file).transaction_timeout_ms)
         return {tp.partition: None if c is None else (c.offset, c.metadata) for tp, c in found.items()}
 
 

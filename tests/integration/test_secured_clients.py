@@ -86,7 +86,8 @@ def test_sink_producer_and_admin_librdkafka(secured_spec, secured_admin_settings
     # The product's reader: require_stable, and UNSTABLE_OFFSET_COMMIT waited out until the commit's
     # marker is applied (a bare read right after the commit found no offset yet: -1001 in CI).
     source = TopicPartition(spec.input_topics[0], 0)
-    assert read_committed_offsets(admin, spec.group_id, [source]) == {source: CommittedOffset(3, "batch-0")}
+    found = read_committed_offsets(admin, spec.group_id, [source], transaction_timeout_ms=spec.transaction_timeout_ms)
+    assert found == {source: CommittedOffset(3, "batch-0")}
     assert [m.value() for m in consume_all(dict(secured_admin_settings), spec.output_topic)] == [b"v0", b"v1", b"v2"]
 
 

@@ -137,7 +137,8 @@ class CheckpointedPipeline:
     def group(self) -> dict[TopicPartition, tuple[int, str] | None]:
         """What the sink group holds per input partition: offset and metadata, or ``None``."""
         partitions = [TopicPartition(self.input_topic, p) for p in range(PARTITIONS)]
-        found = read_committed_offsets(AdminClient(client_settings(self.bootstrap)), self.group_id, partitions)
+        found = read_committed_offsets(AdminClient(client_settings(self.bootstrap)), self.group_id, partitions,
+                                       transaction_timeout_ms=self.spec.transaction_timeout_ms)
         return {tp: None if c is None else (c.offset, c.metadata) for tp, c in found.items()}
 
     def produce_input(self, per_partition: Mapping[int, int]) -> None:

@@ -233,7 +233,8 @@ def assert_exactly_once(harness: PipelineHarness, valid_ids: list[str], malforme
     assert last is not None
     expected = checkpoint.planned_offsets(last)
     admin = AdminClient(client_settings(harness.bootstrap))
-    committed = read_committed_offsets(admin, harness.spec.group_id, expected)
+    committed = read_committed_offsets(admin, harness.spec.group_id, expected,
+                                       transaction_timeout_ms=harness.spec.transaction_timeout_ms)
     for tp, offset in expected.items():
         found = committed[tp]
         assert found is not None, f"group has nothing for {tp}"

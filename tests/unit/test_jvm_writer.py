@@ -7,6 +7,7 @@ Spark hands the driver, with the ``EOS-TASK-FAILURE`` facts the Java writer puts
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 
 import pytest
@@ -24,6 +25,8 @@ from airflow_provider_eos.core.markers import BatchMarker
 from airflow_provider_eos.core.plan_alignment import InputRange, map_input_partitions
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.topic_partition import TopicPartition
+from airflow_provider_eos.core.transactions.stable_read import stable_read_timeout_ms
+from airflow_provider_eos.kafka.group_offsets import GroupOffsetsError, offsets_pending_error
 from airflow_provider_eos.spark.executor_writers import BatchTasks
 from airflow_provider_eos.spark.jvm_task_errors import task_failure, typed_task_error
 from airflow_provider_eos.spark.jvm_writer import write_plan
@@ -72,6 +75,23 @@ def test_the_plan_carries_the_protocols_states_and_the_same_transactional_ids():
     assert plan["observer"] is None and plan["dlq_topic"] is None and plan["config_handle"] == "h"
     # No secret and no client setting in the options: the handle stands for them.
     assert "bootstrap" not in json.dumps(plan)
+
+
+def test_the_plan_carries_the_stable_reads_wait_from_the_specs_transaction_timeout():
+    # The JVM tasks' read waits as the Python readers do: one rule, computed here, not a constant of the jar's.
+    plan = write_plan(tasks(), config_handle="h", report_key="k")
+    assert plan["transaction_timeout_ms"] == SPEC.transaction_timeout_ms
+    assert plan["stable_read_timeout_ms"] == stable_read_timeout_ms(SPEC.transaction_timeout_ms)
+    longer = dataclasses.replace(tasks(), spec=SPEC.with_overrides(transaction_timeout_ms=900_000))
+    assert write_plan(longer, config_handle="h", report_key="k")["stable_read_timeout_ms"] == 930_000
+
+
+def test_offsets_still_pending_are_the_python_readers_error():
+    error = typed_task_error(failed(kind="offsets_pending", group_id="orders-sink", topic="orders", partition=2,
+                                    waited_ms=90_412, transaction_timeout_ms=60_000), tasks())
+    same = offsets_pending_error("orders-sink", ["orders-2"], waited_s=90.412, transaction_timeout_ms=60_000)
+    assert isinstance(error, GroupOffsetsError) and (error.message, error.fix) == (same.message, same.fix)
+    assert "'orders-sink' still holds a pending transactional offset commit on orders-2 after 90 s" in error.message
 
 
 def test_armed_faults_travel_with_the_plan():

@@ -10,8 +10,10 @@ from airflow_provider_eos.kafka.retriable import (
     COORDINATOR_LOADING,
     TRANSACTION_COMMIT,
     CoordinatorNotReady,
+    OffsetsPending,
     coordinator_not_ready,
     local_queue_full,
+    offsets_pending,
     raise_if_coordinator_not_ready,
     retriable_kafka_error,
 )
@@ -35,6 +37,17 @@ def test_other_group_errors_are_not_retried() -> None:
     assert not coordinator_not_ready(failing(KafkaError.GROUP_AUTHORIZATION_FAILED))
     assert not coordinator_not_ready(ValueError("x"))
     raise_if_coordinator_not_ready("read offsets", [None, KafkaError(KafkaError.GROUP_AUTHORIZATION_FAILED)])
+
+
+def test_pending_offsets_are_named_and_retried_by_the_stable_reads_policy() -> None:
+    unstable = KafkaError(KafkaError.UNSTABLE_OFFSET_COMMIT)
+    assert offsets_pending(unstable) and not offsets_pending(KafkaError(KafkaError.NOT_COORDINATOR))
+    assert not offsets_pending(None)
+    # Not a coordinator that is loading: the stable read names the partitions itself when it gives up.
+    raise_if_coordinator_not_ready("read offsets", [unstable])
+    pending = OffsetsPending("read offsets of group 'g'", ["orders-0", "orders-3"])
+    assert coordinator_not_ready(pending) and pending.partitions == ["orders-0", "orders-3"]
+    assert str(pending) == "read offsets of group 'g': UNSTABLE_OFFSET_COMMIT on orders-0, orders-3"
 
 
 def test_commit_retries_what_the_client_flags_retriable() -> None:

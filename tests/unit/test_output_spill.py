@@ -215,7 +215,7 @@ class _RecordingFaults:
 @pytest.fixture
 def events(monkeypatch: pytest.MonkeyPatch) -> _Events:
     found = _Events()
-    monkeypatch.setattr(driver_writer, "read_committed_offsets", lambda *a: found.append("read_group") or {})
+    monkeypatch.setattr(driver_writer, "read_committed_offsets", lambda *a, **k: found.append("read_group") or {})
     monkeypatch.setattr(driver_writer, "produce_rows",
                         lambda producer, spec, rows: found.append(f"produce {rows.num_rows}") or (rows.num_rows, 0))
     return found

@@ -97,7 +97,8 @@ class PipelineSpec(BaseModel):
     #: Spark ``startingOffsets``: ``"earliest"``, ``"latest"`` or a JSON ``{"topic":{"0":42}}`` naming every
     #: input topic.
     starting_offsets: str = "earliest"
-    #: Producer ``transaction.timeout.ms`` of the sink.
+    #: Producer ``transaction.timeout.ms`` of the sink. A stable read of the sink group's offsets waits this long
+    #: plus 30 s for a pending transactional commit.
     transaction_timeout_ms: int = 60000
     #: ``"module:function"`` applied to the input DataFrame; ``null`` passes rows through.
     transform: str | None = None

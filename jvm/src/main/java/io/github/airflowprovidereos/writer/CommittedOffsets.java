@@ -26,16 +26,31 @@ import org.slf4j.LoggerFactory;
  * on that partition, and the Java {@code Admin} (kafka-clients 3.9) drops a partition that carries
  * an error from its result instead of failing: a partition asked for and missing from the answer is
  * unstable, and read again, never taken for "nothing committed" (which the group's answer gives as
- * the partition with no offset). Public for the real-broker test, which calls it through py4j.
+ * the partition with no offset). A pending commit ends with its transaction, at the latest when the
+ * broker aborts it after its timeout: the read waits for as long as the write plan says (the spec's
+ * transaction timeout plus a margin, computed by the Python core), then fails with
+ * {@link StillPending}. Public for the real-broker test, which calls it through py4j.
  */
 public final class CommittedOffsets {
     private static final Logger LOG = LoggerFactory.getLogger(CommittedOffsets.class);
     /** One admin client per connection config in this JVM: the tasks share it. */
     private static final Map<String, Admin> ADMINS = new ConcurrentHashMap<>();
     private static final long REQUEST_TIMEOUT_MS = 30_000;
-    private static final long STABLE_TIMEOUT_MS = 60_000;
 
     private CommittedOffsets() {
+    }
+
+    /** The partition's offsets were still pending when the read's wait ended. */
+    public static final class StillPending extends UnstableOffsetCommitException {
+        private static final long serialVersionUID = 1L;
+        /** How long the read waited. */
+        public final long waitedMs;
+
+        StillPending(String groupId, TopicPartition tp, long waitedMs) {
+            super("group " + groupId + " " + tp + " still has a pending transactional offset commit after "
+                    + waitedMs + " ms");
+            this.waitedMs = waitedMs;
+        }
     }
 
     /**
@@ -44,21 +59,30 @@ public final class CommittedOffsets {
      * @param adminConfig the connection settings (Java client dialect)
      * @param groupId the sink group
      * @param tp the input partition
+     * @param stableTimeoutMs how long to wait for a pending commit (the write plan's {@code stable_read_timeout_ms})
      * @return the committed offset, or {@code null}
+     * @throws StillPending the partition's offsets were still pending after {@code stableTimeoutMs}
      * @throws Exception the client's error once retries ran out (the caller names it)
      */
-    public static OffsetAndMetadata read(Map<String, String> adminConfig, String groupId, TopicPartition tp)
-            throws Exception {
+    public static OffsetAndMetadata read(Map<String, String> adminConfig, String groupId, TopicPartition tp,
+                                         long stableTimeoutMs) throws Exception {
         Admin admin = ADMINS.computeIfAbsent(TransactionalProducers.fingerprint(adminConfig), k -> {
             Properties props = new Properties();
             props.putAll(adminConfig);
             return Admin.create(props);
         });
+        return read(admin, groupId, tp, stableTimeoutMs);
+    }
+
+    private static OffsetAndMetadata read(Admin admin, String groupId, TopicPartition tp, long stableTimeoutMs)
+            throws Exception {
         ListConsumerGroupOffsetsSpec spec = new ListConsumerGroupOffsetsSpec().topicPartitions(List.of(tp));
         ListConsumerGroupOffsetsOptions options = new ListConsumerGroupOffsetsOptions().requireStable(true);
-        long deadline = System.currentTimeMillis() + Math.max(REQUEST_TIMEOUT_MS, STABLE_TIMEOUT_MS);
+        long started = System.currentTimeMillis();
+        long deadline = started + Math.max(REQUEST_TIMEOUT_MS, stableTimeoutMs);
         long backoff = 50;
         while (true) {
+            boolean pending = false;
             try {
                 Map<TopicPartition, OffsetAndMetadata> found = admin
                         .listConsumerGroupOffsets(Map.of(groupId, spec), options)
@@ -68,32 +92,28 @@ public final class CommittedOffsets {
                     OffsetAndMetadata committed = found.get(tp);
                     return committed == null || committed.offset() < 0 ? null : committed;
                 }
-                if (System.currentTimeMillis() > deadline) {
-                    throw new UnstableOffsetCommitException("group " + groupId + " " + tp + " still has a pending "
-                            + "transactional offset commit after " + STABLE_TIMEOUT_MS + " ms");
-                }
-                unstable(groupId, tp);
+                pending = true;
             } catch (ExecutionException e) {
                 Throwable cause = e.getCause();
-                if (!(cause instanceof RetriableException) || System.currentTimeMillis() > deadline) {
+                pending = cause instanceof UnstableOffsetCommitException;
+                if (!(cause instanceof RetriableException) || !pending && System.currentTimeMillis() > deadline) {
                     throw cause instanceof Exception ? (Exception) cause : e;
-                }
-                if (cause instanceof UnstableOffsetCommitException) {
-                    unstable(groupId, tp);
                 }
             } catch (TimeoutException e) {
                 if (System.currentTimeMillis() > deadline) {
                     throw e;
                 }
             }
+            if (pending) {
+                long now = System.currentTimeMillis();
+                if (now > deadline) {
+                    throw new StillPending(groupId, tp, now - started);
+                }
+                LOG.warn("EOS-JVM-WRITER waiting for offsets to be stable: group {} {} has a pending transactional "
+                        + "commit", groupId, tp);
+            }
             Thread.sleep(backoff);
             backoff = Math.min(1_000, backoff * 2);
         }
-    }
-
-    /** The phrase the tests look for: the read met a pending transactional commit and waits for it. */
-    private static void unstable(String groupId, TopicPartition tp) {
-        LOG.warn("EOS-JVM-WRITER waiting for offsets to be stable: group {} {} has a pending transactional commit",
-                groupId, tp);
     }
 }

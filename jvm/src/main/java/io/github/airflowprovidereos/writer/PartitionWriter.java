@@ -233,7 +233,11 @@ final class PartitionWriter implements DataWriter<InternalRow> {
 
     private OffsetAndMetadata readCommitted(Map<String, String> adminConfig, TopicPartition tp) {
         try {
-            return CommittedOffsets.read(adminConfig, plan.groupId, tp);
+            return CommittedOffsets.read(adminConfig, plan.groupId, tp, plan.stableReadTimeoutMs);
+        } catch (CommittedOffsets.StillPending e) {
+            throw TaskFailure.of("offsets_pending", "group_id", plan.groupId, "topic", part.topic,
+                    "partition", part.partition, "waited_ms", e.waitedMs,
+                    "transaction_timeout_ms", plan.transactionTimeoutMs);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while reading the group's offsets", e);

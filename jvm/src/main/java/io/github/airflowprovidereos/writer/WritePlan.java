@@ -90,6 +90,8 @@ public final class WritePlan implements Serializable {
     /** {@code null}: the spec has no dead-letter topic. */
     public final String dlqTopic;
     public final long transactionTimeoutMs;
+    /** How long a task's read of the group's offset waits for a pending commit (the Python core's rule). */
+    public final long stableReadTimeoutMs;
     public final List<PartitionPlan> partitions;
     /** Who the tasks announce their points to (a test plug-in), or nobody. */
     final TaskObserverPlan observer;
@@ -104,6 +106,7 @@ public final class WritePlan implements Serializable {
         JsonNode dlq = root.get("dlq_topic");
         dlqTopic = dlq == null || dlq.isNull() ? null : dlq.asText();
         transactionTimeoutMs = root.get("transaction_timeout_ms").asLong();
+        stableReadTimeoutMs = root.get("stable_read_timeout_ms").asLong();
         List<PartitionPlan> found = new ArrayList<>();
         for (JsonNode node : root.get("partitions")) {
             found.add(new PartitionPlan(node));

@@ -13,7 +13,7 @@ import org.junit.jupiter.api.Test;
 class WritePlanTest {
     private static final String PLAN = "{\"report_key\":\"q/3/n\",\"config_handle\":\"h\",\"query_id\":\"q\","
             + "\"batch_id\":3,\"group_id\":\"g\",\"output_topic\":\"out\",\"dlq_topic\":null,"
-            + "\"transaction_timeout_ms\":60000,\"observer\":null,\"partitions\":["
+            + "\"transaction_timeout_ms\":60000,\"stable_read_timeout_ms\":90000,\"observer\":null,\"partitions\":["
             + "{\"spark_partition\":0,\"topic\":\"in\",\"partition\":0,\"transactional_id\":\"p-0_0\","
             + "\"commit\":{\"offset\":20,\"metadata\":\"eos1:q:3\"},\"skip_when\":{\"offset\":20,\"metadata\":\"eos1:q:3\"},"
             + "\"produce_when\":{\"offset\":10,\"metadata\":\"eos1:q:2\"},\"produce_when_nothing_committed\":false},"
