@@ -11,6 +11,7 @@ plus a margin (``core/transactions/stable_read.py``), not a fixed 60 s.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import uuid
@@ -120,3 +121,21 @@ def test_a_commit_pending_past_the_wait_fails_both_readers_after_the_specs_trans
     assert f"transaction_timeout_ms {spec_timeout_ms} plus {STABLE_READ_MARGIN_MS // 1000} s" in error.message
     assert "eos abort --spec <spec file> --execute" in error.fix
 
+
+def test_the_sinks_close_closes_its_unused_admin_client(spark, bootstrap) -> None:
+    """The executor JVM's admin client of a config is closed by the sink's close (local mode) once no read
+    uses it, and made again by the next read."""
+    jvm = spark.sparkContext._jvm
+    offsets = jvm.io.github.airflowprovidereos.writer.CommittedOffsets
+    registry = jvm.io.github.airflowprovidereos.writer.DriverRegistry
+    # A config of its own (an extra client.id), so no other test's admin counts.
+    config = {"bootstrap.servers": bootstrap, "client.id": f"admin-{uuid.uuid4().hex[:8]}"}
+    partition = jvm.org.apache.kafka.common.TopicPartition("no-such-topic-read", 0)
+    before = offsets.openAdmins()
+    assert offsets.read(config, f"g-{uuid.uuid4().hex[:8]}", partition, DEFAULT_WAIT_MS) is None
+    assert offsets.openAdmins() == before + 1, "the read's admin is kept for the next batch's reads"
+    handle = uuid.uuid4().hex
+    registry.putConfig(handle, json.dumps({"bootstrap.servers": bootstrap}), json.dumps(config))
+    registry.forgetConfig(handle, "[]")
+    assert offsets.openAdmins() == before, "the sink's close left its unused admin open"
+    assert offsets.read(config, f"g-{uuid.uuid4().hex[:8]}", partition, DEFAULT_WAIT_MS) is None

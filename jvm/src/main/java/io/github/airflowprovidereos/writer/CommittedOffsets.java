@@ -2,8 +2,6 @@ package io.github.airflowprovidereos.writer;
 
 import java.util.List;
 import java.util.Map;
-import java.util.Properties;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -33,8 +31,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class CommittedOffsets {
     private static final Logger LOG = LoggerFactory.getLogger(CommittedOffsets.class);
-    /** One admin client per connection config in this JVM: the tasks share it. */
-    private static final Map<String, Admin> ADMINS = new ConcurrentHashMap<>();
     private static final long REQUEST_TIMEOUT_MS = 30_000;
 
     private CommittedOffsets() {
@@ -66,12 +62,9 @@ public final class CommittedOffsets {
      */
     public static OffsetAndMetadata read(Map<String, String> adminConfig, String groupId, TopicPartition tp,
                                          long stableTimeoutMs) throws Exception {
-        Admin admin = ADMINS.computeIfAbsent(TransactionalProducers.fingerprint(adminConfig), k -> {
-            Properties props = new Properties();
-            props.putAll(adminConfig);
-            return Admin.create(props);
-        });
-        return read(admin, groupId, tp, stableTimeoutMs);
+        try (SharedAdmins.Lease lease = SharedAdmins.SHARED.lease(adminConfig)) {
+            return read(lease.admin(), groupId, tp, stableTimeoutMs);
+        }
     }
 
     private static OffsetAndMetadata read(Admin admin, String groupId, TopicPartition tp, long stableTimeoutMs)
@@ -115,5 +108,20 @@ public final class CommittedOffsets {
             Thread.sleep(backoff);
             backoff = Math.min(1_000, backoff * 2);
         }
+    }
+
+    /**
+     * Close this JVM's unused admin clients of {@code adminConfig} (the sink's close, in local mode).
+     *
+     * @param adminConfig the admin settings the sink registered
+     * @return how many were closed
+     */
+    static int closeIdle(Map<String, String> adminConfig) {
+        return SharedAdmins.SHARED.closeIdle(adminConfig);
+    }
+
+    /** How many admin clients this JVM keeps open (the real-broker test's). */
+    public static int openAdmins() {
+        return SharedAdmins.SHARED.size();
     }
 }

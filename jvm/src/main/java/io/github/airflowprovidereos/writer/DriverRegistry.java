@@ -46,7 +46,8 @@ public final class DriverRegistry {
 
     /**
      * Forget the settings and close this JVM's idle producers of the sink's transactional ids made with
-     * them (local mode: the executors are here); another pipeline's producers stay.
+     * them, and its unused admin clients of the settings (local mode: the executors are here); another
+     * pipeline's producers stay (an admin is made again by the next read that needs it).
      *
      * @param handle the sink's handle
      * @param transactionalIdsJson the transactional ids the sink's writes used, as a JSON array of strings
@@ -57,6 +58,7 @@ public final class DriverRegistry {
         if (found == null) {
             return 0;
         }
+        CommittedOffsets.closeIdle(found[1]);
         try {
             return TransactionalProducers.closeAll(found[0], WritePlan.JSON.readValue(transactionalIdsJson, IDS));
         } catch (JsonProcessingException e) {
