@@ -286,7 +286,7 @@ class _Gatherer:
     def group_offsets(self, partitions: set[TopicPartition]) -> CommittedOffsets | None:
         try:
             return read_committed_offsets(self.admin, self.spec.group_id, partitions, timeout_s=self.timeout_s,
-                                          transaction_timeout_ms=self.spec.transaction_timeout_ms)
+                                          transaction_timeout_ms=self.spec.transaction_timeout_ms, observer=True)
         except EosError as exc:
             self.missing("group_offsets", exc)
             return None

@@ -14,7 +14,11 @@ from airflow_provider_eos.core.acls import ResourceType
 from airflow_provider_eos.core.errors import EosError, RetryExhaustedError
 from airflow_provider_eos.core.markers import CommittedOffset, CommittedOffsets
 from airflow_provider_eos.core.topic_partition import TopicPartition
-from airflow_provider_eos.core.transactions.stable_read import STABLE_READ_MARGIN_MS, stable_read_timeout_ms
+from airflow_provider_eos.core.transactions.stable_read import (
+    STABLE_READ_MARGIN_MS,
+    observer_stable_read_timeout_ms,
+    stable_read_timeout_ms,
+)
 from airflow_provider_eos.kafka.denials import Names, raise_if_refused, raise_if_topics_refused
 from airflow_provider_eos.kafka.retriable import (
     COORDINATOR_LOADING,
@@ -54,17 +58,22 @@ def metadata_read_back(stored: str) -> str:
 
 
 def offsets_pending_error(group_id: str, partitions: Iterable[str], *, waited_s: float,
-                          transaction_timeout_ms: int) -> GroupOffsetsError:
+                          transaction_timeout_ms: int, observer: bool = False) -> GroupOffsetsError:
     """The error of a stable read that waited out its bound and still found commits pending (both writers').
 
     :param partitions: the pending partitions, as ``topic-partition``.
     :param waited_s: how long the read waited.
     :param transaction_timeout_ms: the spec's timeout the wait followed.
+    :param observer: the read was an observer's (health, pre-flight), whose wait is capped.
     """
+    bound = (
+        "an observer's wait, which the transaction may still outlive" if observer else
+        f"the spec's transaction_timeout_ms {transaction_timeout_ms} plus {STABLE_READ_MARGIN_MS // 1000} s for the "
+        "broker to abort a transaction that outlives it"
+    )
     return GroupOffsetsError(
         f"group {group_id!r} still holds a pending transactional offset commit on {', '.join(sorted(partitions))} "
-        f"after {waited_s:.0f} s of waiting (the spec's transaction_timeout_ms {transaction_timeout_ms} plus "
-        f"{STABLE_READ_MARGIN_MS // 1000} s for the broker to abort a transaction that outlives it): a transaction "
+        f"after {waited_s:.0f} s of waiting ({bound}): a transaction "
         "that commits offsets to the sink group is still open",
         fix="a lost task or driver of this pipeline, or another client committing to the group, holds it: once no "
         "job of this pipeline runs, `eos abort --spec <spec file> --execute` aborts the pipeline's open "
@@ -75,7 +84,7 @@ def offsets_pending_error(group_id: str, partitions: Iterable[str], *, waited_s:
 
 def read_committed_offsets(
     admin: AdminClient, group_id: str, partitions: Iterable[TopicPartition], *, transaction_timeout_ms: int,
-    timeout_s: float = 30,
+    timeout_s: float = 30, observer: bool = False,
 ) -> CommittedOffsets:
     """Committed offset and metadata per partition; ``None`` where the group has none.
 
@@ -88,6 +97,9 @@ def read_committed_offsets(
 
     :param transaction_timeout_ms: the spec's ``transaction_timeout_ms``, the sink's transactions' timeout.
     :param timeout_s: each request's timeout.
+    :param observer: an observer's read (health, pre-flight's facts): it waits at most
+        :data:`~airflow_provider_eos.core.transactions.stable_read.OBSERVER_STABLE_WAIT_MS`, reporting
+        a commit pending that long instead of holding its sample for a whole transaction timeout.
     :raises GroupOffsetsError: naming the partitions still pending after the wait, or why the read failed.
     """
     wanted = sorted(set(partitions))
@@ -105,13 +117,14 @@ def read_committed_offsets(
         return result
 
     names = {ResourceType.GROUP: [group_id], ResourceType.TOPIC: sorted({t for t, _ in wanted})}
-    stable_s = stable_read_timeout_ms(transaction_timeout_ms) / 1000
+    wait_ms = observer_stable_read_timeout_ms if observer else stable_read_timeout_ms
+    stable_s = wait_ms(transaction_timeout_ms) / 1000
     try:
         result = STABLE_OFFSETS.bounded(timeout_s=max(timeout_s, stable_s)).call(fetch, what=what)
     except RetryExhaustedError as exc:
         if isinstance(exc.last_error, OffsetsPending):
             raise offsets_pending_error(group_id, exc.last_error.partitions, waited_s=exc.elapsed_s,
-                                        transaction_timeout_ms=transaction_timeout_ms) from exc
+                                        transaction_timeout_ms=transaction_timeout_ms, observer=observer) from exc
         raise _read_error(group_id, exc, names) from exc
     except KafkaException as exc:
         raise _read_error(group_id, exc, names) from exc

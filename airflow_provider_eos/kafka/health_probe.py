@@ -130,12 +130,12 @@ def _settled_read(
 ) -> tuple[CommittedOffsets, tuple[bool, str | None, int | None, int | None], VerificationSample]:
     """Read group, checkpoint and verdict so that the group did not change under the verdict."""
     before = read_committed_offsets(admin, spec.group_id, partitions, timeout_s=timeout_s,
-                                    transaction_timeout_ms=spec.transaction_timeout_ms)
+                                    transaction_timeout_ms=spec.transaction_timeout_ms, observer=True)
     for _ in range(_VERIFY_ATTEMPTS):
         facts = _checkpoint_facts(reader)
         report = verify_checkpoint(reader, before, spec_writers=spec.writers)
         after = read_committed_offsets(admin, spec.group_id, partitions, timeout_s=timeout_s,
-                                       transaction_timeout_ms=spec.transaction_timeout_ms)
+                                       transaction_timeout_ms=spec.transaction_timeout_ms, observer=True)
         if after == before:
             verification = VerificationSample(verdict=report.overall.value, ok=report.ok, next_step=report.next_step)
             return after, facts, verification

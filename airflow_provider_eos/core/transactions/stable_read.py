@@ -12,7 +12,12 @@ Python ones and the JVM executor writer (which gets it in its write plan).
 
 from __future__ import annotations
 
-__all__ = ["STABLE_READ_MARGIN_MS", "stable_read_timeout_ms"]
+__all__ = [
+    "OBSERVER_STABLE_WAIT_MS",
+    "STABLE_READ_MARGIN_MS",
+    "observer_stable_read_timeout_ms",
+    "stable_read_timeout_ms",
+]
 
 #: What the broker adds to a transaction's timeout before its pending offsets are resolved: it looks
 #: for timed-out transactions every ``transaction.abort.timed.out.transaction.cleanup.interval.ms``
@@ -30,3 +35,14 @@ def stable_read_timeout_ms(transaction_timeout_ms: int) -> int:
     if transaction_timeout_ms <= 0:
         raise ValueError(f"transaction_timeout_ms is {transaction_timeout_ms}; a transaction timeout is positive")
     return transaction_timeout_ms + STABLE_READ_MARGIN_MS
+
+
+#: How long an observer's stable read (health, pre-flight's facts) waits at most: an observer answers
+#: on its own rhythm, and a commit pending this long is itself what it reports (a lingering
+#: transaction), where a writer or an on-call action must wait for the stable state it acts on.
+OBSERVER_STABLE_WAIT_MS = 60_000
+
+
+def observer_stable_read_timeout_ms(transaction_timeout_ms: int) -> int:
+    """An observer's stable read wait: :func:`stable_read_timeout_ms`, at most :data:`OBSERVER_STABLE_WAIT_MS`."""
+    return min(stable_read_timeout_ms(transaction_timeout_ms), OBSERVER_STABLE_WAIT_MS)

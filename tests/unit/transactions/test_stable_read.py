@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_eos.core.transactions.stable_read import STABLE_READ_MARGIN_MS, stable_read_timeout_ms
+from airflow_provider_eos.core.transactions.stable_read import (
+    OBSERVER_STABLE_WAIT_MS,
+    STABLE_READ_MARGIN_MS,
+    observer_stable_read_timeout_ms,
+    stable_read_timeout_ms,
+)
 
 
 @pytest.mark.parametrize("timeout_ms", [1, 60_000, 900_000])
@@ -23,3 +28,10 @@ def test_the_default_specs_wait_outlasts_its_transactions() -> None:
 def test_a_timeout_that_is_not_positive_is_refused_naming_it(timeout_ms: int) -> None:
     with pytest.raises(ValueError, match=f"transaction_timeout_ms is {timeout_ms}"):
         stable_read_timeout_ms(timeout_ms)
+
+
+@pytest.mark.parametrize(("timeout_ms", "expected"), [(1, 30_001), (60_000, 60_000), (900_000, 60_000)])
+def test_an_observers_wait_follows_the_rule_up_to_a_minute(timeout_ms: int, expected: int) -> None:
+    # A health sample or pre-flight's facts report a commit pending this long rather than hang a whole timeout.
+    assert observer_stable_read_timeout_ms(timeout_ms) == expected == min(stable_read_timeout_ms(timeout_ms),
+                                                                           OBSERVER_STABLE_WAIT_MS)
