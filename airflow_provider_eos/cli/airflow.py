@@ -48,6 +48,7 @@ def _up(args: argparse.Namespace) -> int:
     _describe_kind(report, info)
     report.line(f"pipelines={info.specs_dir} (put spec files here; the DAGs list them within seconds)")
     kafka_line = f" kafka_default={broker.bootstrap_servers}" if broker else " (no devstack broker: no kafka_default)"
+    master = info.spark_master or master  # as the deployment records it (one spelling)
     report.line(f"connections: spark_default={master}{kafka_line}")
     report.line(f"login: user={info.user} password={info.password()}  ({info.password_file})")
     report.line(f"other users: {VIEWER_USER} (reads everything), {GUEST_USER} (reads nothing); "

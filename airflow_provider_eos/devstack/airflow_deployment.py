@@ -34,6 +34,8 @@ from airflow_provider_eos.devstack.airflow_settings import (
     AirflowDaemon,
     AirflowDeploymentInfo,
     airflow_environment,
+    check_same_options,
+    check_spark_master,
     check_statsd_address,
     devstack_connections,
     new_secret,
@@ -144,7 +146,8 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
             ``<state folder>/pipelines``.
         :param dags_folder: the DAG files; default :func:`default_dags_folder`.
         :param bootstrap_servers: the devstack broker, for the ``kafka_default`` connection.
-        :param spark_master: the ``spark_default`` connection's master.
+        :param spark_master: the ``spark_default`` connection's master, recorded and compared as
+            :func:`~airflow_provider_eos.core.spark_master.canonical_master` spells it.
         :param stop_with_pid: stop the deployment when this process dies, even without its cleanup.
         :param kind: the executor, metadata DB and workers (default: LocalExecutor on SQLite);
             Celery workers are ready too when this returns.
@@ -161,12 +164,13 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
         kind = kind or DeploymentKind()
         eos_settings = _checked_eos_settings(eos_settings or {})
         statsd = check_statsd_address(statsd)
+        spark_master = check_spark_master(spark_master)
         specs = (Path(specs_dir) if specs_dir else self.state_dir / DEFAULT_SPECS_DIR).resolve()
         dags = (Path(dags_folder) if dags_folder else default_dags_folder()).resolve()
         self.folder.claim()
         current = self.running()
         if current is not None:
-            _check_same(current, self.state_dir, current.model_copy(update={
+            check_same_options(current, self.state_dir, current.model_copy(update={
                 "kind": kind, "eos_settings": eos_settings, "statsd": statsd, "dags_folder": str(dags),
                 "specs_dir": str(specs), "spark_master": spark_master}))
             return current
@@ -319,28 +323,6 @@ class LocalAirflow(RecordedDaemons[AirflowDeploymentInfo]):
 
 #: The reaper's entry point (:func:`~airflow_provider_eos.devstack.process_groups.start_reaper` imports ``reap``).
 reap = LocalAirflow.reap
-
-
-def _check_same(current: AirflowDeploymentInfo, state_dir: Path, asked: AirflowDeploymentInfo) -> None:
-    """Refuse options that differ from the running deployment's: returning it as it is would ignore them.
-
-    :param asked: the options asked for, in the fields :meth:`LocalAirflow.up` records.
-    :raises AirflowDeploymentError: naming each differing option, what runs and what was asked.
-    """
-    options = {"executor, db and workers": "kind", "[eos] settings": "eos_settings", "--statsd": "statsd",
-               "--dags-folder": "dags_folder", "--specs-dir": "specs_dir", "--spark-master": "spark_master"}
-    differing = []
-    for option, field in options.items():
-        found, wanted = getattr(current, field), getattr(asked, field)
-        if field == "spark_master" and found is None:
-            continue  # a state file from before the master was recorded: nothing to compare with
-        if found != wanted:
-            shown = [v.describe() if isinstance(v, DeploymentKind) else repr(v) for v in (found, wanted)]
-            differing.append(f"{option} {shown[0]} runs, {shown[1]} asked for")
-    if differing:
-        raise AirflowDeploymentError(
-            f"an Airflow deployment runs in {state_dir} with other options: {'; '.join(differing)}.",
-            fix="stop it first (`eos airflow down`) and start it with the new options, or ask for the same ones.")
 
 
 def _health(url: str) -> dict | None:

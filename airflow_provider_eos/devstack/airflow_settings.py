@@ -23,6 +23,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from airflow_provider_eos.core.errors import AirflowDeploymentError, PrerequisiteError
+from airflow_provider_eos.core.spark_master import canonical_master
 from airflow_provider_eos.devstack.celery_settings import (
     CeleryWorker,
     DeploymentKind,
@@ -40,6 +41,8 @@ __all__ = [
     "AirflowDeploymentInfo",
     "Component",
     "airflow_environment",
+    "check_same_options",
+    "check_spark_master",
     "check_statsd_address",
     "devstack_connections",
     "new_secret",
@@ -207,6 +210,43 @@ def check_statsd_address(statsd: str | None) -> str | None:
         raise PrerequisiteError("Airflow's StatsD metrics need the `statsd` client, which is not installed",
                                 fix="pip install 'apache-airflow[statsd]' (the provider's `dev` extra has it)")
     return statsd
+
+
+def check_same_options(current: AirflowDeploymentInfo, state_dir: Path, asked: AirflowDeploymentInfo) -> None:
+    """Refuse options that differ from the running deployment's: returning it as it is would ignore them.
+
+    :param asked: the options asked for, in the fields
+        :meth:`~airflow_provider_eos.devstack.airflow_deployment.LocalAirflow.up` records.
+    :raises AirflowDeploymentError: naming each differing option, what runs and what was asked.
+    """
+    options = {"executor, db and workers": "kind", "[eos] settings": "eos_settings", "--statsd": "statsd",
+               "--dags-folder": "dags_folder", "--specs-dir": "specs_dir", "--spark-master": "spark_master"}
+    differing = []
+    for option, field in options.items():
+        found, wanted = getattr(current, field), getattr(asked, field)
+        if field == "spark_master":
+            if found is None:
+                continue  # a state file from before the master was recorded: nothing to compare with
+            found = canonical_master(found)  # a state file from before the master was spelled one way
+        if found != wanted:
+            shown = [v.describe() if isinstance(v, DeploymentKind) else repr(v) for v in (found, wanted)]
+            differing.append(f"{option} {shown[0]} runs, {shown[1]} asked for")
+    if differing:
+        raise AirflowDeploymentError(
+            f"an Airflow deployment runs in {state_dir} with other options: {'; '.join(differing)}.",
+            fix="stop it first (`eos airflow down`) and start it with the new options, or ask for the same ones.")
+
+
+def check_spark_master(master: str) -> str:
+    """``master`` spelled one way (:func:`canonical_master`): what is recorded, compared and put in ``spark_default``.
+
+    :raises AirflowDeploymentError: the master is empty.
+    """
+    canonical = canonical_master(master)
+    if not canonical:
+        raise AirflowDeploymentError(f"--spark-master {master!r} is empty.",
+                                     fix="pass a Spark master URL, e.g. local[2] or spark://127.0.0.1:7077.")
+    return canonical
 
 
 def _metrics_environment(statsd: str | None) -> dict[str, str]:

@@ -6,6 +6,7 @@ No broker, JVM or Airflow is started: the parts' processes are stood in for, the
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -133,6 +134,7 @@ def _running_airflow(monkeypatch: pytest.MonkeyPatch, state: Path) -> AirflowDep
     ("--statsd", {"statsd": "127.0.0.1:9125"}), ("--statsd", {"statsd": None}),
     ("--dags-folder", {"dags_folder": "/elsewhere/dags"}), ("--specs-dir", {"specs_dir": "/elsewhere/pipelines"}),
     ("--spark-master", {"spark_master": "spark://127.0.0.1:7077"}),
+    ("--spark-master", {"spark_master": "local[4]"}),
 ])
 def test_a_running_airflow_refuses_other_options(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, option: str,
                                                  changed: dict[str, object]) -> None:
@@ -146,3 +148,35 @@ def test_a_running_airflow_asked_for_the_same_options_is_returned(monkeypatch: p
                                                                   tmp_path: Path) -> None:
     info = _running_airflow(monkeypatch, tmp_path)
     assert LocalAirflow(tmp_path).up(statsd="127.0.0.1:8125", spark_master="local[2]") is info
+
+
+@pytest.mark.parametrize("spelled", ["local[2]", " local[2]", "LOCAL[2]\n"])
+def test_a_running_airflow_asked_for_its_master_in_another_spelling_is_returned(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, spelled: str) -> None:
+    info = _running_airflow(monkeypatch, tmp_path)
+    assert LocalAirflow(tmp_path).up(statsd="127.0.0.1:8125", spark_master=spelled) is info
+
+
+@pytest.mark.parametrize(("recorded", "spelled"), [
+    ("spark://127.0.0.1:7077/", "spark://127.0.0.1:7077"),  # a state file from before the one spelling
+    ("spark://127.0.0.1:7077", "SPARK://127.0.0.1:7077/ "),
+])
+def test_a_standalone_master_compares_by_its_one_spelling(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                         recorded: str, spelled: str) -> None:
+    info = _running_airflow(monkeypatch, tmp_path).model_copy(update={"spark_master": recorded})
+    monkeypatch.setattr(LocalAirflow, "running", lambda self: info)
+    assert LocalAirflow(tmp_path).up(statsd="127.0.0.1:8125", spark_master=spelled) is info
+
+
+def test_localhost_is_not_taken_for_127_0_0_1(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    info = _running_airflow(monkeypatch, tmp_path).model_copy(update={"spark_master": "spark://127.0.0.1:7077"})
+    monkeypatch.setattr(LocalAirflow, "running", lambda self: info)
+    with pytest.raises(AirflowDeploymentError, match=re.escape("--spark-master 'spark://127.0.0.1:7077' runs, "
+                                                               "'spark://localhost:7077' asked for")):
+        LocalAirflow(tmp_path).up(statsd="127.0.0.1:8125", spark_master="spark://localhost:7077")
+
+
+def test_a_blank_spark_master_is_refused_before_the_folder_is_claimed(tmp_path: Path) -> None:
+    with pytest.raises(AirflowDeploymentError, match="--spark-master ' ' is empty"):
+        LocalAirflow(tmp_path / "st").up(spark_master=" ")
+    assert not (tmp_path / "st").exists()

@@ -6,6 +6,7 @@ import posixpath
 import re
 
 from airflow_provider_eos.core.checkpoint import normalize_location
+from airflow_provider_eos.core.spark_master import canonical_master
 
 __all__ = ["TEMP_DIRS", "VOLATILE_SCHEMES", "canonical_location", "is_host_local", "is_local_master", "scheme"]
 
@@ -49,4 +50,4 @@ def canonical_location(location: str) -> str:
 def is_local_master(master: str) -> bool:
     """Whether the Spark master runs driver and executors on this host."""
     # local, local[4], local[*,2], local-cluster[2,1,1024].
-    return master.strip().lower().startswith("local")
+    return canonical_master(master).startswith("local")
