@@ -18,13 +18,19 @@ import signal
 import subprocess
 import time
 import uuid
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
 from airflow_provider_eos.core.errors import DevstackError
 from airflow_provider_eos.core.retry import RetryPolicy
-from airflow_provider_eos.devstack.broker_config import NodeLayout, free_port, server_properties
+from airflow_provider_eos.devstack.broker_config import (
+    NodeLayout,
+    bind_failed,
+    choose_layouts,
+    server_properties,
+    taken_ports,
+)
 from airflow_provider_eos.devstack.broker_nodes import (
     JVM_OPTIONS_ENV,
     jvm_command,
@@ -60,10 +66,13 @@ __all__ = ["BROKER_ENTRIES", "LocalKafka", "NodeFault", "default_state_dir", "re
 
 DEFAULT_TRANSACTION_MAX_TIMEOUT_MS = 900_000
 _STATE_FILE = "devstack.json"
-#: What the brokers write in the state folder, and all ``down`` removes from it: the state file, a single
-#: node's config, data and logs, a cluster's node folders, a secured broker's TLS and client files.
-BROKER_ENTRIES = (_STATE_FILE, "server.properties", "data", "logs", "node-[0-9]*", "ca.pem", "broker.keystore.pem",
-                  CLIENT_CONFIG, "format.args")
+#: A single node's config, data and logs, a cluster's node folders: what a start on new ports writes anew.
+_NODE_ENTRIES = ("server.properties", "data", "logs", "node-[0-9]*")
+#: What the brokers write in the state folder, and all ``down`` removes from it: the state file, the nodes'
+#: files, a secured broker's TLS and client files.
+BROKER_ENTRIES = (_STATE_FILE, *_NODE_ENTRIES, "ca.pem", "broker.keystore.pem", CLIENT_CONFIG, "format.args")
+#: Starts on newly chosen ports when a node lost one to another program between choice and bind.
+START_ATTEMPTS = 3
 #: What ``eos devstack broker ACTION ID`` does to one node.
 NodeFault = Literal["kill", "pause", "resume", "stop", "restart"]
 NODE_FAULTS: tuple[NodeFault, ...] = ("kill", "pause", "resume", "stop", "restart")
@@ -72,6 +81,17 @@ NODE_FAULTS: tuple[NodeFault, ...] = ("kill", "pause", "resume", "stop", "restar
 FORMAT_TIMEOUT_S = 180.0
 NODE_REJOINS = RetryPolicy(waiting_for="the broker to rejoin the cluster", timeout_s=120, first_delay_s=0.5,
                            max_delay_s=1.0)
+
+
+@dataclass(frozen=True)
+class _StartSettings:
+    """What every start attempt of :meth:`LocalKafka.up` runs the nodes with."""
+
+    java: str
+    classpath: str
+    transaction_max_timeout_ms: int
+    kafka_version: str
+    secured: BrokerSecrets | None
 
 
 def default_state_dir() -> Path:
@@ -146,8 +166,7 @@ class LocalKafka:
                                 fix="pass 1 (a single node) or 3 (a cluster that survives one broker fault)")
         running = self.status()
         if running is not None:
-            self._security_matches(running)
-            self._check_same(running, transaction_max_timeout_ms, brokers, kafka_version)
+            running.refuse_other_settings(self.security, transaction_max_timeout_ms, brokers, kafka_version)
             return running
         folder = StateFolder(self.state_dir)
         folder.claim()
@@ -158,63 +177,75 @@ class LocalKafka:
         if self.security != "plaintext":
             # The metadata log holds the SCRAM verifiers, enough to log in as a user: owner only.
             self.state_dir.chmod(0o700)
-        layouts = self._layouts(brokers)
         secured = BrokerSecrets(self.state_dir, self.security) if self.security != "plaintext" else None
+        settings = _StartSettings(java, classpath, transaction_max_timeout_ms, kafka_version, secured)
+        return self._start(brokers, settings, timeout_s, stop_with_pid)
+
+    def _start(self, brokers: int, settings: _StartSettings, timeout_s: float, stop_with_pid: int | None) -> BrokerInfo:
+        """Format and start the nodes on free ports; choose new ones when a node lost its port (:data:`START_ATTEMPTS`).
+
+        A port is free when chosen and bound by the node's JVM seconds later: another program (a test
+        on a shared machine) can take it in between, and the node then exits. Its files are removed,
+        the state file and the TLS files kept (the reaper watches the one, the CA stays the same).
+        """
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        deadline = time.monotonic() + timeout_s
+        tried: list[str] = []
+        for attempt in range(1, START_ATTEMPTS + 1):
+            layouts = choose_layouts(self.state_dir, brokers)
+            info, processes = self._start_nodes(layouts, cluster_id, settings)
+            if stop_with_pid is not None and attempt == 1:
+                start_reaper(__name__, stop_with_pid, self.state_dir)
+            try:
+                wait_transactional(info, processes, max(1.0, deadline - time.monotonic()))
+                return info
+            except DevstackError:
+                if not any(process.poll() is not None and bind_failed(node)
+                           for node, process in zip(layouts, processes, strict=True)):
+                    self.down()
+                    raise
+            except BaseException:
+                self.down()
+                raise
+            self._stop_nodes(processes)
+            tried.append(", ".join(f"{n.port}/{n.controller_port}" + "".join(f" ({p} taken)" for p in taken_ports(n))
+                                   for n in layouts))
+            if attempt < START_ATTEMPTS:
+                log.warning("A broker lost its port to another program (ports %s); choosing again.", tried[-1])
+                StateFolder(self.state_dir).clear(*_NODE_ENTRIES)
+        # The files stay: the error names the last attempt's log, and `down` (or the next `up`) removes them.
+        raise DevstackError(
+            f"The broker(s) could not bind free ports in {START_ATTEMPTS} attempts: another program took a port "
+            f"between its choice and the broker's bind each time (ports tried, broker/controller: "
+            f"{'; '.join(tried)}).\n{log_tail(info.nodes[0].layout)}",
+            fix=f"read {info.log_file}; then run `eos devstack up` again (`eos devstack down --state-dir "
+            f"{self.state_dir}` removes what the failed start left).",
+        )
+
+    def _start_nodes(self, layouts: list[NodeLayout], cluster_id: str,
+                     settings: _StartSettings) -> tuple[BrokerInfo, list[subprocess.Popen]]:
+        """Format each node's storage, start the nodes, record them in the state file."""
         for node in layouts:
-            self._format(java, classpath, node, layouts, cluster_id, transaction_max_timeout_ms, secured)
-        processes = [start_node(jvm_command(java, self.heap, classpath, node.log_dir), node) for node in layouts]
+            self._format(settings.java, settings.classpath, node, layouts, cluster_id,
+                         settings.transaction_max_timeout_ms, settings.secured)
+        processes = [start_node(jvm_command(settings.java, self.heap, settings.classpath, node.log_dir), node)
+                     for node in layouts]
         nodes = tuple(NodeInfo(n.node_id, p.pid, n.port, n.controller_port, n.folder)
                       for n, p in zip(layouts, processes, strict=True))
-        client_config = None if secured is None else str(secured.write_client_config(
+        client_config = None if settings.secured is None else str(settings.secured.write_client_config(
             ",".join(f"127.0.0.1:{n.port}" for n in nodes)))
         info = BrokerInfo(nodes[0].pid, nodes[0].port, nodes[0].controller_port, str(self.state_dir),
-                          transaction_max_timeout_ms, self.security, client_config, nodes, kafka_version)
+                          settings.transaction_max_timeout_ms, self.security, client_config, nodes,
+                          settings.kafka_version)
         self._state_file.write_text(info.to_json())
-        if stop_with_pid is not None:
-            start_reaper(__name__, stop_with_pid, self.state_dir)
-        try:
-            wait_transactional(info, processes, timeout_s)
-        except BaseException:
-            self.down()
-            raise
-        return info
+        return info, processes
 
     @staticmethod
-    def _check_same(running: BrokerInfo, transaction_max_timeout_ms: int, brokers: int, kafka_version: str) -> None:
-        def refuse(what: str, flag: str) -> DevstackError:
-            return DevstackError(f"A devstack already runs at {running.bootstrap_servers} with {what}.",
-                                 fix=f"run `eos devstack down` first, then `eos devstack up {flag}`.")
-
-        if running.transaction_max_timeout_ms != transaction_max_timeout_ms:
-            raise refuse(f"transaction.max.timeout.ms={running.transaction_max_timeout_ms}, not "
-                         f"{transaction_max_timeout_ms}", f"--transaction-max-timeout-ms {transaction_max_timeout_ms}")
-        if len(running.nodes or (running,)) != brokers:
-            raise refuse(f"{len(running.nodes)} broker(s), not {brokers}", f"--brokers {brokers}")
-        if running.kafka_version != kafka_version:
-            raise refuse(f"Kafka {running.kafka_version}, not {kafka_version}", f"--kafka-version {kafka_version}")
-
-    def _security_matches(self, running: BrokerInfo) -> None:
-        if running.security != self.security:
-            raise DevstackError(
-                f"A devstack broker already runs at {running.bootstrap_servers} with security "
-                f"{running.security}, not {self.security}.",
-                fix=f"run `eos devstack down` first, then `eos devstack up --security {self.security}`.",
-            )
-
-    def _layouts(self, brokers: int) -> list[NodeLayout]:
-        taken: set[int] = set()
-
-        def port() -> int:
-            found = free_port()
-            while found in taken:
-                found = free_port()
-            taken.add(found)
-            return found
-
-        # One node keeps the folder layout it always had; a cluster gives each node its own folder.
-        return [NodeLayout(i, port(), port(), str(self.state_dir if brokers == 1 else self.state_dir / f"node-{i}"))
-                for i in range(1, brokers + 1)]
+    def _stop_nodes(processes: list[subprocess.Popen]) -> None:
+        """Stop the nodes of a failed attempt that still run; reap those that exited."""
+        for process in processes:
+            if process.poll() is None:
+                terminate(process.pid, 30)
 
     def _format(  # noqa: PLR0913  # dev-stack helper with one call site
         self, java: str, classpath: str, node: NodeLayout, layouts: list[NodeLayout], cluster_id: str,

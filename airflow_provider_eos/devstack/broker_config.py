@@ -9,16 +9,25 @@ and what the soak's broker faults need to be survivable without losing a committ
 
 from __future__ import annotations
 
+import re
 import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["NodeLayout", "free_port", "server_properties"]
+__all__ = ["BIND_FAILURE", "NodeLayout", "bind_failed", "choose_layouts", "free_port", "server_properties",
+           "taken_ports"]
+
+#: What a JVM (a broker, Spark, Hadoop) logs when a port it was given is taken by the time it binds it.
+BIND_FAILURE = re.compile(r"BindException|Address already in use")
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    """A TCP port on 127.0.0.1 that nothing listens on right now.
+
+    Only now: another program can take it before the JVM it is meant for binds it, which then
+    exits (:data:`BIND_FAILURE`); the devstack's parts choose again when that happens.
+    """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -93,3 +102,49 @@ def server_properties(node: NodeLayout, nodes: Sequence[NodeLayout], txn_max_tim
         settings |= {"broker.session.timeout.ms": "6000", "broker.heartbeat.interval.ms": "1000"}
     settings.update(security or {})
     return "".join(f"{k}={v}\n" for k, v in settings.items())
+
+
+def choose_layouts(state_dir: Path, brokers: int) -> list[NodeLayout]:
+    """``brokers`` nodes on free ports, two each and no port twice, in ``state_dir``."""
+    taken: set[int] = set()
+
+    def port() -> int:
+        found = free_port()
+        while found in taken:
+            found = free_port()
+        taken.add(found)
+        return found
+
+    # One node keeps the folder layout it always had; a cluster gives each node its own folder.
+    return [NodeLayout(i, port(), port(), str(state_dir if brokers == 1 else state_dir / f"node-{i}"))
+            for i in range(1, brokers + 1)]
+
+
+def taken_ports(node: NodeLayout) -> list[int]:
+    """Those of ``node``'s ports another socket holds: binding them fails (call it once the node is gone)."""
+    taken = []
+    for port in (node.port, node.controller_port):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                taken.append(port)
+    return taken
+
+
+def bind_failed(node: NodeLayout) -> bool:
+    """Whether ``node``, which exited, lost a port to another program.
+
+    Its log says so, or a port of its is held by another socket now that the node is gone: the
+    proof that holds when the broker logged nothing (it exits before its logging is set up, or a
+    classpath without a logging binding drops what it logs).
+    """
+    if taken_ports(node):
+        return True
+    for log in (node.log_file, node.log_dir / "kafka.out"):
+        try:
+            if BIND_FAILURE.search(log.read_text(errors="replace")):
+                return True
+        except FileNotFoundError:
+            continue
+    return False

@@ -42,8 +42,7 @@ def wait_transactional(info: BrokerInfo, processes: list[subprocess.Popen], time
                 raise DevstackError(
                     f"Kafka broker {node.node_id} exited with code {process.returncode} while starting.\n"
                     f"{log_tail(node.layout)}",
-                    fix=f"read {node.layout.log_file}; a port taken between selection and bind is fixed by "
-                    "retrying.",
+                    fix=f"read {node.layout.log_file}.",  # a port lost to another program is chosen anew by up
                 )
         if not all(listening(n.port) for n in info.nodes):
             return False  # no client before the ports listen: librdkafka would log every refusal

@@ -111,6 +111,27 @@ class BrokerInfo:
                             f"{[n.node_id for n in self.nodes]}",
                             fix="pass one of those ids (see `eos devstack status`)")
 
+    def refuse_other_settings(self, security: str, transaction_max_timeout_ms: int, brokers: int,
+                              kafka_version: str) -> None:
+        """Refuse an ``up`` asking for other settings than this running devstack's (returning it would ignore them).
+
+        :raises DevstackError: naming the setting, what runs, and the ``down`` then ``up`` that changes it.
+        """
+
+        def refuse(what: str, flag: str) -> DevstackError:
+            return DevstackError(f"A devstack already runs at {self.bootstrap_servers} with {what}.",
+                                 fix=f"run `eos devstack down` first, then `eos devstack up {flag}`.")
+
+        if self.security != security:
+            raise refuse(f"security {self.security}, not {security}", f"--security {security}")
+        if self.transaction_max_timeout_ms != transaction_max_timeout_ms:
+            raise refuse(f"transaction.max.timeout.ms={self.transaction_max_timeout_ms}, not "
+                         f"{transaction_max_timeout_ms}", f"--transaction-max-timeout-ms {transaction_max_timeout_ms}")
+        if len(self.every_node) != brokers:
+            raise refuse(f"{len(self.every_node)} broker(s), not {brokers}", f"--brokers {brokers}")
+        if self.kafka_version != kafka_version:
+            raise refuse(f"Kafka {self.kafka_version}, not {kafka_version}", f"--kafka-version {kafka_version}")
+
     def alive(self) -> bool:
         """Whether any node still runs (a cluster with one node killed is still up)."""
         return any(n.running() for n in self.every_node)

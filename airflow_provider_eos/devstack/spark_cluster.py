@@ -22,7 +22,7 @@ from typing import Literal
 
 from airflow_provider_eos.core.errors import SparkClusterError
 from airflow_provider_eos.core.retry import RetryPolicy
-from airflow_provider_eos.devstack.broker_config import free_port
+from airflow_provider_eos.devstack.broker_config import BIND_FAILURE, free_port
 from airflow_provider_eos.devstack.broker_nodes import pid_alive
 from airflow_provider_eos.devstack.process_groups import runs, stop_groups
 from airflow_provider_eos.devstack.recorded import RecordedDaemons
@@ -263,7 +263,7 @@ class SparkCluster(RecordedDaemons[SparkClusterInfo]):
         if waited.settled and not exited:
             return True
         log_text = Path(master.log_file).read_text(errors="replace")
-        if exited and "BindException" in log_text:
+        if exited and BIND_FAILURE.search(log_text):
             stop_groups({master.pid: master.main_class}, timeout_s=10)  # reaps the zombie
             return False
         raise SparkClusterError(

@@ -27,6 +27,7 @@ from pathlib import Path
 from airflow_provider_eos.core.errors import PrerequisiteError, YarnClusterError
 from airflow_provider_eos.core.progress import say
 from airflow_provider_eos.core.retry import RetryPolicy
+from airflow_provider_eos.devstack.broker_config import BIND_FAILURE
 from airflow_provider_eos.devstack.broker_nodes import pid_alive
 from airflow_provider_eos.devstack.jars import _resolve, eos_home, pyspark_jars_dir, require_java
 from airflow_provider_eos.devstack.process_groups import runs
@@ -49,7 +50,6 @@ log = logging.getLogger(__name__)
 
 _HADOOP_CLIENT_JAR = re.compile(r"^hadoop-client-api-(?P<version>\d[\w.\-]*)\.jar$")
 _START_ATTEMPTS = 3  # a free port can be taken by another program between choosing and binding it
-_BIND_FAILURE = re.compile(r"BindException|Address already in use")
 
 CLUSTER_READY = RetryPolicy(
     waiting_for="HDFS and YARN of the Hadoop MiniCluster", timeout_s=180, first_delay_s=0.5, max_delay_s=1.0
@@ -209,7 +209,7 @@ class YarnMiniCluster(RecordedDaemons[YarnClusterInfo]):
         """True once ready; False when a port was taken (retry); an error for anything else."""
 
         def bind_failed() -> bool:
-            return bool(_BIND_FAILURE.search(info.log_file.read_text(errors="replace")))
+            return bool(BIND_FAILURE.search(info.log_file.read_text(errors="replace")))
 
         def ready_or_failed() -> bool:
             if not pid_alive(info.pid):

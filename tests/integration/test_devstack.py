@@ -1,8 +1,14 @@
-"""`eos devstack` as a user runs it, and the reaper that stops a test's broker when its owner dies."""
+"""`eos devstack` as a user runs it, and the reaper that stops a test's broker when its owner dies.
+
+Also what a shared machine does to it: a port taken by another program between its choice and the
+broker's bind (a new choice).
+"""
 
 from __future__ import annotations
 
+import logging
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -10,8 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_eos.devstack.broker import LocalKafka
+from airflow_provider_eos.core.errors import DevstackError
+from airflow_provider_eos.devstack import broker_config
+from airflow_provider_eos.devstack.broker import START_ATTEMPTS, LocalKafka
 from airflow_provider_eos.devstack.broker_nodes import pid_alive
+from airflow_provider_eos.devstack.broker_ready import listening
 
 pytestmark = pytest.mark.integration
 
@@ -115,3 +124,76 @@ def test_down_removes_the_brokers_files_and_keeps_what_the_user_put_in_its_folde
     assert "stopped and removed" in down.stdout and f"kept {folder}: it holds notes.txt" in down.stdout
     assert sorted(p.name for p in folder.iterdir()) == [".eos-devstack", "notes.txt"]
     assert (folder / "notes.txt").read_text() == "the user's"
+
+
+def _commit_one_transaction(bootstrap_servers: str) -> None:
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers})  # kept: a dropped client fails its futures
+    admin.create_topics([NewTopic("lock-test", 1, 1)])["lock-test"].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap_servers, "transactional.id": "lock-test"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce("lock-test", b"one")
+    producer.commit_transaction(30)
+
+
+class PortTaker:
+    """Stands in for another program on the machine: takes (listens on) ports the devstack just chose."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, *, takes: int) -> None:
+        self.taken: list[int] = []
+        self.sockets: list[socket.socket] = []
+        choose = broker_config.free_port
+
+        def chosen_then_taken() -> int:
+            port = choose()
+            if len(self.taken) < takes:
+                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                sock.bind(("127.0.0.1", port))
+                sock.listen()
+                self.sockets.append(sock)
+                self.taken.append(port)
+            return port
+
+        monkeypatch.setattr(broker_config, "free_port", chosen_then_taken)
+
+    def close(self) -> None:
+        for sock in self.sockets:
+            sock.close()
+
+
+def test_a_broker_whose_port_is_taken_before_it_binds_it_starts_on_ports_chosen_anew(tmp_path, monkeypatch, caplog):
+    taker = PortTaker(monkeypatch, takes=1)  # the first port chosen: the broker's listener
+    kafka = LocalKafka(tmp_path / "devstack")
+    try:
+        with caplog.at_level(logging.WARNING, logger="airflow_provider_eos.devstack.broker"):
+            info = kafka.up(stop_with_pid=os.getpid())
+        assert info.port not in taker.taken and info.controller_port not in taker.taken
+        assert listening(info.port) and kafka.status() == info
+        assert f"lost its port to another program (ports {taker.taken[0]}/" in caplog.text
+        assert f"({taker.taken[0]} taken)" in caplog.text
+        _commit_one_transaction(info.bootstrap_servers)
+    finally:
+        taker.close()
+        kafka.down()
+
+
+def test_a_broker_that_loses_its_port_every_time_fails_naming_the_ports_tried_and_its_log(tmp_path, monkeypatch):
+    taker = PortTaker(monkeypatch, takes=1000)
+    kafka = LocalKafka(tmp_path / "devstack")
+    try:
+        with pytest.raises(DevstackError) as raised:
+            kafka.up(stop_with_pid=os.getpid())
+        message = raised.value.message
+        assert f"could not bind free ports in {START_ATTEMPTS} attempts" in message
+        assert len(taker.taken) == 2 * START_ATTEMPTS
+        for broker_port, controller_port in zip(taker.taken[::2], taker.taken[1::2], strict=True):
+            assert f"{broker_port}/{controller_port} ({broker_port} taken) ({controller_port} taken)" in message
+        log_file = tmp_path / "devstack" / "logs" / "server.log"
+        assert f"read {log_file}" in raised.value.fix and log_file.is_file()
+        assert kafka.status() is None, "a node of a failed attempt still runs"
+    finally:
+        taker.close()
+        kafka.down()
