@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from airflow_provider_eos.cli.devstack import holding_state_folder
 from airflow_provider_eos.cli.output import ExitCode, Report, add_lifecycle_commands
 
 if TYPE_CHECKING:
@@ -114,12 +115,15 @@ def register(commands: argparse._SubParsersAction) -> None:
     """Add ``airflow up|down|status`` to the ``eos`` command line."""
     from airflow_provider_eos.devstack.airflow_deployment import default_dags_folder
 
+    # up and down change the state folder: they hold its lock; status only reads it.
+    locked_up, locked_down = (holding_state_folder("eos airflow up", _up),
+                                holding_state_folder("eos airflow down", _down))
     parser = commands.add_parser(
         "airflow", help="a local Airflow deployment (api-server, scheduler, dag-processor, triggerer) with the DAGs"
     )
     lifecycle = add_lifecycle_commands(parser.add_subparsers(dest="airflow_command", required=True), (
-        ("up", _up, "start it (idempotent); print the UI's address and the admin login"),
-        ("down", _down, "stop it and remove its metadata DB and logs"),
+        ("up", locked_up, "start it (idempotent); print the UI's address and the admin login"),
+        ("down", locked_down, "stop it and remove its metadata DB and logs"),
         ("status", _status, "say whether it runs and where (exit 1: it does not)"),
     ), state_dir_help="the devstack folder (default $EOS_HOME/devstack); Airflow lives in <state-dir>/airflow")
     up = lifecycle["up"]

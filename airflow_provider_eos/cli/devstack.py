@@ -1,7 +1,9 @@
 """The local development commands: ``eos devstack``, ``eos jars``, and ``eos run``.
 
 ``devstack up --spark-workers N`` starts a Spark standalone cluster beside the broker, and
-``--yarn`` Hadoop's MiniCluster (HDFS + YARN), in the same state folder. ``devstack status``
+``--yarn`` Hadoop's MiniCluster (HDFS + YARN), in the same state folder. The commands that change
+the folder (``up``, ``down``, ``broker``, and ``eos airflow up|down``) hold its lock while they run
+(:mod:`airflow_provider_eos.devstack.state_lock`): a second one fails at once, naming the first. ``devstack status``
 exits 1 when a broker node does not run or a recorded cluster is not fully up (a finding: start
 it), like every command's exit codes
 (:class:`~airflow_provider_eos.cli.output.ExitCode`).
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_eos.cli.output import ExitCode, Report, add_json_flag, add_lifecycle_commands, add_spec_argument
@@ -23,7 +26,25 @@ if TYPE_CHECKING:
     from airflow_provider_eos.devstack.broker_state import BrokerInfo
     from airflow_provider_eos.devstack.yarn_state import YarnClusterInfo
 
-__all__ = ["register"]
+__all__ = ["holding_state_folder", "register"]
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def holding_state_folder(command: str, handler: Handler) -> Handler:
+    """``handler``, run while it holds the lock of its ``--state-dir`` (refused at once while another holds it).
+
+    :param command: the command as a refusal names its holder (``eos devstack up``).
+    """
+
+    def run(args: argparse.Namespace) -> int:
+        from airflow_provider_eos.devstack.broker import LocalKafka
+        from airflow_provider_eos.devstack.state_lock import hold_state_folder
+
+        with hold_state_folder(LocalKafka(args.state_dir).state_dir, command):  # the folder as every part resolves it
+            return handler(args)
+
+    return run
 
 
 def _devstack_up(args: argparse.Namespace) -> int:
@@ -260,15 +281,18 @@ def register(commands: argparse._SubParsersAction) -> None:
     from airflow_provider_eos.core.spec import Mode
     from airflow_provider_eos.devstack.security import SECURITY_MODES
 
+    # The commands that change the folder hold its lock; status only reads it.
+    locked_up = holding_state_folder("eos devstack up", _devstack_up)
+    locked_down = holding_state_folder("eos devstack down", _devstack_down)
     devstack = commands.add_parser(
         "devstack", help="a local Kafka (KRaft, one node or --brokers 3) and, if asked, a Spark standalone cluster "
         "or YARN, for development"
     )
     devstack_commands = devstack.add_subparsers(dest="devstack_command", required=True)
     lifecycle = add_lifecycle_commands(devstack_commands, (
-        ("up", _devstack_up, "start the broker and any Spark cluster or YARN MiniCluster (idempotent); print "
+        ("up", locked_up, "start the broker and any Spark cluster or YARN MiniCluster (idempotent); print "
          "bootstrap.servers last"),
-        ("down", _devstack_down, "stop the broker, any Spark cluster or YARN MiniCluster and any `eos airflow up` "
+        ("down", locked_down, "stop the broker, any Spark cluster or YARN MiniCluster and any `eos airflow up` "
          "deployment in the folder, and remove their data (a pipelines folder with files in it is kept)"),
         ("status", _devstack_status, "say whether the broker and the cluster run and where (exit 1: not all do)"),
     ), state_dir_help="folder of the broker and the cluster (default $EOS_HOME/devstack): new, empty or made by "
@@ -316,7 +340,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     broker.add_argument("--state-dir", default=None, help="the devstack's folder, as given to `up`")
     broker.add_argument("--timeout", type=float, default=120, help="seconds a restart may take to rejoin")
     add_json_flag(broker)
-    broker.set_defaults(handler=_devstack_broker)
+    broker.set_defaults(handler=holding_state_folder("eos devstack broker", _devstack_broker))
 
     jars = commands.add_parser("jars", help="resolve (if needed) and print the jars directories; in a checkout, "
                                "also build the JVM executor writer (jvm/)")

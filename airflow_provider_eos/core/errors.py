@@ -38,6 +38,10 @@ class DevstackError(EosError):
     """The local Kafka broker could not be started, reached or stopped."""
 
 
+class StateFolderBusyError(DevstackError):
+    """Another devstack command is changing the same state folder; names it (pid, command, since)."""
+
+
 class SparkClusterError(DevstackError):
     """The devstack's Spark standalone cluster could not be started or stopped; names the log file to read."""
 

@@ -8,6 +8,9 @@ caller names, each part (the broker, the Spark cluster, the Hadoop MiniCluster, 
 deployment) naming its own files and folders. What else the folder holds (a file the user put
 there) stays, and so does the folder: it goes (:meth:`StateFolder.release`) only once nothing but
 the marker is left.
+
+The folder also holds :data:`LOCK`, the file a state-changing command locks while it runs
+(:mod:`.state_lock`): the devstack's own, never taken for the user's, and removed with the marker.
 """
 
 from __future__ import annotations
@@ -17,10 +20,12 @@ from pathlib import Path
 
 from airflow_provider_eos.core.errors import DevstackError
 
-__all__ = ["MARKER", "StateFolder"]
+__all__ = ["LOCK", "MARKER", "StateFolder"]
 
 #: The file that makes a folder the devstack's: written when the devstack creates or adopts it.
 MARKER = ".eos-devstack"
+#: The file a state-changing command holds an OS lock on (:mod:`.state_lock`); the devstack's too.
+LOCK = ".eos-devstack.lock"
 _MARKER_TEXT = ("This folder was made by `eos devstack` (airflow-provider-eos): `eos devstack down` removes the\n"
                 "files the devstack wrote here, and the folder once nothing else is left in it.\n")
 
@@ -71,7 +76,7 @@ class StateFolder:
         if not self.marked:
             return  # missing or empty: nothing to remove
         for pattern in entries:
-            if "/" in pattern or pattern in ("", ".", "..", MARKER):
+            if "/" in pattern or pattern in ("", ".", "..", MARKER, LOCK):
                 raise ValueError(f"{pattern!r} is not an entry of the folder")  # a caller's bug, not the user's
             for path in self.path.glob(pattern):
                 _remove(path)
@@ -85,14 +90,18 @@ class StateFolder:
                 path.rmdir()
 
     def release(self) -> tuple[str, ...]:
-        """Remove the folder if nothing but the marker is left in it.
+        """Remove the folder if nothing but the marker (and the lock file) is left in it.
+
+        Called under the lock (:mod:`.state_lock`), whose file goes too: a command waiting on it
+        finds the file gone and locks the one it creates.
 
         :returns: the names of what it still holds (nothing once removed): the folder then stays.
         """
         if not self.marked:
             return ()
-        left = tuple(sorted(p.name for p in self.path.iterdir() if p.name != MARKER))
+        left = tuple(sorted(p.name for p in self.path.iterdir() if p.name not in (MARKER, LOCK)))
         if not left:
+            (self.path / LOCK).unlink(missing_ok=True)
             (self.path / MARKER).unlink()
             self.path.rmdir()
         return left
@@ -103,7 +112,7 @@ class StateFolder:
                                 fix="pass --state-dir a new or empty folder, or one the devstack made.")
         if not self.path.is_dir():
             return
-        found = sorted(p.name for p in self.path.iterdir())
+        found = sorted(p.name for p in self.path.iterdir() if p.name != LOCK)
         if found:
             shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
             raise DevstackError(

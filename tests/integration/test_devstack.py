@@ -1,13 +1,15 @@
 """`eos devstack` as a user runs it, and the reaper that stops a test's broker when its owner dies.
 
-Also what a shared machine does to it: a port taken by another program between its choice and the
-broker's bind (a new choice).
+Also what a shared machine does to it: two commands on one state folder at once (its lock), and
+a port taken by another program between its choice and the broker's bind (a new choice).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -21,6 +23,7 @@ from airflow_provider_eos.devstack import broker_config
 from airflow_provider_eos.devstack.broker import START_ATTEMPTS, LocalKafka
 from airflow_provider_eos.devstack.broker_nodes import pid_alive
 from airflow_provider_eos.devstack.broker_ready import listening
+from airflow_provider_eos.devstack.state_folder import LOCK
 
 pytestmark = pytest.mark.integration
 
@@ -124,6 +127,55 @@ def test_down_removes_the_brokers_files_and_keeps_what_the_user_put_in_its_folde
     assert "stopped and removed" in down.stdout and f"kept {folder}: it holds notes.txt" in down.stdout
     assert sorted(p.name for p in folder.iterdir()) == [".eos-devstack", "notes.txt"]
     assert (folder / "notes.txt").read_text() == "the user's"
+
+
+#: Holds the lock of argv[1] as `eos devstack up` would, says so, and waits to be killed.
+LOCK_HOLDER = ("import sys, time; from pathlib import Path\n"
+               "from airflow_provider_eos.devstack.state_lock import hold_state_folder\n"
+               "with hold_state_folder(Path(sys.argv[1]), 'eos devstack up'):\n"
+               "    print('held', flush=True); time.sleep(600)\n")
+
+
+def test_two_ups_on_one_state_folder_start_one_broker_and_the_other_is_refused_at_once(tmp_path):
+    state = tmp_path / "devstack"
+    # First a command killed while it held the folder: its lock file (and text) stays, its lock does not.
+    killed = subprocess.Popen([sys.executable, "-c", LOCK_HOLDER, str(state)], stdout=subprocess.PIPE, text=True)
+    assert killed.stdout.readline().strip() == "held"
+    os.kill(killed.pid, signal.SIGKILL)
+    killed.wait()
+    assert json.loads((state / LOCK).read_text())["pid"] == killed.pid
+    command = [sys.executable, "-m", "airflow_provider_eos.cli", "devstack", "up", "--state-dir", str(state)]
+    ups = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    try:
+        deadline = time.monotonic() + 120
+        while all(up.poll() is None for up in ups) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        refused = next(up for up in ups if up.poll() is not None)
+        winner = next(up for up in ups if up is not refused)
+        assert winner.poll() is None, "the refused up returned only once the other was done: it waited"
+        _, err = refused.communicate()
+        assert refused.returncode == 2, err
+        assert (f"another devstack command is changing the state folder {state}: pid {winner.pid} "
+                "(eos devstack up, since ") in err, err
+        assert "another --state-dir" in err
+        down = eos("devstack", "down", "--state-dir", str(state))  # refused too, the broker starting untouched
+        assert down.returncode == 2 and f"pid {winner.pid} (eos devstack up" in down.stderr, down.stderr
+        status = eos("devstack", "status", "--state-dir", str(state), timeout=30)  # reads without the lock
+        assert status.returncode in (0, 1), status.stderr
+        assert winner.poll() is None, "the refusals were not checked while the first up ran"
+        out, err = winner.communicate(timeout=240)
+        assert winner.returncode == 0, err
+        bootstrap = out.strip().splitlines()[-1]
+        status = eos("devstack", "status", "--state-dir", str(state))
+        assert status.returncode == 0 and status.stdout.strip().splitlines()[-1] == bootstrap
+        _commit_one_transaction(bootstrap.removeprefix("bootstrap.servers="))
+    finally:
+        for up in ups:
+            if up.poll() is None:
+                up.kill()
+                up.wait()
+        assert eos("devstack", "down", "--state-dir", str(state)).returncode == 0
+    assert not state.exists()
 
 
 def _commit_one_transaction(bootstrap_servers: str) -> None:
