@@ -262,3 +262,17 @@ def new_york_time() -> Iterator[None]:
         else:
             os.environ["TZ"] = before
         time.tzset()
+
+
+@pytest.fixture
+def run_input_not_read(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The submit operator does not read its run's input (``record_run_input``): the spec's brokers of an
+    operator test do not exist, and the read would wait for one to answer. Yields the specs it was given.
+
+    tests/integration/test_submit_run_input.py reads it for real.
+    """
+    from airflow_provider_eos.operators import spark_submit
+
+    given: list[object] = []
+    monkeypatch.setattr(spark_submit, "record_run_input", lambda ti, spec, log: given.append(spec))
+    return given

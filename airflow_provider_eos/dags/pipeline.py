@@ -127,8 +127,8 @@ def pipeline_dag(pipelines: str | Path) -> DAG:
         supervise = StreamingQueryHealthSensor(
             task_id="supervise", spec_path=SPEC_PATH, watch="wait_healthy",
             committed_after="{{ dag_run.start_date }}", poke_interval=5, timeout=600, kafka_conn_id=health,
-            # An available_now run with no new input commits no batch: once submit succeeded, no input
-            # waiting is healthy too (core/health/watch.py).
+            # An available_now run with no new input commits no batch: once submit succeeded, the group
+            # having read the input submit recorded (XCom run_input) is healthy too (core/health/watch.py).
             driver_task_id="submit",
         )
         submit_stream = submit_operator(task_id="submit_stream", spec_path=SPEC_PATH, conn_id=spark_conn_id,

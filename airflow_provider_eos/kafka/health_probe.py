@@ -35,6 +35,7 @@ from airflow_provider_eos.core.health import (
     HealthSample,
     InputPartitionSample,
     OutputPartitionSample,
+    RunInput,
     VerificationSample,
 )
 from airflow_provider_eos.core.topic_partition import TopicPartition
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
     from airflow_provider_eos.core.spec import PipelineSpec
 
 
-__all__ = ["HealthProbeError", "probe"]
+__all__ = ["HealthProbeError", "probe", "probe_run_input"]
 
 # Reads of the group and the checkpoint before the verdict is reported as not settled; a job
 # commits at most once per trigger interval, so two quiet reads in a row come quickly.
@@ -225,3 +226,18 @@ def probe(
         writers=writers_in_use(read_writers_choice(reader), spec.writers),
         broker_protocol=protocol,
     )
+
+
+def probe_run_input(spec: PipelineSpec, admin: AdminClient, *, timeout_s: float = 30) -> RunInput:
+    """Each input partition's last stable offset now: the input a run that starts now has to process.
+
+    Read at ``read_committed``, where the job's source reads its ends (a missing input topic has no
+    partition to list: the job fails on it, not this read).
+
+    :raises HealthProbeError: if metadata or offsets cannot be read.
+    :raises AclMissingError: if the principal may not describe an input topic.
+    """
+    read_at = to_epoch_ms(pendulum.now("UTC"))
+    inputs, _, _ = _topic_partitions(admin, spec, timeout_s)
+    return RunInput.of(read_at, _list_offsets(admin, spec, inputs, OffsetSpec.latest(),
+                                              IsolationLevel.READ_COMMITTED, timeout_s))

@@ -69,6 +69,7 @@ from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
 from airflow_provider_eos.operators.application_links import LinkPublisher, SparkApplicationLink, SparkUiLink
 from airflow_provider_eos.operators.driver import earliest_driver_start, lease_checkpoint
 from airflow_provider_eos.operators.lineage import announce_outputs, openlineage_facets
+from airflow_provider_eos.operators.run_input import record_run_input
 from airflow_provider_eos.operators.spark_submit_launch import launch_spark_submit
 from airflow_provider_eos.operators.use_case import task_failures
 from airflow_provider_eos.spark.detached_stop import hand_over_stop
@@ -121,7 +122,8 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
     the recovery branch waits for the driver to be gone. A new attempt of the same run waits for the previous
     attempt's driver to be gone before it submits: never two drivers of one run. Every process of
     the submission carries the run's driver token, recorded in the XCom
-    ``driver``, so the recovery branch can stop the driver and confirm it is gone.
+    ``driver``, so the recovery branch can stop the driver and confirm it is gone. An ``available_now``
+    run first records its input's ends, what its ``wait_healthy`` compares with (XCom ``run_input``, :mod:`.run_input`).
 
     :param spec_path: the pipeline spec file. (templated)
     :param mode: ``exactly-once`` (default: the spec's mode) or ``at-least-once`` (baseline only).
@@ -220,6 +222,7 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
             self._track_through_resourcemanager()
             self._record_driver(context, spec.name)
             self._wait_for_previous_driver(spec.checkpoint_location, spec.driver_lease_ttl_s)
+            record_run_input(context["ti"], spec, self.log)  # what this run's supervise compares the group with
             self.log.info("Submitting pipeline %s (%s) with %d connector jars%s", spec.name, mode, len(plan.jars),
                           f", packed environment {plan.archives[0]}" if plan.archives else "")
             super().execute(context)

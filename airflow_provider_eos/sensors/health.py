@@ -10,9 +10,10 @@ Outcomes:
 
 * ``wait_healthy`` succeeds once a batch was committed after the sensor started (or after
   ``committed_after``) and the pipeline is not UNHEALTHY, or, once the ``driver_task_id`` task
-  succeeded (an ``available_now`` run that ended), when the pipeline is not UNHEALTHY and no
-  input waits (a run with no new input commits no batch); it fails with a sensor timeout, and
-  the last report, if that does not happen within ``timeout``.
+  succeeded (an ``available_now`` run that ended), when the sink group read the run's input up to
+  the ends that task recorded before the job started (XCom ``run_input``; without it, zero lag)
+  and nothing but lag or commit age is UNHEALTHY: input that arrived later is the next run's. It
+  fails with a sensor timeout, and the last report, if that does not happen within ``timeout``.
 * ``watch`` fails without retrying (``AirflowFailException``, the report table in the message)
   as soon as the pipeline is UNHEALTHY, and succeeds when ``timeout`` passes without that.
 
@@ -58,17 +59,19 @@ from airflow_provider_eos.core.health import (
     HealthError,
     HealthReport,
     LagWindow,
+    RunInput,
     WatchMode,
     WatchOutcome,
     watch_outcome,
 )
 from airflow_provider_eos.core.metrics.task_metrics import health_metrics
 from airflow_provider_eos.core.presentation import health_text
+from airflow_provider_eos.operators.run_input import pull_run_input
 from airflow_provider_eos.triggers.health import (
     StreamingQueryHealthTrigger,
     driver_task_state,
     event_payload,
-    healthy_message,
+    outcome_message,
 )
 from airflow_provider_eos.usecases.clients import DEFAULT_CONNECT_TIMEOUT_S, PipelineClients
 
@@ -127,8 +130,9 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
     :param driver_task_id: the task of this run that runs the watched driver; when it fails,
         the watch fails at once (the stream no longer runs) instead of waiting for the health
         rules to notice, so recovery does not wait for the watch. For ``wait_healthy``, once it
-        succeeded, a report that is not UNHEALTHY with no input waiting ends the wait (see
-        :func:`~airflow_provider_eos.core.health.watch_outcome`).
+        succeeded, a report whose group read the run's input (the ends the task recorded in the
+        XCom ``run_input``; zero lag without them), UNHEALTHY by nothing but lag or commit age,
+        ends the wait (see :func:`~airflow_provider_eos.core.health.watch_outcome`).
     :param kafka_connect_timeout_s: how long each sample waits for any broker to answer before it
         fails with ``KafkaUnreachableError`` (the operators' parameter; the CLI's ``--timeout``).
     """
@@ -293,13 +297,14 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
             return None
         return {"dag_id": context["ti"].dag_id, "run_id": context["run_id"], "task_id": self.driver_task_id}
 
-    def _outcome(self, context: Context, report: HealthReport, mode: WatchMode,
-                 committed_after: pendulum.DateTime) -> WatchOutcome | None:
+    def _outcome(self, context: Context, report: HealthReport, mode: WatchMode, committed_after: pendulum.DateTime,
+                 run_input: RunInput | None) -> WatchOutcome | None:
         """The driver task's failure, else what the report says (knowing whether the driver task succeeded)."""
         state = driver_task_state(self._driver_task(context))
         if state in DRIVER_TASK_FAILED_STATES:
             return WatchOutcome.DRIVER_FAILED
-        return watch_outcome(report, mode, _ms(committed_after), driver_succeeded=state in DRIVER_TASK_SUCCEEDED_STATES)
+        return watch_outcome(report, mode, _ms(committed_after), driver_succeeded=state in DRIVER_TASK_SUCCEEDED_STATES,
+                             run_input=run_input)
 
     # -- deferrable path ------------------------------------------------------------------------
 
@@ -322,9 +327,11 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
         started = self._started_at(context)
         committed_after = self._committed_after(context)
         report = self._check(context)
-        outcome = self._outcome(context, report, mode, committed_after)
+        # The driver task's record of its run's input (eos_pipeline's supervise starts after submit ended).
+        run_input = pull_run_input(context, self.driver_task_id, self.log)
+        outcome = self._outcome(context, report, mode, committed_after, run_input)
         if outcome is not None:
-            message = _message(outcome, report, committed_after)
+            message = outcome_message(outcome, report, committed_after.isoformat(), run_input)
             return self._finish(context, event_payload(outcome, mode, message, report))
         window = self._window or LagWindow(max_samples=self.max_samples)
         timeout_at = started.add(seconds=self.timeout)
@@ -349,6 +356,7 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
                 max_probe_failures=self.max_probe_failures,
                 driver_task=self._driver_task(context),
                 kafka_connect_timeout_s=self.kafka_connect_timeout_s,
+                run_input=None if run_input is None else run_input.model_dump(mode="json"),
             ),
             method_name="execute_complete",
             timeout=dt.timedelta(seconds=self.timeout + self.poke_interval + _DEFER_GRACE_S),
@@ -376,7 +384,8 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
             self.log.warning("Health sample %d of %d failed: %s", self._failures, self.max_probe_failures, err)
             return False
         self._failures = 0
-        outcome = self._outcome(context, report, mode, committed_after)
+        run_input = pull_run_input(context, self.driver_task_id, self.log)
+        outcome = self._outcome(context, report, mode, committed_after, run_input)
         if outcome is None and mode is WatchMode.WATCH:
             # The base class fails a sensor at its timeout; a watch that lasted that long
             # without an unhealthy report succeeded, so it ends one interval early instead.
@@ -385,15 +394,7 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
                 outcome = WatchOutcome.TIMEOUT
         if outcome is None:
             return False
-        result = self._finish(context, event_payload(outcome, mode, _message(outcome, report, committed_after), report))
+        message = outcome_message(outcome, report, committed_after.isoformat(), run_input)
+        result = self._finish(context, event_payload(outcome, mode, message, report))
         return PokeReturnValue(is_done=True, xcom_value=result)
 
-
-def _message(outcome: WatchOutcome, report: HealthReport, committed_after: dt.datetime) -> str:
-    if outcome is WatchOutcome.HEALTHY:
-        return healthy_message(report, committed_after.isoformat(), _ms(committed_after))
-    if outcome is WatchOutcome.UNHEALTHY:
-        return f"pipeline {report.pipeline} is UNHEALTHY"
-    if outcome is WatchOutcome.DRIVER_FAILED:
-        return f"the task running the driver of pipeline {report.pipeline} failed: the stream no longer runs"
-    return f"the watch of pipeline {report.pipeline} ended without an unhealthy report"

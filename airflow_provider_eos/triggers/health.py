@@ -52,9 +52,9 @@ from airflow_provider_eos.core.health import (
     HealthReport,
     HealthSample,
     LagWindow,
+    RunInput,
     WatchMode,
     WatchOutcome,
-    no_input_waiting,
     watch_outcome,
 )
 from airflow_provider_eos.core.metrics.task_metrics import health_metrics
@@ -64,7 +64,7 @@ from airflow_provider_eos.usecases.clients import DEFAULT_CONNECT_TIMEOUT_S, Pip
 if TYPE_CHECKING:
     from airflow_provider_eos.core.spec import PipelineSpec
 
-__all__ = ["StreamingQueryHealthTrigger", "driver_task_state", "event_payload", "healthy_message"]
+__all__ = ["StreamingQueryHealthTrigger", "driver_task_state", "event_payload", "healthy_message", "outcome_message"]
 
 
 def _to_ms(moment: str) -> int:
@@ -97,12 +97,31 @@ def driver_task_state(driver_task: Mapping[str, str] | None) -> str | None:
     return None if state is None else str(state)
 
 
-def healthy_message(report: HealthReport, committed_after: str, committed_after_ms: int) -> str:
-    """Why a ``wait_healthy`` ended healthy: a batch committed after its start, or nothing to commit."""
-    if not report.committed_since(committed_after_ms) and no_input_waiting(report):
-        return (f"the driver task succeeded and no input waits (zero lag on every input partition): nothing to "
-                f"commit after {committed_after}; pipeline {report.pipeline} is {report.status.value}")
-    return f"batch {report.last_committed} committed after {committed_after}; {report.status.value}"
+def healthy_message(
+    report: HealthReport, committed_after: str, committed_after_ms: int, run_input: RunInput | None = None
+) -> str:
+    """Why a ``wait_healthy`` ended healthy: a batch committed after its start, or the run's input all read."""
+    if report.committed_since(committed_after_ms):
+        return f"batch {report.last_committed} committed after {committed_after}; {report.status.value}"
+    if run_input is not None:
+        ends = ", ".join(f"{row.tp}@{row.end}" for row in run_input.ends) or "no partition"
+        return (f"the driver task succeeded and the group read all the run's input (its ends when the run "
+                f"started: {ends}): nothing to commit after {committed_after}, input that arrived since is the "
+                f"next run's; pipeline {report.pipeline} is {report.status.value}")
+    return (f"the driver task succeeded and no input waits (zero lag on every input partition): nothing to "
+            f"commit after {committed_after}; pipeline {report.pipeline} is {report.status.value}")
+
+
+def outcome_message(outcome: WatchOutcome, report: HealthReport, committed_after: str,
+                    run_input: RunInput | None = None) -> str:
+    """The sentence a sensor's check ends with (the trigger words its timeout and errors itself)."""
+    if outcome is WatchOutcome.HEALTHY:
+        return healthy_message(report, committed_after, _to_ms(committed_after), run_input)
+    if outcome is WatchOutcome.UNHEALTHY:
+        return f"pipeline {report.pipeline} is UNHEALTHY"
+    if outcome is WatchOutcome.DRIVER_FAILED:
+        return f"the task running the driver of pipeline {report.pipeline} failed: the stream no longer runs"
+    return f"the watch of pipeline {report.pipeline} ended without an unhealthy report"
 
 
 def event_payload(
@@ -142,9 +161,13 @@ class StreamingQueryHealthTrigger(BaseTrigger):
     :param max_probe_failures: failed samples in a row before an ``error`` event.
     :param driver_task: ``{"dag_id", "run_id", "task_id"}`` of the task that runs the driver;
         its state is read through the Task SDK before each sample (its failure ends the watch; for
-        ``wait_healthy``, its success lets no input waiting count as healthy). ``None``: not watched.
+        ``wait_healthy``, its success lets the run's input all read count as healthy). ``None``: not watched.
     :param kafka_connect_timeout_s: how long each sample waits for any broker to answer before it
         fails with ``KafkaUnreachableError`` (the operators' parameter of the same name).
+    :param run_input: the input of the driver task's run as it recorded it
+        (:class:`~airflow_provider_eos.core.health.RunInput` in JSON): once the driver task succeeded,
+        ``wait_healthy`` compares the group with it rather than with input that arrived since. ``None``:
+        not recorded (zero lag everywhere stands for it).
     """
 
     def __init__(
@@ -163,6 +186,7 @@ class StreamingQueryHealthTrigger(BaseTrigger):
         max_probe_failures: int = 3,
         driver_task: Mapping[str, str] | None = None,
         kafka_connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
+        run_input: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__()
         self.spec_path = spec_path
@@ -178,6 +202,7 @@ class StreamingQueryHealthTrigger(BaseTrigger):
         self.max_probe_failures = max_probe_failures
         self.driver_task = dict(driver_task) if driver_task else None
         self.kafka_connect_timeout_s = float(kafka_connect_timeout_s)
+        self.run_input = dict(run_input) if run_input else None
         self._spec: PipelineSpec | None = None
         self._storage_options: dict[str, Any] | None = None
 
@@ -199,6 +224,7 @@ class StreamingQueryHealthTrigger(BaseTrigger):
                 "max_probe_failures": self.max_probe_failures,
                 "driver_task": self.driver_task,
                 "kafka_connect_timeout_s": self.kafka_connect_timeout_s,
+                "run_input": self.run_input,
             },
         )
 
@@ -258,6 +284,7 @@ class StreamingQueryHealthTrigger(BaseTrigger):
         """Sample every ``poke_interval`` seconds and yield one event (see the module docstring)."""
         mode = WatchMode(self.watch)
         committed_after_ms = _to_ms(self.committed_after)
+        run_input = None if self.run_input is None else RunInput.model_validate(self.run_input)
         deadline_ms = None if self.timeout_at is None else _to_ms(self.timeout_at)
         window = LagWindow.from_dict(self.window, max_samples=self.max_samples)
         report: HealthReport | None = None
@@ -316,9 +343,10 @@ class StreamingQueryHealthTrigger(BaseTrigger):
                 len(window),
                 "; ".join(f"{f.subject}: {f.detail}" for f in report.problems) or "no findings",
             )
-            outcome = watch_outcome(report, mode, committed_after_ms, driver_succeeded=driver_succeeded)
+            outcome = watch_outcome(report, mode, committed_after_ms, driver_succeeded=driver_succeeded,
+                                    run_input=run_input)
             if outcome is WatchOutcome.HEALTHY:
-                message = healthy_message(report, self.committed_after, committed_after_ms)
+                message = healthy_message(report, self.committed_after, committed_after_ms, run_input)
                 yield TriggerEvent(event_payload(outcome, mode, message, report))
                 return
             if outcome is WatchOutcome.UNHEALTHY:

@@ -18,10 +18,11 @@ from airflow_provider_eos.core.health import (
     HealthStatus,
     HealthThresholds,
     LagWindow,
+    RunInput,
 )
 from airflow_provider_eos.core.health import evaluate as evaluate_window
 from airflow_provider_eos.core.progress import say
-from airflow_provider_eos.kafka.health_probe import HealthProbeError, probe
+from airflow_provider_eos.kafka.health_probe import HealthProbeError, probe, probe_run_input
 from airflow_provider_eos.usecases.result import Outcome, UseCaseResult
 from airflow_provider_eos.usecases.roles import role_refusal, runs_as
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from airflow_provider_eos.core.spec import PipelineSpec
     from airflow_provider_eos.usecases.clients import PipelineClients
 
-__all__ = ["HealthOutcome", "evaluate", "health"]
+__all__ = ["HealthOutcome", "evaluate", "health", "run_input"]
 
 # What to do about each signal that is not healthy, in the order the findings come (worst first).
 _ADVICE = {
@@ -62,6 +63,22 @@ def sample(clients: PipelineClients) -> HealthSample:
         return probe(spec, storage_options=clients.storage_options, timeout_s=clients.timeout_s)
     except AclMissingError as refused:
         raise role_refusal(refused, "health", spec) from refused.__cause__
+
+
+@runs_as("job")
+def run_input(clients: PipelineClients) -> RunInput:
+    """The input a run that starts now has to process: each input partition's end, read as the job's principal.
+
+    The submit task reads it before it starts an ``available_now`` job; a ``wait_healthy`` watch of the
+    run compares the sink group with it (:func:`~airflow_provider_eos.core.health.watch_outcome`), not
+    with input that arrives after the job took its own ends.
+
+    :raises KafkaUnreachableError: no broker answered within the clients' ``connect_timeout_s``.
+    :raises HealthProbeError: if metadata or offsets cannot be read.
+    :raises AclMissingError: the job's principal may not describe an input topic.
+    """
+    clients.require_kafka()
+    return probe_run_input(clients.spec, clients.admin, timeout_s=clients.timeout_s)
 
 
 def evaluate(

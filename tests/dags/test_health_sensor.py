@@ -90,6 +90,39 @@ def build_supervise_after_submit(spec_path: str):
     return dag
 
 
+def build_supervise_after_input_arrived(spec_path: str):
+    from airflow.sdk import task
+
+    from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
+
+    @task
+    def submit(**context) -> None:
+        """Stands for eos_pipeline's submit: records the run's input as the operator does before spark-submit,
+        then the driver finds nothing new and ends, and 5 records arrive per input partition after it ended."""
+        import logging
+
+        from confluent_kafka import Producer
+
+        from airflow_provider_eos.core.spec import PipelineSpec
+        from airflow_provider_eos.operators.run_input import record_run_input
+
+        spec = PipelineSpec.load(spec_path)
+        record_run_input(context["ti"], spec, logging.getLogger("submit"))
+        producer = Producer({"bootstrap.servers": spec.kafka["bootstrap.servers"]})
+        for n in range(10):
+            producer.produce(spec.input_topics[0], value=b"late", partition=n % 2)
+        assert producer.flush(30) == 0
+
+    with new_dag("eos_health") as dag:
+        # eos_pipeline's supervise, with a timeout short enough to fail the test rather than the CI.
+        sensor = StreamingQueryHealthSensor(
+            task_id="supervise", spec_path=spec_path, watch="wait_healthy", poke_interval=2, timeout=45,
+            driver_task_id="submit",
+        )
+        submit() >> sensor
+    return dag
+
+
 def build_watch_cannot_look(spec_path: str, token: str):
     from airflow.sdk import task
     from airflow.task.trigger_rule import TriggerRule
@@ -266,6 +299,32 @@ def test_supervise_accepts_an_available_now_run_without_new_input(
     assert "the driver task succeeded and no input waits" in log, log[-4000:]
     report = run.xcoms["supervise"]
     assert report["status"] != "UNHEALTHY" and report["total_lag"] == 0 and report["last_committed"] == LAST_COMMITTED
+
+
+def test_supervise_accepts_an_available_now_run_whose_input_arrived_after_it_ended(
+    bootstrap: str, topic_factory, tmp_path: Path, airflow_home: Path
+) -> None:
+    # The previous run committed batch 3 an hour ago and read all the input; this run's driver found
+    # nothing new and succeeded, and then input arrived. supervise compared the group with the live
+    # end offsets (lag 5 per partition, and the hour-old commit with input waiting is UNHEALTHY by
+    # commit age): it waited for a commit no run would make until its timeout (600 s in eos_pipeline).
+    idle = checkpointed_pipeline(bootstrap, topic_factory, tmp_path, stem="eos")
+    idle.commit_group(LAST_COMMITTED)
+    idle.produce_input_of(LAST_COMMITTED)
+    idle.age_commits(3600)
+    run = start_in_airflow(__name__, "supervise_after_input_arrived", tmp_path,
+                           spec_path=str(idle.spec_path)).finish(timeout_s=300)
+
+    assert run.states == {"submit": "success", "supervise": "success"}, run.log[-8000:]
+    log = task_log(run, "supervise")
+    assert "the group read all the run's input" in log and "input that arrived since is the next run's" in log, (
+        log[-4000:])
+    ends = idle.end_offsets(LAST_COMMITTED)
+    assert all(f"{tp.topic}-{tp.partition}@{offset}" in log for tp, offset in ends.items()), log[-4000:]
+    report = run.xcoms["supervise"]
+    assert report["total_lag"] == 10 and report["last_committed"] == LAST_COMMITTED
+    assert report["status"] == "UNHEALTHY"  # by commit age alone, which an ended run's wait does not count
+    assert {f["signal"] for f in report["findings"] if f["status"] == "UNHEALTHY"} == {"commit_age"}
 
 
 def test_a_watch_that_cannot_reach_the_broker_does_not_stop_the_stream(tmp_path: Path, airflow_home: Path) -> None:

@@ -17,7 +17,7 @@ import yaml
 from airflow_provider_eos.core.application_links import SPARK_APPLICATION_XCOM_KEY, SPARK_UI_XCOM_KEY, app_line
 from tests.unit.test_spark_submit_operator import RecordingTaskInstance
 
-pytestmark = [pytest.mark.airflow, pytest.mark.usefixtures("airflow_home")]
+pytestmark = [pytest.mark.airflow, pytest.mark.usefixtures("airflow_home", "run_input_not_read")]
 
 SPEC = {
     "name": "orders",

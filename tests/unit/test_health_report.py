@@ -12,15 +12,18 @@ from airflow_provider_eos.core.health import (
     HealthReport,
     HealthStatus,
     HealthThresholds,
+    RunInput,
     VerificationSample,
     WatchMode,
     WatchOutcome,
+    input_left_behind,
     no_input_waiting,
     watch_outcome,
 )
 from airflow_provider_eos.core.presentation import health_text
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from tests.support.health_samples import (
+    IN0,
     IN1,
     PREFIX,
     SECOND,
@@ -129,6 +132,48 @@ def test_wait_healthy_accepts_an_ended_run_that_had_no_input_and_no_other() -> N
     assert not no_input_waiting(run([sample(100, [], commit_s=10)]))
     # The watch mode is not changed by it.
     assert watch_outcome(idle, WatchMode.WATCH, started, driver_succeeded=True) is None
+
+
+def test_wait_healthy_judges_an_ended_run_by_its_own_input_not_by_input_that_arrived_later() -> None:
+    # The run's input ended at 100 and 50 when it started; the group read both, and 30 records
+    # arrived in orders-1 after the job ended. The live lag is 30: only the run's own ends say it is done.
+    # The previous run's commit is 90 s old with input waiting: UNHEALTHY by commit age, which judges
+    # a job that should be reading, not one that ended having read its input.
+    started = T0 + 90 * SECOND
+    ran = RunInput.of(started, {IN0: 100, IN1: 50})
+    later = run([sample(100, [part(100, 100), part(80, 50, tp=IN1)], commit_s=10)])
+    assert not no_input_waiting(later) and input_left_behind(later, ran) == ()
+    assert {f.signal for f in later.findings if f.status is HealthStatus.UNHEALTHY} == {"commit_age"}
+    assert watch_outcome(later, WatchMode.WAIT_HEALTHY, started, driver_succeeded=True) is None  # the old rule
+    assert watch_outcome(later, WatchMode.WAIT_HEALTHY, started, driver_succeeded=True,
+                         run_input=ran) is WatchOutcome.HEALTHY
+    # Only once the driver task succeeded: while it runs, its input may still be in flight.
+    assert watch_outcome(later, WatchMode.WAIT_HEALTHY, started, run_input=ran) is None
+    # Input that waited when the run started and is still unread was left behind by the run.
+    behind = RunInput.of(started, {IN0: 100, IN1: 60})
+    assert input_left_behind(later, behind) == (IN1,)
+    assert watch_outcome(later, WatchMode.WAIT_HEALTHY, started, driver_succeeded=True, run_input=behind) is None
+    # Without a committed offset the group has read to the log start: an empty partition's end is read.
+    never = run([sample(100, [part(20, None, log_start=0), part(0, None, tp=IN1, log_start=0)], commit_s=10)])
+    assert input_left_behind(never, RunInput.of(started, {IN0: 0, IN1: 0})) == ()
+    assert input_left_behind(never, RunInput.of(started, {IN0: 5, IN1: 0})) == (IN0,)
+    # A partition of the run the report does not show is not known to be read; one created later is not the run's.
+    gone = TopicPartition("gone", 0)
+    assert input_left_behind(later, RunInput.of(started, {gone: 1})) == (gone,)
+    assert input_left_behind(later, RunInput.of(started, {IN0: 100})) == ()
+    # An UNHEALTHY finding about anything but progress is never accepted, with the run's input as without it.
+    diverged = VerificationSample(verdict="DIVERGED", ok=False)
+    broken = run([sample(100, [part(100, 100)], commit_s=10, verification=diverged)])
+    assert watch_outcome(broken, WatchMode.WAIT_HEALTHY, started, driver_succeeded=True,
+                         run_input=RunInput.of(started, {IN0: 100})) is None
+
+
+def test_a_runs_input_survives_its_json_form() -> None:
+    ran = RunInput.of(T0, {IN1: 50, IN0: 100})
+    data = json.loads(json.dumps(ran.model_dump(mode="json")))
+    assert data == {"read_at_ms": T0, "ends": [{"topic": "orders", "partition": 0, "end": 100},
+                                               {"topic": "orders", "partition": 1, "end": 50}]}
+    assert RunInput.model_validate(data) == ran
 
 
 def test_watch_fails_on_unhealthy_only() -> None:

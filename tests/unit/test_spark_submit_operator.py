@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-pytestmark = [pytest.mark.airflow, pytest.mark.usefixtures("airflow_home")]
+pytestmark = [pytest.mark.airflow, pytest.mark.usefixtures("airflow_home", "run_input_not_read")]
 
 SASL_PASSWORD = "sasl-password-7c1d0e"
 S3_SECRET = "s3-secret-91b2c3"

@@ -29,6 +29,7 @@ from airflow_provider_eos.core.health.evaluate import evaluate
 from airflow_provider_eos.core.health.findings import Finding, OpenTransaction, PartitionGap
 from airflow_provider_eos.core.health.lag_rules import PartitionLag
 from airflow_provider_eos.core.health.report import HealthReport
+from airflow_provider_eos.core.health.run_input import RUN_INPUT_XCOM_KEY, InputEnd, RunInput, input_left_behind
 from airflow_provider_eos.core.health.samples import (
     HealthSample,
     InputPartitionSample,
@@ -44,6 +45,7 @@ from airflow_provider_eos.core.health.watch import (
     WatchMode,
     WatchOutcome,
     no_input_waiting,
+    run_input_read,
     stops_the_driver,
     watch_outcome,
 )
@@ -53,6 +55,7 @@ __all__ = [
     "DEFAULT_MAX_SAMPLES",
     "DRIVER_TASK_FAILED_STATES",
     "DRIVER_TASK_SUCCEEDED_STATES",
+    "RUN_INPUT_XCOM_KEY",
     "WATCH_OUTCOME_XCOM_KEY",
     "Finding",
     "HealthError",
@@ -60,6 +63,7 @@ __all__ = [
     "HealthSample",
     "HealthStatus",
     "HealthThresholds",
+    "InputEnd",
     "InputPartitionSample",
     "LagStatus",
     "LagWindow",
@@ -67,11 +71,14 @@ __all__ = [
     "OutputPartitionSample",
     "PartitionGap",
     "PartitionLag",
+    "RunInput",
     "VerificationSample",
     "WatchMode",
     "WatchOutcome",
     "evaluate",
+    "input_left_behind",
     "no_input_waiting",
+    "run_input_read",
     "stops_the_driver",
     "watch_outcome",
 ]

@@ -6,10 +6,12 @@ import enum
 from typing import TYPE_CHECKING
 
 from airflow_provider_eos.core.health.findings import PROGRESS_SIGNALS
+from airflow_provider_eos.core.health.run_input import input_left_behind
 from airflow_provider_eos.core.health.statuses import HealthError, HealthStatus
 
 if TYPE_CHECKING:
     from airflow_provider_eos.core.health.report import HealthReport
+    from airflow_provider_eos.core.health.run_input import RunInput
 
 __all__ = [
     "DRIVER_TASK_FAILED_STATES",
@@ -18,6 +20,7 @@ __all__ = [
     "WatchMode",
     "WatchOutcome",
     "no_input_waiting",
+    "run_input_read",
     "stops_the_driver",
     "watch_outcome",
 ]
@@ -27,7 +30,7 @@ class WatchMode(enum.StrEnum):
     """What a health sensor waits for."""
 
     #: Succeed once the job committed a batch after the sensor started and is not UNHEALTHY (or,
-    #: once its driver task succeeded, when no input waits: see :func:`watch_outcome`).
+    #: once its driver task succeeded, when the run's input is read: see :func:`watch_outcome`).
     WAIT_HEALTHY = "wait_healthy"
     #: Fail as soon as the pipeline is UNHEALTHY, once the job had its chance to commit (see
     #: :func:`watch_outcome`); succeed when the watch period ends.
@@ -88,13 +91,32 @@ def no_input_waiting(report: HealthReport) -> bool:
     """Whether every input partition has zero lag (and the report has at least one).
 
     An ``available_now`` run with no new input commits no batch: Spark plans none when there is
-    nothing to read. Zero lag everywhere says it had nothing to do, rather than that it failed to.
+    nothing to read. Zero lag everywhere says it had nothing to do, rather than that it failed to;
+    lag says nothing either way once input arrived after the run ended, so
+    :func:`~.run_input.input_left_behind` against the run's own input decides when it is known.
     """
     return bool(report.partitions) and all(row.lag == 0 for row in report.partitions)
 
 
+def run_input_read(report: HealthReport, run_input: RunInput | None) -> bool:
+    """Whether the sink group read all the input of an ended ``available_now`` run.
+
+    With the run's input (:class:`~.run_input.RunInput`, its ends read before the job started):
+    the group read every partition up to them, whatever arrived since. Without it (a driver task
+    that records none): no input waits now (:func:`no_input_waiting`).
+    """
+    if run_input is None:
+        return no_input_waiting(report)
+    return not input_left_behind(report, run_input)
+
+
 def watch_outcome(
-    report: HealthReport, mode: WatchMode, committed_after_ms: int, *, driver_succeeded: bool = False
+    report: HealthReport,
+    mode: WatchMode,
+    committed_after_ms: int,
+    *,
+    driver_succeeded: bool = False,
+    run_input: RunInput | None = None,
 ) -> WatchOutcome | None:
     """Whether a sensor is done after this report; ``None`` keeps it waiting.
 
@@ -102,9 +124,13 @@ def watch_outcome(
       ``committed_after_ms`` and the report is not UNHEALTHY. An UNHEALTHY report does not end
       the wait: a job that is starting looks stopped until its first batch commits. Once the
       driver's task succeeded (``driver_succeeded``: an ``available_now`` run that ended), a report
-      that is not UNHEALTHY with no input waiting (:func:`no_input_waiting`) is HEALTHY too: a run
-      with no new input commits no batch, and waiting for one would only time out. A run that
-      left input behind still waits for a commit.
+      whose group read all the run's input (:func:`run_input_read`) is HEALTHY too: a run with no
+      new input commits no batch, and waiting for one would only time out, also when input arrived
+      after the run ended (it is the next run's). The progress signals (lag, commit age) do not
+      count then: they judge a job that should be reading, and this one ended having read its
+      input; any other UNHEALTHY finding (a verification that is not ok, a lingering or hanging
+      transaction) still keeps the wait going. A run that left its own input behind still waits
+      for a commit.
     * ``watch``: :attr:`WatchOutcome.UNHEALTHY` as soon as the report is UNHEALTHY; by a progress
       signal (:data:`~.findings.PROGRESS_SIGNALS`: lag, commit age) only once the job committed a
       batch after ``committed_after_ms`` or ``stop_after_ms`` has passed since then without one.
@@ -119,18 +145,24 @@ def watch_outcome(
     :param committed_after_ms: the watch's start: for ``wait_healthy``, the time a commit must be
         newer than; for ``watch``, where the new driver's chance to commit begins.
     :param driver_succeeded: the task that ran the driver ended successfully (``wait_healthy`` only).
+    :param run_input: the input that run had to process, as its driver task recorded it (``None``:
+        not recorded; then zero lag everywhere stands for it).
     """
     if mode is WatchMode.WAIT_HEALTHY:
-        if not report.is_healthy:
-            return None
-        if report.committed_since(committed_after_ms) or (driver_succeeded and no_input_waiting(report)):
+        if report.is_healthy and report.committed_since(committed_after_ms):
+            return WatchOutcome.HEALTHY
+        if driver_succeeded and run_input_read(report, run_input) and not _unhealthy_beyond_progress(report):
             return WatchOutcome.HEALTHY
         return None
     if report.is_healthy:
         return None
     had_its_chance = (report.committed_since(committed_after_ms)
                       or report.evaluated_at_ms - committed_after_ms >= report.thresholds.stop_after_ms)
-    unhealthy = [f for f in report.findings if f.status is HealthStatus.UNHEALTHY]
-    if had_its_chance or any(f.signal not in PROGRESS_SIGNALS for f in unhealthy):
+    if had_its_chance or _unhealthy_beyond_progress(report):
         return WatchOutcome.UNHEALTHY
     return None
+
+
+def _unhealthy_beyond_progress(report: HealthReport) -> bool:
+    """Whether an UNHEALTHY finding is about something other than the job's progress (lag, commit age)."""
+    return any(f.status is HealthStatus.UNHEALTHY and f.signal not in PROGRESS_SIGNALS for f in report.findings)
