@@ -229,6 +229,10 @@ def test_all_errors_are_reported_at_once() -> None:
         ({"transaction_timeout_ms": 2**31}, "transaction_timeout_ms is 2147483648, above the Kafka producer's limit"),
         ({"transaction_timeout_ms": 2**40}, "transaction.max.timeout.ms"),
         ({"max_offsets_per_trigger": 2**63}, "max_offsets_per_trigger is 9223372036854775808, above Spark's limit"),
+        ({"driver_lease_ttl_s": 2}, "driver_lease_ttl_s is 2; use at least 3 seconds"),
+        ({"driver_lease_ttl_s": 3601}, "driver_lease_ttl_s is 3601; use at most 3600 seconds (an hour): recovery"),
+        ({"driver_lease_ttl_s": 10**9}, "driver_lease_ttl_s is 1000000000; use at most 3600 seconds"),
+        ({"driver_lease_ttl_s": 10**9}, "is how long a crashed pipeline stays down"),
         ({"transform": "no_colon"}, "transform 'no_colon'"),
         ({"transform": "a-b:f"}, "transform 'a-b:f'"),
         ({"mode": "exactly_once"}, "mode: Input should be 'exactly-once' or 'at-least-once', got a string"),
@@ -242,6 +246,11 @@ def test_invalid_values_name_field_and_value(overrides: dict[str, Any], expected
 def test_the_largest_values_java_reads_are_accepted() -> None:
     spec = PipelineSpec.from_dict(minimal(transaction_timeout_ms=2**31 - 1, max_offsets_per_trigger=2**63 - 1))
     assert (spec.transaction_timeout_ms, spec.max_offsets_per_trigger) == (2**31 - 1, 2**63 - 1)
+
+
+def test_lease_ttls_from_three_seconds_to_an_hour_are_accepted() -> None:
+    assert [PipelineSpec.from_dict(minimal(driver_lease_ttl_s=ttl)).driver_lease_ttl_s for ttl in (3, 30, 3600)] == [
+        3, 30, 3600]
 
 
 def test_starting_offsets_naming_every_input_topic_are_accepted() -> None:

@@ -32,6 +32,11 @@ __all__ = ["ExecutorWriter", "Mode", "PipelineSpec", "Writers"]
 
 #: The shortest driver lease: renewed every second, written at most once a second to the checkpoint.
 MIN_LEASE_TTL_S = 3
+#: The longest driver lease: recovery after a crash waits ttl + 25 s for a killed driver's lease to
+#: expire before it may act (:func:`~airflow_provider_eos.core.driver_lease.lease_expiry_wait_s`), so
+#: the ttl is how long a crashed pipeline stays down; an hour is far beyond what a slow checkpoint
+#: store needs (renewals every ttl / 3), and a year would be no recovery at all.
+MAX_LEASE_TTL_S = 3600
 
 
 class Mode(StrEnum):
@@ -127,7 +132,7 @@ class PipelineSpec(BaseModel):
     #: Seconds the driver's lease in the checkpoint (``eos/driver-lease.json``) holds after each renewal;
     #: the driver renews it every third of that and commits nothing once it could not for four fifths
     #: of it. Recovery counts a driver gone by its lease this long (plus a clock margin of 10 s) after its
-    #: last renewal, from any Airflow worker. At least 3.
+    #: last renewal, from any Airflow worker. From 3 to 3600 (recovery after a crash waits that long).
     driver_lease_ttl_s: int = 30
     #: ``{prometheus_port: PORT}``: the driver serves the sink's metrics (and, by default, turns on
     #: Spark's streaming metrics) for Prometheus while it runs (docs/observability.md); ``null``: none.
@@ -259,6 +264,13 @@ class PipelineSpec(BaseModel):
         if value < MIN_LEASE_TTL_S:
             raise ValueError(f"{info.field_name} is {value}; use at least {MIN_LEASE_TTL_S} seconds (the driver renews "
                              "its lease every third of it)")
+        if value > MAX_LEASE_TTL_S:
+            raise ValueError(
+                f"{info.field_name} is {value}; use at most {MAX_LEASE_TTL_S} seconds (an hour): recovery after a "
+                "crash waits the ttl plus 25 s for the killed driver's lease to expire before it may act, so the ttl "
+                "is how long a crashed pipeline stays down; 30 (the default) to a few minutes rides out a slow "
+                "checkpoint store"
+            )
         return value
 
     @field_validator("starting_offsets")
