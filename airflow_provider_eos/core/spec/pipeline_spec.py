@@ -95,7 +95,8 @@ class PipelineSpec(BaseModel):
     #: Spark checkpoint location: an absolute local path or a URL with a scheme (``hdfs://``, ``s3a://`` (read
     #: as ``s3://``), ``file://`` ...); relative paths are refused.
     checkpoint_location: str
-    #: ``"available_now"`` or a processing-time interval such as ``"10 seconds"``.
+    #: ``"available_now"`` or a processing-time interval such as ``"10 seconds"``; ``"0 seconds"`` starts each
+    #: batch as soon as the previous one ended (Spark's own default trigger).
     trigger: str = TRIGGER_AVAILABLE_NOW
     #: Spark ``maxOffsetsPerTrigger``: the most input records per batch; ``null`` for no limit.
     max_offsets_per_trigger: int | None = 10000
