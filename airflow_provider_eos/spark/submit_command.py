@@ -25,6 +25,7 @@ from airflow_provider_eos.core.secrets import SPARK_REDACTION_REGEX
 from airflow_provider_eos.core.spec import Mode, PipelineSpec
 from airflow_provider_eos.core.spec.submission import Connector, check_python_environment, url_scheme
 from airflow_provider_eos.kafka.settings.java import SPARK_OPTIONS_REDACTION_REGEX
+from airflow_provider_eos.kafka.settings.librdkafka import check_librdkafka_settings
 from airflow_provider_eos.spark.job_environment import DISTRIBUTION_PACKAGES, ENVIRONMENT_ALIAS, EXECUTOR_PYTHON
 from airflow_provider_eos.spark.secret_conf import (
     properties_keys,
@@ -180,7 +181,9 @@ def plan_submit(  # noqa: PLR0913  # the spec plus each override a caller may gi
         the driver finds it in its settings in every deploy mode (for its lease), and YARN lists the
         application under it as a tag (:func:`driver_tagging`).
     :raises SubmissionError: a local jar or archive named does not exist.
+    :raises SpecError: a ``kafka`` setting librdkafka refuses (the job's sink would, after Spark started).
     """
+    check_librdkafka_settings(spec)
     cluster = (deploy_mode or "client") == "cluster"
     run_mode = driver_mode(mode)
     jars, connector_conf = connector_arguments(connector or spec.connector)

@@ -22,6 +22,7 @@ from airflow_provider_eos.core.transform_traits import TransformTraits, traits_f
 from airflow_provider_eos.core.writers_choice import read_writers_choice
 from airflow_provider_eos.devstack.jars import executor_writer_jar
 from airflow_provider_eos.kafka.cluster_facts import gather_facts
+from airflow_provider_eos.kafka.settings.librdkafka import check_librdkafka_settings
 from airflow_provider_eos.usecases.clients import PipelineClients
 from airflow_provider_eos.usecases.result import Outcome, UseCaseResult
 from airflow_provider_eos.usecases.roles import runs_as
@@ -57,8 +58,11 @@ def preflight(
     :param longest_expected_pause_ms: how long the pipeline may be stopped and still resume.
     :raises PreflightError: if the cluster cannot be described at all.
     :raises KafkaUnreachableError: if no broker answers within the clients' ``connect_timeout_s``.
+    :raises SpecError: if librdkafka refuses a ``kafka`` setting (checked before any client starts).
     """
     spec = clients.spec
+    # Before the first client: librdkafka refuses such a setting when a client is made, naming no spec field.
+    check_librdkafka_settings(spec)
     clients.require_kafka()
     facts = gather_facts(
         spec,

@@ -26,6 +26,7 @@ from airflow_provider_eos.kafka.settings.java import (
 from airflow_provider_eos.kafka.settings.kafka_python import kafka_python_config, protect_secrets
 from airflow_provider_eos.kafka.settings.librdkafka import (
     admin_config,
+    check_librdkafka_settings,
     common_config,
     group_metadata_consumer_config,
     sink_producer_config,
@@ -36,6 +37,7 @@ __all__ = [
     "SPARK_OPTIONS_REDACTION_REGEX",
     "KafkaConfigError",
     "admin_config",
+    "check_librdkafka_settings",
     "client_logger",
     "common_config",
     "group_metadata_consumer_config",

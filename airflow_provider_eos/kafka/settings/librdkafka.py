@@ -11,21 +11,28 @@ is built (:func:`~airflow_provider_eos.kafka.settings.client_logs.with_client_lo
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
+from airflow_provider_eos.core.errors import SpecError
+from airflow_provider_eos.core.secrets import is_secret_setting
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.kafka.settings.keys import PRODUCER_ALIASES, SETTINGS
 from airflow_provider_eos.kafka.settings.values import as_text, refuse
 
 __all__ = [
     "admin_config",
+    "check_librdkafka_settings",
     "common_config",
     "group_metadata_consumer_config",
     "producer_keys",
     "role_keys",
     "sink_producer_config",
 ]
+
+#: The librdkafka properties the sink's producer takes from spec fields rather than from ``kafka``.
+_FROM_FIELDS = {"transaction.timeout.ms": "transaction_timeout_ms", "transactional.id": "transactional_id_prefix"}
 
 
 def role_keys(librdkafka: Mapping[str, Any], scope: str) -> dict[str, Any]:
@@ -107,3 +114,61 @@ def group_metadata_consumer_config(spec: PipelineSpec) -> dict[str, Any]:
 def admin_config(spec: PipelineSpec) -> dict[str, Any]:
     """The admin client: connection settings only."""
     return common_config(spec)
+
+
+# How librdkafka names the property it refuses while a config is set (rd_kafka_conf_set's messages:
+# 'Configuration property "X" value V is outside allowed range A..B', 'Invalid value ... for configuration
+# property "X"', 'No such configuration property: "X"').
+_REFUSED_PROPERTY = re.compile(r'property:? "([^"]+)"')
+_ALLOWED_RANGE = re.compile(r"allowed range (\S+)")
+
+
+def check_librdkafka_settings(spec: PipelineSpec) -> None:
+    """Refuse, as a spec error, a ``kafka`` setting librdkafka refuses, before any client of the pipeline starts.
+
+    librdkafka judges each setting when a client is made (a value outside its property's range, a
+    value it cannot read, a property it does not know), so without this a spec validated and then
+    failed at pre-flight's first Kafka client, or only in the job, at its sink's producer. The
+    judge is librdkafka itself: a producer is made from the sink's config, the widest the package
+    builds (every connection setting and the producer's; the consumer and the admin client take a
+    part of it), without ``bootstrap.servers``, so nothing connects.
+
+    :raises SpecError: naming the spec's key (an alias of the property librdkafka names counts), its
+        value (``***`` for a secret) and librdkafka's message.
+    :raises KafkaConfigError: if the spec sets one producer setting under two names (:func:`producer_keys`).
+    """
+    from confluent_kafka import KafkaException, Producer
+
+    config = {key: value for key, value in sink_producer_config(spec).items() if key != "bootstrap.servers"}
+    try:
+        Producer({**config, "log_level": 0})
+    except KafkaException as exc:
+        message = exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else str(exc)
+        found = _REFUSED_PROPERTY.search(message)
+        if message.startswith("Failed to create") or found is None:
+            # Made of valid settings, the client failed to start (a CA file missing ...): the clients that
+            # start for real report that with their own context.
+            return
+        raise _refused(spec, found.group(1), message.strip()) from None
+
+
+def _refused(spec: PipelineSpec, prop: str, message: str) -> SpecError:
+    """The spec error for librdkafka's refusal of ``prop``: the spec's key for it, its value and the message."""
+    wanted = PRODUCER_ALIASES.get(prop, prop)
+    key = next((k for k in spec.kafka if PRODUCER_ALIASES.get(k, k) == wanted), None)
+    if key is None:
+        field = _FROM_FIELDS.get(prop)
+        value = getattr(spec, field) if field else None
+        return SpecError(
+            f"{field or prop} is {value!r}, which librdkafka refuses as {prop!r}: {message}",
+            fix=f"set {field or prop} within the range librdkafka gives for {prop!r}",
+        )
+    value = spec.kafka[key]
+    shown = "***" if is_secret_setting(key, value) else repr(value)
+    if message.startswith("No such configuration property"):
+        fix = f"correct the key {key!r} to a property librdkafka knows (its CONFIGURATION.md lists them), or remove it"
+    elif (allowed := _ALLOWED_RANGE.search(message)) is not None:
+        fix = f"set kafka[{key!r}] to a value in {allowed.group(1)} (librdkafka's range for {prop!r}), or remove it"
+    else:
+        fix = f"set kafka[{key!r}] to a value librdkafka accepts for {prop!r} (its CONFIGURATION.md), or remove it"
+    return SpecError(f"kafka[{key!r}] is {shown}, which librdkafka refuses: {message}", fix=fix)
