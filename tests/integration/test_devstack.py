@@ -40,6 +40,9 @@ def test_devstack_up_status_down(tmp_path):
         assert up.returncode == 0, up.stderr
         last = up.stdout.strip().splitlines()[-1]
         assert last.startswith("bootstrap.servers=127.0.0.1:")
+        # Every broker error names this log: it must hold the broker's own lines (SLF4J 2 sees log4j's provider).
+        server_log = (tmp_path / "devstack" / "logs" / "server.log").read_text()
+        assert "Kafka Server started" in server_log, server_log[-2000:]
         again = eos("devstack", "up", "--state-dir", state, "--transaction-max-timeout-ms", "120000")
         assert again.stdout.strip().splitlines()[-1] == last, "up is idempotent"
         conflict = eos("devstack", "up", "--state-dir", state, "--transaction-max-timeout-ms", "60000")
