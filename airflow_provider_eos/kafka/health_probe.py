@@ -11,8 +11,14 @@ One :func:`probe` reads, in this order:
 3. per partition the last stable offset (ListOffsets ``read_committed``), the high watermark
    (``read_uncommitted``) and, for inputs, the log start offset. They are read after the
    group's offsets, so a lag is never understated;
-4. the transactional ids under the prefix (kafka-python's ListTransactions and
-   DescribeTransactions, which confluent-kafka lacks).
+4. for input partitions with lag, whether the waiting records are older than the warn and stop
+   thresholds (ListOffsets by timestamp: the first offset at or after ``now - age``; a waiting
+   record before it is older), so one sample can tell input that just arrived from input left
+   waiting (core/health/commit_age.py);
+5. the transactional ids under the prefix (kafka-python's ListTransactions and
+   DescribeTransactions, which confluent-kafka lacks) and, when an input partition is pinned,
+   the brokers' ``transaction.max.timeout.ms`` (a hanging input partition is judged against it;
+   not read when the principal may not describe the brokers' configuration).
 
 Every read is a plain admin request: the job's cooperation is not needed, and nothing is
 written.
@@ -20,7 +26,7 @@ written.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pendulum
@@ -33,6 +39,7 @@ from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.errors import EosError
 from airflow_provider_eos.core.health import (
     HealthSample,
+    HealthThresholds,
     InputPartitionSample,
     OutputPartitionSample,
     RunInput,
@@ -145,13 +152,58 @@ def _settled_read(
     return before, _checkpoint_facts(reader), VerificationSample(verdict=None, ok=None, note=note)
 
 
-def _open_transactions(spec: PipelineSpec) -> tuple[tuple[Transaction, ...], BrokerProtocol]:
-    """The transactions under the prefix, and the protocol the brokers run (one kafka-python session)."""
+def _waiting_ms(
+    admin: AdminClient,
+    spec: PipelineSpec,
+    lagging: Mapping[TopicPartition, tuple[int, int]],
+    taken_at_ms: int,
+    ages_ms: Sequence[int],
+    timeout_s: float,
+) -> dict[TopicPartition, int]:
+    """Per lagging input partition, the longest of ``ages_ms`` that a waiting record is older than (0: none).
+
+    ListOffsets by timestamp answers the first offset whose record is at least as new as ``now - age``
+    (-1 when every record is older); a record between the group's offset and that one, below the LSO,
+    waits and is older than ``age``. The brokers' record timestamps are the clock: producers' create
+    times unless the topic keeps the append time.
+
+    :param lagging: ``(group's offset or the log start, LSO)`` per partition with lag.
+    """
+    waited = dict.fromkeys(lagging, 0)
+    for age in sorted(set(ages_ms)):
+        at = _list_offsets(admin, spec, lagging, OffsetSpec.for_timestamp(taken_at_ms - age),
+                           IsolationLevel.READ_UNCOMMITTED, timeout_s)
+        for tp, (base, lso) in lagging.items():
+            newer_from = lso if at[tp] < 0 else min(at[tp], lso)
+            if newer_from > base:
+                waited[tp] = age
+    return waited
+
+
+def _open_transactions(
+    spec: PipelineSpec, *, max_timeout: bool
+) -> tuple[tuple[Transaction, ...], BrokerProtocol, int | None]:
+    """The transactions under the prefix, the protocol the brokers run and, if ``max_timeout``, their
+    ``transaction.max.timeout.ms`` (``None`` when it cannot be read); one kafka-python session."""
     from airflow_provider_eos.kafka.broker_protocol import read_broker_protocol
-    from airflow_provider_eos.kafka.transactions_admin import admin_client, scan_prefix
+    from airflow_provider_eos.kafka.transactions_admin import (
+        admin_client,
+        broker_max_transaction_timeout_ms,
+        scan_prefix,
+    )
 
     with admin_client(spec) as admin:
-        return tuple(scan_prefix(admin, spec.transactional_id_prefix)), read_broker_protocol(admin)
+        transactions = tuple(scan_prefix(admin, spec.transactional_id_prefix))
+        protocol = read_broker_protocol(admin)
+        limit = None
+        if max_timeout:
+            try:
+                limit = broker_max_transaction_timeout_ms(admin)
+            except EosError:
+                # The health role describes topics, the group and the prefix only; without the brokers'
+                # configuration a hanging input partition is judged against Kafka's default (its finding says so).
+                limit = None
+        return transactions, protocol, limit
 
 
 def probe(
@@ -160,6 +212,7 @@ def probe(
     storage_options: Mapping[str, Any] | None = None,
     timeout_s: float = 30,
     include_transactions: bool = True,
+    input_ages_ms: Sequence[int] | None = None,
 ) -> HealthSample:
     """Take one health sample of the pipeline.
 
@@ -168,6 +221,8 @@ def probe(
     :param timeout_s: per-request timeout.
     :param include_transactions: list the transactional ids under the prefix (needs
         kafka-python's admin client; off only for callers that cannot reach the coordinators).
+    :param input_ages_ms: the ages waiting input is compared with (each input partition's
+        ``waiting_ms``): the thresholds' warn and stop; default those derived from the spec.
     :raises HealthProbeError: if metadata or offsets cannot be read.
     :raises GroupOffsetsError: if the group's offsets cannot be read.
     :raises TransactionsAdminError: if the transactions cannot be listed.
@@ -189,6 +244,17 @@ def probe(
     hwm = _list_offsets(admin, spec, every, OffsetSpec.latest(), IsolationLevel.READ_UNCOMMITTED, timeout_s)
     start = _list_offsets(admin, spec, inputs, OffsetSpec.earliest(), IsolationLevel.READ_UNCOMMITTED, timeout_s)
 
+    if input_ages_ms is None:
+        derived = HealthThresholds.from_spec(spec)
+        input_ages_ms = (derived.warn_after_ms, derived.stop_after_ms)
+    lagging = {}
+    for tp in inputs:
+        found = committed.get(tp)
+        base = found.offset if found is not None else (start.get(tp) or 0)
+        if lso[tp] > base:
+            lagging[tp] = (base, lso[tp])
+    waiting = _waiting_ms(admin, spec, lagging, taken_at, input_ages_ms, timeout_s) if lagging else {}
+
     input_samples = []
     for tp in inputs:
         found = committed.get(tp)
@@ -208,10 +274,14 @@ def probe(
                 log_start=start.get(tp),
                 committed=None if found is None else found.offset,
                 marker_batch=marker_batch,
+                waiting_ms=waiting.get(tp),
             )
         )
     output_samples = [OutputPartitionSample(tp=tp, role=role, lso=lso[tp], hwm=hwm[tp]) for tp, role in outputs]
-    transactions, protocol = _open_transactions(spec) if include_transactions else ((), None)
+    input_pinned = any(lso[tp] < hwm[tp] for tp in inputs)
+    transactions, protocol, max_timeout = (
+        _open_transactions(spec, max_timeout=input_pinned) if include_transactions else ((), None, None)
+    )
     return HealthSample(
         taken_at_ms=taken_at,
         inputs=tuple(input_samples),
@@ -225,6 +295,7 @@ def probe(
         notes=tuple(notes),
         writers=writers_in_use(read_writers_choice(reader), spec.writers),
         broker_protocol=protocol,
+        transaction_max_timeout_ms=max_timeout,
     )
 
 

@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 #: Kafka's default ``transaction.max.timeout.ms``, used when the brokers do not report theirs.
-DEFAULT_MAX_TRANSACTION_TIMEOUT_MS = 900_000
+DEFAULT_MAX_TRANSACTION_TIMEOUT_MS = txn.KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 _TOPIC_AUTHORIZATION_FAILED = 29  # Kafka's protocol error code
 
 

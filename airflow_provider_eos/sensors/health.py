@@ -248,7 +248,8 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
         try:
             spec, options = self._load()
             # New clients per sample: each asks again whether a broker answers (the answer is cached in them).
-            self._window.add(sample(PipelineClients(spec, options, connect_timeout_s=self.kafka_connect_timeout_s)))
+            self._window.add(sample(PipelineClients(spec, options, connect_timeout_s=self.kafka_connect_timeout_s),
+                                    thresholds=self._threshold_overrides()))
             report = evaluate(spec, self._window, thresholds=self._threshold_overrides())
         except EosError as err:
             self._record_outcome(context, WatchOutcome.ERROR)

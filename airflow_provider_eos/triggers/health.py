@@ -256,7 +256,7 @@ class StreamingQueryHealthTrigger(BaseTrigger):
         from airflow_provider_eos.usecases.health import sample
 
         return sample(PipelineClients(self._loaded(), self._storage_options or {},
-                                      connect_timeout_s=self.kafka_connect_timeout_s))
+                                      connect_timeout_s=self.kafka_connect_timeout_s), thresholds=self.thresholds)
 
     def _evaluate(self, window: LagWindow) -> HealthReport:
         from airflow_provider_eos.usecases.health import evaluate

@@ -1,7 +1,7 @@
 """Health samples and windows built by hand for the rules' unit tests (tests/unit/test_health_*.py).
 
 Times are seconds after ``T0``; the thresholds ``TH`` are small so windows stay readable:
-warn after 20s, stop after 40s, hang and linger after 10s.
+warn after 20s, stop after 40s, hang and linger after 10s, an input partition hangs after 30s.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ PREFIX = "orders-eos"
 IN_SYNC = VerificationSample(verdict="IN_SYNC", ok=True)
 
 TH = HealthThresholds(
-    warn_after_ms=20 * SECOND, stop_after_ms=40 * SECOND, hang_after_ms=10 * SECOND, lingering_after_ms=10 * SECOND
+    warn_after_ms=20 * SECOND, stop_after_ms=40 * SECOND, hang_after_ms=10 * SECOND, lingering_after_ms=10 * SECOND,
+    input_hang_after_ms=30 * SECOND,
 )
 
 
@@ -46,8 +47,10 @@ def sample(
     last_committed: int | None = 0,
     verification: VerificationSample | None = IN_SYNC,
     transactions: Sequence[Transaction] = (),
+    **fields: object,
 ) -> HealthSample:
-    """A sample at ``T0 + t_s`` seconds; ``commit_s`` is the newest commit's time (default: ``t_s``)."""
+    """A sample at ``T0 + t_s`` seconds; ``commit_s`` is the newest commit's time (default: ``t_s``);
+    ``fields`` sets any other field of the sample (``run_active`` ...)."""
     commit_time = T0 + int((t_s if commit_s is None else commit_s) * SECOND)
     return HealthSample(
         taken_at_ms=T0 + int(t_s * SECOND),
@@ -58,14 +61,16 @@ def sample(
         last_commit_time_ms=None if last_committed is None else commit_time,
         verification=verification,
         transactions=tuple(transactions),
+        **fields,
     )
 
 
 def part(lso: int, committed: int | None, marker: int | None = None, *, tp: TopicPartition = IN0,
-         hwm: int | None = None, log_start: int | None = 0) -> InputPartitionSample:
+         hwm: int | None = None, log_start: int | None = 0, waiting_s: float | None = None) -> InputPartitionSample:
     return InputPartitionSample(
         tp=tp, lso=lso, hwm=lso if hwm is None else hwm, log_start=log_start, committed=committed,
         marker_batch=marker if marker is not None or committed is None else 0,
+        waiting_ms=None if waiting_s is None else int(waiting_s * SECOND),
     )
 
 

@@ -96,12 +96,14 @@ def test_a_single_pinned_sample_is_pinned_and_equal_offsets_are_ok() -> None:
 
 def test_hanging_input_partitions_are_reported_although_their_lag_reads_zero() -> None:
     # A foreign transaction pins the input's LSO at 40: the group is at the LSO, so lag is 0,
-    # yet the records after it are unreadable for the job.
-    samples = [sample(t, [part(40, 40, hwm=60)]) for t in (0, 5, 10)]
+    # yet the records after it are unreadable for the job. The input hangs after 30s, not 10s.
+    samples = [sample(t, [part(40, 40, hwm=60)]) for t in (0, 15, 30)]
     report = run(samples)
     assert report.partitions[0].status is LagStatus.OK
-    assert gap_state(samples, IN0) == "hanging"
-    assert report.status is HealthStatus.UNHEALTHY
+    assert gap_state(samples, IN0) == "hanging" and gap_state(samples[:2], IN0) == "pinned"
+    (found,) = finding(report, "input_hanging")
+    assert found.subject == f"{IN0} (input)" and "find-hanging" in found.detail and "eos abort" not in found.detail
+    assert report.status is HealthStatus.UNHEALTHY and not finding(report, "hanging")
 
 
 # -- lingering ---------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from airflow_provider_eos.core.health import HealthSample, HealthStatus, LagStat
 from airflow_provider_eos.core.health.lag_rules import (
     LAG_RULES,
     PartitionHistory,
+    between_runs,
     caught_up,
     consuming,
     judge_partition,
@@ -148,7 +149,18 @@ def test_a_partition_gone_from_the_newest_sample_is_not_reported() -> None:
 
 
 def test_rules_are_tried_in_burrows_order() -> None:
-    assert (caught_up, rewound, stopped, stalled, lagging) == LAG_RULES
+    # between_runs is this package's: an available_now pipeline between runs is not expected to commit.
+    assert (caught_up, rewound, between_runs, stopped, stalled, lagging) == LAG_RULES
+
+
+def test_between_runs_applies_only_when_no_run_of_an_available_now_pipeline_is_active() -> None:
+    found = history([(0, 100, 40, 3), (60, 110, 40, 3)])
+    waiting = PartitionHistory.of(IN0, list(zip(found.times, found.points, strict=True)), run_active=False)
+    assert between_runs(waiting, TH) == (LagStatus.OK, "idle between runs: 70 record(s) wait for the next run")
+    for active in (True, None):
+        assert between_runs(PartitionHistory.of(IN0, [], run_active=active), TH) is None
+    # The same window with a run active (or a continuously running pipeline) is STOP.
+    assert stopped(waiting, TH) is not None
 
 
 def test_caught_up_applies_only_with_a_zero_lag() -> None:

@@ -55,10 +55,11 @@ def test_sample_json_keeps_its_keys() -> None:
     assert set(data) == {
         "taken_at_ms", "inputs", "outputs", "checkpoint_exists", "query_id", "last_committed",
         "last_commit_time_ms", "verification", "transactions", "notes", "writers", "broker_protocol",
+        "transaction_max_timeout_ms", "run_active", "run_started_at_ms",
     }
     assert data["inputs"][1] == {
         "topic": "orders-eu", "partition": 0, "lso": 7, "hwm": 9, "log_start": 2, "committed": None,
-        "marker_batch": None,
+        "marker_batch": None, "waiting_ms": None,
     }
     assert data["outputs"][1] == {"topic": "dlq-x", "partition": 0, "role": "dlq", "lso": 1, "hwm": 1}
     assert data["verification"] == {"verdict": "KAFKA_BEHIND", "ok": False, "next_step": "Rewind", "note": None}

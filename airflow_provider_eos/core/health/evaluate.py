@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from airflow_provider_eos.core.health.commit_age import commit_age_finding
 from airflow_provider_eos.core.health.findings import (
     Finding,
-    commit_age_finding,
     hanging_findings,
     open_transactions,
     partition_gaps,
@@ -49,8 +49,8 @@ def evaluate(
     findings = [
         *(Finding(signal="lag", status=row.status.health, subject=str(row.tp),
                   detail=f"{row.status.value}: {row.detail}") for row in partitions),
-        commit_age_finding(latest, span, thresholds),
-        *hanging_findings(gaps, thresholds),
+        commit_age_finding(samples, thresholds),
+        *hanging_findings(gaps, thresholds, transaction_max_timeout_ms=latest.transaction_max_timeout_ms),
         *lingering,
         verification_finding(latest),
     ]

@@ -1,17 +1,19 @@
-"""The health signals besides lag: commit age, hanging partitions, lingering transactions, verification.
-
-**Age of the newest commit** (``now`` is the newest sample's time). With no input lag in the
-newest sample the pipeline is idle and any age is HEALTHY: a stateless query runs no batch
-without new data. With lag: age ``>= stop_after_ms`` is UNHEALTHY, ``>= warn_after_ms``
-DEGRADED. With lag and no commit at all, UNHEALTHY once the window spans ``stop_after_ms``,
-DEGRADED before.
+"""The health signals besides lag and commit age (:mod:`.commit_age`): hanging partitions, lingering
+transactions, verification.
 
 **Hanging transactions** on input, output and dead-letter partitions: a partition is *pinned*
 when ``LSO < HWM`` (an open transaction holds the LSO; normal while a batch produces). It is
 *hanging* when it was pinned in every sample of the window, its LSO never moved, and the window
-spans at least ``hang_after_ms``: no transaction of the sink stays open that long, so the LSO
-will not move by itself and every ``read_committed`` reader (the job itself, for input
-partitions, whose lag then reads 0) is stuck. Hanging is UNHEALTHY; pinned is HEALTHY and shown.
+spans at least the partition's hang threshold, after which no legitimate transaction is still
+open, so the LSO will not move by itself and every ``read_committed`` reader is stuck. For output
+and dead-letter partitions that is ``hang_after_ms``, the sink's own transaction timeout (signal
+``hanging``, advice ``eos abort``). Input partitions are written by other producers, whose
+transactions may last up to the brokers' ``transaction.max.timeout.ms`` (``input_hang_after_ms``):
+a hanging input partition (signal ``input_hanging``; the job's lag on it reads 0) is an upstream
+producer's, which neither ``eos abort`` (it scans the output and dead-letter topics) nor a restart of
+the job can clear: it is in :data:`UPSTREAM_SIGNALS`, which a watch does not stop the driver for,
+and its advice is Kafka's ``kafka-transactions.sh find-hanging`` and ``abort``. Hanging is
+UNHEALTHY; pinned is HEALTHY and shown.
 
 **Lingering transactions**: an ongoing transaction under the prefix older than
 ``lingering_after_ms`` or its own registered timeout, whichever is shorter, is UNHEALTHY (the
@@ -36,16 +38,17 @@ from airflow_provider_eos.core.health.samples import HealthSample
 from airflow_provider_eos.core.health.statuses import HealthStatus
 from airflow_provider_eos.core.health.thresholds import HealthThresholds
 from airflow_provider_eos.core.topic_partition import PartitionRow, TopicPartition
-from airflow_provider_eos.core.transactions import find_lingering, format_age
+from airflow_provider_eos.core.transactions import KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS, find_lingering, format_age
 from airflow_provider_eos.core.transactions.admin_reports import PartitionName
 
 __all__ = [
     "PROGRESS_SIGNALS",
+    "UPSTREAM_SIGNALS",
     "Finding",
     "OpenTransaction",
     "PartitionGap",
     "Signal",
-    "commit_age_finding",
+    "hang_after_ms",
     "hanging_findings",
     "open_transactions",
     "partition_gaps",
@@ -53,17 +56,21 @@ __all__ = [
 ]
 
 #: The signals a finding can come from.
-Signal = Literal["lag", "commit_age", "hanging", "lingering", "verification"]
+Signal = Literal["lag", "commit_age", "hanging", "input_hanging", "lingering", "verification"]
 
 #: The signals that judge whether the job makes progress: a job that has just (re)started fails them
 #: until its first commit (the last commit and the lag are the previous run's).
 PROGRESS_SIGNALS: frozenset[Signal] = frozenset({"lag", "commit_age"})
 
+#: The signals about what other applications do to the pipeline's input: stopping or restarting the job
+#: cannot change them, so a watch does not stop the driver for them (the scheduled check still alerts).
+UPSTREAM_SIGNALS: frozenset[Signal] = frozenset({"input_hanging"})
+
 
 class Finding(FrozenModel):
     """One signal's verdict about one subject.
 
-    :param signal: ``lag``, ``commit_age``, ``hanging``, ``lingering`` or ``verification``.
+    :param signal: ``lag``, ``commit_age``, ``hanging``, ``input_hanging``, ``lingering`` or ``verification``.
     :param status: its contribution to the overall status.
     :param subject: what it is about (a partition, a transactional id, the checkpoint ...).
     :param detail: one sentence with the values found.
@@ -73,62 +80,6 @@ class Finding(FrozenModel):
     status: HealthStatus
     subject: str
     detail: str
-
-
-# -- commit age --------------------------------------------------------------------------------
-
-_CHECKPOINT = "checkpoint commits/"
-
-
-def commit_age_finding(latest: HealthSample, span_ms: int, th: HealthThresholds) -> Finding:
-    """Judge the age of the newest ``commits/N`` at the newest sample's time.
-
-    :param latest: the newest sample.
-    :param span_ms: how long the window spans (decides when "no commit yet" becomes UNHEALTHY).
-    """
-    total_lag = latest.total_lag
-    if latest.last_commit_time_ms is None:
-        if total_lag == 0:
-            return Finding(
-                signal="commit_age", status=HealthStatus.HEALTHY, subject=_CHECKPOINT,
-                detail="no batch committed yet, and no input waits",
-            )
-        if span_ms >= th.stop_after_ms:
-            return Finding(
-                signal="commit_age",
-                status=HealthStatus.UNHEALTHY,
-                subject=_CHECKPOINT,
-                detail=f"no batch committed in {format_age(span_ms)} while {total_lag} input record(s) wait "
-                f"(stop after {format_age(th.stop_after_ms)}): is the job running?",
-            )
-        return Finding(
-            signal="commit_age",
-            status=HealthStatus.DEGRADED,
-            subject=_CHECKPOINT,
-            detail=f"no batch committed yet while {total_lag} input record(s) wait",
-        )
-    # A commit "in the future" (clock skew between this host and the checkpoint store) is fresh.
-    age = max(0, latest.taken_at_ms - latest.last_commit_time_ms)
-    batch = f"batch {latest.last_committed} committed {format_age(age)} ago"
-    if total_lag == 0:
-        return Finding(signal="commit_age", status=HealthStatus.HEALTHY, subject=_CHECKPOINT,
-                       detail=f"{batch}; idle: no input waits")
-    if age >= th.stop_after_ms:
-        return Finding(
-            signal="commit_age",
-            status=HealthStatus.UNHEALTHY,
-            subject=_CHECKPOINT,
-            detail=f"{batch} (stop after {format_age(th.stop_after_ms)}) while {total_lag} input record(s) wait: "
-            "the job is not making progress",
-        )
-    if age >= th.warn_after_ms:
-        return Finding(
-            signal="commit_age",
-            status=HealthStatus.DEGRADED,
-            subject=_CHECKPOINT,
-            detail=f"{batch} (warn after {format_age(th.warn_after_ms)}) while {total_lag} input record(s) wait",
-        )
-    return Finding(signal="commit_age", status=HealthStatus.HEALTHY, subject=_CHECKPOINT, detail=batch)
 
 
 # -- hanging: LSO < HWM that does not move -----------------------------------------------------
@@ -144,7 +95,7 @@ class PartitionGap(PartitionRow):
     :param lso: the newest LSO.
     :param hwm: the newest HWM.
     :param state: ``ok`` (LSO = HWM), ``pinned`` (LSO < HWM) or ``hanging`` (pinned and unmoving
-        for at least ``hang_after_ms``).
+        for at least the role's hang threshold: :func:`hang_after_ms`).
     :param pinned_for_ms: how long the window saw the LSO pinned at this value (0 if not pinned).
     """
 
@@ -164,6 +115,14 @@ class PartitionGap(PartitionRow):
 _ROLE_ORDER = {"input": 0, "output": 1, "dlq": 2}
 
 
+def hang_after_ms(role: str, th: HealthThresholds) -> int:
+    """How long a partition of ``role`` may stay pinned before it counts as hanging.
+
+    The input's producers are not the sink: their transactions may last up to the brokers' maximum.
+    """
+    return th.input_hang_after_ms if role == "input" else th.hang_after_ms
+
+
 def _classify_gap(
     tp: TopicPartition, role: str, history: Sequence[tuple[int, int, int]], th: HealthThresholds
 ) -> PartitionGap:
@@ -179,7 +138,7 @@ def _classify_gap(
         since = t
     pinned_for = t_last - since
     pinned_whole_window = since == history[0][0]
-    hanging = len(history) >= 2 and pinned_whole_window and pinned_for >= th.hang_after_ms
+    hanging = len(history) >= 2 and pinned_whole_window and pinned_for >= hang_after_ms(role, th)
     return PartitionGap(
         tp=tp, role=role, lso=lso, hwm=hwm, state="hanging" if hanging else "pinned", pinned_for_ms=pinned_for
     )
@@ -205,20 +164,42 @@ def partition_gaps(samples: Sequence[HealthSample], th: HealthThresholds) -> tup
     )
 
 
-def hanging_findings(gaps: Iterable[PartitionGap], th: HealthThresholds) -> list[Finding]:
-    """An UNHEALTHY finding per hanging partition."""
-    return [
-        Finding(
-            signal="hanging",
-            status=HealthStatus.UNHEALTHY,
-            subject=f"{gap.tp} ({gap.role})",
-            detail=f"LSO {gap.lso} < HWM {gap.hwm} and unmoved for {format_age(gap.pinned_for_ms)} "
-            f"(hanging after {format_age(th.hang_after_ms)}): an open transaction pins it; "
+def hanging_findings(
+    gaps: Iterable[PartitionGap], th: HealthThresholds, *, transaction_max_timeout_ms: int | None = None
+) -> list[Finding]:
+    """An UNHEALTHY finding per hanging partition: ``input_hanging`` for an input partition, else ``hanging``.
+
+    :param transaction_max_timeout_ms: the brokers' ``transaction.max.timeout.ms`` as the newest sample
+        read it (``None``: not read); the input's finding says where its threshold came from.
+    """
+    findings = []
+    for gap in gaps:
+        if gap.state != "hanging":
+            continue
+        limit = hang_after_ms(gap.role, th)
+        pinned = f"LSO {gap.lso} < HWM {gap.hwm} and unmoved for {format_age(gap.pinned_for_ms)}"
+        if gap.role == "input":
+            if transaction_max_timeout_ms == limit:
+                source = "the brokers' transaction.max.timeout.ms"
+            elif transaction_max_timeout_ms is None and limit == KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS:
+                source = "Kafka's default transaction.max.timeout.ms; the brokers' own setting was not read"
+            else:
+                source = "input_hang_after_ms"
+            findings.append(Finding(
+                signal="input_hanging", status=HealthStatus.UNHEALTHY, subject=f"{gap.tp} (input)",
+                detail=f"{pinned} (hanging after {format_age(limit)}: {source}): an upstream producer's "
+                "transaction pins it and the job cannot read past it; restarting the job cannot help. Find it "
+                f"with `kafka-transactions.sh --bootstrap-server HOST:PORT find-hanging --topic {gap.tp.topic} "
+                f"--partition {gap.tp.partition}` and abort it with `kafka-transactions.sh abort` (or have its "
+                "producer's owner end it)",
+            ))
+            continue
+        findings.append(Finding(
+            signal="hanging", status=HealthStatus.UNHEALTHY, subject=f"{gap.tp} ({gap.role})",
+            detail=f"{pinned} (hanging after {format_age(limit)}): an open transaction pins it; "
             "read_committed readers are stuck; run `eos abort --execute`",
-        )
-        for gap in gaps
-        if gap.state == "hanging"
-    ]
+        ))
+    return findings
 
 
 # -- lingering: ongoing transactions under the prefix ---------------------------------------------

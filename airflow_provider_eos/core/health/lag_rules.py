@@ -13,6 +13,9 @@ decides, in the order of :data:`LAG_RULES`:
 OK     :func:`caught_up`: ``lag_i == 0`` for some ``i`` (Burrow rule 1).
 REWIND :func:`rewound` (``n >= 2``): ``o_i < o_(i-1)`` for some ``i``, or an offset disappeared:
        something other than the sink reset the group (Burrow rule 2).
+OK     :func:`between_runs`: the newest sample says no run of an ``available_now`` pipeline is
+       active (its driver's lease is released, expired or absent): the input waits for the next run,
+       and nothing is expected to commit until then.
 STOP   :func:`stopped` (``n >= 2``): no commit in the window and ``span >= stop_after_ms``
        (Burrow rule 3, with the silence measured against a threshold derived from the trigger
        interval and batch budget instead of the window's own commit spacing, which this
@@ -47,6 +50,7 @@ __all__ = [
     "LagRule",
     "PartitionHistory",
     "PartitionLag",
+    "between_runs",
     "caught_up",
     "consuming",
     "judge_partition",
@@ -65,16 +69,21 @@ class PartitionHistory:
     :param tp: the partition.
     :param times: each sample's time (ms since the epoch).
     :param points: the partition in each sample.
+    :param run_active: the newest sample's :attr:`HealthSample.run_active` (``False``: an
+        ``available_now`` pipeline between runs).
     """
 
     tp: TopicPartition
     times: tuple[int, ...]
     points: tuple[InputPartitionSample, ...]
+    run_active: bool | None = None
 
     @classmethod
-    def of(cls, tp: TopicPartition, history: Sequence[tuple[int, InputPartitionSample]]) -> PartitionHistory:
+    def of(
+        cls, tp: TopicPartition, history: Sequence[tuple[int, InputPartitionSample]], run_active: bool | None = None
+    ) -> PartitionHistory:
         """Build from ``(time, sample)`` pairs, oldest first."""
-        return cls(tp, tuple(t for t, _ in history), tuple(p for _, p in history))
+        return cls(tp, tuple(t for t, _ in history), tuple(p for _, p in history), run_active)
 
     @property
     def n(self) -> int:
@@ -145,6 +154,13 @@ def rewound(h: PartitionHistory, th: HealthThresholds) -> Judgement | None:
     return None
 
 
+def between_runs(h: PartitionHistory, th: HealthThresholds) -> Judgement | None:
+    """OK when no run of an ``available_now`` pipeline is active: its input waits for the next run."""
+    if h.run_active is not False:
+        return None
+    return Judgement(LagStatus.OK, f"idle between runs: {h.lags[-1]} record(s) wait for the next run")
+
+
 def stopped(h: PartitionHistory, th: HealthThresholds) -> Judgement | None:
     """STOP when input waits and no commit happened in a window of at least ``stop_after_ms`` (Burrow rule 3)."""
     if h.n < 2 or h.commits or h.span_ms < th.stop_after_ms:
@@ -187,7 +203,7 @@ def consuming(h: PartitionHistory, th: HealthThresholds) -> Judgement:
 
 
 #: The rules in the order they are tried; :func:`consuming` decides when none applies.
-LAG_RULES: tuple[LagRule, ...] = (caught_up, rewound, stopped, stalled, lagging)
+LAG_RULES: tuple[LagRule, ...] = (caught_up, rewound, between_runs, stopped, stalled, lagging)
 
 
 class PartitionLag(PartitionRow):
@@ -248,6 +264,9 @@ def partition_lags(samples: Sequence[HealthSample], th: HealthThresholds) -> tup
             history.setdefault(item.tp, []).append((sample.taken_at_ms, item))
     # A partition gone from the newest sample (a topic deleted, a pattern that no longer matches) is not judged.
     current = {item.tp for item in samples[-1].inputs}
+    run_active = samples[-1].run_active
     return tuple(
-        judge_partition(PartitionHistory.of(tp, history[tp]), th) for tp in sorted(history) if tp in current
+        judge_partition(PartitionHistory.of(tp, history[tp], run_active), th)
+        for tp in sorted(history)
+        if tp in current
     )

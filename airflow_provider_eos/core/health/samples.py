@@ -26,6 +26,10 @@ class InputPartitionSample(PartitionRow):
     :param log_start: the earliest retained offset (``None``: not read).
     :param committed: the sink group's committed offset (``None``: none).
     :param marker_batch: the batch its marker names (``None``: no readable marker).
+    :param waiting_ms: how long, at least, the oldest record the group has not read has waited, by the
+        brokers' record timestamps: the longest of the ages the probe asked about (ListOffsets by
+        timestamp, at the warn and stop thresholds) that a waiting record is older than, 0 when none is;
+        ``None``: not read (no lag, or a sample taken without it).
     """
 
     lso: int
@@ -33,6 +37,7 @@ class InputPartitionSample(PartitionRow):
     log_start: int | None = None
     committed: int | None = None
     marker_batch: int | None = None
+    waiting_ms: int | None = None
 
     @property
     def lag(self) -> int:
@@ -91,6 +96,13 @@ class HealthSample(FrozenModel):
     :param writers: the writer the job uses (the checkpoint's recorded choice, else the spec's);
         ``None``: not read.
     :param broker_protocol: what a broker announced (transaction protocol, feature levels); ``None``: not read.
+    :param transaction_max_timeout_ms: the brokers' ``transaction.max.timeout.ms`` (the largest among
+        them); ``None``: not read (no input partition was pinned, or the principal may not describe
+        the brokers' configuration).
+    :param run_active: for an ``available_now`` pipeline, whether a run is active: its driver's lease
+        in the checkpoint holds (not released, renewed within its ttl). ``None``: a pipeline that runs
+        continuously, or not read.
+    :param run_started_at_ms: when the active run's driver took its lease (``None``: no active run known).
     """
 
     taken_at_ms: int
@@ -105,6 +117,9 @@ class HealthSample(FrozenModel):
     notes: tuple[str, ...] = ()
     writers: WritersInUse | None = None
     broker_protocol: BrokerProtocol | None = None
+    transaction_max_timeout_ms: int | None = None
+    run_active: bool | None = None
+    run_started_at_ms: int | None = None
 
     @property
     def total_lag(self) -> int:

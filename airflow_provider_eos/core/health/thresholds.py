@@ -9,6 +9,7 @@ from pydantic import ValidationInfo, field_validator, model_validator
 
 from airflow_provider_eos.core.frozen_model import FrozenModel
 from airflow_provider_eos.core.health.statuses import HealthError
+from airflow_provider_eos.core.transactions import KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 
 if TYPE_CHECKING:
     from airflow_provider_eos.core.spec import PipelineSpec
@@ -22,7 +23,11 @@ class HealthThresholds(FrozenModel):
     :param warn_after_ms: newest commit older than this while input waits: DEGRADED.
     :param stop_after_ms: newest commit older than this while input waits, or a partition
         without a commit for a window this long: UNHEALTHY (lag rule STOP).
-    :param hang_after_ms: a partition pinned (LSO < HWM) with an unmoving LSO this long is hanging.
+    :param hang_after_ms: an output or dead-letter partition pinned (LSO < HWM) with an unmoving LSO
+        this long is hanging (the sink's own transactions end within their timeout).
+    :param input_hang_after_ms: an input partition pinned with an unmoving LSO this long is hanging.
+        Other producers write the input, with transactions as long as the brokers allow: the brokers'
+        ``transaction.max.timeout.ms`` (Kafka's default, 15 minutes, when it was not read).
     :param lingering_after_ms: an ongoing transaction under the prefix older than this (or than
         its own timeout, if shorter) is lingering.
     :param min_samples: samples the trend rules (STALL, WARN) need.
@@ -33,6 +38,7 @@ class HealthThresholds(FrozenModel):
     stop_after_ms: int
     hang_after_ms: int
     lingering_after_ms: int
+    input_hang_after_ms: int = KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
     min_samples: int = 3
 
     @field_validator("*", mode="before")
@@ -58,14 +64,19 @@ class HealthThresholds(FrozenModel):
         return self
 
     @classmethod
-    def from_spec(cls, spec: PipelineSpec) -> HealthThresholds:
+    def from_spec(cls, spec: PipelineSpec, *, transaction_max_timeout_ms: int | None = None) -> HealthThresholds:
         """Derive the thresholds from the pipeline's trigger interval, batch budget and timeout.
 
         Under load the sink commits once per *cycle*: the trigger interval, or the batch's
         duration when a batch takes longer. A batch's duration is bounded by the batch budget,
         or, without one, by the transaction timeout (a longer batch fails). Two missed cycles
         are a warning, four a stop. No sink transaction outlives its timeout, so that is the
-        limit for hanging and lingering.
+        limit for hanging (of the output and dead-letter partitions) and lingering. The input is
+        written by other producers, whose transactions may last up to the brokers'
+        ``transaction.max.timeout.ms``: that is the limit for a hanging input partition.
+
+        :param transaction_max_timeout_ms: the brokers' ``transaction.max.timeout.ms`` (the largest
+            among them), as a sample read it; ``None``: not read, Kafka's default applies.
         """
         budget = spec.batch_budget_ms or spec.transaction_timeout_ms
         cycle = max(spec.trigger_interval_ms or 0, budget)
@@ -74,6 +85,7 @@ class HealthThresholds(FrozenModel):
             stop_after_ms=4 * cycle,
             hang_after_ms=spec.transaction_timeout_ms,
             lingering_after_ms=spec.transaction_timeout_ms,
+            input_hang_after_ms=transaction_max_timeout_ms or KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
         )
 
     def with_overrides(self, overrides: Mapping[str, Any] | None) -> HealthThresholds:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING
 
-from airflow_provider_eos.core.health.findings import PROGRESS_SIGNALS
+from airflow_provider_eos.core.health.findings import PROGRESS_SIGNALS, UPSTREAM_SIGNALS
 from airflow_provider_eos.core.health.run_input import input_left_behind
 from airflow_provider_eos.core.health.statuses import HealthError, HealthStatus
 
 if TYPE_CHECKING:
+    from airflow_provider_eos.core.health.findings import Finding
     from airflow_provider_eos.core.health.report import HealthReport
     from airflow_provider_eos.core.health.run_input import RunInput
 
@@ -121,7 +122,9 @@ def watch_outcome(
     """Whether a sensor is done after this report; ``None`` keeps it waiting.
 
     * ``wait_healthy``: :attr:`WatchOutcome.HEALTHY` once the checkpoint has a commit newer than
-      ``committed_after_ms`` and the report is not UNHEALTHY. An UNHEALTHY report does not end
+      ``committed_after_ms`` and the report is not UNHEALTHY (for this pipeline's job: an upstream
+      producer's hanging input transaction, :data:`~.findings.UPSTREAM_SIGNALS`, is not held against
+      it, in either mode). An UNHEALTHY report does not end
       the wait: a job that is starting looks stopped until its first batch commits. Once the
       driver's task succeeded (``driver_succeeded``: an ``available_now`` run that ended), a report
       whose group read all the run's input (:func:`run_input_read`) is HEALTHY too: a run with no
@@ -138,7 +141,9 @@ def watch_outcome(
       than ``stop_after_ms``, with input waiting, looks stopped (its last commit is the old run's)
       until the new driver commits its first batch, and failing then would stop the driver that was
       just started. Any other UNHEALTHY finding (a lingering or hanging transaction, a verification
-      that is not ok) fails the watch at once.
+      that is not ok) fails the watch at once, except those about the input's upstream producers
+      (:data:`~.findings.UPSTREAM_SIGNALS`: a hanging input partition), which stopping the driver
+      cannot help: the watch goes on (the report, and the scheduled health check, still show them).
 
     :param report: the newest report.
     :param mode: the sensor's mode.
@@ -148,21 +153,28 @@ def watch_outcome(
     :param run_input: the input that run had to process, as its driver task recorded it (``None``:
         not recorded; then zero lag everywhere stands for it).
     """
+    unhealthy = _unhealthy_findings(report)
     if mode is WatchMode.WAIT_HEALTHY:
-        if report.is_healthy and report.committed_since(committed_after_ms):
+        if not unhealthy and report.committed_since(committed_after_ms):
             return WatchOutcome.HEALTHY
-        if driver_succeeded and run_input_read(report, run_input) and not _unhealthy_beyond_progress(report):
+        if driver_succeeded and run_input_read(report, run_input) and _progress_only(unhealthy):
             return WatchOutcome.HEALTHY
         return None
-    if report.is_healthy:
+    if not unhealthy:
         return None
     had_its_chance = (report.committed_since(committed_after_ms)
                       or report.evaluated_at_ms - committed_after_ms >= report.thresholds.stop_after_ms)
-    if had_its_chance or _unhealthy_beyond_progress(report):
+    if had_its_chance or not _progress_only(unhealthy):
         return WatchOutcome.UNHEALTHY
     return None
 
 
-def _unhealthy_beyond_progress(report: HealthReport) -> bool:
-    """Whether an UNHEALTHY finding is about something other than the job's progress (lag, commit age)."""
-    return any(f.status is HealthStatus.UNHEALTHY and f.signal not in PROGRESS_SIGNALS for f in report.findings)
+def _unhealthy_findings(report: HealthReport) -> list[Finding]:
+    """The UNHEALTHY findings this pipeline's job answers for: not an upstream producer's input transaction,
+    which neither stopping nor waiting for the job can end."""
+    return [f for f in report.findings if f.status is HealthStatus.UNHEALTHY and f.signal not in UPSTREAM_SIGNALS]
+
+
+def _progress_only(unhealthy: list[Finding]) -> bool:
+    """Whether every finding of ``unhealthy`` is about the job's progress (lag, commit age)."""
+    return all(f.signal in PROGRESS_SIGNALS for f in unhealthy)
