@@ -57,6 +57,6 @@ def register(commands: argparse._SubParsersAction) -> None:
         type=_threshold,
         metavar="NAME=MS",
         help="override a threshold derived from the spec (warn_after_ms, stop_after_ms, hang_after_ms, "
-        "lingering_after_ms, min_samples); repeatable",
+        "input_hang_after_ms, lingering_after_ms, min_samples); repeatable",
     )
     health.add_argument("--strict", action="store_true", help="exit 1 for DEGRADED too")
