@@ -267,11 +267,15 @@ def test_watch_fails_without_retrying_when_the_group_is_stuck(
 
 
 def test_watch_gives_a_pipeline_started_after_a_long_downtime_its_first_batch(
-    stuck: CheckpointedPipeline, tmp_path: Path, airflow_home: Path
+    bootstrap: str, topic_factory, tmp_path: Path, airflow_home: Path
 ) -> None:
-    # Down for an hour while 100 records per partition arrived: the old run's last commit makes every
-    # sample UNHEALTHY by commit age until the new driver commits, which watch_stream, started beside
-    # it, must wait for (up to the stop threshold, 240 s here) instead of failing and so stopping it.
+    # Down for an hour while 100 records per partition arrived (half an hour ago, by their timestamps):
+    # the old run's last commit and the input waiting since make every sample UNHEALTHY by commit age
+    # until the new driver commits, which watch_stream, started beside it, must wait for (up to the stop
+    # threshold, 240 s here) instead of failing and so stopping it.
+    stuck = checkpointed_pipeline(bootstrap, topic_factory, tmp_path, stem="eos", trigger="1 second")
+    stuck.commit_group(LAST_COMMITTED)
+    stuck.produce_input(dict.fromkeys(range(PARTITIONS), 100), created_s_ago=1800)
     stuck.age_commits(3600)
     run = start_in_airflow(__name__, "watch_briefly", tmp_path, spec_path=str(stuck.spec_path)).finish(timeout_s=300)
 

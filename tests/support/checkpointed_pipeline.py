@@ -141,12 +141,17 @@ class CheckpointedPipeline:
                                        transaction_timeout_ms=self.spec.transaction_timeout_ms)
         return {tp: None if c is None else (c.offset, c.metadata) for tp, c in found.items()}
 
-    def produce_input(self, per_partition: Mapping[int, int]) -> None:
-        """Produce as many records into each input partition as ``per_partition`` says."""
+    def produce_input(self, per_partition: Mapping[int, int], *, created_s_ago: float = 0) -> None:
+        """Produce as many records into each input partition as ``per_partition`` says.
+
+        :param created_s_ago: date the records' create time this far back (input that arrived while nothing ran:
+            the health probe reads how long input has waited from the brokers' record timestamps).
+        """
         producer = Producer({**client_settings(self.bootstrap), "linger.ms": 5})
+        stamp = {"timestamp": int((time.time() - created_s_ago) * 1000)} if created_s_ago else {}
         for partition, count in per_partition.items():
             for i in range(count):
-                producer.produce(self.input_topic, value=f"r{i}".encode(), partition=partition)
+                producer.produce(self.input_topic, value=f"r{i}".encode(), partition=partition, **stamp)
         assert producer.flush(30) == 0
 
     def produce_input_of(self, batch: int) -> None:
