@@ -227,6 +227,32 @@ def test_the_health_set_lets_the_health_check_run(secured_pipeline: SecuredPipel
     assert secured_pipeline.spec.transactional_id(0) in {t.transactional_id for t in report.transactions}, report
 
 
+def test_the_health_set_judges_a_pinned_input_partition_without_the_brokers_configuration(
+    secured_pipeline: SecuredPipeline,
+) -> None:
+    """The health role may not DescribeConfigs the brokers: with an input partition pinned by an upstream
+    transaction, the probe's read of transaction.max.timeout.ms is refused and worked around (Kafka's default)."""
+    from airflow_provider_eos.core.health import LagWindow
+    from airflow_provider_eos.kafka.health_probe import probe
+    from airflow_provider_eos.usecases.health import evaluate
+
+    secured_pipeline.grant("health")
+    upstream = Producer({**secured_pipeline.admin_settings, "transactional.id": f"upstream-{uuid.uuid4().hex[:6]}",
+                         "transaction.timeout.ms": 120_000})
+    upstream.init_transactions(30)
+    upstream.begin_transaction()
+    upstream.produce(secured_pipeline.spec.input_topics[0], b"open upstream", partition=0)
+    assert upstream.flush(30) == 0
+    try:
+        sample = probe(secured_pipeline.spec, timeout_s=20)
+    finally:
+        upstream.abort_transaction(30)
+    assert sample.transaction_max_timeout_ms is None
+    report = evaluate(secured_pipeline.spec, LagWindow([sample]))
+    assert report.thresholds.input_hang_after_ms == 900_000
+    assert [g.state for g in report.gaps if g.role == "input" and g.tp.partition == 0] == ["pinned"]
+
+
 @pytest.mark.parametrize("template", _set_of("health"), ids=_acl_id)
 def test_health_without_one_acl_fails_naming_it(secured_pipeline: SecuredPipeline, template: Acl) -> None:
     removed = _same_acl(template, secured_pipeline, "health")
