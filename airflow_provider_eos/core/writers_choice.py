@@ -18,7 +18,12 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from airflow_provider_eos.core.checkpoint.eos_records import eos_record_display, read_eos_record, write_eos_record
+from airflow_provider_eos.core.checkpoint.eos_records import (
+    eos_record_display,
+    read_eos_record,
+    read_through_rewrite,
+    write_eos_record,
+)
 from airflow_provider_eos.core.checkpoint.location import EOS_FOLDER
 from airflow_provider_eos.core.errors import CheckpointError
 from airflow_provider_eos.core.frozen_model import FrozenModel
@@ -95,12 +100,21 @@ def parse_writers_record(where: str, text: str) -> WritersChoice:
 def read_writers_choice(checkpoint: CheckpointReader) -> WritersChoice | None:
     """The writer the query recorded at its start (``eos/writers.json``); ``None`` if it has not.
 
-    :raises CheckpointError: if the record is there but malformed.
+    Off a local checkpoint each run's first batch rewrites the record in place: a read that meets
+    the rewrite reads again (:func:`read_through_rewrite`), so a health sample or a verification
+    taken then is not failed by a record that is only being replaced.
+
+    :raises CheckpointError: if the record is there but stays malformed.
+    :raises OSError: if the storage keeps failing to read it.
     """
-    text = read_eos_record(checkpoint, WRITERS_RECORD[1], "the writers record")
-    if text is None:
-        return None
-    return parse_writers_record(eos_record_display(checkpoint, WRITERS_RECORD[1]), text)
+    def once() -> WritersChoice | None:
+        text = read_eos_record(checkpoint, WRITERS_RECORD[1], "the writers record")
+        if text is None:
+            return None
+        return parse_writers_record(eos_record_display(checkpoint, WRITERS_RECORD[1]), text)
+
+    return read_through_rewrite(checkpoint, once,
+                                what=f"read the writers record {eos_record_display(checkpoint, WRITERS_RECORD[1])}")
 
 
 def record_writers_choice(checkpoint: CheckpointReader, choice: WritersChoice) -> None:

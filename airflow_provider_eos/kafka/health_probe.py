@@ -21,12 +21,16 @@ One :func:`probe` reads, in this order:
    not read when the principal may not describe the brokers' configuration).
 
 Every read is a plain admin request: the job's cooperation is not needed, and nothing is
-written.
+written. A storage failure while the checkpoint is read (an ``OSError``: WebHDFS through the
+checkpoint reader, ``requests``, s3fs) fails the sample with a retryable
+:class:`HealthProbeError` naming the checkpoint: the next sample may read it, and a watch that
+could not look has found nothing against the stream.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pendulum
@@ -77,6 +81,20 @@ def _kafka_error(what: str, spec: PipelineSpec, exc: BaseException) -> HealthPro
         fix="check that the broker is reachable with the spec's kafka settings and that the principal may "
         "Describe the topics and the group",
     )
+
+
+@contextlib.contextmanager
+def _reading_checkpoint(spec: PipelineSpec) -> Iterator[None]:
+    """Turn a storage failure of the checkpoint's reads inside into a retryable :class:`HealthProbeError`."""
+    try:
+        yield
+    except OSError as exc:
+        raise HealthProbeError(
+            f"reading the checkpoint at {spec.checkpoint_location!r} failed: {type(exc).__name__}: {exc}",
+            fix="a transient failure of the checkpoint's storage (network, NameNode, object store) passes, and "
+            "the next sample reads it again; if it persists, check that the storage answers with the checkpoint "
+            "connection's settings",
+        ) from exc
 
 
 def _topic_partitions(
@@ -140,8 +158,9 @@ def _settled_read(
     before = read_committed_offsets(admin, spec.group_id, partitions, timeout_s=timeout_s,
                                     transaction_timeout_ms=spec.transaction_timeout_ms, observer=True)
     for _ in range(_VERIFY_ATTEMPTS):
-        facts = _checkpoint_facts(reader)
-        report = verify_checkpoint(reader, before, spec_writers=spec.writers)
+        with _reading_checkpoint(spec):
+            facts = _checkpoint_facts(reader)
+            report = verify_checkpoint(reader, before, spec_writers=spec.writers)
         after = read_committed_offsets(admin, spec.group_id, partitions, timeout_s=timeout_s,
                                        transaction_timeout_ms=spec.transaction_timeout_ms, observer=True)
         if after == before:
@@ -149,7 +168,9 @@ def _settled_read(
             return after, facts, verification
         before = after
     note = f"not settled: the group committed during each of {_VERIFY_ATTEMPTS} reads (the job is alive)"
-    return before, _checkpoint_facts(reader), VerificationSample(verdict=None, ok=None, note=note)
+    with _reading_checkpoint(spec):
+        facts = _checkpoint_facts(reader)
+    return before, facts, VerificationSample(verdict=None, ok=None, note=note)
 
 
 def _waiting_ms(
@@ -223,7 +244,7 @@ def probe(
         kafka-python's admin client; off only for callers that cannot reach the coordinators).
     :param input_ages_ms: the ages waiting input is compared with (each input partition's
         ``waiting_ms``): the thresholds' warn and stop; default those derived from the spec.
-    :raises HealthProbeError: if metadata or offsets cannot be read.
+    :raises HealthProbeError: if metadata or offsets cannot be read, or the checkpoint's storage fails (retryable).
     :raises GroupOffsetsError: if the group's offsets cannot be read.
     :raises TransactionsAdminError: if the transactions cannot be listed.
     :raises CheckpointError: if a checkpoint file is malformed.
@@ -233,7 +254,8 @@ def probe(
     inputs, outputs, missing = _topic_partitions(admin, spec, timeout_s)
     notes = [f"topic {topic!r} does not exist" for topic in missing]
     reader = CheckpointReader(spec.checkpoint_location, storage_options)
-    group_partitions = set(inputs) | (reader.recent_partitions() if reader.exists() else set())
+    with _reading_checkpoint(spec):
+        group_partitions = set(inputs) | (reader.recent_partitions() if reader.exists() else set())
     committed, facts, verification = _settled_read(admin, spec, reader, group_partitions, timeout_s)
     exists, query_id, last_committed, last_commit_ms = facts
     if not exists:
@@ -279,6 +301,8 @@ def probe(
         )
     output_samples = [OutputPartitionSample(tp=tp, role=role, lso=lso[tp], hwm=hwm[tp]) for tp, role in outputs]
     input_pinned = any(lso[tp] < hwm[tp] for tp in inputs)
+    with _reading_checkpoint(spec):
+        writers = writers_in_use(read_writers_choice(reader), spec.writers)
     transactions, protocol, max_timeout = (
         _open_transactions(spec, max_timeout=input_pinned) if include_transactions else ((), None, None)
     )
@@ -293,7 +317,7 @@ def probe(
         verification=verification,
         transactions=transactions,
         notes=tuple(notes),
-        writers=writers_in_use(read_writers_choice(reader), spec.writers),
+        writers=writers,
         broker_protocol=protocol,
         transaction_max_timeout_ms=max_timeout,
     )

@@ -238,8 +238,10 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
     def _check(self, context: Context) -> HealthReport:
         """Take a sample, add it to the window and evaluate it (blocking).
 
-        A failed sample records the outcome ``error`` first: the watch could not look, which says
-        nothing against the stream (:func:`~airflow_provider_eos.core.health.stops_the_driver`).
+        A failed sample records the outcome ``error`` first, whatever the error: the watch could not
+        look, which says nothing against the stream
+        (:func:`~airflow_provider_eos.core.health.stops_the_driver`). An error that is neither an
+        ``EosError`` nor Airflow's fails the task as a retryable ``AirflowException``.
         """
         from airflow_provider_eos.usecases.health import evaluate, sample
 
@@ -251,9 +253,15 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
             self._window.add(sample(PipelineClients(spec, options, connect_timeout_s=self.kafka_connect_timeout_s),
                                     thresholds=self._threshold_overrides()))
             report = evaluate(spec, self._window, thresholds=self._threshold_overrides())
-        except EosError as err:
+        except Exception as err:
+            # Whatever failed (a client's own error type, a bug), the watch could not look: record it as
+            # such, so that stop_stream leaves the stream alone, rather than fail without an outcome.
             self._record_outcome(context, WatchOutcome.ERROR)
-            raise _task_failure(err) from err
+            if isinstance(err, EosError):
+                raise _task_failure(err) from err
+            if isinstance(err, AirflowException):
+                raise
+            raise AirflowException(f"a health sample failed: {type(err).__name__}: {err}") from err
         self.log.info("%s", health_text(report))
         emit(health_metrics(report))
         return report

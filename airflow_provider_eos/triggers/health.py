@@ -317,18 +317,23 @@ class StreamingQueryHealthTrigger(BaseTrigger):
                 return
             try:
                 report = await self._sample_and_evaluate(window)
-            except EosError as err:
-                if not err.retryable:
+            except Exception as err:
+                # Any failure is a failed sample ending, at worst, in an ``error`` event: a trigger that
+                # raised would fail the task with no outcome, and stop_stream stop a stream nobody judged.
+                if isinstance(err, EosError) and not err.retryable:
                     # Another sample cannot change it (no retry grants an ACL): say so now, not after
                     # max_probe_failures samples, and the task fails without retry.
                     message = f"a health sample failed, and no retry can change it: {err}"
                     yield TriggerEvent(event_payload(WatchOutcome.ERROR, mode, message, report, retryable=False))
                     return
                 failures += 1
-                last_error = err.message
-                self.log.warning("Health sample %d of %d failed: %s", failures, self.max_probe_failures, err)
+                ours = isinstance(err, EosError)
+                last_error = err.message if isinstance(err, EosError) else f"{type(err).__name__}: {err}"
+                described = str(err) if ours else last_error
+                self.log.warning("Health sample %d of %d failed: %s", failures, self.max_probe_failures, described,
+                                 exc_info=not ours)
                 if failures >= self.max_probe_failures:
-                    message = f"{failures} health samples in a row failed; the last: {err}"
+                    message = f"{failures} health samples in a row failed; the last: {described}"
                     yield TriggerEvent(event_payload(WatchOutcome.ERROR, mode, message, report))
                     return
                 continue

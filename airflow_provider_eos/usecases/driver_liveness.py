@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from airflow_provider_eos.core.checkpoint.eos_records import read_through_rewrite
 from airflow_provider_eos.core.cluster_records import (
     judge_standalone_master,
     judge_yarn_apps,
@@ -73,30 +74,23 @@ class _LeaseRead:
     problem: str | None = None
 
 
-#: A lease written in place (HDFS cannot rename over a file) reads empty or half-written while its
-#: driver rewrites it, every ``ttl / 3``, for as long as a write takes (a few hundred ms on HDFS):
-#: read again for a while before calling it unreadable (design note 48).
-LEASE_REWRITE_REREAD = RetryPolicy("a lease rewritten in place to read whole", timeout_s=3.0, first_delay_s=0.1,
-                                   max_delay_s=0.5)
-
-
 def _read_lease(checkpoint: CheckpointReader) -> _LeaseRead:
-    """The lease, read through a rewrite in place.
+    """The lease, read through a rewrite in place (:func:`read_through_rewrite`, design note 48).
 
     The clock is read before each read: a renewal that lands while the observer reads must not meet
     an observation time later than the read (core/driver_lease.py has the argument).
     """
-    def once() -> _LeaseRead:
-        observed_at = _now()
-        try:
-            return _LeaseRead(observed_at, read_driver_lease(checkpoint))
-        except (EosError, OSError, ValueError) as err:
-            return _LeaseRead(observed_at, None, f"{type(err).__name__}: {err}")
+    clock: list[dt.datetime] = []
 
-    if checkpoint.is_local:  # written through a staged file renamed into place: never half a record
-        return once()
-    return LEASE_REWRITE_REREAD.poll(once, until=lambda read: read.problem is None,
-                                     what=f"read the driver lease in {checkpoint.location}").value
+    def once() -> DriverLease | None:
+        clock.append(_now())
+        return read_driver_lease(checkpoint)
+
+    try:
+        lease = read_through_rewrite(checkpoint, once, what=f"read the driver lease in {checkpoint.location}")
+    except (EosError, OSError, ValueError) as err:
+        return _LeaseRead(clock[-1] if clock else _now(), None, f"{type(err).__name__}: {err}")
+    return _LeaseRead(clock[-1], lease)
 
 
 def read_lease_for_gate(checkpoint: CheckpointReader) -> tuple[dt.datetime, DriverLease | None]:

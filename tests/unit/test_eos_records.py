@@ -14,8 +14,8 @@ from pathlib import Path
 import fsspec
 import pytest
 
-from airflow_provider_eos.core.checkpoint import CheckpointReader
-from airflow_provider_eos.core.checkpoint.eos_records import read_eos_record, write_eos_record
+from airflow_provider_eos.core.checkpoint import CheckpointReader, eos_records
+from airflow_provider_eos.core.checkpoint.eos_records import read_eos_record, read_through_rewrite, write_eos_record
 from airflow_provider_eos.core.errors import CheckpointError
 from airflow_provider_eos.core.spec import Writers
 from airflow_provider_eos.core.writers_choice import WritersChoice, read_writers_choice, record_writers_choice
@@ -81,3 +81,55 @@ def test_elsewhere_the_record_is_rewritten_in_place(
     assert read_eos_record(memory_checkpoint, "writers.json", "the writers record") == "second"
     assert memory_checkpoint.fs.ls(memory_checkpoint.path("eos"), detail=False) == [
         memory_checkpoint.path("eos", "writers.json")]
+
+
+def test_a_record_read_inside_a_rewrite_in_place_is_read_again_until_whole(
+    memory_checkpoint: CheckpointReader, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # HDFS rewrites writers.json in place at each run's first batch: a reader meets it empty, then
+    # as a missing block (WebHDFS' RuntimeError, an OSError through the reader), then whole.
+    record_writers_choice(memory_checkpoint, choice(Writers.EXECUTORS))
+    real = memory_checkpoint.fs.cat_file
+    reads = iter([b"", RuntimeError("Block could not be located")])
+
+    def rewriting(path: str, *args: object, **kwargs: object) -> bytes:
+        step = next(reads, None)
+        if isinstance(step, Exception):
+            raise step
+        return real(path, *args, **kwargs) if step is None else step
+
+    monkeypatch.setattr(memory_checkpoint.fs, "cat_file", rewriting)
+    recorded = read_writers_choice(memory_checkpoint)
+    assert recorded is not None and recorded.writers is Writers.EXECUTORS
+
+
+def test_a_record_that_stays_malformed_is_its_own_checkpoint_error_after_the_rereads(
+    memory_checkpoint: CheckpointReader, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    write_eos_record(memory_checkpoint, "writers.json", "{}", writer="q1")
+    real = memory_checkpoint.fs.cat_file
+    reads: list[str] = []
+
+    def counted(path: str, *args: object, **kwargs: object) -> bytes:
+        reads.append(path)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(memory_checkpoint.fs, "cat_file", counted)
+    monkeypatch.setattr(eos_records, "RECORD_REWRITE_REREAD", eos_records.RECORD_REWRITE_REREAD.bounded(timeout_s=0.3))
+    with pytest.raises(CheckpointError, match=r"writers\.json is not this package's record") as caught:
+        read_writers_choice(memory_checkpoint)
+    assert caught.value.fix and not caught.value.retryable
+    assert len(reads) > 1, "read again before it is called malformed"
+
+
+def test_a_local_record_is_read_once(tmp_path: Path) -> None:
+    checkpoint = CheckpointReader(str(tmp_path))
+    calls: list[int] = []
+
+    def malformed() -> None:
+        calls.append(1)
+        raise CheckpointError("half a record", fix="none")
+
+    with pytest.raises(CheckpointError, match="half a record"):
+        read_through_rewrite(checkpoint, malformed, what="read a record")
+    assert calls == [1], "renamed into place, a local record is never half-written: no reread"

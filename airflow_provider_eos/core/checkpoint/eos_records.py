@@ -3,20 +3,61 @@
 Spark ignores the ``eos`` folder. Two records live there: the writer the query chose
 (``writers.json``, :mod:`airflow_provider_eos.core.writers_choice`) and the driver's lease
 (``driver-lease.json``, :mod:`airflow_provider_eos.core.driver_lease`). Their formats are their
-modules'; where they are and how they reach the checkpoint's filesystem is this module's.
+modules'; where they are, how they reach the checkpoint's filesystem and how a reader gets
+through a record rewritten in place (:func:`read_through_rewrite`) is this module's.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from airflow_provider_eos.core.checkpoint.location import EOS_FOLDER
 from airflow_provider_eos.core.errors import CheckpointError
+from airflow_provider_eos.core.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from airflow_provider_eos.core.checkpoint.reader import CheckpointReader
 
-__all__ = ["eos_record_display", "read_eos_record", "write_eos_record"]
+__all__ = ["RECORD_REWRITE_REREAD", "eos_record_display", "read_eos_record", "read_through_rewrite",
+           "write_eos_record"]
+
+_T = TypeVar("_T")
+
+#: A record written in place (HDFS cannot rename over a file) reads empty, half-written or as a
+#: missing block while its writer rewrites it, for as long as a write takes (a few hundred ms on
+#: HDFS): read again for a while before calling it unreadable (design notes 48 and 60).
+RECORD_REWRITE_REREAD = RetryPolicy("a record rewritten in place to read whole", timeout_s=3.0, first_delay_s=0.1,
+                                    max_delay_s=0.5)
+
+
+def read_through_rewrite(checkpoint: CheckpointReader, read: Callable[[], _T], *, what: str) -> _T:
+    """``read()``, one read and parse of a record, called again while it fails as a reader inside a rewrite fails.
+
+    On a local checkpoint it is called once: records there are renamed into place
+    (:func:`write_eos_record`), so a reader never meets half of one. Elsewhere a reader that lands
+    inside an in-place rewrite meets an empty or half-written record (``CheckpointError``), a
+    record gone between the look and the read (``CheckpointError``: missing) or WebHDFS's "Block
+    could not be located" (``OSError``): each is read again, 0.1-0.5 s apart for up to 3 s
+    (:data:`RECORD_REWRITE_REREAD`), and the last failure is raised unchanged, so a record that
+    stays malformed is reported with its own message and fix.
+
+    :param read: reads and parses the record; any other error than those above propagates at once.
+    :param what: the read, for the log ("read the writers record in hdfs://...").
+    """
+    if checkpoint.is_local:
+        return read()
+
+    def once() -> tuple[_T | None, CheckpointError | OSError | ValueError | None]:
+        try:
+            return read(), None
+        except (CheckpointError, OSError, ValueError) as err:
+            return None, err
+
+    value, error = RECORD_REWRITE_REREAD.poll(once, until=lambda result: result[1] is None, what=what).value
+    if error is not None:
+        raise error
+    return cast("_T", value)  # what read() returned
 
 
 def eos_record_display(checkpoint: CheckpointReader, name: str) -> str:
