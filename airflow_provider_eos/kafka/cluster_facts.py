@@ -24,7 +24,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import ConfigResource, ResourceType
 
-from airflow_provider_eos.core.acls import PermissionFacts, is_secured, principal_of, required_acls
+from airflow_provider_eos.core.acls import INTERNAL_TOPICS, PermissionFacts, is_secured, principal_of, required_acls
 from airflow_provider_eos.core.broker_protocol import BrokerProtocol
 from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.errors import EosError, RetryExhaustedError
@@ -53,7 +53,6 @@ __all__ = ["gather_facts", "load_other_specs"]
 log = logging.getLogger(__name__)
 
 # The internal topics EOS201 and EOS204 judge once they exist.
-_INTERNAL_TOPICS = ("__transaction_state", "__consumer_offsets")
 
 # The topic settings the rules read.
 _TOPIC_KEYS = (
@@ -179,11 +178,11 @@ class _Gatherer:
             return None
         try:
             futures = self.admin.describe_configs(
-                [ConfigResource(ResourceType.TOPIC, name) for name in _INTERNAL_TOPICS], request_timeout=self.timeout_s
+                [ConfigResource(ResourceType.TOPIC, name) for name in INTERNAL_TOPICS], request_timeout=self.timeout_s
             )
         except KafkaException as exc:
             futures = {}
-            for name in _INTERNAL_TOPICS:
+            for name in INTERNAL_TOPICS:
                 self.missing(name, exc)
         facts: dict[str, InternalTopicFacts] = {}
         for resource, future in futures.items():

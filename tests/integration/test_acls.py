@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from airflow_provider_eos.core.acls import Acl, Operation, ResourceType, required_acls
+from airflow_provider_eos.core.acls import INTERNAL_TOPICS, Acl, Operation, ResourceType, required_acls
 from airflow_provider_eos.core.preflight import Status
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.topic_partition import TopicPartition
@@ -159,3 +159,20 @@ def test_eos501_passes_with_the_full_set_and_names_a_removed_acl(
     assert f"GROUP '{spec.group_id}' (LITERAL) READ" in by_acls.message
     apply_acls(admin, [group_read])
     assert _eos501(spec).status is Status.PASS
+
+
+def test_with_exactly_the_job_set_preflight_checks_the_internal_topics(
+        job_spec: tuple[PipelineSpec, Path], secured_admin_settings: dict[str, Any]) -> None:
+    # EOS201 and EOS204 read the internal topics' partitions from the all-topics metadata (DESCRIBE on each)
+    # and their min.insync.replicas (DESCRIBE_CONFIGS on each). The set once lacked both: on every secured
+    # cluster both rules were not_checked, for want of ACLs the documented set did not grant.
+    from airflow_provider_eos.core.preflight import evaluate
+
+    spec, _ = job_spec
+    apply_acls(acl_admin(secured_admin_settings), required_acls(spec, principal(spec), "job"))
+    facts = gather_facts(spec, timeout_s=20)
+    assert not {name: facts.unavailable[name] for name in INTERNAL_TOPICS if name in facts.unavailable}
+    report = evaluate(facts)
+    for code in ("EOS201", "EOS204", "EOS501"):
+        finding = report.finding(code)
+        assert finding.status is Status.PASS, finding

@@ -59,7 +59,7 @@ def test_it_prints_the_set_as_a_table(capsys: pytest.CaptureFixture[str], spec_f
     code, out, _ = run(capsys, "acls", "--spec", str(spec_file), "--principal", "User:orders-job", "--role", "job")
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].startswith("7 ACL(s) for User:orders-job as job of pipeline 'orders' (printed only")
+    assert lines[0].startswith("11 ACL(s) for User:orders-job as job of pipeline 'orders' (printed only")
     assert lines[2].split() == ["resource", "type", "pattern", "name", "operation", "why"]
     table = [line for line in lines if line.startswith(("TOPIC", "GROUP", "TRANSACTIONAL_ID", "CLUSTER"))]
     assert table[-1].split()[:4] == ["TRANSACTIONAL_ID", "PREFIXED", "orders-eos-", "WRITE"]
@@ -131,7 +131,7 @@ def test_apply_authenticates_with_the_admin_config_never_the_spec(
     result = acls(PipelineSpec.load(spec_file), "User:orders-job", "job", admin_config=admin_file, apply=True)
     assert seen == {"settings": ADMIN, "admin": "admin-client"}
     assert result.ok and result.report.applied and len(result.report.created) == 1
-    assert "applied, 1 created, 6 already present" in result.summary
+    assert "applied, 1 created, 10 already present" in result.summary
 
 
 def test_bindings_round_trip_through_confluent_kafka() -> None:

@@ -29,6 +29,10 @@ def rows(acls: list[Acl]) -> list[tuple[str, str, str, str]]:
 
 JOB = [
     ("CLUSTER", "LITERAL", "kafka-cluster", "DESCRIBE_CONFIGS"),
+    ("TOPIC", "LITERAL", "__transaction_state", "DESCRIBE"),
+    ("TOPIC", "LITERAL", "__transaction_state", "DESCRIBE_CONFIGS"),
+    ("TOPIC", "LITERAL", "__consumer_offsets", "DESCRIBE"),
+    ("TOPIC", "LITERAL", "__consumer_offsets", "DESCRIBE_CONFIGS"),
     ("TOPIC", "LITERAL", "orders-in", "READ"),
     ("TOPIC", "LITERAL", "orders-in", "DESCRIBE_CONFIGS"),
     ("TOPIC", "LITERAL", "refunds-in", "READ"),

@@ -13,6 +13,7 @@ from __future__ import annotations
 from airflow_provider_eos.core.acls.acl import (
     ANY_HOST,
     CLUSTER_RESOURCE_NAME,
+    INTERNAL_TOPICS,
     ROLES,
     Acl,
     AclError,
@@ -45,6 +46,7 @@ from airflow_provider_eos.core.acls.roles import (
 __all__ = [
     "ANY_HOST",
     "CLUSTER_RESOURCE_NAME",
+    "INTERNAL_TOPICS",
     "ROLES",
     "Acl",
     "AclError",

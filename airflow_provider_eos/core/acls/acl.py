@@ -19,6 +19,7 @@ from airflow_provider_eos.core.frozen_model import FrozenModel
 __all__ = [
     "ANY_HOST",
     "CLUSTER_RESOURCE_NAME",
+    "INTERNAL_TOPICS",
     "ROLES",
     "Acl",
     "AclError",
@@ -33,6 +34,9 @@ __all__ = [
 
 #: The only resource name Kafka accepts for the cluster resource.
 CLUSTER_RESOURCE_NAME = "kafka-cluster"
+#: Kafka's internal topics whose replication pre-flight reads (EOS201, EOS204): the transaction log
+#: and the groups' offsets. Topic ACLs name them literally like any topic.
+INTERNAL_TOPICS = ("__transaction_state", "__consumer_offsets")
 #: Every host: the job's executors run wherever the cluster manager puts them.
 ANY_HOST = "*"
 

@@ -9,7 +9,9 @@ for its metadata, offsets or the group's committed offsets on it.
 - **job** (pre-flight and the Spark job, both writers): read the input topics (Spark's source
   and the offsets committed in the sink's transactions), write the output and dead-letter
   topics, ``READ`` the sink group, ``WRITE`` the transactional ids under the prefix, and what
-  pre-flight reads (broker and topic configs).
+  pre-flight reads (broker and topic configs; ``DESCRIBE`` and ``DESCRIBE_CONFIGS`` on the internal
+  topics ``__transaction_state`` and ``__consumer_offsets``, whose replicas, in-sync replicas and
+  min ISR tell whether they take writes: metadata only, no record).
 - **recovery** (abort, verify, rewind, align, the manual recovery actions): describe and fence
   the transactions under the prefix, find hanging transactions on the output and dead-letter
   partitions, read and commit the sink group's offsets. Aborting a *hanging* transaction is
@@ -32,6 +34,7 @@ from collections.abc import Iterable
 
 from airflow_provider_eos.core.acls.acl import (
     CLUSTER_RESOURCE_NAME,
+    INTERNAL_TOPICS,
     Acl,
     AclError,
     Operation,
@@ -121,9 +124,19 @@ def _job(spec: PipelineSpec, principal: str) -> list[Acl]:
     exactly_once = spec.mode is Mode.EXACTLY_ONCE
     acls = [
         _acl(principal, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME, Operation.DESCRIBE_CONFIGS,
-             "pre-flight: DescribeConfigs(BROKER) reads transaction.max.timeout.ms, transactional.id.expiration.ms "
-             "and the internal topics' replication (EOS1xx, EOS2xx)"),
+             "pre-flight: DescribeConfigs(BROKER) reads the brokers' settings: transaction.max.timeout.ms, "
+             "transactional.id.expiration.ms and the replication factors and min ISR Kafka creates the internal "
+             "topics with (EOS1xx, EOS2xx)"),
     ]
+    # Metadata only (DESCRIBE reads no record): whether the internal topics take writes is theirs, not the brokers'.
+    for topic, rule in zip(INTERNAL_TOPICS, ("EOS201", "EOS204"), strict=True):
+        acls += [
+            _acl(principal, ResourceType.TOPIC, topic, Operation.DESCRIBE,
+                 f"pre-flight: the all-topics Metadata shows the replicas and in-sync replicas of each {topic} "
+                 f"partition ({rule}); DESCRIBE gives metadata, no data"),
+            _acl(principal, ResourceType.TOPIC, topic, Operation.DESCRIBE_CONFIGS,
+                 f"pre-flight: DescribeConfigs(TOPIC) reads the min.insync.replicas of {topic} ({rule})"),
+        ]
     for topic in spec.input_topics:
         acls += [
             _acl(principal, ResourceType.TOPIC, topic, Operation.READ,

@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 
 from airflow_provider_eos.core.acls import (
+    INTERNAL_TOPICS,
     Acl,
     CheckMethod,
     Operation,
@@ -85,7 +86,11 @@ PASSES: list[Case] = [
     ("EOS501", with_bindings(*(_wildcard("User:*", t, Operation.ALL, name="orders", pattern=PatternType.PREFIXED)
                                for t in ResourceType if t is not ResourceType.CLUSTER),
                              _wildcard("User:*", ResourceType.CLUSTER, Operation.ALTER_CONFIGS,
-                                       name="kafka-cluster")), []),
+                                       name="kafka-cluster"),
+                             # The internal topics, named literally: what EOS201 and EOS204 read of them.
+                             *(_wildcard("User:*", ResourceType.TOPIC, operation, name=topic)
+                               for topic in INTERNAL_TOPICS
+                               for operation in (Operation.DESCRIBE, Operation.DESCRIBE_CONFIGS))), []),
     # A super user has no ACLs: the probes confirm what the ACLs do not show.
     ("EOS501", with_bindings(probes=tuple(ProbeResult(acl=a, allowed=True, evidence="ok") for a in _job_set())), []),
     ("EOS501", probed(unknown={(ResourceType.TOPIC, Operation.WRITE)}), ["could not be verified (EOS502)"]),
