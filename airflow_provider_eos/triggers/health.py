@@ -278,6 +278,15 @@ class StreamingQueryHealthTrigger(BaseTrigger):
 
     # -- the loop --------------------------------------------------------------------------------
 
+    def _timeout_message(self, mode: WatchMode, last_error: str) -> str:
+        """What the timeout event says: what the watch waited for, and the last failed sample's error if any."""
+        message = f"timed out at {self.timeout_at}: " + (
+            "the watch ended without an unhealthy report"
+            if mode is WatchMode.WATCH
+            else f"no batch was committed after {self.committed_after} while the pipeline was healthy"
+        )
+        return f"{message}; the last sample failed: {last_error}" if last_error else message
+
     async def run(  # noqa: C901  # the trigger's event loop: each of its exits yields one event
         self,
     ) -> AsyncIterator[TriggerEvent]:
@@ -305,14 +314,7 @@ class StreamingQueryHealthTrigger(BaseTrigger):
                 yield TriggerEvent(event_payload(WatchOutcome.DRIVER_FAILED, mode, message, report))
                 return
             if deadline_ms is not None and _now_ms() >= deadline_ms:
-                message = f"timed out at {self.timeout_at}: " + (
-                    "the watch ended without an unhealthy report"
-                    if mode is WatchMode.WATCH
-                    else "no batch was committed after "
-                    f"{self.committed_after} while the pipeline was healthy"
-                )
-                if last_error:
-                    message += f"; the last sample failed: {last_error}"
+                message = self._timeout_message(mode, last_error)
                 yield TriggerEvent(event_payload(WatchOutcome.TIMEOUT, mode, message, report))
                 return
             try:
