@@ -327,8 +327,9 @@ def test_supervise_accepts_an_available_now_run_whose_input_arrived_after_it_end
     assert all(f"{tp.topic}-{tp.partition}@{offset}" in log for tp, offset in ends.items()), log[-4000:]
     report = run.xcoms["supervise"]
     assert report["total_lag"] == 10 and report["last_committed"] == LAST_COMMITTED
-    assert report["status"] == "UNHEALTHY"  # by commit age alone, which an ended run's wait does not count
-    assert {f["signal"] for f in report["findings"] if f["status"] == "UNHEALTHY"} == {"commit_age"}
+    # The input waits only since it arrived, and no run is active: no commit-age finding holds against
+    # it (design note 59); what this test proves is the run's input, read although lag is not zero.
+    assert not [f for f in report["findings"] if f["status"] == "UNHEALTHY"], report["findings"]
 
 
 def test_a_watch_that_cannot_reach_the_broker_does_not_stop_the_stream(tmp_path: Path, airflow_home: Path) -> None:
