@@ -78,6 +78,14 @@ class InconsistentOffsetsError(EosError):
     retryable = False
 
 
+class ExpiredOffsetsError(InconsistentOffsetsError):
+    """The group holds nothing where the batch needs "nothing committed", but its offsets may have expired.
+
+    The broker deletes a member-less group's offsets ``offsets.retention.minutes`` after their commit, so
+    past that since the batch was planned, the absence no longer proves that no attempt of it committed.
+    """
+
+
 class PlanNotAlignedError(EosError):
     """Executor writers were asked for a plan not partition-aligned with the Kafka source; names the operator."""
 

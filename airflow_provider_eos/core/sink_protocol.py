@@ -8,13 +8,16 @@ with marker ``N`` atomically:
 - every partition is at ``end`` with marker ``N``: the batch is already in Kafka and Spark is
   replaying it -> :attr:`BatchAction.SKIP_REPLAY`;
 - every partition is at ``start`` with marker ``N-1`` (or, on the query's first batch, nothing is
-  committed) -> :attr:`BatchAction.PRODUCE`;
+  committed) -> :attr:`BatchAction.PRODUCE`; "nothing committed" counts only while no offset an
+  earlier attempt of ``N`` committed can have expired (:mod:`.offsets_expiry`), else
+  :class:`ExpiredOffsetsError`;
 - anything else, including a mix of the two -> :class:`InconsistentOffsetsError`. The sink never
   repairs this silently: producing would duplicate or lose output.
 
-Each partition's state is decided by three named rules over the :class:`PlannedBatch`
-(:func:`nothing_committed_before`, :func:`committed_by_this_batch`,
-:func:`committed_by_previous_batch`); a partition none of them recognises is inconsistent.
+Each partition's state is decided by four named rules over the :class:`PlannedBatch`
+(:func:`nothing_committed_before`, :func:`nothing_committed_may_have_expired`,
+:func:`committed_by_this_batch`, :func:`committed_by_previous_batch`); a partition none of them
+recognises is inconsistent.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from dataclasses import dataclass
 
 from airflow_provider_eos.core.errors import InconsistentOffsetsError, MarkerError
 from airflow_provider_eos.core.markers import BatchMarker, CommittedOffset, CommittedOffsets
+from airflow_provider_eos.core.offsets_expiry import OffsetsExpiry, expired_offsets_error
 from airflow_provider_eos.core.topic_partition import OffsetMap, TopicPartition
 
 
@@ -42,6 +46,8 @@ class _State(enum.Enum):
 
     AT_END = "committed by this batch"
     AT_START = "committed by the previous batch"
+    #: Nothing committed where that is the state before ``N``, but an earlier attempt's commit may have expired.
+    MAYBE_EXPIRED = "nothing committed, possibly expired"
     INCONSISTENT = "inconsistent"
 
 
@@ -55,6 +61,9 @@ class PlannedBatch:
         first batch). Partitions absent here are new in this batch.
     :param end: the batch's end offsets (``offsets/N``).
     :param is_first_batch: whether ``N`` is the query's first batch (nothing committed before it).
+    :param expiry: whether offsets an earlier attempt of ``N`` committed may have expired by now, for the
+        partitions whose state before ``N`` is "nothing committed" (:attr:`accepts_nothing_committed`);
+        ``None``: they cannot have (a writer judges it whenever :attr:`accepts_nothing_committed`).
     """
 
     query_id: str
@@ -62,14 +71,26 @@ class PlannedBatch:
     start: OffsetMap
     end: OffsetMap
     is_first_batch: bool
+    expiry: OffsetsExpiry | None = None
 
     @classmethod
     def of(
-        cls, *, query_id: str, batch_id: int, start: OffsetMap, end: OffsetMap, is_first_batch: bool | None = None
+        cls, *, query_id: str, batch_id: int, start: OffsetMap, end: OffsetMap, is_first_batch: bool | None = None,
+        expiry: OffsetsExpiry | None = None,
     ) -> PlannedBatch:
         """The batch, its first-batch flag defaulting to ``batch_id == 0``."""
         first = batch_id == 0 if is_first_batch is None else is_first_batch
-        return cls(query_id, batch_id, start, end, first)
+        return cls(query_id, batch_id, start, end, first, expiry)
+
+    @property
+    def accepts_nothing_committed(self) -> bool:
+        """Whether some partition's state before ``N`` is "nothing committed": the query's first batch, or a
+        partition new in it. Only then does an expiry matter, so only then must a writer judge :attr:`expiry`."""
+        return self.is_first_batch or any(self.is_new(tp) for tp in self.end)
+
+    def absence_may_have_expired(self) -> bool:
+        """Whether a group that holds nothing for a partition may have lost an earlier attempt's commit."""
+        return self.expiry is not None and self.expiry.may_have_expired
 
     def is_new(self, tp: TopicPartition) -> bool:
         """Whether ``tp`` was added between batches: Spark reads it from its earliest offset, which the
@@ -101,9 +122,22 @@ class PlannedBatch:
 # The rules of one partition's state, one predicate each; a partition none of them matches is inconsistent.
 
 
-def nothing_committed_before(batch: PlannedBatch, tp: TopicPartition, committed: CommittedOffset | None) -> bool:
-    """The group holds nothing, the state before batch ``N`` when it is the query's first or ``tp`` is new in it."""
+def _nothing_where_nothing_is_expected(batch: PlannedBatch, tp: TopicPartition,
+                                       committed: CommittedOffset | None) -> bool:
     return committed is None and (batch.is_new(tp) or batch.is_first_batch)
+
+
+def nothing_committed_before(batch: PlannedBatch, tp: TopicPartition, committed: CommittedOffset | None) -> bool:
+    """The group holds nothing, the state before batch ``N`` when it is the query's first or ``tp`` is new in it,
+    and no offset an earlier attempt of ``N`` committed can have expired: the absence proves nothing was."""
+    return _nothing_where_nothing_is_expected(batch, tp, committed) and not batch.absence_may_have_expired()
+
+
+def nothing_committed_may_have_expired(batch: PlannedBatch, tp: TopicPartition,
+                                       committed: CommittedOffset | None) -> bool:
+    """As :func:`nothing_committed_before`, but the batch was planned at least ``offsets.retention.minutes`` ago:
+    an earlier attempt may have committed, and the broker deleted its offsets since (note 55)."""
+    return _nothing_where_nothing_is_expected(batch, tp, committed) and batch.absence_may_have_expired()
 
 
 def committed_by_this_batch(batch: PlannedBatch, tp: TopicPartition, committed: CommittedOffset | None) -> bool:
@@ -128,9 +162,10 @@ def committed_by_previous_batch(batch: PlannedBatch, tp: TopicPartition, committ
     )
 
 
-#: Each partition state with the rule that recognises it; the three exclude each other, so order does not matter.
+#: Each partition state with the rule that recognises it; the four exclude each other, so order does not matter.
 _STATE_RULES: tuple[tuple[Callable[[PlannedBatch, TopicPartition, CommittedOffset | None], bool], _State], ...] = (
     (nothing_committed_before, _State.AT_START),
+    (nothing_committed_may_have_expired, _State.MAYBE_EXPIRED),
     (committed_by_this_batch, _State.AT_END),
     (committed_by_previous_batch, _State.AT_START),
 )
@@ -151,7 +186,10 @@ def _describe(committed: CommittedOffset | None) -> str:
 def _classify(batch: PlannedBatch, tp: TopicPartition, committed: CommittedOffset | None) -> _Finding:
     """The state of one partition by :data:`_STATE_RULES`, with the expected and found values for an error."""
     state = next((state for rule, state in _STATE_RULES if rule(batch, tp, committed)), _State.INCONSISTENT)
-    return _Finding(tp, state, batch.expected(tp), _describe(committed))
+    found = _describe(committed)
+    if state is _State.MAYBE_EXPIRED and batch.expiry is not None:
+        found = f"{found}, but {batch.expiry.describe()}"
+    return _Finding(tp, state, batch.expected(tp), found)
 
 
 def _fix(group_id: str) -> str:
@@ -163,6 +201,12 @@ def _fix(group_id: str) -> str:
     )
 
 
+def _expired(batch: PlannedBatch, partitions: list[TopicPartition], group_id: str) -> InconsistentOffsetsError:
+    assert batch.expiry is not None  # MAYBE_EXPIRED is found only with an expiry
+    return expired_offsets_error(batch.expiry, partitions, query_id=batch.query_id, group_id=group_id,
+                                 start=batch.start, end=batch.end)
+
+
 def decide_batch(batch: PlannedBatch, committed: CommittedOffsets, group_id: str) -> BatchAction:
     """Decide whether the sink produces batch ``N`` or skips it as a replay.
 
@@ -171,6 +215,8 @@ def decide_batch(batch: PlannedBatch, committed: CommittedOffsets, group_id: str
         ``require_stable``); a missing key or ``None`` means nothing is committed.
     :param group_id: the sink group, named in the error.
     :returns: :attr:`BatchAction.PRODUCE` or :attr:`BatchAction.SKIP_REPLAY`.
+    :raises ExpiredOffsetsError: the only partitions that fit neither case hold nothing where that is the
+        state before ``N``, but an earlier attempt's commit may have expired (:attr:`PlannedBatch.expiry`).
     :raises InconsistentOffsetsError: listing every partition whose committed offset or marker
         fits neither case, with expected and found values, or naming the mix of both cases.
     """
@@ -189,7 +235,10 @@ def decide_batch(batch: PlannedBatch, committed: CommittedOffsets, group_id: str
     if states == {_State.AT_START}:
         return BatchAction.PRODUCE
 
-    bad = [f for f in findings if f.state is _State.INCONSISTENT]
+    expired = [f.tp for f in findings if f.state is _State.MAYBE_EXPIRED]
+    if expired and _State.INCONSISTENT not in states:
+        raise _expired(batch, expired, group_id)
+    bad = [f for f in findings if f.state in (_State.INCONSISTENT, _State.MAYBE_EXPIRED)]
     header = f"sink group {group_id!r} disagrees with the checkpoint for batch {batch_id} of query {query_id}"
     if bad:
         lines = [f"  {f.tp}: expected {f.expected}; found {f.found}" for f in bad]
@@ -219,6 +268,8 @@ def decide_partition(
     :param batch: batch ``N`` as the checkpoint planned it.
     :param committed: the sink group's committed offset for ``tp`` (``None``: nothing committed).
     :param group_id: the sink group, named in the error.
+    :raises ExpiredOffsetsError: the group holds nothing for ``tp`` where that is the state before ``N``, but
+        an earlier attempt's commit may have expired (:attr:`PlannedBatch.expiry`).
     :raises InconsistentOffsetsError: naming the partition, the expected and the found offsets.
     """
     finding = _classify(batch, tp, committed)
@@ -226,6 +277,8 @@ def decide_partition(
         return BatchAction.SKIP_REPLAY
     if finding.state is _State.AT_START:
         return BatchAction.PRODUCE
+    if finding.state is _State.MAYBE_EXPIRED:
+        raise _expired(batch, [tp], group_id)
     raise InconsistentOffsetsError(
         f"sink group {group_id!r} disagrees with the checkpoint for {tp} in batch {batch.batch_id} of query "
         f"{batch.query_id}: "
@@ -248,7 +301,8 @@ class PartitionExpectation:
     :param produce_at: the start offset with marker ``N-1`` (``None`` when batch ``N`` has no previous
         batch for this partition).
     :param produce_when_nothing_committed: "nothing committed" is the state before batch ``N`` (the
-        query's first batch, or a partition new in this batch).
+        query's first batch, or a partition new in this batch) and no earlier attempt's commit can have
+        expired; otherwise the writer fails with what it found and :func:`decide_partition` names the expiry.
     """
 
     tp: TopicPartition
@@ -267,7 +321,7 @@ class PartitionExpectation:
         return None
 
 
-def partition_expectation(
+def partition_expectation(  # noqa: PLR0913  # the batch's fields, by name as the JVM plan's
     tp: TopicPartition,
     *,
     query_id: str,
@@ -275,6 +329,7 @@ def partition_expectation(
     start: OffsetMap,
     end: OffsetMap,
     is_first_batch: bool | None = None,
+    expiry: OffsetsExpiry | None = None,
 ) -> PartitionExpectation:
     """The exact states :func:`_classify` calls "committed by this batch" and "by the previous batch".
 
@@ -284,12 +339,13 @@ def partition_expectation(
 
     :raises MarkerError: if the query id or batch id cannot form a marker.
     """
-    first = batch_id == 0 if is_first_batch is None else is_first_batch
+    batch = PlannedBatch.of(query_id=query_id, batch_id=batch_id, start=start, end=end, is_first_batch=is_first_batch,
+                            expiry=expiry)
     skip_at = CommittedOffset(end[tp], BatchMarker(query_id, batch_id).encode())
     produce_at = None
     if batch_id > 0 and tp in start:
         produce_at = CommittedOffset(start[tp], BatchMarker(query_id, batch_id - 1).encode())
-    return PartitionExpectation(tp, skip_at, produce_at, tp not in start or first)
+    return PartitionExpectation(tp, skip_at, produce_at, nothing_committed_before(batch, tp, None))
 
 
 def task_committed_in_this_run(action: str, attempt: int) -> bool:

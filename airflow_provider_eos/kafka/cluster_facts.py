@@ -41,6 +41,7 @@ from airflow_provider_eos.core.spec import PipelineSpec, load_specs
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.core.transactions import Transaction
 from airflow_provider_eos.kafka.acl_probes import read_permissions
+from airflow_provider_eos.kafka.broker_configs import describe_broker_configs
 from airflow_provider_eos.kafka.broker_protocol import read_broker_protocol
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
 from airflow_provider_eos.kafka.login import connected_admin
@@ -111,13 +112,7 @@ class _Gatherer:
 
     def broker_configs(self, brokers: Iterable[int]) -> dict[int, dict[str, str | None]] | None:
         try:
-            # One call per broker: librdkafka refuses two BROKER resources in one DescribeConfigs (_CONFLICT).
-            futures = {broker: future for broker in brokers for future in self.admin.describe_configs(
-                [ConfigResource(ResourceType.BROKER, str(broker))], request_timeout=self.timeout_s).values()}
-            return {
-                broker: {name: entry.value for name, entry in future.result(self.timeout_s + 5).items()}
-                for broker, future in futures.items()
-            }
+            return describe_broker_configs(self.admin, brokers, self.timeout_s)
         except (KafkaException, TimeoutError) as exc:
             self.missing("broker_configs", exc)
             return None

@@ -14,8 +14,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from airflow_provider_eos.core.errors import InconsistentOffsetsError
-from airflow_provider_eos.core.sink_protocol import BatchAction, PlannedBatch, decide_batch, offsets_to_commit
+from airflow_provider_eos.core.errors import ExpiredOffsetsError, InconsistentOffsetsError
+from airflow_provider_eos.core.sink_protocol import BatchAction, decide_batch, offsets_to_commit
 from airflow_provider_eos.core.spec import ExecutorWriter
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
 from airflow_provider_eos.kafka.transaction_actions import fence_each
@@ -87,6 +87,8 @@ class DriverWriter:
         clients.driver_producer.producer(batch_id)
         try:
             self._action(checkpoint.query_id(), batch_id, end)
+        except ExpiredOffsetsError:
+            raise  # its own fix applies whichever writer wrote the batch
         except InconsistentOffsetsError as err:
             raise InconsistentOffsetsError(
                 f"{err.message}. The checkpoint records the executor writers (eos/writers.json): they wrote "
@@ -103,8 +105,7 @@ class DriverWriter:
         spec, checkpoint = clients.spec, clients.checkpoint
         committed = read_committed_offsets(clients.admin, spec.group_id, end,
                                            transaction_timeout_ms=spec.transaction_timeout_ms)
-        return decide_batch(PlannedBatch.of(query_id=query_id, batch_id=batch_id,
-                                            start=checkpoint.start_offsets(batch_id), end=end),
+        return decide_batch(clients.planned_batch(query_id, batch_id, checkpoint.start_offsets(batch_id), end),
                             committed, spec.group_id)
 
     def write(self, batch: DataFrame, batch_id: int, points: BatchPoints) -> BatchStats:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from airflow_provider_eos.core.errors import ScanRangeMismatchError
+from airflow_provider_eos.core.offsets_expiry import OffsetsExpiry
 from airflow_provider_eos.core.plan_alignment import (
     BatchPlan,
     InputPartitionMap,
@@ -56,6 +57,8 @@ class BatchTasks:
     """What every write task of one batch is given: the batch's WAL range and the scan's checked input partitions.
 
     :param points: what the tasks announce their points to (:mod:`.sink_points`), given by the driver's observer.
+    :param expiry: whether offsets an earlier attempt of the batch committed may have expired
+        (:meth:`~.sink_clients.SinkClients.planned_batch`); ``None``: they cannot have.
     """
 
     spec: PipelineSpec
@@ -65,6 +68,13 @@ class BatchTasks:
     end: OffsetMap
     mapping: InputPartitionMap
     points: TaskObserver
+    expiry: OffsetsExpiry | None = None
+
+    @property
+    def planned(self) -> PlannedBatch:
+        """The batch as every task decides it (:func:`~airflow_provider_eos.core.sink_protocol.decide_partition`)."""
+        return PlannedBatch.of(query_id=self.query_id, batch_id=self.batch_id, start=self.start, end=self.end,
+                               expiry=self.expiry)
 
 
 class TaskRunner(Protocol):
@@ -83,7 +93,7 @@ class PythonTasks:
 
     def run(self, batch: DataFrame, tasks: BatchTasks) -> list[str]:
         task = PartitionWriteTask(tasks.spec, tasks.query_id, tasks.batch_id, tasks.start, tasks.end, tasks.mapping,
-                                  tasks.points)
+                                  tasks.points, tasks.expiry)
         return [row.eos_task for row in self._output.frame(batch).mapInArrow(task, TASK_STATS_SCHEMA).collect()]
 
     def close(self) -> None:
@@ -124,7 +134,8 @@ class ExecutorWriters:
         cross_check(mapping, start=start, end=end)
         clock = Stopwatch()
         spec = self.clients.spec
-        tasks = BatchTasks(spec, query_id, batch_id, start, end, mapping, self.observer.for_tasks())
+        planned = self.clients.planned_batch(query_id, batch_id, start, end)
+        tasks = BatchTasks(spec, query_id, batch_id, start, end, mapping, self.observer.for_tasks(), planned.expiry)
         points.hit(SinkPoint.BEFORE_PRODUCE)
         lines = self.tasks.run(batch, tasks)
         reports = [json.loads(line) for line in lines]
@@ -132,7 +143,7 @@ class ExecutorWriters:
             log.info("EOS-TASK %s", line)
         tasks_ms = clock.lap()
         _require_one_report_per_task(batch_id, mapping, reports)
-        driver_committed = self._commit_partitions_without_task(query_id, batch_id, start, end, mapping)
+        driver_committed = self._commit_partitions_without_task(tasks.planned, mapping)
         points.hit(SinkPoint.AFTER_KAFKA_COMMIT)
         # A retry's skip after its earlier attempt committed is this run's commit, not a replay.
         produced = [r for r in reports if task_committed_in_this_run(r["action"], int(r.get("attempt", 0)))]
@@ -160,8 +171,9 @@ class ExecutorWriters:
     def close(self) -> None:
         self.tasks.close()
 
-    def _commit_partitions_without_task(self, query_id: str, batch_id: int, start: OffsetMap, end: OffsetMap,
+    def _commit_partitions_without_task(self, planned: PlannedBatch,
                                         mapping: InputPartitionMap) -> list[TopicPartition]:
+        query_id, batch_id, end = planned.query_id, planned.batch_id, planned.end
         without = mapping.partitions_without_task(end)
         if not without:
             return []
@@ -170,7 +182,6 @@ class ExecutorWriters:
         writer.producer(batch_id)
         committed = read_committed_offsets(clients.admin, spec.group_id, {tp: end[tp] for tp in without},
                                            transaction_timeout_ms=spec.transaction_timeout_ms)
-        planned = PlannedBatch.of(query_id=query_id, batch_id=batch_id, start=start, end=end)
         pending = [
             tp for tp in without
             if decide_partition(tp, planned, committed.get(tp), spec.group_id) is BatchAction.PRODUCE

@@ -21,7 +21,7 @@ from airflow_provider_eos.core.errors import EosError, ScanRangeMismatchError, S
 from airflow_provider_eos.core.markers import CommittedOffset
 from airflow_provider_eos.core.output_columns import column_type_error, null_header_error
 from airflow_provider_eos.core.sink_failures import KafkaFailure, sink_failure_error, sink_init_error
-from airflow_provider_eos.core.sink_protocol import PlannedBatch, decide_partition
+from airflow_provider_eos.core.sink_protocol import decide_partition
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.kafka.group_offsets import GroupOffsetsError, metadata_read_back, offsets_pending_error
 from airflow_provider_eos.spark.record_producer import require_dlq_topic
@@ -68,8 +68,7 @@ def _inconsistent(facts: dict[str, Any], tasks: BatchTasks) -> EosError:
     tp = TopicPartition(facts["topic"], facts["partition"])
     offset = facts.get("offset")
     committed = None if offset is None else CommittedOffset(offset, metadata_read_back(facts.get("metadata") or ""))
-    action = decide_partition(tp, PlannedBatch.of(query_id=tasks.query_id, batch_id=batch_id, start=tasks.start,
-                                              end=tasks.end), committed, spec.group_id)
+    action = decide_partition(tp, tasks.planned, committed, spec.group_id)
     found = committed.describe() if committed else "nothing committed"
     return SinkError(
         f"batch {batch_id}: the JVM executor writer refused {tp} at {found}, which the protocol decides as "

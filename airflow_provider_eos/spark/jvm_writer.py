@@ -62,7 +62,7 @@ def write_plan(tasks: BatchTasks, *, config_handle: str, report_key: str) -> dic
     for r in tasks.mapping.ranges:
         tp = r.tp
         expected = partition_expectation(tp, query_id=tasks.query_id, batch_id=tasks.batch_id, start=tasks.start,
-                                         end=tasks.end)
+                                         end=tasks.end, expiry=tasks.expiry)
         ((offset, marker),) = offsets_to_commit(tasks.query_id, tasks.batch_id, {tp: tasks.end[tp]}).values()
         partitions.append({
             "spark_partition": r.spark_partition, "topic": tp.topic, "partition": tp.partition,

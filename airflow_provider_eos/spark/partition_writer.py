@@ -29,6 +29,7 @@ from confluent_kafka import Consumer, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from airflow_provider_eos.core.errors import ScanRangeMismatchError, SinkError
+from airflow_provider_eos.core.offsets_expiry import OffsetsExpiry
 from airflow_provider_eos.core.plan_alignment import InputPartitionMap, InputRange
 from airflow_provider_eos.core.sink_failures import FENCED_CODES
 from airflow_provider_eos.core.sink_protocol import BatchAction, PlannedBatch, decide_partition, offsets_to_commit
@@ -131,6 +132,8 @@ class PartitionWriteTask:
     :param end: the WAL's end offsets of the batch.
     :param partitions: the batch scan's input partitions, checked against the WAL on the driver.
     :param points: what the task announces its points to (:mod:`.sink_points`).
+    :param expiry: whether offsets an earlier attempt of the batch committed may have expired (judged on the
+        driver: :meth:`~.sink_clients.SinkClients.planned_batch`); ``None``: they cannot have.
     """
 
     spec: PipelineSpec
@@ -140,6 +143,7 @@ class PartitionWriteTask:
     end: OffsetMap
     partitions: InputPartitionMap
     points: TaskObserver
+    expiry: OffsetsExpiry | None = None
 
     def __call__(self, batches: Iterator) -> Iterator:
         import pyarrow as pa
@@ -212,7 +216,8 @@ class PartitionWriteTask:
         tp = input_range.tp
         committed = read_committed_offsets(clients.admin, self.spec.group_id, {tp: self.end[tp]},
                                            transaction_timeout_ms=self.spec.transaction_timeout_ms)
-        planned = PlannedBatch.of(query_id=self.query_id, batch_id=self.batch_id, start=self.start, end=self.end)
+        planned = PlannedBatch.of(query_id=self.query_id, batch_id=self.batch_id, start=self.start, end=self.end,
+                                  expiry=self.expiry)
         return decide_partition(tp, planned, committed.get(tp), self.spec.group_id)
 
     def _check_rows(self, rows, input_range: InputRange) -> None:

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, KafkaException
 
 from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.checkpoint.webhdfs import WEBHDFS_CONF_KEYS, is_hdfs_location
+from airflow_provider_eos.core.offsets_expiry import RetentionReading
+from airflow_provider_eos.core.sink_protocol import PlannedBatch
 from airflow_provider_eos.core.spec import PipelineSpec
+from airflow_provider_eos.kafka.broker_configs import offsets_retention_minutes
 from airflow_provider_eos.kafka.login import connected_admin
 from airflow_provider_eos.kafka.settings import admin_config, group_metadata_consumer_config, with_client_logger
 from airflow_provider_eos.spark.transactional_producer import TransactionalProducer
@@ -17,7 +22,11 @@ from airflow_provider_eos.spark.transactional_producer import TransactionalProdu
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from airflow_provider_eos.core.topic_partition import OffsetMap
+
 __all__ = ["SinkClients", "driver_checkpoint"]
+
+log = logging.getLogger("airflow_provider_eos.sink")
 
 
 def driver_checkpoint(spec: PipelineSpec, session: SparkSession | None) -> CheckpointReader:
@@ -61,6 +70,32 @@ class SinkClients:
         self._group_handle = Consumer(
             with_client_logger("group-metadata-consumer", group_metadata_consumer_config(spec))
         )
+        self._retention_minutes: int | None = None
+
+    def _retention(self) -> RetentionReading:
+        """The brokers' ``offsets.retention.minutes`` (read once per run; again after a failed read), as of now."""
+        now = dt.datetime.now(dt.UTC)
+        if self._retention_minutes is not None:
+            return RetentionReading(self._retention_minutes, now)
+        try:
+            self._retention_minutes = offsets_retention_minutes(self.admin, 30.0)
+        except (KafkaException, TimeoutError) as exc:
+            log.warning("EOS-SINK could not read offsets.retention.minutes: %s", exc)
+            return RetentionReading(None, now, f"DescribeConfigs of the brokers failed: {exc}")
+        return RetentionReading(self._retention_minutes, now)
+
+    def planned_batch(self, query_id: str, batch_id: int, start: OffsetMap, end: OffsetMap) -> PlannedBatch:
+        """Batch ``N`` as the checkpoint planned it, with whether its offsets may have expired when that matters.
+
+        The expiry is judged only for a batch that takes an empty group for "nothing committed" (the query's
+        first batch, or one with a new partition): ``offsets/N``'s planning time against the brokers'
+        ``offsets.retention.minutes``, read once per run (docs/design-notes.md note 55).
+        """
+        batch = PlannedBatch.of(query_id=query_id, batch_id=batch_id, start=start, end=end)
+        if not batch.accepts_nothing_committed:
+            return batch
+        expiry = self._retention().expiry_of(batch_id, self.checkpoint.batch_metadata(batch_id))
+        return PlannedBatch.of(query_id=query_id, batch_id=batch_id, start=start, end=end, expiry=expiry)
 
     def group_metadata(self) -> object:
         """The sink group's handle for ``send_offsets_to_transaction``."""

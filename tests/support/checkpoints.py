@@ -9,6 +9,7 @@ newline), ``commits/N`` v1, and Hadoop ``.<name>.crc`` sidecars.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -46,8 +47,11 @@ def write_checkpoint(
     put("metadata", json.dumps({"id": query_id}).encode())
     initial = {topic: {str(p): 0 for p in range(partitions)}}
     put("sources/0/0", b"\x00v1\n" + json.dumps(initial, separators=(",", ":")).encode())
+    # Planned just now, as a job that ran: a batch planned longer ago than offsets.retention.minutes is the
+    # expiry tests' own case (the sink and verify then distrust an empty group).
+    planned_ms = int(time.time() * 1000)
     for batch in offsets:
-        meta = {"batchWatermarkMs": 0, "batchTimestampMs": 1_700_000_000_000 + batch, "conf": {}}
+        meta = {"batchWatermarkMs": 0, "batchTimestampMs": planned_ms + batch, "conf": {}}
         ends = {topic: {str(tp.partition): o for tp, o in batch_end_offsets(topic, batch, partitions).items()}}
         line = json.dumps(ends, separators=(",", ":"))
         put(f"offsets/{batch}", f"v1\n{json.dumps(meta, separators=(',', ':'))}\n{line}".encode())

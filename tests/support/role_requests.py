@@ -88,6 +88,8 @@ def _job(spec: PipelineSpec) -> list[Call]:
         Call("InitProducerId(transactional)", {"TRANSACTIONAL_ID": ids}, f"{producer}: init_transactions"),
         Call("OffsetFetch", {"GROUP": group, "TOPIC": inputs},
              "spark/driver_writer.py, partition_writer.py: read_committed_offsets before each batch"),
+        Call("DescribeConfigs(BROKER)", where="spark/sink_clients.py planned_batch: offsets.retention.minutes "
+             "before a batch that takes an empty group for nothing committed"),
         Call("FindCoordinator(GROUP)", {"GROUP": group},
              "spark/sink_clients.py: the group-metadata consumer; TxnOffsetCommit's coordinator"),
         Call("Metadata", {"TOPIC": sink}, f"{producer}: produce"),

@@ -13,9 +13,9 @@ import pytest
 
 from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.errors import SinkError
-from airflow_provider_eos.core.sink_protocol import BatchAction
+from airflow_provider_eos.core.sink_protocol import BatchAction, PlannedBatch
 from airflow_provider_eos.core.spec import PipelineSpec
-from airflow_provider_eos.core.topic_partition import TopicPartition
+from airflow_provider_eos.core.topic_partition import OffsetMap, TopicPartition
 from airflow_provider_eos.spark import driver_writer
 from airflow_provider_eos.spark.driver_writer import DriverWriter
 from airflow_provider_eos.spark.jvm_spill import JvmSpillTasks
@@ -199,6 +199,9 @@ class _FakeClients:
 
     def group_metadata(self) -> object:
         return object()
+
+    def planned_batch(self, query_id: str, batch_id: int, start: OffsetMap, end: OffsetMap) -> PlannedBatch:
+        return PlannedBatch.of(query_id=query_id, batch_id=batch_id, start=start, end=end)
 
     def guard(self) -> None:  # the driver's lease: may it still commit?
         self.checkpoint_events.append("lease guard")

@@ -126,7 +126,7 @@ def _job(spec: PipelineSpec, principal: str) -> list[Acl]:
         _acl(principal, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME, Operation.DESCRIBE_CONFIGS,
              "pre-flight: DescribeConfigs(BROKER) reads the brokers' settings: transaction.max.timeout.ms, "
              "transactional.id.expiration.ms and the replication factors and min ISR Kafka creates the internal "
-             "topics with (EOS1xx, EOS2xx)"),
+             "topics with (EOS1xx, EOS2xx); the sink reads offsets.retention.minutes before a first batch"),
     ]
     # Metadata only (DESCRIBE reads no record): whether the internal topics take writes is theirs, not the brokers'.
     for topic, rule in zip(INTERNAL_TOPICS, ("EOS201", "EOS204"), strict=True):
