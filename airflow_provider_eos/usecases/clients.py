@@ -15,6 +15,7 @@ in a task log. A use case that needs no Kafka (a rewind's dry run to a given bat
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.errors import CheckpointError
+from airflow_provider_eos.core.offsets_expiry import RetentionReading
 from airflow_provider_eos.core.secrets import redact_config
 from airflow_provider_eos.kafka.group_offsets import sink_group_offsets
 from airflow_provider_eos.kafka.reachability import DEFAULT_CONNECT_TIMEOUT_S
@@ -119,6 +121,23 @@ class PipelineClients:
         """The sink group's committed offsets and markers on every partition a verification compares."""
         self.require_kafka()
         return sink_group_offsets(self.admin, self.spec, self.checkpoint, timeout_s=self.timeout_s)
+
+    def offsets_retention(self) -> RetentionReading:
+        """The brokers' ``offsets.retention.minutes`` as of now, for the expiry of a batch in flight (note 55).
+
+        A refused or failed read is kept with its reason: verification then takes the group's offsets as
+        possibly expired, as the sink does.
+        """
+        from confluent_kafka import KafkaException
+
+        from airflow_provider_eos.kafka.broker_configs import offsets_retention_minutes
+
+        self.require_kafka()
+        try:
+            minutes = offsets_retention_minutes(self.admin, self.timeout_s)
+        except (KafkaException, TimeoutError) as exc:
+            return RetentionReading(None, dt.datetime.now(dt.UTC), f"DescribeConfigs of the brokers failed: {exc}")
+        return RetentionReading(minutes, dt.datetime.now(dt.UTC))
 
     @contextlib.contextmanager
     def transactions_admin(self) -> Iterator[KafkaAdminClient]:

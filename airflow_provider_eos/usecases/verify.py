@@ -44,7 +44,8 @@ def verify(clients: PipelineClients) -> VerifyResult:
     notes: tuple[str, ...] = ()
     if not clients.checkpoint.exists():
         notes = (f"no checkpoint at {spec.checkpoint_location!r} yet: the pipeline has not committed a batch",)
-    report = verify_checkpoint(clients.checkpoint, clients.committed_offsets(), spec_writers=spec.writers)
+    report = verify_checkpoint(clients.checkpoint, clients.committed_offsets(), spec_writers=spec.writers,
+                               retention=clients.offsets_retention())
     agreement = "agree" if report.ok else "disagree"
     return VerifyResult(
         use_case="verify",

@@ -18,6 +18,7 @@ import time
 import pytest
 from confluent_kafka.admin import AdminClient
 
+from tests.chaos.test_recovery_verdicts import verify
 from tests.support.kafka import client_settings
 from tests.support.pipeline import PipelineHarness, json_events, output_ids
 
@@ -79,3 +80,9 @@ def test_a_first_batch_replayed_after_its_offsets_expired_is_refused_not_written
     assert "offsets.retention.minutes 10080 (7.0 days)" in restarted.log, restarted.log[-3000:]
     assert "--to-batch -1" in restarted.log
     assert harness.checkpoint().commit_batches() == []
+    # What the on-call sees: not "nothing to verify", but that the group's emptiness proves nothing.
+    verdict = verify(harness)
+    assert verdict.returncode == 1 and verdict.data["overall"] == "NO_MARKER", verdict.stderr
+    assert verdict.data["rows"] and all("offsets.retention.minutes 10080" in row["detail"]
+                                        for row in verdict.data["rows"]), verdict.data["rows"]
+    assert "--to-batch -1" in verdict.data["next_step"], verdict.data["next_step"]

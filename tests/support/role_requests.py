@@ -113,6 +113,7 @@ def _recovery(spec: PipelineSpec, *, hanging_abort: bool) -> list[Call]:
         Call("FindCoordinator(GROUP)", {"GROUP": group}, f"{offsets}: read_committed_offsets"),
         Call("OffsetFetch", {"GROUP": group, "TOPIC": inputs}, f"{offsets}: read_committed_offsets"),
         Call("OffsetCommit", {"GROUP": group, "TOPIC": inputs}, "usecases/align.py: write_committed_offsets"),
+        Call("DescribeConfigs(BROKER)", where="usecases/verify.py: offsets_retention (a batch in flight's expiry)"),
         Call("Metadata", {"TOPIC": sink}, f"{abort}: topic_partitions"),
         Call("DescribeCluster", where=f"{abort}: broker_max_transaction_timeout_ms"),
         Call("DescribeConfigs(BROKER)", where=f"{abort}: broker_max_transaction_timeout_ms"),

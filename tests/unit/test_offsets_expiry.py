@@ -2,7 +2,8 @@
 
 The pure decision (:mod:`airflow_provider_eos.core.offsets_expiry`, docs/design-notes.md note 55) and what
 the sink protocol makes of it for both writers: the driver writer's :func:`decide_batch` and the executor
-writers' :func:`decide_partition`, on the first batch, a later batch and a partition new in a batch.
+writers' :func:`decide_partition`, on the first batch, a later batch and a partition new in a batch;
+and verification's verdict on the same states.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from airflow_provider_eos.core.markers import BatchMarker, CommittedOffset
 from airflow_provider_eos.core.offsets_expiry import OffsetsExpiry, RetentionReading
 from airflow_provider_eos.core.sink_protocol import BatchAction, PlannedBatch, decide_batch, decide_partition
 from airflow_provider_eos.core.topic_partition import TopicPartition
+from airflow_provider_eos.core.verification import Verdict, verify
 
 Q = "5f0c2b7e-9a41-4c3e-8d2a-1b6f3e9c7a10"
 P0, P1 = TopicPartition("orders", 0), TopicPartition("orders", 1)
@@ -127,3 +129,24 @@ def test_an_inconsistent_partition_beside_a_possibly_expired_one_names_both():
     assert "2 of 2 partition(s) inconsistent" in refused.value.message
     assert "orders-0: expected nothing committed (first batch of query" in refused.value.message
     assert "found nothing committed, but batch 0 was planned 8.0 days ago" in refused.value.message
+
+
+@pytest.mark.parametrize(("days", "overall"), [(1, Verdict.IN_SYNC), (8, Verdict.NO_MARKER)])
+def test_verify_says_an_empty_group_proves_nothing_once_the_batch_in_flight_is_past_the_retention(days, overall):
+    report = verify(query_id=Q, last_committed=None, last_planned=0, planned_offsets={0: {P0: 20, P1: 21}},
+                    committed={P0: None, P1: None}, expiry=planned(dt.timedelta(days=days)))
+    assert report.overall is overall
+    if overall is Verdict.IN_SYNC:
+        assert report.expired_batch is None and report.next_step.startswith("Nothing to do")
+        return
+    assert report.expired_batch == 0 and not report.ok
+    assert all("planned 8.0 days ago" in row.detail for row in report.rows)
+    assert "Do not restart as is" in report.next_step and "--to-batch -1" in report.next_step
+
+
+def test_verify_names_a_partition_new_in_the_batch_in_flight_past_the_retention():
+    at_c = CommittedOffset(40, BatchMarker(Q, 4).encode())
+    report = verify(query_id=Q, last_committed=4, last_planned=5, planned_offsets={4: {P0: 40}, 5: {P0: 50, P1: 7}},
+                    committed={P0: at_c, P1: None}, expiry=planned(dt.timedelta(days=8), 5))
+    assert {row.tp: row.verdict for row in report.rows} == {P0: Verdict.IN_SYNC, P1: Verdict.NO_MARKER}
+    assert report.expired_batch == 5 and "--to-batch 4" in report.next_step

@@ -8,6 +8,7 @@ on demand (a commit the group does not hold afterwards) and the CLI's output con
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
 import time
@@ -22,6 +23,8 @@ import pytest
 from airflow_provider_eos.cli.output import ExitCode, emit, emit_error
 from airflow_provider_eos.core.errors import CheckpointError, RepairError, UnsafeToActError
 from airflow_provider_eos.core.markers import BatchMarker, CommittedOffset, CommittedOffsets
+from airflow_provider_eos.core.offsets_expiry import RetentionReading
+from airflow_provider_eos.core.preflight import KAFKA_BROKER_DEFAULTS
 from airflow_provider_eos.core.presentation import result_text
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.topic_partition import TopicPartition
@@ -53,6 +56,9 @@ class ScriptedClients(PipelineClients):
 
     def committed_offsets(self) -> CommittedOffsets:
         return self.reads.pop(0) if len(self.reads) > 1 else self.reads[0]
+
+    def offsets_retention(self) -> RetentionReading:
+        return RetentionReading(KAFKA_BROKER_DEFAULTS["offsets.retention.minutes"], dt.datetime.now(dt.UTC))
 
     def transactions_under_prefix(self) -> list[Transaction]:
         return self.transactions

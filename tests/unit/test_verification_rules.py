@@ -8,11 +8,13 @@ verdicts (and their exact sentences) are tests/unit/test_verification.py's.
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 
 import pytest
 
 from airflow_provider_eos.core.markers import BatchMarker, CommittedOffset
+from airflow_provider_eos.core.offsets_expiry import RetentionReading
 from airflow_provider_eos.core.topic_partition import OffsetMap, TopicPartition
 from airflow_provider_eos.core.verification import Verdict
 from airflow_provider_eos.core.verification import partition_rules as rules
@@ -29,6 +31,7 @@ Q = "5f0c1a7e-3b2d-4c1e-9a8f-0d6e2b7c4a11"
 OTHER_Q = "9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a"
 TP = TopicPartition("in", 0)
 OTHER_TP = TopicPartition("in", 1)
+NOW = dt.datetime(2026, 12, 6, 12, 0, tzinfo=dt.UTC)
 
 
 def offset_of(batch: int) -> int:
@@ -47,6 +50,8 @@ class Case:
     :param group: the group's committed ``(offset, metadata)``; ``None``: the group holds nothing.
     :param wal_batches: the batches whose ``offsets/N`` the checkpoint still has (listing :data:`TP`).
     :param unlisted: batches whose ``offsets/N`` exists but lists only another partition.
+    :param planned_days_ago: how long ago the batch after ``C`` was planned, against a retention of 7 days
+        (``None``: its expiry is not judged).
     """
 
     group: tuple[int, str] | None
@@ -56,6 +61,7 @@ class Case:
     wal_batches: tuple[int, ...] = (0, 1, 2, 3, 4, 5, 6)
     unlisted: tuple[int, ...] = ()
     query_id: str | None = Q
+    planned_days_ago: float | None = None
     reads: list[int] = field(default_factory=list)
 
     def evidence(self) -> PartitionEvidence:
@@ -65,13 +71,27 @@ class Case:
                 return {OTHER_TP: offset_of(batch)}
             return {TP: offset_of(batch)} if batch in self.wal_batches else None
 
-        side = CheckpointSide(self.query_id, self.last_committed, self.last_planned, Wal(read))
+        expiry = None
+        if self.planned_days_ago is not None:
+            planned = NOW - dt.timedelta(days=self.planned_days_ago)
+            in_flight = 0 if self.last_committed is None else self.last_committed + 1
+            expiry = RetentionReading(7 * 24 * 60, NOW).expiry_of(
+                in_flight, {"batchTimestampMs": int(planned.timestamp() * 1000)})
+        side = CheckpointSide(self.query_id, self.last_committed, self.last_planned, Wal(read), expiry)
         group = None if self.group is None else CommittedOffset(*self.group)
         return PartitionEvidence(TP, side, self.checkpoint_offset, group, Markers())
 
 
 # Each rule of PARTITION_RULES (and the fallback) with a case it decides: (id, case, rule, verdict).
 DECIDING = [
+    ("first-batch-planned-past-retention",
+     Case(None, last_committed=None, last_planned=0, checkpoint_offset=None, planned_days_ago=8),
+     rules.nothing_left_after_expiry, Verdict.NO_MARKER),
+    ("new-partition-of-batch-planned-past-retention", Case(None, checkpoint_offset=None, planned_days_ago=8),
+     rules.nothing_left_after_expiry, Verdict.NO_MARKER),
+    ("first-batch-planned-within-retention",
+     Case(None, last_committed=None, last_planned=0, checkpoint_offset=None, planned_days_ago=6),
+     rules.nothing_committed_yet, Verdict.IN_SYNC),
     ("before-first-batch", Case(None, last_committed=None, last_planned=None, checkpoint_offset=None),
      rules.nothing_committed_yet, Verdict.IN_SYNC),
     ("first-batch-planned-only", Case(None, last_committed=None, last_planned=0, checkpoint_offset=None),
@@ -122,6 +142,16 @@ def test_every_rule_decides_some_case() -> None:
 # Each predicate alone, where it applies and where it leaves the decision to the next rule:
 # (rule, case, applies).
 PREDICATES = [
+    (rules.nothing_left_after_expiry, Case(None, last_committed=None, checkpoint_offset=None, planned_days_ago=8),
+     True),
+    (rules.nothing_left_after_expiry, Case(None, checkpoint_offset=None, planned_days_ago=8), True),
+    # Within the retention, or not judged: the absence proves nothing was committed.
+    (rules.nothing_left_after_expiry, Case(None, last_committed=None, checkpoint_offset=None, planned_days_ago=6.9),
+     False),
+    (rules.nothing_left_after_expiry, Case(None, last_committed=None, checkpoint_offset=None), False),
+    # A partition of offsets/C holds nothing: that is group_offset_missing's, however old the batch.
+    (rules.nothing_left_after_expiry, Case(None, planned_days_ago=8), False),
+    (rules.nothing_left_after_expiry, Case((100, marker(0)), last_committed=None, planned_days_ago=8), False),
     (rules.nothing_committed_yet, Case(None, last_committed=None, checkpoint_offset=None), True),
     (rules.nothing_committed_yet, Case(None), False),
     (rules.nothing_committed_yet, Case((100, marker(0)), last_committed=None), False),

@@ -18,6 +18,7 @@ import pytest
 from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.errors import CheckpointError, RepairError
 from airflow_provider_eos.core.markers import BatchMarker, CommittedOffset, CommittedOffsets
+from airflow_provider_eos.core.offsets_expiry import RetentionReading
 from airflow_provider_eos.core.presentation import result_text, verification_text
 from airflow_provider_eos.core.repair import plan_align
 from airflow_provider_eos.core.spec import PipelineSpec, Writers
@@ -285,6 +286,9 @@ class _Scripted(PipelineClients):
 
     def committed_offsets(self) -> CommittedOffsets:
         return self.committed
+
+    def offsets_retention(self) -> RetentionReading:
+        return RetentionReading(10_080, dt.datetime.now(dt.UTC))
 
 
 def scripted(tmp_path: Path, writers: str, record: WritersChoice | None) -> _Scripted:

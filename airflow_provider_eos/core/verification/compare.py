@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 from airflow_provider_eos.core.errors import CheckpointError
 from airflow_provider_eos.core.markers import CommittedOffsets
+from airflow_provider_eos.core.offsets_expiry import OffsetsExpiry, RetentionReading
 from airflow_provider_eos.core.topic_partition import OffsetMap, TopicPartition
 from airflow_provider_eos.core.verification.partition_evidence import (
     CheckpointSide,
@@ -44,7 +45,11 @@ from airflow_provider_eos.core.verification.partition_evidence import (
     PartitionEvidence,
     Wal,
 )
-from airflow_provider_eos.core.verification.partition_rules import classify_partition
+from airflow_provider_eos.core.verification.partition_rules import (
+    classify_partition,
+    deciding_rule,
+    nothing_left_after_expiry,
+)
 from airflow_provider_eos.core.verification.report import VerificationReport
 from airflow_provider_eos.core.verification.verdict import PartitionVerdict, Verdict
 from airflow_provider_eos.core.verification.writers import WritersInUse, WritersSource, writers_in_use
@@ -60,7 +65,7 @@ _DRIVER_RULES = writers_in_use(None, None)
 __all__ = ["verify", "verify_checkpoint"]
 
 
-def verify(
+def verify(  # noqa: PLR0913  # each fact of the two sides by name
     *,
     query_id: str | None,
     last_committed: int | None,
@@ -68,6 +73,7 @@ def verify(
     planned_offsets: OffsetsSource,
     committed: CommittedOffsets,
     writers: WritersInUse = _DRIVER_RULES,
+    expiry: OffsetsExpiry | None = None,
 ) -> VerificationReport:
     """Compare the sink group's committed offsets and markers with the checkpoint.
 
@@ -83,18 +89,20 @@ def verify(
         absence) means the group has nothing for that partition.
     :param writers: the writer whose rules apply (:func:`~.writers.writers_in_use`); default the
         driver writer's.
+    :param expiry: whether offsets the planned, uncommitted batch ``C+1`` committed may have expired
+        (``None``: not judged); then a group holding nothing for it is ``NO_MARKER``, not "nothing to verify".
     :return: the report; rows cover the partitions of ``offsets/C`` plus every partition in
         ``committed``.
     :raises CheckpointError: if the batch numbers contradict each other (commits without
         ``offsets/C``, last planned before last committed).
     """
-    checkpoint = CheckpointSide(query_id, last_committed, last_planned, Wal(planned_offsets))
+    checkpoint = CheckpointSide(query_id, last_committed, last_planned, Wal(planned_offsets), expiry)
     checkpoint_offsets = _last_committed_offsets(checkpoint)
     markers = Markers()
-    rows = tuple(
-        classify_partition(PartitionEvidence(tp, checkpoint, checkpoint_offsets.get(tp), committed.get(tp), markers))
-        for tp in sorted(set(checkpoint_offsets) | set(committed))
-    )
+    evidence = [PartitionEvidence(tp, checkpoint, checkpoint_offsets.get(tp), committed.get(tp), markers)
+                for tp in sorted(set(checkpoint_offsets) | set(committed))]
+    rows = tuple(classify_partition(e) for e in evidence)
+    expired = expiry.batch_id if any(deciding_rule(e)[0] is nothing_left_after_expiry for e in evidence) else None
 
     overall = max((row.verdict for row in rows), key=lambda v: v.severity, default=Verdict.IN_SYNC)
     issues: tuple[str, ...] = ()
@@ -118,6 +126,7 @@ def verify(
         overall=overall,
         issues=issues,
         writers=writers,
+        expired_batch=expired,
     )
 
 
@@ -234,7 +243,8 @@ def _mixed_markers_issue(marker_batches: list[int], writers: WritersInUse, *, mi
 
 
 def verify_checkpoint(
-    reader: CheckpointReader, committed: CommittedOffsets, *, spec_writers: Writers | None = None
+    reader: CheckpointReader, committed: CommittedOffsets, *, spec_writers: Writers | None = None,
+    retention: RetentionReading | None = None,
 ) -> VerificationReport:
     """Verify the sink group's offsets against a checkpoint, reading the WAL lazily.
 
@@ -246,6 +256,8 @@ def verify_checkpoint(
     :param reader: the checkpoint to verify against.
     :param committed: the group's committed offsets for the input partitions.
     :param spec_writers: the spec's ``writers`` (``None``: no spec at hand).
+    :param retention: the brokers' ``offsets.retention.minutes``, to judge whether the offsets of a planned,
+        uncommitted batch may have expired (``None``: not judged).
     :return: the verification report.
     :raises CheckpointError: if a needed checkpoint file (the writers record included) is malformed.
     """
@@ -254,11 +266,17 @@ def verify_checkpoint(
     def offsets_for(batch: int) -> OffsetMap | None:
         return reader.planned_offsets(batch) if batch in retained else None
 
+    last_committed, last_planned = reader.latest_committed_batch(), reader.latest_planned_batch()
+    in_flight = 0 if last_committed is None else last_committed + 1
+    expiry = None
+    if retention is not None and last_planned == in_flight and in_flight in retained:
+        expiry = retention.expiry_of(in_flight, reader.batch_metadata(in_flight))
     return verify(
         query_id=reader.query_id_if_known(),
-        last_committed=reader.latest_committed_batch(),
-        last_planned=reader.latest_planned_batch(),
+        last_committed=last_committed,
+        last_planned=last_planned,
         planned_offsets=offsets_for,
         committed=committed,
         writers=writers_in_use(read_writers_choice(reader), spec_writers),
+        expiry=expiry,
     )

@@ -19,6 +19,7 @@ from functools import cached_property
 
 from airflow_provider_eos.core.errors import MarkerError
 from airflow_provider_eos.core.markers import BatchMarker, CommittedOffset
+from airflow_provider_eos.core.offsets_expiry import OffsetsExpiry
 from airflow_provider_eos.core.topic_partition import OffsetMap, TopicPartition
 
 __all__ = ["CheckpointSide", "Markers", "OffsetsSource", "PartitionEvidence", "Wal"]
@@ -75,12 +76,15 @@ class CheckpointSide:
     :param last_committed_batch: ``C``, the last batch with a ``commits/N`` file (``None``: none).
     :param last_planned_batch: the last batch with an ``offsets/N`` file (``None``: none).
     :param wal: the lazily read ``offsets/N``.
+    :param expiry: whether offsets the planned, uncommitted batch ``C+1`` committed may have expired by now
+        (``None``: not judged, or no such batch): then a group holding nothing proves nothing about it.
     """
 
     query_id: str | None
     last_committed_batch: int | None
     last_planned_batch: int | None
     wal: Wal
+    expiry: OffsetsExpiry | None = None
 
     @property
     def next_batch(self) -> int:

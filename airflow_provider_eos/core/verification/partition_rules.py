@@ -9,6 +9,9 @@ reported; :func:`kafka_behind` decides when none applies:
 =================================== ================ =================================================
 rule                                verdict          applies when
 =================================== ================ =================================================
+:func:`nothing_left_after_expiry`   NO_MARKER        the group holds nothing where batch ``C+1`` would
+                                                     find nothing, but ``C+1`` was planned at least
+                                                     ``offsets.retention.minutes`` ago
 :func:`nothing_committed_yet`       IN_SYNC          no batch committed and the group holds nothing
 :func:`partition_new_to_checkpoint` IN_SYNC          the group holds nothing and ``offsets/C`` does not
                                                      list the partition
@@ -73,6 +76,7 @@ __all__ = [
     "next_batch_in_kafka",
     "next_batch_unreadable",
     "nothing_committed_yet",
+    "nothing_left_after_expiry",
     "partition_new_to_checkpoint",
     "partition_not_in_wal",
 ]
@@ -97,6 +101,22 @@ PartitionRule = Callable[[PartitionEvidence], Ruling | None]
 
 def _batch_or_none(batch: int | None) -> str:
     return "(none)" if batch is None else str(batch)
+
+
+def nothing_left_after_expiry(e: PartitionEvidence) -> Ruling | None:
+    """NO_MARKER when the group holds nothing where batch ``C+1`` takes that for "not written yet" (no batch
+    committed, or a partition ``offsets/C`` does not list), but an attempt of ``C+1`` may have committed and
+    the broker deleted the offsets since (docs/design-notes.md note 55): the sink refuses the replay."""
+    expiry = e.checkpoint.expiry
+    if e.group_offset is not None or expiry is None or not expiry.may_have_expired:
+        return None
+    if e.checkpoint.last_committed_batch is not None and e.checkpoint_offset is not None:
+        return None
+    return Ruling(
+        Verdict.NO_MARKER,
+        f"the group holds nothing, but {expiry.describe()}: batch {expiry.batch_id} may be in the output topic "
+        "already, and the sink refuses to write it again",
+    )
 
 
 def nothing_committed_yet(e: PartitionEvidence) -> Ruling | None:
@@ -247,6 +267,7 @@ def kafka_behind(e: PartitionEvidence) -> Ruling:
 
 #: The rules in the order they are tried; :func:`kafka_behind` decides when none applies.
 PARTITION_RULES: tuple[PartitionRule, ...] = (
+    nothing_left_after_expiry,
     nothing_committed_yet,
     partition_new_to_checkpoint,
     group_offset_missing,

@@ -29,6 +29,8 @@ class VerificationReport(FrozenModel):
         :attr:`issues`); ``IN_SYNC`` when there are no rows.
     :param issues: findings that concern the group as a whole rather than one partition.
     :param writers: the writer whose rules the verdict applied, and where that came from.
+    :param expired_batch: the planned, uncommitted batch whose offsets may have expired where the group holds
+        nothing for it (docs/design-notes.md note 55); ``None``: no such row.
 
     Its JSON form (``model_dump(mode="json")``, :meth:`to_dict`) adds ``ok``, ``counts``,
     ``rewind_to_batch``, ``partially_written_batch`` and ``next_step``; each row names its
@@ -42,6 +44,7 @@ class VerificationReport(FrozenModel):
     overall: Verdict
     issues: tuple[str, ...] = ()
     writers: WritersInUse = writers_in_use(None, None)
+    expired_batch: int | None = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -136,6 +139,18 @@ class VerificationReport(FrozenModel):
                     )
                     else ""
                 )
+            )
+        if self.overall is Verdict.NO_MARKER and self.expired_batch is not None:
+            n = self.expired_batch
+            return (
+                f"Do not restart as is: batch {n} was planned longer ago than the brokers' offsets.retention.minutes "
+                "and the group holds nothing for the NO_MARKER rows, so an earlier attempt may have written it and "
+                f"its offsets expired; the sink refuses to write it. Look in the output topic for batch {n}'s output "
+                f"of those partitions (their input range is offsets/{n}'s; the sink's ExpiredOffsetsError lists it). "
+                f"If none of it is there: eos repair rewind --spec FILE --to-batch {n - 1} (a dry run; then "
+                f"--execute): Spark plans batch {n} again and the sink writes it once. If it is there: move the "
+                f"checkpoint aside and start a new one whose starting_offsets are offsets/{n}'s end offsets for the "
+                "partitions written and its start offsets for the others."
             )
         if self.overall is Verdict.NO_MARKER:
             return (
