@@ -20,7 +20,7 @@ from confluent_kafka.admin import AdminClient
 
 from tests.chaos.test_recovery_verdicts import verify
 from tests.support.kafka import client_settings
-from tests.support.pipeline import PipelineHarness, json_events, output_ids
+from tests.support.pipeline import PipelineHarness, json_events, output_ids, writers_of
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -53,11 +53,13 @@ def plan_batch_long_ago(harness: PipelineHarness, batch: int, age_ms: int) -> No
     ("driver", "after_kafka_commit@0"),
     # One core: the first task commits its partition and kills the driver; the other never starts.
     ("executors", "task_kill_driver@0"),
+    # The same in PySpark's workers, whose tasks decide with the expiry the driver judged (`make test-long`).
+    pytest.param("executors/python", "task_kill_driver@0", marks=pytest.mark.long),
 ])
 def test_a_first_batch_replayed_after_its_offsets_expired_is_refused_not_written_twice(
     bootstrap, tmp_path, writers, fault,
 ):
-    harness = PipelineHarness(bootstrap, tmp_path, writers=writers, master="local[1]")
+    harness = PipelineHarness(bootstrap, tmp_path, **writers_of(writers), master="local[1]")
     records, _, _ = json_events(40)
     harness.produce_input(records)
 
