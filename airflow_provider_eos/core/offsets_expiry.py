@@ -23,9 +23,13 @@ from airflow_provider_eos.core.driver_lease import CLOCK_SKEW_MARGIN
 from airflow_provider_eos.core.errors import ExpiredOffsetsError
 from airflow_provider_eos.core.topic_partition import OffsetMap, TopicPartition
 
-__all__ = ["OffsetsExpiry", "RetentionReading", "expired_offsets_error"]
+__all__ = ["KAFKA_MIN_RETENTION_MINUTES", "OffsetsExpiry", "RetentionReading", "expired_offsets_error"]
 
 _MINUTE_MS = 60_000
+#: The lowest ``offsets.retention.minutes`` a broker accepts (Kafka defines it ``atLeast(1)``): what a
+#: retention that could not be read is at least, so a batch planned less than this ago (the first run's
+#: first batch) is still told apart without it.
+KAFKA_MIN_RETENTION_MINUTES = 1
 
 
 def _age(delta: dt.timedelta) -> str:
@@ -56,11 +60,11 @@ class OffsetsExpiry:
         """Whether an offset an attempt of the batch committed can be gone by now.
 
         The broker's clock and the two drivers' (the one that planned, this one) may differ by
-        :data:`~airflow_provider_eos.core.driver_lease.CLOCK_SKEW_MARGIN`; an unknown retention may be any.
+        :data:`~airflow_provider_eos.core.driver_lease.CLOCK_SKEW_MARGIN`; an unknown retention may be as
+        short as Kafka allows (:data:`KAFKA_MIN_RETENTION_MINUTES`).
         """
-        if self.retention_minutes is None:
-            return True
-        retention = dt.timedelta(milliseconds=self.retention_minutes * _MINUTE_MS)
+        minutes = KAFKA_MIN_RETENTION_MINUTES if self.retention_minutes is None else self.retention_minutes
+        retention = dt.timedelta(milliseconds=minutes * _MINUTE_MS)
         return self.observed_at - self.planned_at + CLOCK_SKEW_MARGIN >= retention
 
     def describe(self) -> str:
@@ -69,7 +73,8 @@ class OffsetsExpiry:
                   f"({self.planned_at.isoformat(timespec='seconds')})"
         if self.retention_minutes is None:
             return (f"{planned} and the brokers' offsets.retention.minutes could not be read "
-                    f"({self.unread_reason or 'unknown reason'}), so its offsets may have expired")
+                    f"({self.unread_reason or 'unknown reason'}), so its offsets may have expired (a broker may "
+                    f"keep them for as little as {KAFKA_MIN_RETENTION_MINUTES} minute)")
         return (f"{planned}, not less than the brokers' offsets.retention.minutes {self.retention_minutes} "
                 f"({_age(dt.timedelta(minutes=self.retention_minutes))}): offsets an earlier attempt committed "
                 "may have expired")

@@ -46,11 +46,16 @@ def test_offsets_may_have_expired_once_the_batch_is_as_old_as_the_retention(ago,
     assert planned(ago).may_have_expired is may_have_expired
 
 
-def test_an_unknown_retention_or_planning_time_may_have_expired():
-    assert planned(dt.timedelta(seconds=1), retention_minutes=None).may_have_expired
+def test_an_unknown_retention_is_kafkas_lowest_and_an_unknown_planning_time_may_have_expired():
+    # A broker keeps offsets at least a minute (atLeast(1)): a first batch planned just now is told apart
+    # without the retention (a principal without DescribeConfigs still starts a new pipeline); past it, not.
+    assert not planned(dt.timedelta(seconds=1), retention_minutes=None).may_have_expired
+    assert not planned(dt.timedelta(seconds=49), retention_minutes=None).may_have_expired
+    assert planned(dt.timedelta(seconds=50), retention_minutes=None).may_have_expired  # 1 minute less the skew
+    assert planned(dt.timedelta(hours=2), retention_minutes=None).may_have_expired
     undated = RetentionReading(WEEK_MINUTES, NOW).expiry_of(0, {"batchWatermarkMs": 0})
     assert undated.planned_at == dt.datetime.fromtimestamp(0, dt.UTC) and undated.may_have_expired
-    assert "could not be read (refused)" in planned(dt.timedelta(seconds=1), retention_minutes=None).describe()
+    assert "could not be read (refused)" in planned(dt.timedelta(hours=2), retention_minutes=None).describe()
 
 
 def first_batch(expiry: OffsetsExpiry | None) -> PlannedBatch:
