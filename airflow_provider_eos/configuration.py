@@ -67,15 +67,17 @@ OPTIONS: dict[str, Option] = {
                "The `kafka` connection of the health role (sensors, the scheduled health check). Empty: "
                "kafka_conn_id.", example="kafka_eos_health"),
         Option("spark_conn_id", "EOS_SPARK_CONN_ID",
-               "The Airflow `spark` connection eos_pipeline's submit tasks use.", default="spark_default"),
+               "The Airflow `spark` connection the pipelines' submit tasks use (each `eos_pipeline__<name>` DAG).",
+               default="spark_default"),
         Option("queue_submit", "EOS_QUEUE_SUBMIT",
-               "The executor queue of eos_pipeline's submit tasks (`submit`, `submit_stream`), e.g. a Celery "
-               "queue of the workers that may run Spark drivers. Empty: Airflow's default queue.",
+               "The executor queue of the pipelines' submit tasks (`submit`, `submit_stream` of each "
+               "`eos_pipeline__<name>` DAG), e.g. a Celery queue of the workers that may run Spark drivers. "
+               "Empty: Airflow's default queue.",
                example="spark-drivers"),
         Option("queue_recovery", "EOS_QUEUE_RECOVERY",
-               "The executor queue of eos_pipeline's recovery tasks (`stop_stream`, `confirm_driver_gone`, "
-               "`recover_abort`, `recover_verify`). They judge the driver from whichever worker runs them "
-               "(its lease, the cluster manager); empty: Airflow's default queue.",
+               "The executor queue of the pipelines' recovery tasks (`stop_stream`, `confirm_driver_gone`, "
+               "`recover_abort`, `recover_verify` of each `eos_pipeline__<name>` DAG). They judge the driver "
+               "from whichever worker runs them (its lease, the cluster manager); empty: Airflow's default queue.",
                example="recovery"),
     )
 }

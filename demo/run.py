@@ -1,8 +1,8 @@
 """``make demo`` (``python -m demo``): the embedded default end to end, then everything it started stopped.
 
 Starts a local Kafka, creates topics, produces a sample dataset (transactional, with aborted
-transactions and malformed events in it), runs the ``eos_pipeline`` DAG through the ``airflow``
-CLI with a crash injected mid-run (the driver is SIGKILLed after producing a batch, before its
+transactions and malformed events in it), runs the demo pipeline's DAG (``eos_pipeline__orders_enrich_demo``)
+through the ``airflow`` CLI with a crash injected mid-run (the driver is SIGKILLed after producing a batch, before its
 Kafka commit), shows the recovery path that ran, resumes with a second DAG run, and ends with a
 report: records in, out, DLQ, duplicates, lost, and the verification verdict.
 """
@@ -21,6 +21,7 @@ from typing import Any
 
 import pendulum
 
+from airflow_provider_eos.core.dag_ids import pipeline_dag_id
 from airflow_provider_eos.core.errors import DevstackError, PrerequisiteError
 from airflow_provider_eos.subprocesses import run_bounded
 
@@ -225,11 +226,10 @@ def _run(bootstrap: str, work: Path) -> int:
         if airflow(*step, log_name="-".join(step)) != 0:
             print(f"airflow {' '.join(step)} failed: see {work / 'logs'}")
             return 1
-    conf = json.dumps({"pipeline": spec.name})
-    print(f"[3/6] airflow dags test eos_pipeline, with the driver killed after producing batch {FAULT[-1]} ...")
-    airflow("dags", "test", "eos_pipeline", "-c", conf, log_name="run-1-crash",
-            extra_env=_fault_env())
-    state, tasks = airflow.task_states("eos_pipeline")
+    dag_id = pipeline_dag_id(spec.name)  # each pipeline spec has a DAG of its own
+    print(f"[3/6] airflow dags test {dag_id}, with the driver killed after producing batch {FAULT[-1]} ...")
+    airflow("dags", "test", dag_id, log_name="run-1-crash", extra_env=_fault_env())
+    state, tasks = airflow.task_states(dag_id)
     print(f"      run 1: {state}; " + ", ".join(f"{t}={s}" for t, s in sorted(tasks.items())))
     if tasks.get("submit") != "failed" or tasks.get("recover_abort") != "success":
         print("      the crash did not take the expected path; see the logs")
@@ -239,9 +239,9 @@ def _run(bootstrap: str, work: Path) -> int:
           f"recover_verify={tasks.get('recover_verify')}; output partitions still pinned by an open "
           f"transaction: {pinned} of 4")
 
-    print("[5/6] airflow dags test eos_pipeline (resume) ...")
-    airflow("dags", "test", "eos_pipeline", "-c", conf, log_name="run-2-resume")
-    state, tasks = airflow.task_states("eos_pipeline")
+    print(f"[5/6] airflow dags test {dag_id} (resume) ...")
+    airflow("dags", "test", dag_id, log_name="run-2-resume")
+    state, tasks = airflow.task_states(dag_id)
     print(f"      run 2: {state}; " + ", ".join(f"{t}={s}" for t, s in sorted(tasks.items())))
 
     output = _read_committed(bootstrap, spec.output_topic, 4)

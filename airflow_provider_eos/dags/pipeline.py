@@ -1,24 +1,30 @@
-"""The ``eos_pipeline`` DAG, built by :func:`pipeline_dag` for a folder of pipeline specs.
+"""The pipelines' DAGs, one per pipeline spec (``eos_pipeline__<name>``), built by :func:`pipeline_dags`.
 
-The Spark submit operator is imported when the DAG is built, through
+One DAG per pipeline (design note 54): a processing-time pipeline's run lasts as long as its stream,
+so a DAG shared by every pipeline with ``max_active_runs=1`` held every other pipeline's runs back
+while one streamed; each DAG keeps ``max_active_runs=1``, so two runs of one pipeline never start
+together (each begins by aborting the transactions open under the pipeline's prefix).
+
+The Spark submit operator is imported when the DAGs are built, through
 :func:`~airflow_provider_eos.operators.spark_extra.spark_submit_operator`: a worker without the
-``spark`` extra parses this DAG too, and only its submit tasks would fail there, naming the fix.
+``spark`` extra parses these DAGs too, and only their submit tasks would fail there, naming the fix.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 import pendulum
 
 # common-compat: the Task SDK's where this Airflow has it, core's on Airflow 3.1
 from airflow.providers.common.compat.sdk import AirflowFailException
 from airflow.providers.standard.operators.python import PythonOperator
-from airflow.sdk import DAG, Param, task
+from airflow.sdk import DAG, BaseOperator, task
 from airflow.task.trigger_rule import TriggerRule
 
 from airflow_provider_eos.configuration import setting
-from airflow_provider_eos.core.dag_ids import PIPELINE_DAG_ID
+from airflow_provider_eos.core.dag_ids import pipeline_dag_id
 from airflow_provider_eos.operators.driver import ConfirmDriverGoneOperator, StopPipelineDriverOperator
 from airflow_provider_eos.operators.lineage import submit_lineage
 from airflow_provider_eos.operators.preflight import EosPreflightOperator
@@ -26,18 +32,18 @@ from airflow_provider_eos.operators.recovery import AbortOpenTransactionsOperato
 from airflow_provider_eos.operators.spark_extra import spark_submit_operator
 from airflow_provider_eos.role_connections import kafka_conn_id
 from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
-from airflow_provider_eos.spec_registry import discover, spec_path_lookup, specs_directory
+from airflow_provider_eos.spec_registry import discover, specs_directory
 
-__all__ = ["DAG_ID", "DOC_MD", "pipeline_dag"]
+__all__ = ["DOC_MD", "pipeline_dags"]
 
-DAG_ID = PIPELINE_DAG_ID
-#: The DAG's docs (the invalid spec files, if any, are appended).
+#: The DAGs' docs: the pipeline's own line first, then this (the invalid spec files, if any, are appended).
 DOC_MD = """\
-eos_pipeline: pre-flight -> abort lingering -> verify -> submit -> supervise; after a driver failure: recovery.
+pre-flight -> abort lingering -> verify -> submit -> supervise; after a driver failure: recovery.
 
-Pick the pipeline in the trigger form. The spec's trigger picks the path: an ``available_now``
-job runs to the end of the available input, then ``supervise`` checks that this run committed
-healthily; a processing-time job runs until stopped, so ``submit_stream`` and ``watch_stream``
+One run of this pipeline at a time (``max_active_runs=1``); every other pipeline has a DAG of its own
+(``eos_pipeline__<name>``) and runs independently of this one. The spec's trigger picks the path: an
+``available_now`` job runs to the end of the available input, then ``supervise`` checks that this run
+committed healthily; a processing-time job runs until stopped, so ``submit_stream`` and ``watch_stream``
 run side by side and the sensor fails when the stream turns unhealthy (for lag and commit age only
 once the new driver committed a batch, or failed to within the stop threshold: after a long downtime
 the old run's last commit would fail it at once); ``stop_stream`` then stops the driver deliberately
@@ -54,14 +60,12 @@ Both abort tasks act (``dry_run=False``, stated here because every abort is a dr
 ``abort_lingering`` before the job starts, ``recover_abort`` after its driver is confirmed gone.
 """
 
-SPEC_PATH = "{{ spec_path_of(params.pipeline) }}"
 
-
-def _report_failure() -> None:
+def _report_failure(dag_id: str) -> None:
     raise AirflowFailException(
         "The pipeline failed: see the first failed task. If a task that ran the driver failed or the "
         "driver was stopped, confirm_driver_gone, recover_abort and recover_verify say what recovery "
-        "did. Fix the cause, then trigger eos_pipeline again: the job resumes exactly once."
+        f"did. Fix the cause, then trigger {dag_id} again: the job resumes exactly once."
     )
 
 
@@ -71,44 +75,74 @@ def _queue(key: str) -> dict[str, str]:
     return {"queue": queue} if queue else {}
 
 
-def pipeline_dag(pipelines: str | Path) -> DAG:
-    """The ``eos_pipeline`` DAG: pre-flight, abort lingering, verify, submit, supervise; recovery after a failure.
+def pipeline_dags(pipelines: str | Path) -> dict[str, DAG]:
+    """One DAG per healthy pipeline spec, ``{dag id: DAG}``: pre-flight, abort lingering, verify, submit,
+    supervise; recovery after a failure.
+
+    A DAG file registers each in its module globals, as Airflow finds generated DAGs there
+    (``dags/eos_pipeline.py``).
 
     :param pipelines: the folder of pipeline specs when neither ``$EOS_SPECS_DIR`` nor ``[eos] specs_dir``
         names one (the DAG files pass ``pipelines/`` next to themselves).
     """
     specs_dir = specs_directory(Path(pipelines))
-    # An invalid spec file is skipped here and named in the docs (and by dags/eos_spec_errors.py).
+    # An invalid spec file is skipped here (no DAG) and named in the docs (and by dags/eos_spec_errors.py).
     discovered = discover(specs_dir)
-    specs = discovered.specs
-    spark_conn_id = setting("spark_conn_id")  # $EOS_SPARK_CONN_ID, else [eos] spark_conn_id (spark_default)
-    # Each role's principal (its own ACLs, `eos acls`); None: the spec's own kafka settings.
-    job, recovery, health = kafka_conn_id("job"), kafka_conn_id("recovery"), kafka_conn_id("health")
-    submit_operator = spark_submit_operator()
-    # [eos] queue_submit / queue_recovery: where the driver runs and where recovery judges it (note 37).
-    on_submit, on_recovery = _queue("queue_submit"), _queue("queue_recovery")
+    if not discovered.specs:
+        return {}
+    settings = _Settings(
+        spark_conn_id=setting("spark_conn_id"),  # $EOS_SPARK_CONN_ID, else [eos] spark_conn_id (spark_default)
+        # Each role's principal (its own ACLs, `eos acls`); None: the spec's own kafka settings.
+        job=kafka_conn_id("job"), recovery=kafka_conn_id("recovery"), health=kafka_conn_id("health"),
+        submit_operator=spark_submit_operator(),
+        # [eos] queue_submit / queue_recovery: where the driver runs and where recovery judges it (note 37).
+        on_submit=_queue("queue_submit"), on_recovery=_queue("queue_recovery"),
+        specs_dir=specs_dir, invalid_md=discovered.invalid_md(),
+    )
+    dags = [_pipeline_dag(name, spec_file, settings) for name, spec_file in discovered.specs.items()]
+    return {dag.dag_id: dag for dag in dags}
+
+
+class _Settings(NamedTuple):
+    """What every pipeline's DAG of one folder shares: read once per parse."""
+
+    spark_conn_id: str | None
+    job: str | None
+    recovery: str | None
+    health: str | None
+    submit_operator: type[BaseOperator]
+    on_submit: dict[str, str]
+    on_recovery: dict[str, str]
+    specs_dir: Path
+    invalid_md: str
+
+
+def _pipeline_dag(name: str, spec_file: Path, settings: _Settings) -> DAG:
+    """The DAG of the pipeline ``name``, whose spec is ``spec_file``."""
+    spark_conn_id, job, recovery, health = settings.spark_conn_id, settings.job, settings.recovery, settings.health
+    submit_operator, on_submit, on_recovery = settings.submit_operator, settings.on_submit, settings.on_recovery
+    specs_dir, invalid_md = settings.specs_dir, settings.invalid_md
+    dag_id = pipeline_dag_id(name)
+    spec_path = str(spec_file)
 
     with DAG(
-        dag_id=DAG_ID,
-        description="Run an exactly-once Kafka -> Spark -> Kafka pipeline with pre-flight, supervision and recovery",
+        dag_id=dag_id,
+        description=f"Run the exactly-once Kafka -> Spark -> Kafka pipeline {name} with pre-flight, supervision "
+                    "and recovery",
         schedule=None,
         start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
         catchup=False,
+        # One run of this pipeline at a time: each run starts by aborting what is open under its prefix.
         max_active_runs=1,
-        tags=["eos", "kafka", "spark"],
-        user_defined_macros={"spec_path_of": spec_path_lookup(specs, specs_dir)},
-        params={
-            "pipeline": Param(next(iter(specs), ""), type="string", enum=list(specs) or [""],
-                              description=f"a pipeline spec from {specs_dir}"),
-        },
-        doc_md=DOC_MD + discovered.invalid_md(),
+        tags=["eos", "kafka", "spark", name],
+        doc_md=f"{dag_id}: the pipeline `{name}` (spec `{spec_path}`): " + DOC_MD + invalid_md,
     ) as dag:
-        preflight = EosPreflightOperator(task_id="preflight", spec_path=SPEC_PATH, specs_dir=str(specs_dir),
+        preflight = EosPreflightOperator(task_id="preflight", spec_path=spec_path, specs_dir=str(specs_dir),
                                          kafka_conn_id=job)
         abort_lingering = AbortOpenTransactionsOperator(
-            task_id="abort_lingering", spec_path=SPEC_PATH, dry_run=False, kafka_conn_id=recovery
+            task_id="abort_lingering", spec_path=spec_path, dry_run=False, kafka_conn_id=recovery
         )
-        verify = VerifyCommittedOffsetsOperator(task_id="verify", spec_path=SPEC_PATH, kafka_conn_id=recovery)
+        verify = VerifyCommittedOffsetsOperator(task_id="verify", spec_path=spec_path, kafka_conn_id=recovery)
 
         @task.branch(task_id="choose_path")
         def choose_path(spec_path: str) -> str | list[str]:
@@ -119,42 +153,43 @@ def pipeline_dag(pipelines: str | Path) -> DAG:
                 return "submit"
             return ["submit_stream", "watch_stream"]
 
-        path = choose_path(SPEC_PATH)
-        # Assets: the folder's input topics, and the outputs alias a run attaches its own topics to.
-        lineage = submit_lineage(specs.values())
-        submit = submit_operator(task_id="submit", spec_path=SPEC_PATH, conn_id=spark_conn_id, kafka_conn_id=job,
+        path = choose_path(spec_path)
+        # Assets: the pipeline's input topics, and the outputs alias a run attaches its output topics to.
+        lineage = submit_lineage([spec_file])
+        submit = submit_operator(task_id="submit", spec_path=spec_path, conn_id=spark_conn_id, kafka_conn_id=job,
                                  **lineage, **on_submit)
         supervise = StreamingQueryHealthSensor(
-            task_id="supervise", spec_path=SPEC_PATH, watch="wait_healthy",
+            task_id="supervise", spec_path=spec_path, watch="wait_healthy",
             committed_after="{{ dag_run.start_date }}", poke_interval=5, timeout=600, kafka_conn_id=health,
             # An available_now run with no new input commits no batch: once submit succeeded, the group
             # having read the input submit recorded (XCom run_input) is healthy too (core/health/watch.py).
             driver_task_id="submit",
         )
-        submit_stream = submit_operator(task_id="submit_stream", spec_path=SPEC_PATH, conn_id=spark_conn_id,
+        submit_stream = submit_operator(task_id="submit_stream", spec_path=spec_path, conn_id=spark_conn_id,
                                         kafka_conn_id=job, **lineage, **on_submit)
         watch_stream = StreamingQueryHealthSensor(
-            task_id="watch_stream", spec_path=SPEC_PATH, watch="watch", poke_interval=30, timeout=7 * 24 * 3600,
+            task_id="watch_stream", spec_path=spec_path, watch="watch", poke_interval=30, timeout=7 * 24 * 3600,
             driver_task_id="submit_stream", kafka_conn_id=health,
         )
         stop_stream = StopPipelineDriverOperator(
-            task_id="stop_stream", spec_path=SPEC_PATH, submit_task_ids=["submit_stream"],
+            task_id="stop_stream", spec_path=spec_path, submit_task_ids=["submit_stream"],
             # Only an unhealthy stream (or a failed driver task) is stopped, not a watch that could not look.
             watch_task_id="watch_stream", trigger_rule=TriggerRule.ALL_FAILED, **on_recovery,
         )
         confirm_driver_gone = ConfirmDriverGoneOperator(
-            task_id="confirm_driver_gone", spec_path=SPEC_PATH, submit_task_ids=["submit", "submit_stream"],
+            task_id="confirm_driver_gone", spec_path=spec_path, submit_task_ids=["submit", "submit_stream"],
             stopped_by="stop_stream", trigger_rule=TriggerRule.ALL_DONE, **on_recovery,
         )
         recover_abort = AbortOpenTransactionsOperator(
-            task_id="recover_abort", spec_path=SPEC_PATH, dry_run=False, driver_gone_task_id="confirm_driver_gone",
+            task_id="recover_abort", spec_path=spec_path, dry_run=False, driver_gone_task_id="confirm_driver_gone",
             kafka_conn_id=recovery, **on_recovery,
         )
         recover_verify = VerifyCommittedOffsetsOperator(
-            task_id="recover_verify", spec_path=SPEC_PATH, kafka_conn_id=recovery, **on_recovery,
+            task_id="recover_verify", spec_path=spec_path, kafka_conn_id=recovery, **on_recovery,
         )
         pipeline_failed = PythonOperator(
-            task_id="pipeline_failed", python_callable=_report_failure, trigger_rule=TriggerRule.ONE_FAILED,
+            task_id="pipeline_failed", python_callable=_report_failure, op_kwargs={"dag_id": dag_id},
+            trigger_rule=TriggerRule.ONE_FAILED,
         )
 
         preflight >> abort_lingering >> verify >> path

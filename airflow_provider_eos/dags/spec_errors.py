@@ -1,7 +1,8 @@
 """The check behind ``dags/eos_spec_errors.py``: no DAG, an Airflow DAG import error naming each invalid spec file.
 
-The eos DAGs (eos_pipeline, eos_manual_recovery, eos_health_check) skip an invalid spec file so
-that every other pipeline keeps its runs, form entries and recovery. A DAG file calling
+The eos DAGs (each pipeline's eos_pipeline__<name>, eos_manual_recovery, eos_health_check) skip an
+invalid spec file (its pipeline has no DAG) so that every other pipeline keeps its DAG, runs, form
+entries and recovery. A DAG file calling
 :func:`raise_if_invalid_specs` fails to import while a spec file is invalid, so Airflow's "DAG
 Import Errors" list names the file and its problem (line, column, key; never a value) where
 Airflow users look for a broken DAG definition, without taking any DAG down. Fixing (or removing)

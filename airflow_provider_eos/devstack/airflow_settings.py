@@ -181,7 +181,7 @@ def _local_environment(info: AirflowDeploymentInfo, home: Path, jwt_secret: str,
         "AIRFLOW__API__BASE_URL": info.url,
         "AIRFLOW__API__WORKERS": "1",
         "AIRFLOW__API_AUTH__JWT_SECRET": jwt_secret,
-        # A new spec file shows up in the trigger form within seconds, not the default 30.
+        # A new spec file's DAG (and its entry in the recovery form) shows up within seconds, not the default 30.
         "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "5",
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "10",
         "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "False",

@@ -2,9 +2,9 @@
 
 An Airflow worker that runs only pre-flight, health and recovery installs no Spark (setup.cfg's
 ``spark`` extra brings PySpark and the Spark provider). :class:`EosSparkSubmitOperator` subclasses
-the Spark provider's operator, so importing it there fails, and with it the whole ``eos_pipeline``
-DAG file. :func:`spark_submit_operator` returns the real operator where the extra is installed
-and :class:`SparkExtraMissingOperator` elsewhere: the DAG keeps its tasks, and only a submit task
+the Spark provider's operator, so importing it there fails, and with it the DAG file of every
+pipeline's DAG (``eos_pipeline__<name>``). :func:`spark_submit_operator` returns the real operator where
+the extra is installed and :class:`SparkExtraMissingOperator` elsewhere: the DAG keeps its tasks, and only a submit task
 that runs on such a worker fails, naming the fix.
 """
 
@@ -88,7 +88,7 @@ def spark_submit_operator() -> type[BaseOperator]:
     missing = _unimportable_spark_module()
     if missing is not None:
         # Logged at parse time too, where a DAG author looks first; the task says it again when it runs.
-        log.warning("The spark extra is not installed (no module %r): eos_pipeline's submit tasks fail if run "
+        log.warning("The spark extra is not installed (no module %r): the pipelines' submit tasks fail if run "
                     "here. Fix: %s", missing, SPARK_EXTRA_FIX)
         return SparkExtraMissingOperator
     from airflow_provider_eos.operators.spark_submit import EosSparkSubmitOperator

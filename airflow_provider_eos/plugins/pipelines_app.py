@@ -3,7 +3,8 @@
 Authentication and authorisation are Airflow's: the user comes from the api-server's JWT (the UI's
 cookie or a bearer token), and the view shows pipelines only to a user who may read one of the
 pipelines' DAGs (:func:`~airflow_provider_eos.core.presentation.pipelines_overview.visible_pipelines`);
-of each DAG's runs, it reads only those of DAGs the user may read.
+of each DAG's runs (the health check's, the recovery's, each pipeline's own ``eos_pipeline__<name>``), it
+reads only those of DAGs the user may read.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import HTMLResponse, Response
 
-from airflow_provider_eos.core.dag_ids import HEALTH_DAG_ID, PIPELINE_DAG_ID, RECOVERY_DAG_ID
+from airflow_provider_eos.core.dag_ids import HEALTH_DAG_ID, RECOVERY_DAG_ID, pipeline_dag_id
 from airflow_provider_eos.core.errors import SpecError
 from airflow_provider_eos.core.presentation.airflow_token import render_token_relay
 from airflow_provider_eos.core.presentation.pipelines_overview import (
@@ -35,7 +36,11 @@ from airflow_provider_eos.core.presentation.pipelines_overview import (
 from airflow_provider_eos.core.presentation.pipelines_page import render_pipelines_page
 from airflow_provider_eos.core.presentation.recovery_form import FormParam, render_recovery_form
 from airflow_provider_eos.core.spec import PipelineSpec
-from airflow_provider_eos.plugins.pipelines_records import latest_health_reports, runs_by_pipeline
+from airflow_provider_eos.plugins.pipelines_records import (
+    latest_health_reports,
+    runs_by_pipeline,
+    runs_of_pipeline_dags,
+)
 from airflow_provider_eos.spec_registry import discover, specs_directory
 
 __all__ = ["pipelines_app"]
@@ -70,8 +75,10 @@ def _rows(user: object, session: SessionDep) -> tuple[list[PipelineRow], bool]:
     reports = latest_health_reports(session, names, base) if HEALTH_DAG_ID in readable else {}
     recoveries = (runs_by_pipeline(session, RECOVERY_DAG_ID, names, base, label=recovery_run_label)
                   if RECOVERY_DAG_ID in readable else {})
-    runs = runs_by_pipeline(session, PIPELINE_DAG_ID, names, base) if PIPELINE_DAG_ID in readable else {}
-    return pipeline_rows(_writers_of(specs, names), reports, recoveries, runs, base_path=base), True
+    # Each pipeline has a DAG of its own (eos_pipeline__<name>): its runs show where the user may read it.
+    runs = runs_of_pipeline_dags(session, [name for name in names if pipeline_dag_id(name) in readable], base)
+    return pipeline_rows(_writers_of(specs, names), reports, recoveries, runs, base_path=base,
+                         readable_dags=set(readable)), True
 
 
 def _recovery_params(session: SessionDep) -> list[FormParam]:

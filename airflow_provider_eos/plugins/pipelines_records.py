@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from airflow_provider_eos.core.dag_ids import HEALTH_DAG_ID, HEALTH_TASK_ID
+from airflow_provider_eos.core.dag_ids import HEALTH_DAG_ID, HEALTH_TASK_ID, pipeline_dag_id
 from airflow_provider_eos.core.health.report import HealthReport
 from airflow_provider_eos.core.presentation.pipelines_overview import (
     RunLink,
@@ -26,14 +26,14 @@ from airflow_provider_eos.core.presentation.pipelines_overview import (
     mapped_task_path,
 )
 
-__all__ = ["latest_health_reports", "runs_by_pipeline"]
+__all__ = ["latest_health_reports", "runs_by_pipeline", "runs_of_pipeline_dags"]
 
 log = logging.getLogger(__name__)
 
 #: How many of the newest health-check runs are searched for each pipeline's latest report (a pipeline
 #: added since the newest run, or whose task crashed, is found in an earlier one).
 HEALTH_RUNS_SEARCHED = 5
-#: How many of a DAG's newest runs are read for the per-pipeline run columns.
+#: How many of the recovery DAG's newest runs are read for its per-pipeline run column.
 RUNS_READ = 200
 
 
@@ -90,7 +90,8 @@ def latest_health_reports(session: Session, pipelines: Sequence[str], base_path:
 def runs_by_pipeline(session: Session, dag_id: str, pipelines: Sequence[str], base_path: str, *,
                      per_pipeline: int = 3, label: Callable[[Mapping[str, Any]], str] | None = None
                      ) -> dict[str, list[RunLink]]:
-    """``{pipeline: its newest runs of dag_id, newest first}``, the pipeline read from each run's ``conf``.
+    """``{pipeline: its newest runs of dag_id, newest first}``, the pipeline read from each run's ``conf``
+    (the manual recovery's form: one DAG for every pipeline).
 
     :param label: what labels a run, from its ``conf`` (the recovery's action).
     """
@@ -102,8 +103,23 @@ def runs_by_pipeline(session: Session, dag_id: str, pipelines: Sequence[str], ba
         name = conf.get("pipeline")
         if name not in wanted or len(found.setdefault(name, [])) >= per_pipeline:
             continue
-        found[name].append(RunLink(
-            dag_id=dag_id, run_id=run.run_id, state=_state(run.state), when=_iso(run.start_date or run.queued_at),
-            path=dag_run_path(base_path, dag_id, run.run_id), label=label(conf) if label else "",
-        ))
+        found[name].append(_link(run, base_path, label(conf) if label else ""))
     return found
+
+
+def runs_of_pipeline_dags(session: Session, pipelines: Sequence[str], base_path: str, *, per_pipeline: int = 3
+                          ) -> dict[str, list[RunLink]]:
+    """``{pipeline: the newest runs of its own DAG (eos_pipeline__<name>), newest first}``."""
+    found: dict[str, list[RunLink]] = {}
+    for name in pipelines:
+        dag_id = pipeline_dag_id(name)
+        runs = session.scalars(select(DagRun).where(DagRun.dag_id == dag_id)
+                               .order_by(DagRun.id.desc()).limit(per_pipeline))
+        found[name] = [_link(run, base_path) for run in runs]
+    return found
+
+
+def _link(run: DagRun, base_path: str, label: str = "") -> RunLink:
+    return RunLink(dag_id=run.dag_id, run_id=run.run_id, state=_state(run.state),
+                   when=_iso(run.start_date or run.queued_at), path=dag_run_path(base_path, run.dag_id, run.run_id),
+                   label=label)

@@ -19,12 +19,12 @@ Outcomes:
 
 Either way the report's ``to_dict()`` is the task's XCom ``return_value`` (pushed before
 failing, too), and the outcome (``healthy``, ``unhealthy``, ``timeout``, ``error``,
-``driver_failed``) is the XCom ``watch_outcome``: ``eos_pipeline``'s ``stop_stream`` stops the
-driver only on ``unhealthy`` or ``driver_failed``. Samples that cannot be taken (broker
-unreachable) fail the task with a retryable ``AirflowException`` once ``max_probe_failures`` of
-them fail in a row; an error no retry can change (a missing ACL, a malformed checkpoint: its
-type's ``retryable`` is false) fails it at once, without retry. Every sample first asks whether
-any broker answers, as every use case does: with none answering, it fails within
+``driver_failed``) is the XCom ``watch_outcome``: the ``stop_stream`` of a pipeline's DAG
+(``eos_pipeline__<name>``) stops the driver only on ``unhealthy`` or ``driver_failed``. Samples
+that cannot be taken (broker unreachable) fail the task with a retryable ``AirflowException``
+once ``max_probe_failures`` of them fail in a row; an error no retry can change (a missing ACL,
+a malformed checkpoint: its type's ``retryable`` is false) fails it at once, without retry. Every
+sample first asks whether any broker answers, as every use case does: with none answering, it fails within
 ``kafka_connect_timeout_s`` (5 s) with the sentence naming the brokers
 (``KafkaUnreachableError``), the words of the CLI and the operators; the first check, before
 deferring, fails the task with it (retryable).

@@ -1,12 +1,15 @@
-"""The three DAGs: parse cleanly and fast, and run with dag.test() against the real broker and Spark."""
+"""The DAGs (one per pipeline, the health check, the recovery): parse cleanly and fast, and run with dag.test()
+against the real broker and Spark."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
+from airflow_provider_eos.core.dag_ids import pipeline_dag_id
 from tests.support.dag_runner import parse_dags, run_dag
 from tests.support.faults import arming_env
 from tests.support.kafka import end_offsets
@@ -15,18 +18,21 @@ from tests.support.pipeline import PipelineHarness, assert_exactly_once, json_ev
 pytestmark = [pytest.mark.airflow]
 
 SPARK_LOCAL = {"AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"})}
+EXAMPLE_SPEC = Path(__file__).parents[2] / "dags" / "pipelines" / "orders_enrich.yaml"
+#: The example pipeline's DAG (dags/pipelines/orders_enrich.yaml).
+EXAMPLE_DAG = pipeline_dag_id("orders_enrich")
 
 
 @pytest.mark.smoke
-def test_dagbag_has_the_three_dags_no_import_errors_and_parses_fast(airflow_home, tmp_path):
+def test_dagbag_has_the_dags_no_import_errors_and_parses_fast(airflow_home, tmp_path):
     parsed = parse_dags(tmp_path / "parse.json")
     assert parsed["import_errors"] == {}
-    assert {"eos_pipeline", "eos_health_check", "eos_manual_recovery"} <= set(parsed["dag_ids"])
+    assert {EXAMPLE_DAG, "eos_health_check", "eos_manual_recovery"} <= set(parsed["dag_ids"])
     assert parsed["heavy_modules"] == [], "DAG files must not import Spark or dataframe libraries at parse time"
     assert parsed["seconds"] < 30
     assert parsed["params"]["eos_manual_recovery"]["dry_run"] is True
     # Every abort is a dry run unless told: the pipeline's two aborts act, the form's follow its switch.
-    assert parsed["dry_runs"]["eos_pipeline"] == {"abort_lingering": False, "recover_abort": False}
+    assert parsed["dry_runs"][EXAMPLE_DAG] == {"abort_lingering": False, "recover_abort": False}
     assert set(parsed["dry_runs"]["eos_manual_recovery"]) == {"abort", "rewind", "align"}
     assert set(parsed["dry_runs"]["eos_manual_recovery"].values()) == {"{{ params.dry_run != false }}"}
 
@@ -35,7 +41,7 @@ def test_each_role_authenticates_with_its_own_kafka_connection(airflow_home, tmp
     roles = {"EOS_KAFKA_CONN_ID_JOB": "kafka_job", "EOS_KAFKA_CONN_ID_RECOVERY": "kafka_recovery",
              "EOS_KAFKA_CONN_ID_HEALTH": "kafka_health"}
     conn_ids = parse_dags(tmp_path / "roles.json", env=roles)["kafka_conn_ids"]
-    assert conn_ids["eos_pipeline"] == {
+    assert conn_ids[EXAMPLE_DAG] == {
         "preflight": "kafka_job", "submit": "kafka_job", "submit_stream": "kafka_job",
         "abort_lingering": "kafka_recovery", "verify": "kafka_recovery", "recover_abort": "kafka_recovery",
         "recover_verify": "kafka_recovery", "supervise": "kafka_health", "watch_stream": "kafka_health",
@@ -44,8 +50,42 @@ def test_each_role_authenticates_with_its_own_kafka_connection(airflow_home, tmp
     assert len(conn_ids["eos_manual_recovery"]) == 4
     # One connection for every role, and none at all (the spec's own settings).
     shared = parse_dags(tmp_path / "shared.json", env={"EOS_KAFKA_CONN_ID": "kafka_all"})["kafka_conn_ids"]
-    assert set(shared["eos_pipeline"].values()) == {"kafka_all"}
-    assert set(parse_dags(tmp_path / "none.json")["kafka_conn_ids"]["eos_pipeline"].values()) == {None}
+    assert set(shared[EXAMPLE_DAG].values()) == {"kafka_all"}
+    assert set(parse_dags(tmp_path / "none.json")["kafka_conn_ids"][EXAMPLE_DAG].values()) == {None}
+
+
+def _payments_spec(folder: Path) -> Path:
+    """A second pipeline beside the example: its own name, topics, group, prefix and checkpoint."""
+    text = EXAMPLE_SPEC.read_text().replace("orders", "payments").replace("name: payments_enrich", "name: payments-2")
+    target = folder / "payments.yaml"
+    target.write_text(text)
+    return target
+
+
+def test_each_pipeline_has_a_dag_of_its_own_one_run_at_a_time(airflow_home, tmp_path):
+    """Two specs, two DAGs (``eos_pipeline__<name>``): a pipeline's run never waits behind another
+    pipeline's (a stream runs for days), while each DAG still runs one run of its pipeline at a time."""
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    files = {"orders_enrich": Path(shutil.copy(EXAMPLE_SPEC, specs)), "payments-2": _payments_spec(specs)}
+    parsed = parse_dags(tmp_path / "parse.json", env={"EOS_SPECS_DIR": str(specs)})
+
+    assert parsed["import_errors"] == {}
+    pipeline_dags = {d for d in parsed["dag_ids"] if d.startswith("eos_pipeline")}
+    assert pipeline_dags == {"eos_pipeline__orders_enrich", "eos_pipeline__payments-2"}, parsed["dag_ids"]
+    for name, spec_file in files.items():
+        dag_id = pipeline_dag_id(name)
+        assert parsed["max_active_runs"][dag_id] == 1
+        assert name not in parsed["pipeline_enums"].get(dag_id, []), "no pipeline to pick: the DAG is the pipeline's"
+        tasks = parsed["spec_paths"][dag_id]
+        assert set(tasks) >= {"preflight", "abort_lingering", "verify", "submit", "submit_stream", "supervise",
+                              "watch_stream", "stop_stream", "confirm_driver_gone", "recover_abort", "recover_verify"}
+        assert set(tasks.values()) == {str(spec_file.resolve())}, tasks
+        assert name in parsed["tags"][dag_id] and "eos" in parsed["tags"][dag_id]
+        assert f"the pipeline `{name}`" in parsed["docs"][dag_id]
+        assert parsed["fileloc"][dag_id].endswith("eos_pipeline.py")
+    # The health check and the recovery form stay one DAG each, with every pipeline to pick.
+    assert parsed["pipeline_enums"]["eos_manual_recovery"] == ["orders_enrich", "payments-2"]
 
 
 def test_invalid_spec_is_an_import_error_naming_the_field(airflow_home, tmp_path):
@@ -59,9 +99,11 @@ def test_invalid_spec_is_an_import_error_naming_the_field(airflow_home, tmp_path
     (specs / "leaky.yaml").write_text("name: leaky\nkafka:\n  sasl.password: hunter2-secret: x\n")
     parsed = parse_dags(tmp_path / "parse.json", env={"EOS_SPECS_DIR": str(specs)})
 
-    assert {"eos_pipeline", "eos_health_check", "eos_manual_recovery"} <= set(parsed["dag_ids"])
-    for dag_id in ("eos_pipeline", "eos_manual_recovery"):
-        assert parsed["pipeline_enums"][dag_id] == ["orders_enrich"], parsed["pipeline_enums"]
+    assert {EXAMPLE_DAG, "eos_health_check", "eos_manual_recovery"} <= set(parsed["dag_ids"])
+    # The broken files have no DAG of their own; the healthy pipeline keeps its DAG.
+    assert [d for d in parsed["dag_ids"] if d.startswith("eos_pipeline")] == [EXAMPLE_DAG], parsed["dag_ids"]
+    assert parsed["pipeline_enums"]["eos_manual_recovery"] == ["orders_enrich"], parsed["pipeline_enums"]
+    for dag_id in (EXAMPLE_DAG, "eos_manual_recovery"):
         assert "`broken.yaml`" in parsed["docs"][dag_id] and "`leaky.yaml`" in parsed["docs"][dag_id]
     assert "**Pipelines checked:** `orders_enrich`" in parsed["docs"]["eos_health_check"]
     assert "`broken.yaml`" in parsed["docs"]["eos_health_check"]
@@ -94,9 +136,9 @@ def test_eos_pipeline_runs_then_recovers_from_a_crash_and_resumes(airflow_home, 
     harness.produce_input(records)
     env = _specs_env(harness, {"AIRFLOW_CONN_SPARK_DEFAULT": json.dumps(
         {"conn_type": "spark", "host": spark_standalone.master_url})})
-    conf = {"pipeline": harness.spec.name}
+    dag_id, conf = pipeline_dag_id(harness.spec.name), {}
 
-    crashed = run_dag("eos_pipeline", conf, tmp_path / "run1.json", env={
+    crashed = run_dag(dag_id, conf, tmp_path / "run1.json", env={
         **env, **arming_env("after_produce@2")})
     assert crashed.state == "failed", crashed.states
     assert crashed.states["submit"] == "failed"
@@ -110,7 +152,7 @@ def test_eos_pipeline_runs_then_recovers_from_a_crash_and_resumes(airflow_home, 
     lso = end_offsets(bootstrap, harness.output_topic, harness.partitions, committed=True)
     assert lso == end_offsets(bootstrap, harness.output_topic, harness.partitions, committed=False)
 
-    resumed = run_dag("eos_pipeline", conf, tmp_path / "run2.json", env=env)
+    resumed = run_dag(dag_id, conf, tmp_path / "run2.json", env=env)
     assert resumed.state == "success", resumed.states
     assert resumed.states["submit"] == "success" and resumed.states["supervise"] == "success"
     assert resumed.states["recover_abort"] == "skipped" and resumed.states["pipeline_failed"] == "skipped"

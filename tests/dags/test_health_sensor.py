@@ -78,10 +78,10 @@ def build_supervise_after_submit(spec_path: str):
 
     @task
     def submit() -> None:
-        """Stands for eos_pipeline's submit: an available_now driver that found no new input and ended."""
+        """Stands for a pipeline DAG's submit: an available_now driver that found no new input and ended."""
 
     with new_dag("eos_health") as dag:
-        # eos_pipeline's supervise, with a timeout short enough to fail the test rather than the CI.
+        # a pipeline DAG's supervise, with a timeout short enough to fail the test rather than the CI.
         sensor = StreamingQueryHealthSensor(
             task_id="supervise", spec_path=spec_path, watch="wait_healthy", poke_interval=2, timeout=45,
             driver_task_id="submit",
@@ -132,7 +132,7 @@ def build_watch_cannot_look(spec_path: str, token: str):
 
     @task
     def submit_stream(**context) -> None:
-        """Stands for eos_pipeline's submit_stream: records the running driver's handle, as the operator does."""
+        """Stands for a pipeline DAG's submit_stream: records the running driver's handle, as the operator does."""
         from airflow_provider_eos.core.driver import DRIVER_XCOM_KEY, DriverHandle
         from airflow_provider_eos.spark.driver_processes import this_host_identity
 
@@ -142,7 +142,7 @@ def build_watch_cannot_look(spec_path: str, token: str):
         context["ti"].xcom_push(key=DRIVER_XCOM_KEY, value=handle.model_dump(mode="json"))
 
     with new_dag("eos_health") as dag:
-        # eos_pipeline's watch_stream -> stop_stream, the watch's broker unreachable for its principal.
+        # a pipeline DAG's watch_stream -> stop_stream, the watch's broker unreachable for its principal.
         watch = StreamingQueryHealthSensor(task_id="watch_stream", spec_path=spec_path, watch="watch",
                                            poke_interval=1, timeout=60, kafka_connect_timeout_s=1)
         stop = StopPipelineDriverOperator(task_id="stop_stream", spec_path=spec_path, submit_task_ids=["submit_stream"],
@@ -291,7 +291,7 @@ def test_supervise_accepts_an_available_now_run_without_new_input(
 ) -> None:
     # The previous run committed batch 3 and read all the input; this run's driver found nothing new,
     # committed no batch and succeeded. supervise used to wait for a commit after its start until its
-    # timeout (600 s in eos_pipeline), and the run failed although the pipeline was healthy.
+    # timeout (600 s in the pipelines' DAGs), and the run failed although the pipeline was healthy.
     idle = checkpointed_pipeline(bootstrap, topic_factory, tmp_path, stem="eos")
     idle.commit_group(LAST_COMMITTED)
     idle.produce_input_of(LAST_COMMITTED)

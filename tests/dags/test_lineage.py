@@ -17,6 +17,7 @@ import re
 import pytest
 
 from airflow_provider_eos.core.application_links import SPARK_APPLICATION_XCOM_KEY, SPARK_UI_XCOM_KEY
+from airflow_provider_eos.core.dag_ids import pipeline_dag_id
 from airflow_provider_eos.devstack.broker_config import free_port
 from tests.support.dag_runner import run_dag
 from tests.support.pipeline import PipelineHarness, json_events
@@ -44,7 +45,7 @@ def test_a_run_announces_its_own_output_topics_and_openlineage_sees_topic_to_pip
            "AIRFLOW__OPENLINEAGE__NAMESPACE": "eos-tests"}
 
     # The steps around the submit are other tests' (dag.test() marks them done): the submit runs the real job.
-    run = run_dag("eos_pipeline", {"pipeline": harness.spec.name}, tmp_path / "run.json", env=env,
+    run = run_dag(pipeline_dag_id(harness.spec.name), {}, tmp_path / "run.json", env=env,
                   mark_success="preflight|abort_lingering|verify|supervise")
 
     assert run.state == "success", run.states
@@ -54,7 +55,7 @@ def test_a_run_announces_its_own_output_topics_and_openlineage_sees_topic_to_pip
         ("submit", f"{namespace}/{topic}") for topic in written), run.asset_events
     assert {e["extra"]["pipeline"] for e in run.asset_events} == {harness.spec.name}
     events = [json.loads(line) for line in lineage_file.read_text().splitlines()]
-    submits = {e["eventType"]: e for e in events if e["job"]["name"] == "eos_pipeline.submit"}
+    submits = {e["eventType"]: e for e in events if e["job"]["name"] == f"{pipeline_dag_id(harness.spec.name)}.submit"}
     assert set(submits) == {"START", "COMPLETE"}, [(e["eventType"], e["job"]["name"]) for e in events]
     for event in submits.values():
         assert [(d["namespace"], d["name"]) for d in event["inputs"]] == [(namespace, harness.input_topic)]

@@ -1,4 +1,4 @@
-"""eos_pipeline's recovery branch never acts on a live job (docs/architecture.md, recovery), in dag.test().
+"""A pipeline DAG's recovery branch never acts on a live job (docs/architecture.md, recovery), in dag.test().
 
 - pre-flight fails: nothing is stopped or aborted; a live producer's transaction under the
   prefix stays open and still commits;
@@ -15,6 +15,7 @@ import time
 import pytest
 from confluent_kafka import Producer
 
+from airflow_provider_eos.core.dag_ids import pipeline_dag_id
 from airflow_provider_eos.core.driver import DRIVER_TOKEN_ENV, driver_token
 from tests.support.dag_runner import manual_run_id, run_dag
 from tests.support.kafka import end_offsets
@@ -43,7 +44,7 @@ def test_failed_preflight_aborts_nothing_and_a_live_transaction_stays_open(airfl
     harness.with_overrides(kafka={"bootstrap.servers": bootstrap, "isolation.level": "read_uncommitted"})
     live = _open_transaction(bootstrap, harness.spec.transactional_id(0), harness.output_topic)
 
-    run = run_dag("eos_pipeline", {"pipeline": harness.spec.name}, tmp_path / "run.json",
+    run = run_dag(pipeline_dag_id(harness.spec.name), {}, tmp_path / "run.json",
                   env={"EOS_SPECS_DIR": str(harness.spec_file.parent), **SPARK_LOCAL})
 
     assert run.state == "failed" and run.states["preflight"] == "failed", run.states
@@ -69,7 +70,7 @@ def test_watcher_failure_stops_the_driver_first_then_recovers(airflow_home, boot
     records, _, _ = json_events(600)
     harness.produce_input(records)
     run_after = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
-    token = driver_token(harness.spec.name, "eos_pipeline", manual_run_id(run_after))
+    token = driver_token(harness.spec.name, pipeline_dag_id(harness.spec.name), manual_run_id(run_after))
     # dag.test() runs one task at a time, so the streaming submit cannot run beside the watcher:
     # the test starts the real driver exactly as submit_stream would (tagged with the run's
     # token) and dag.test() marks the steps before the stream done.
@@ -81,7 +82,7 @@ def test_watcher_failure_stops_the_driver_first_then_recovers(airflow_home, boot
         zombie = _open_transaction(bootstrap, harness.spec.transactional_id(7), harness.output_topic)
         time.sleep(harness.spec.transaction_timeout_ms / 1000 + 2)
 
-        run = run_dag("eos_pipeline", {"pipeline": harness.spec.name}, tmp_path / "run.json",
+        run = run_dag(pipeline_dag_id(harness.spec.name), {}, tmp_path / "run.json",
                       env={"EOS_SPECS_DIR": str(harness.spec_file.parent), **SPARK_LOCAL}, run_after=run_after,
                       mark_success="preflight|abort_lingering|verify|submit_stream")
 

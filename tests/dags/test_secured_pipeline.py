@@ -1,4 +1,4 @@
-"""eos_pipeline on the secured devstack (SASL/SCRAM over TLS, the StandardAuthorizer), three principals.
+"""A pipeline's DAG on the secured devstack (SASL/SCRAM over TLS, the StandardAuthorizer), three principals.
 
 The job, recovery and health principals each hold only their own role's ACLs (``eos acls``) and
 reach Kafka through their own Airflow ``kafka`` connection, stored in the metadata DB. On both
@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from cryptography.fernet import Fernet
 
+from airflow_provider_eos.core.dag_ids import pipeline_dag_id
 from airflow_provider_eos.devstack.security import add_scram_user
 from tests.support.dag_runner import run_dag, store_connections
 from tests.support.faults import arming_env
@@ -105,12 +106,12 @@ def test_three_principals_crash_recover_resume_and_no_password_leaks(
                                                         "append": True}),
         "AIRFLOW__OPENLINEAGE__NAMESPACE": "eos-tests",
     }
-    conf = {"pipeline": harness.spec.name}
+    dag_id, conf = pipeline_dag_id(harness.spec.name), {}
 
     with ProcessSampler(secrets, watched=[task_tmp]) as sampler:
-        crashed = run_dag("eos_pipeline", conf, tmp_path / "run1.json", env={
+        crashed = run_dag(dag_id, conf, tmp_path / "run1.json", env={
             **env, **arming_env("after_produce@2")})
-        resumed = run_dag("eos_pipeline", conf, tmp_path / "run2.json", env=env)
+        resumed = run_dag(dag_id, conf, tmp_path / "run2.json", env=env)
     health = run_dag("eos_health_check", {}, tmp_path / "health.json", env=env)
     verified = run_dag("eos_manual_recovery", {"pipeline": harness.spec.name, "action": "verify"},
                        tmp_path / "verify.json", env=env)
@@ -153,11 +154,11 @@ def test_three_principals_crash_recover_resume_and_no_password_leaks(
     # OpenLineage sees topic -> pipeline -> topic (the submit's facets, read from the spec file alone: no
     # connection lookup), and its events of every task hold no secret.
     lineage = lineage_file.read_text()
-    assert "eos_pipeline.preflight" in lineage, lineage[:2000]
+    assert f"{dag_id}.preflight" in lineage, lineage[:2000]
     assert not [secret for secret in secrets if secret in lineage], "a secret in the lineage events"
     namespace = f"kafka://{server}"
     events = [json.loads(line) for line in lineage.splitlines()]
-    submits = [e for e in events if e["job"]["name"] == "eos_pipeline.submit"]
+    submits = [e for e in events if e["job"]["name"] == f"{dag_id}.submit"]
     assert {e["eventType"] for e in submits} >= {"START", "COMPLETE"}, [(e["eventType"], e["job"]["name"])
                                                                          for e in events]
     for event in submits:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from airflow_provider_eos.core.dag_ids import pipeline_of_dag_id
 from airflow_provider_eos.devstack.airflow_deployment import LocalAirflow
 from airflow_provider_eos.devstack.airflow_settings import AirflowDeploymentInfo
 from airflow_provider_eos.devstack.broker_config import free_port
@@ -97,10 +98,14 @@ def check_caught_up_pipeline(pipeline: CheckpointedPipeline, api: AirflowApi, *a
 
 def deploy_spec(deployment: AirflowDeploymentInfo, spec_file: Path, api: AirflowApi, name: str,
                 dag_ids: tuple[str, ...] = ("eos_manual_recovery",)) -> Path:
-    """Put a pipeline's spec into the deployment's pipelines folder and wait until the DAGs offer it."""
+    """Put a pipeline's spec into the deployment's pipelines folder and wait until the DAGs offer it (the
+    recovery's form) or its own DAG (``eos_pipeline__<name>``) is there."""
     target = Path(deployment.specs_dir) / f"{name}{spec_file.suffix}"
     shutil.copy(spec_file, target)
     os.chmod(target, 0o600)
     for dag_id in dag_ids:
-        api.wait_for_param_choice(dag_id, "pipeline", name)
+        if pipeline_of_dag_id(dag_id) is not None:
+            api.wait_for_dag(dag_id)
+        else:
+            api.wait_for_param_choice(dag_id, "pipeline", name)
     return target

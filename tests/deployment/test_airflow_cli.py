@@ -42,8 +42,10 @@ def test_up_prints_the_ui_and_login_status_and_down_stop_everything(tmp_path: Pa
         assert status.returncode == 0 and f"ui={url}" in status.stdout, status.stdout + status.stderr
         with AirflowApi(url, "admin", password) as api:
             assert api.get("/connections/spark_default")["host"] == "local[1]"
-            assert {d["dag_id"] for d in api.get("/dags")["dags"]} >= {
-                "eos_pipeline", "eos_health_check", "eos_manual_recovery"}
+            dag_ids = {d["dag_id"] for d in api.get("/dags")["dags"]}
+            assert dag_ids >= {"eos_health_check", "eos_manual_recovery"}, dag_ids
+            # The pipelines folder is empty: no pipeline, no pipeline DAG (each spec brings its own).
+            assert not [d for d in dag_ids if d.startswith("eos_pipeline")], dag_ids
     finally:
         down = _eos("airflow", "down", "--state-dir", str(state))
     assert down.returncode == 0 and "stopped" in down.stdout, down.stdout + down.stderr

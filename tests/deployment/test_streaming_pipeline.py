@@ -3,8 +3,10 @@
 On the shared Airflow deployment, through its REST API only. One pipeline, two runs:
 
 1. ``submit_stream`` runs the driver while ``watch_stream`` waits ``deferred`` (its trigger runs in
-   the triggerer); the output is exact. The driver is SIGKILLed: the run fails with its reason,
-   and the recovery branch (only once the driver is positively gone) aborts and verifies.
+   the triggerer); the output is exact. Meanwhile another pipeline's run starts on its own DAG: a
+   stream (its run lasts for days) holds no other pipeline back. The driver is SIGKILLed: the run
+   fails with its reason, and the recovery branch (only once the driver is positively gone) aborts
+   and verifies.
 2. A new run resumes exactly once. ``submit_stream`` is cleared (what "Clear" in the UI sends): the
    driver stops between batches on SIGTERM and the new attempt resumes exactly once, without two
    drivers at a time. Then it is marked failed: the driver stops cleanly again, recovery runs, and
@@ -22,18 +24,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
+from airflow_provider_eos.core.dag_ids import pipeline_dag_id
 from airflow_provider_eos.devstack.airflow_settings import AirflowDeploymentInfo
 from airflow_provider_eos.spark.driver_processes import observe
 from tests.deployment.conftest import deploy_spec
 from tests.support.airflow_api import AirflowApi
-from tests.support.deployed_stream import PIPELINE_DAG, DeployedStream
+from tests.support.deployed_stream import DeployedStream
 from tests.support.pipeline import PipelineHarness, output_ids, wait_for
 
 pytestmark = [pytest.mark.airflow, pytest.mark.integration, pytest.mark.spark, pytest.mark.deployment,
               pytest.mark.chaos]
 
-DAG = PIPELINE_DAG
 RECOVERY = ("confirm_driver_gone", "recover_abort", "recover_verify")
 
 
@@ -49,7 +52,8 @@ def stream(tmp_path: Path, bootstrap: str, airflow_deployment: AirflowDeployment
            airflow_api: AirflowApi) -> Iterator[Stream]:
     harness = PipelineHarness(bootstrap, tmp_path, partitions=2, max_offsets_per_trigger=400,
                               trigger="2 seconds", writers="driver")
-    deployed = deploy_spec(airflow_deployment, harness.spec_file, airflow_api, harness.spec.name, dag_ids=(DAG,))
+    deployed = deploy_spec(airflow_deployment, harness.spec_file, airflow_api, harness.spec.name,
+                           dag_ids=(pipeline_dag_id(harness.spec.name),))
     made = Stream(harness, airflow_api)
     try:
         yield made
@@ -58,20 +62,54 @@ def stream(tmp_path: Path, bootstrap: str, airflow_deployment: AirflowDeployment
         deployed.unlink(missing_ok=True)
 
 
-def _recovered(api: AirflowApi, run_id: str) -> dict[str, str | None]:
-    states = api.task_states(DAG, run_id)
+def _recovered(stream: Stream, run_id: str) -> dict[str, str | None]:
+    api = stream.api
+    states = api.task_states(stream.dag, run_id)
     assert all(states[task] == "success" for task in RECOVERY), states
-    assert api.xcom(DAG, run_id, "recover_verify")["overall"] in ("IN_SYNC", "KAFKA_AHEAD_SAFE")
+    assert api.xcom(stream.dag, run_id, "recover_verify")["overall"] in ("IN_SYNC", "KAFKA_AHEAD_SAFE")
     return states
 
 
+def _another_pipeline_starts_while_it_streams(stream: Stream, streaming_run: str,
+                                              deployment: AirflowDeploymentInfo, folder: Path) -> None:
+    """A second pipeline, triggered while ``streaming_run`` streams, leaves ``queued`` and runs its first task.
+
+    With one DAG for every pipeline (``max_active_runs=1``) its run stayed queued as long as the stream
+    ran (days). Its input topic does not exist, so its pre-flight fails (EOS205) and its run ends
+    without starting Spark: whether it fails or succeeds does not matter here, only that it started.
+    """
+    api, name = stream.api, f"{stream.harness.spec.name}_other"
+    other = stream.harness.spec.with_overrides(
+        name=name, input_topics=[f"{name}-missing-in"], group_id=f"{name}-sink",
+        transactional_id_prefix=f"{name}-txn", checkpoint_location=str(folder / "checkpoint"))
+    spec_file = folder / "spec.yaml"
+    spec_file.write_text(yaml.safe_dump(other.to_dict()))
+    deployed = deploy_spec(deployment, spec_file, api, name, dag_ids=(pipeline_dag_id(name),))
+    dag = pipeline_dag_id(name)
+    try:
+        run_id = api.trigger(dag, {})
+        started = {"running", "success", "failed", "up_for_retry"}
+        assert wait_for(lambda: api.task_states(dag, run_id).get("preflight") in started, 120, interval_s=1), \
+            f"the other pipeline's run is {api.run(dag, run_id)['state']}: {api.task_states(dag, run_id)}"
+        assert api.run(dag, run_id)["state"] != "queued"
+        # ... while the first pipeline's stream still runs: its run held nothing back.
+        assert api.run(stream.dag, streaming_run)["state"] == "running"
+        assert api.task_instance(stream.dag, streaming_run, "submit_stream")["state"] == "running"
+        api.wait_for_run(dag, run_id, timeout_s=240)  # ended (its pre-flight refuses the missing topic)
+    finally:
+        deployed.unlink(missing_ok=True)
+
+
 @pytest.mark.long  # ~4-5 min; CI: the Celery deployment's cross-worker test kills, marks failed and recovers a stream
-def test_streaming_run_sigkill_clear_and_mark_failed_stay_exactly_once(stream: Stream, airflow_api: AirflowApi) -> None:
-    api = airflow_api
+def test_streaming_run_sigkill_clear_and_mark_failed_stay_exactly_once(
+        stream: Stream, airflow_api: AirflowApi, airflow_deployment: AirflowDeploymentInfo, tmp_path: Path) -> None:
+    api, dag = airflow_api, stream.dag
     stream.produce(1200)
 
-    # 1. Streaming, watched from the triggerer; then the driver host crashes.
+    # 1. Streaming, watched from the triggerer; another pipeline starts meanwhile; then the driver host crashes.
     first = stream.start_run()
+    (tmp_path / "other").mkdir()
+    _another_pipeline_starts_while_it_streams(stream, first, airflow_deployment, tmp_path / "other")
     stream.wait_exact()
     stream.produce(800)
     handle = stream.driver(first)
@@ -80,10 +118,10 @@ def test_streaming_run_sigkill_clear_and_mark_failed_stay_exactly_once(stream: S
     for process in processes:
         os.kill(process.pid, signal.SIGKILL)
 
-    assert api.wait_for_run(DAG, first, timeout_s=300) == "failed"
-    states = _recovered(api, first)
+    assert api.wait_for_run(dag, first, timeout_s=300) == "failed"
+    states = _recovered(stream, first)
     assert states["submit_stream"] == "failed" and states["pipeline_failed"] == "failed", states
-    assert "The pipeline failed" in api.task_log(DAG, first, "pipeline_failed")
+    assert "The pipeline failed" in api.task_log(dag, first, "pipeline_failed")
 
     # 2. A new run resumes exactly once; a cleared driver task stops its driver between batches.
     second = stream.start_run()
@@ -91,29 +129,29 @@ def test_streaming_run_sigkill_clear_and_mark_failed_stay_exactly_once(stream: S
     stream.produce(800)
     handle = stream.driver(second)  # one token per run: both attempts' processes carry it
     earlier = {p.pid for p in observe(handle).processes}
-    api.clear_task(DAG, second, "submit_stream")
+    api.clear_task(dag, second, "submit_stream")
     stream.wait_streaming(second, try_number=2)
     now = observe(handle).processes
     assert not earlier & {p.pid for p in now}, "the first attempt's driver outlived the start of the second"
     assert wait_for(lambda: any(p.is_python_driver for p in observe(handle).processes), 120)
     drivers = [p for p in observe(handle).processes if p.is_python_driver]
     assert len(drivers) == 1, f"two drivers of one run: {drivers}"
-    first_attempt = api.task_log(DAG, second, "submit_stream", try_number=1)
+    first_attempt = api.task_log(dag, second, "submit_stream", try_number=1)
     assert "EOS-QUERY SIGTERM" in first_attempt, first_attempt[-4000:]
     stream.wait_exact()
 
     # Marked failed in the UI: SIGTERM again, then the recovery branch; the run ends failed.
     written = set(stream.valid)  # all in the output, once (wait_exact above)
     stream.produce(600)
-    api.set_task_state(DAG, second, "submit_stream", "failed")
-    assert api.wait_for_run(DAG, second, timeout_s=300) == "failed"
-    _recovered(api, second)
+    api.set_task_state(dag, second, "submit_stream", "failed")
+    assert api.wait_for_run(dag, second, timeout_s=300) == "failed"
+    _recovered(stream, second)
     # The killed attempt's log is complete once Airflow has written what the task read before its end.
     killed_log = ""
 
     def announced() -> bool:
         nonlocal killed_log
-        killed_log = api.task_log(DAG, second, "submit_stream", try_number=2)
+        killed_log = api.task_log(dag, second, "submit_stream", try_number=2)
         return "EOS-QUERY SIGTERM" in killed_log
 
     assert wait_for(announced, 30, interval_s=2), killed_log[-4000:]

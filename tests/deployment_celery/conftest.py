@@ -27,7 +27,7 @@ from tests.support.shared_services import shared_service
 
 TEST_DAGS = Path(__file__).parent / "dags"
 SERVICE = "airflow-celery-deployment"
-#: eos_pipeline's driver on one host and its recovery on the other (test_cross_worker_pipeline.py).
+#: A pipeline DAG's driver on one host and its recovery on the other (test_cross_worker_pipeline.py).
 EOS_SETTINGS = {"queue_submit": "worker-1", "queue_recovery": "worker-2"}
 
 

@@ -1,4 +1,4 @@
-"""eos_pipeline on two worker hosts: the driver on ``eos-worker-1``, its recovery on ``eos-worker-2`` (issue 26).
+"""A pipeline's DAG on two worker hosts: the driver on ``eos-worker-1``, its recovery on ``eos-worker-2`` (issue 26).
 
 On the shared Celery deployment, through its REST API only; its ``[eos] queue_submit`` and
 ``queue_recovery`` pin the submit tasks to queue ``worker-1`` and the recovery tasks (``stop_stream``,
@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+from airflow_provider_eos.core.dag_ids import pipeline_dag_id
 from airflow_provider_eos.core.driver import DriverProcess
 from airflow_provider_eos.core.driver_lease import DriverLease, read_driver_lease
 from airflow_provider_eos.devstack.airflow_deployment import LocalAirflow
@@ -37,13 +38,12 @@ from airflow_provider_eos.devstack.broker_nodes import pid_alive
 from airflow_provider_eos.spark.driver_processes import processes_with_token
 from tests.deployment.conftest import deploy_spec
 from tests.support.airflow_api import AirflowApi
-from tests.support.deployed_stream import PIPELINE_DAG, DeployedStream
+from tests.support.deployed_stream import DeployedStream
 from tests.support.pipeline import PipelineHarness, wait_for
 
 pytestmark = [pytest.mark.airflow, pytest.mark.integration, pytest.mark.spark, pytest.mark.deployment,
               pytest.mark.chaos]
 
-DAG = PIPELINE_DAG
 RECOVERY = ("confirm_driver_gone", "recover_abort", "recover_verify")
 SUBMIT_HOST, RECOVERY_HOST = "eos-worker-1", "eos-worker-2"
 #: The driver renews every 10/3 s; a SIGKILLed one's lease is expired 10 + 10 s after its last renewal.
@@ -68,7 +68,7 @@ class Stream(DeployedStream):
         return read_driver_lease(self.harness.checkpoint())
 
     def hosts(self, run_id: str) -> dict[str, str | None]:
-        return {ti["task_id"]: ti.get("hostname") for ti in self.api.task_instances(DAG, run_id)}
+        return {ti["task_id"]: ti.get("hostname") for ti in self.api.task_instances(self.dag, run_id)}
 
     def driver_pids(self, run_id: str) -> list[int]:
         return [process.pid for process in driver_processes(self.driver(run_id).token)]
@@ -82,7 +82,8 @@ def stream(tmp_path: Path, bootstrap: str, celery_deployment: AirflowDeploymentI
     harness = PipelineHarness(bootstrap, tmp_path, partitions=2, max_offsets_per_trigger=400,
                               trigger="2 seconds", writers="driver", executor_writer="python")
     harness.with_overrides(driver_lease_ttl_s=LEASE_TTL_S)
-    deployed = deploy_spec(celery_deployment, harness.spec_file, celery_api, harness.spec.name, dag_ids=(DAG,))
+    deployed = deploy_spec(celery_deployment, harness.spec_file, celery_api, harness.spec.name,
+                           dag_ids=(pipeline_dag_id(harness.spec.name),))
     made = Stream(harness, celery_api)
     try:
         yield made
@@ -94,11 +95,11 @@ def stream(tmp_path: Path, bootstrap: str, celery_deployment: AirflowDeploymentI
 def _recovered_on_the_other_host(stream: Stream, run_id: str) -> dict:
     """The recovery tasks succeeded on the recovery host; the gate's evidence; returns it."""
     api = stream.api
-    states, hosts = api.task_states(DAG, run_id), stream.hosts(run_id)
+    states, hosts = api.task_states(stream.dag, run_id), stream.hosts(run_id)
     assert all(states[task] == "success" for task in RECOVERY), states
     assert {task: hosts[task] for task in RECOVERY} == dict.fromkeys(RECOVERY, RECOVERY_HOST), hosts
-    assert api.xcom(DAG, run_id, "recover_verify")["overall"] in ("IN_SYNC", "KAFKA_AHEAD_SAFE")
-    gate = api.xcom(DAG, run_id, "confirm_driver_gone")
+    assert api.xcom(stream.dag, run_id, "recover_verify")["overall"] in ("IN_SYNC", "KAFKA_AHEAD_SAFE")
+    gate = api.xcom(stream.dag, run_id, "confirm_driver_gone")
     said = {source["source"]: source["says"] for source in gate["sources"]}
     # From the other host the process table says nothing; the lease says gone.
     assert gate["liveness"] == "GONE" and said["driver lease"] == "GONE" and said["process table"] == "UNKNOWN", gate
@@ -125,12 +126,12 @@ def test_driver_killed_on_one_worker_is_recovered_from_the_other_and_a_failed_wa
         with contextlib.suppress(ProcessLookupError):
             os.kill(process.pid, signal.SIGKILL)
 
-    assert api.wait_for_run(DAG, first, timeout_s=240) == "failed"
-    states = api.task_states(DAG, first)
+    assert api.wait_for_run(stream.dag, first, timeout_s=240) == "failed"
+    states = api.task_states(stream.dag, first)
     assert states["submit_stream"] == "failed" and states["pipeline_failed"] == "failed", states
     # stop_stream could not signal a driver on another host: it waited for the lease to expire.
     assert states["stop_stream"] == "success" and stream.hosts(first)["stop_stream"] == RECOVERY_HOST, states
-    assert api.xcom(DAG, first, "stop_stream")["liveness"] == "GONE"
+    assert api.xcom(stream.dag, first, "stop_stream")["liveness"] == "GONE"
     gate = _recovered_on_the_other_host(stream, first)
     assert "expired" in gate["evidence"], gate["evidence"]
     timings["1: killed, recovered from the other host"] = time.monotonic() - began
@@ -144,14 +145,14 @@ def test_driver_killed_on_one_worker_is_recovered_from_the_other_and_a_failed_wa
     handle = stream.driver(second)
     drivers = python_drivers(handle.token)
     assert len(drivers) == 1, drivers
-    api.set_task_state(DAG, second, "watch_stream", "failed")
-    assert api.wait_for_task(DAG, second, "stop_stream", ("failed",), timeout_s=120) == "failed"
-    refused = api.task_log(DAG, second, "stop_stream")
+    api.set_task_state(stream.dag, second, "watch_stream", "failed")
+    assert api.wait_for_task(stream.dag, second, "stop_stream", ("failed",), timeout_s=120) == "failed"
+    refused = api.task_log(stream.dag, second, "stop_stream")
     assert "the driver could not be stopped from eos-worker-2" in refused, refused[-3000:]
     assert "the lease was renewed while this host waited" in refused, refused[-3000:]
     stream.produce(800)
     stream.wait_exact()  # the driver was not fenced: it still commits, once
-    states = api.task_states(DAG, second)
+    states = api.task_states(stream.dag, second)
     assert states["submit_stream"] == "running" and states["recover_abort"] is None, states
     assert [p.pid for p in python_drivers(handle.token)] == [drivers[0].pid]
     lease = stream.lease()
@@ -159,8 +160,8 @@ def test_driver_killed_on_one_worker_is_recovered_from_the_other_and_a_failed_wa
     timings["2: watcher failed, nothing fenced"] = time.monotonic() - began
 
     # Marked failed: the driver's own host stops it cleanly (SIGTERM), the lease is released, recovery runs.
-    api.set_task_state(DAG, second, "submit_stream", "failed")
-    assert api.wait_for_run(DAG, second, timeout_s=240) == "failed"
+    api.set_task_state(stream.dag, second, "submit_stream", "failed")
+    assert api.wait_for_run(stream.dag, second, timeout_s=240) == "failed"
     gate = _recovered_on_the_other_host(stream, second)
     assert "released" in gate["evidence"], gate["evidence"]
     seen = stream.output()
@@ -222,7 +223,7 @@ def test_a_sigkilled_worker_under_submit_stream_leaves_one_driver_and_the_retry_
     def retry_log() -> str:
         nonlocal log
         assert len(python_drivers(token)) <= 1, python_drivers(token)  # never two drivers
-        log = api.task_log(DAG, run_id, "submit_stream", try_number=retried["try_number"])
+        log = api.task_log(stream.dag, run_id, "submit_stream", try_number=retried["try_number"])
         return log
 
     try:
@@ -238,7 +239,7 @@ def test_a_sigkilled_worker_under_submit_stream_leaves_one_driver_and_the_retry_
             os.kill(worker.worker_pid, signal.SIGKILL)
             # A user retries the silent task at once: "Clear" on a running task only marks it restarting (its
             # supervisor, dead with the worker, would have ended it); cleared again, a new try is queued.
-            api.clear_task(DAG, run_id, "submit_stream")
+            api.clear_task(stream.dag, run_id, "submit_stream")
             restarted = worker_hosts.restart_worker("worker-1", keep_old_host=True)
             assert restarted.pid_namespace != worker.pid_namespace and not pid_alive(worker.worker_pid)
             retried = _wait_for_retry(stream, run_id)
@@ -279,7 +280,7 @@ def test_a_sigkilled_worker_under_submit_stream_leaves_one_driver_and_the_retry_
             assert len(drivers) <= 1, drivers
             return bool(drivers) and drivers[0].pid != old_driver[0].pid
 
-        assert wait_for(new_driver, 180, interval_s=1), api.task_states(DAG, run_id)
+        assert wait_for(new_driver, 180, interval_s=1), api.task_states(stream.dag, run_id)
         stream.produce(400)
         stream.wait_exact()
         timings["resumed exactly once"] = time.monotonic() - began
@@ -301,13 +302,13 @@ def _wait_for_retry(stream: Stream, run_id: str) -> dict:
     deadline = time.monotonic() + 240
     cleared_again = False
     while time.monotonic() < deadline:
-        ti = api.task_instance(DAG, run_id, "submit_stream")
+        ti = api.task_instance(stream.dag, run_id, "submit_stream")
         if ti["state"] in ("restarting", "up_for_retry") and not cleared_again:
-            api.clear_task(DAG, run_id, "submit_stream")
+            api.clear_task(stream.dag, run_id, "submit_stream")
             cleared_again = True
         if ti["state"] == "running" and ti["try_number"] > 1:
-            assert api.task_instance(DAG, run_id, "watch_stream")["state"] == "deferred"
+            assert api.task_instance(stream.dag, run_id, "watch_stream")["state"] == "deferred"
             return ti
-        assert ti["state"] not in ("failed", "upstream_failed"), api.task_states(DAG, run_id)
+        assert ti["state"] not in ("failed", "upstream_failed"), api.task_states(stream.dag, run_id)
         time.sleep(2)
-    raise AssertionError(f"submit_stream was never retried: {api.task_states(DAG, run_id)}")
+    raise AssertionError(f"submit_stream was never retried: {api.task_states(stream.dag, run_id)}")

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from airflow_provider_eos.core.application_links import LinkScanner
+from airflow_provider_eos.core.dag_ids import pipeline_dag_id
 from airflow_provider_eos.core.driver import (
     DRIVER_TOKEN_ENV,
     DriverHandle,
@@ -72,7 +73,7 @@ def test_a_killed_local_driver_is_gone_by_its_lease_for_another_worker_and_a_cle
     harness.with_overrides(driver_lease_ttl_s=TTL_S)
     records, valid, malformed = json_events(500)
     harness.produce_input(records)
-    token = driver_token(harness.spec.name, "eos_pipeline", f"manual__{time.time()}")
+    token = driver_token(harness.spec.name, pipeline_dag_id(harness.spec.name), f"manual__{time.time()}")
     handle, elsewhere = _handle(harness, token, "local[2]"), another_worker()
     checkpoint = harness.checkpoint()
 
@@ -98,7 +99,7 @@ def test_a_killed_local_driver_is_gone_by_its_lease_for_another_worker_and_a_cle
 
     # The next run of the pipeline drains the rest and ends by itself: it releases its lease, gone at once.
     harness.with_overrides(trigger="available_now")
-    second = driver_token(harness.spec.name, "eos_pipeline", f"manual__{time.time()}")
+    second = driver_token(harness.spec.name, pipeline_dag_id(harness.spec.name), f"manual__{time.time()}")
     process, log_path = harness.start(env_extra={DRIVER_TOKEN_ENV: second})
     assert process.wait(300) == 0, log_path.read_text()[-3000:]
     lease = read_driver_lease(checkpoint)
@@ -115,7 +116,7 @@ def test_the_standalone_masters_record_says_alive_then_gone_after_the_driver_is_
                               writers="driver", transform=None, master=spark_standalone.master_url)
     harness.with_overrides(driver_lease_ttl_s=TTL_S)
     harness.produce_input(json_events(300)[0])
-    token = driver_token(harness.spec.name, "eos_pipeline", f"manual__{time.time()}")
+    token = driver_token(harness.spec.name, pipeline_dag_id(harness.spec.name), f"manual__{time.time()}")
     handle = _handle(harness, token, spark_standalone.master_url, spark_standalone.info.webui_url)
     elsewhere = another_worker()
     checkpoint = harness.checkpoint()

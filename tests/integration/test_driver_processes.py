@@ -39,8 +39,8 @@ def _handle(token: str) -> DriverHandle:
 
 
 def test_processes_of_the_token_are_found_stopped_and_then_positively_gone(tmp_path: Path) -> None:
-    token = driver_token("p", "eos_pipeline", f"manual__{time.time()}")
-    other_token = driver_token("p", "eos_pipeline", f"another-run-{time.time()}")
+    token = driver_token("p", "eos_pipeline__p", f"manual__{time.time()}")
+    other_token = driver_token("p", "eos_pipeline__p", f"another-run-{time.time()}")
     (tmp_path / "other").mkdir()
     other = _start(tmp_path / "other", other_token)
     driver = _start(tmp_path, token)
@@ -65,7 +65,7 @@ def test_processes_of_the_token_are_found_stopped_and_then_positively_gone(tmp_p
 
 
 def test_nothing_carries_an_unused_token() -> None:
-    seen = observe(_handle(driver_token("p", "eos_pipeline", "never-submitted")))
+    seen = observe(_handle(driver_token("p", "eos_pipeline__p", "never-submitted")))
     assert seen.gone and seen.processes == ()
 
 
@@ -99,7 +99,7 @@ def _observe_as_nobody(handle: DriverHandle) -> dict:
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="starts processes as another user")
 def test_a_live_driver_the_observer_cannot_read_is_unknown_and_only_its_end_is_gone() -> None:
-    token = driver_token("p", "eos_pipeline", f"manual__{time.time()}")
+    token = driver_token("p", "eos_pipeline__p", f"manual__{time.time()}")
     handle = DriverHandle(
         pipeline="p", token=token, host=this_host(), submitted_at=dt.datetime.now(dt.UTC),
         earliest_start=dt.datetime.now(dt.UTC), boot_id=Path("/proc/sys/kernel/random/boot_id").read_text().strip(),

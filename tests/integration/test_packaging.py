@@ -112,7 +112,7 @@ def test_airflow_lists_the_provider(airflow_home):
 
 def test_a_worker_without_the_spark_extra_runs_preflight_health_and_recovery():
     """With pyspark, pyarrow, pandas and the Spark provider unimportable, everything but submit loads, and every
-    DAG parses: eos_pipeline's submit tasks are stand-ins that fail naming the spark extra.
+    DAG parses: the pipelines' submit tasks are stand-ins that fail naming the spark extra.
 
     (A venv installed without extras was checked by hand too; Airflow's own provider discovery
     reads installed distributions and imports each one's provider info, so the hook hides the Spark
@@ -136,7 +136,7 @@ for dag in ("eos_health_check", "eos_manual_recovery", "eos_pipeline", "eos_spec
     dags[dag] = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(dags[dag])
 assert "airflow.providers.apache.spark.operators.spark_submit" not in sys.modules
-pipeline = dags["eos_pipeline"].dag
+pipeline = dags["eos_pipeline"].eos_pipeline__orders_enrich  # the example spec's DAG
 kinds = {task.task_id: type(task).__name__ for task in pipeline.tasks}
 assert kinds["submit"] == kinds["submit_stream"] == "SparkExtraMissingOperator", kinds
 assert kinds["preflight"] == "EosPreflightOperator", kinds

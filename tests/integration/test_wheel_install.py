@@ -1,7 +1,7 @@
 """The README's ``pip install`` path, as a new user takes it: the wheel alone, in a fresh venv.
 
 Builds the wheel from a copy of the source tree, installs it with the ``spark`` extra (what a
-worker running eos_pipeline's submit tasks needs; without it they parse as stand-ins) into a new
+worker running the pipelines' submit tasks needs; without it they parse as stand-ins) into a new
 venv through this Python's constraints file, and from a folder that is not the checkout, with
 nothing of the source tree on ``sys.path``: Airflow lists the provider and its ``[eos]`` options, the
 DAGs the wheel ships parse, and ``eos preflight`` checks a spec against the session's broker.
@@ -35,7 +35,9 @@ PYVER = f"{sys.version_info.major}.{sys.version_info.minor}"
 CONSTRAINTS = REPO / f"constraints-{PYVER}.txt"
 # What a checkout holds that a build never reads (venvs, caches, results).
 _NOT_SOURCE = (".git", ".cache", "build", "dist", "artifacts", ".pytest_cache", ".ruff_cache", "__pycache__")
-SHIPPED_DAGS = {"eos_pipeline", "eos_health_check", "eos_manual_recovery"}
+#: The DAG files the wheel ships, and the DAGs they give on its example spec (pipelines/orders_enrich.yaml).
+SHIPPED_DAG_FILES = {"eos_pipeline", "eos_health_check", "eos_manual_recovery", "eos_spec_errors"}
+SHIPPED_DAGS = {"eos_pipeline__orders_enrich", "eos_health_check", "eos_manual_recovery"}
 
 
 def _ignored(folder: str, names: list[str]) -> set[str]:
@@ -82,7 +84,7 @@ def test_the_wheel_carries_what_a_user_needs(wheel: Path):
     assert {"airflow_provider_eos/py.typed", "airflow_provider_eos/jars/eos-executor-writer.jar",
             "airflow_provider_eos/devstack/maven/settings.xml",
             "airflow_provider_eos/example_dags/pipelines/orders_enrich.yaml"} <= names
-    assert {f"airflow_provider_eos/example_dags/{dag}.py" for dag in SHIPPED_DAGS} <= names
+    assert {f"airflow_provider_eos/example_dags/{dag}.py" for dag in SHIPPED_DAG_FILES} <= names
     # The DAG factories the example DAGs call, and the Spark side's shell beside the product package.
     assert {f"airflow_provider_eos/dags/{factory}.py" for factory in ("pipeline", "health_check", "manual_recovery",
                                                                       "spec_errors")} <= names

@@ -57,6 +57,18 @@ class AirflowApi:
         """Ask the dag-processor to parse the DAG's file now (e.g. after a spec file was added)."""
         self.request("PUT", f"/parseDagFile/{self.dag_details(dag_id)['file_token']}")
 
+    def wait_for_dag(self, dag_id: str, timeout_s: float = 120) -> None:
+        """Wait until the deployment lists ``dag_id`` (a new pipeline's spec gave its DAG), active and unpaused."""
+        deadline = time.monotonic() + timeout_s
+        found: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            answer = self._client.get(f"/api/v2/dags/{dag_id}")
+            found = answer.json() if answer.status_code == 200 else {}
+            if found and not found.get("is_paused") and not found.get("is_stale"):
+                return
+            time.sleep(1)
+        raise AssertionError(f"{dag_id} was never listed, active and unpaused: {found}")
+
     def wait_for_param_choice(self, dag_id: str, param: str, value: str, timeout_s: float = 120) -> None:
         """Wait until the DAG's form offers ``value`` for ``param`` (a new pipeline's spec was parsed)."""
         def offered(details: dict[str, Any]) -> bool:

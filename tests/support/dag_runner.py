@@ -131,6 +131,12 @@ def _parse(out: str) -> None:
         "docs": {d: bag.get_dag(d).doc_md or "" for d in bag.dag_ids},
         "pipeline_enums": {d: bag.get_dag(d).params.get_param("pipeline").schema.get("enum")
                            for d in bag.dag_ids if "pipeline" in bag.get_dag(d).params},
+        "max_active_runs": {d: bag.get_dag(d).max_active_runs for d in bag.dag_ids},
+        "tags": {d: sorted(bag.get_dag(d).tags) for d in bag.dag_ids},
+        # The spec file each task reads, as the DAG file set it (a template stays a template).
+        "spec_paths": {d: {t.task_id: t.spec_path for t in bag.get_dag(d).tasks if hasattr(t, "spec_path")}
+                       for d in bag.dag_ids},
+        "fileloc": {d: bag.get_dag(d).fileloc for d in bag.dag_ids},
     }
     Path(out).write_text(json.dumps(result, default=str))
 

@@ -1,6 +1,6 @@
 """A streaming pipeline deployed to a real Airflow deployment, driven through its REST API only.
 
-The deployment tests of ``eos_pipeline`` (the shared LocalExecutor deployment and the Celery one)
+The deployment tests of a pipeline's DAG (``eos_pipeline__<name>``; the LocalExecutor deployment and the Celery one)
 produce input in chunks, start runs, wait until ``submit_stream`` runs while ``watch_stream`` is
 deferred, and check the read_committed output exactly once. How a test finds the driver's
 processes (for the cleanup's SIGKILL) is its own: :meth:`DeployedStream.driver_pids`.
@@ -13,20 +13,20 @@ import os
 import signal
 from collections import Counter
 
+from airflow_provider_eos.core.dag_ids import pipeline_dag_id
 from airflow_provider_eos.core.driver import DriverHandle
 from tests.support.airflow_api import AirflowApi
 from tests.support.pipeline import PipelineHarness, json_events, output_ids, wait_for
 
-__all__ = ["PIPELINE_DAG", "DeployedStream"]
-
-PIPELINE_DAG = "eos_pipeline"
+__all__ = ["DeployedStream"]
 
 
 class DeployedStream:
-    """One pipeline on a deployment: its input so far, its runs, its driver."""
+    """One pipeline on a deployment: its DAG, its input so far, its runs, its driver."""
 
     def __init__(self, harness: PipelineHarness, api: AirflowApi) -> None:
         self.harness, self.api = harness, api
+        self.dag = pipeline_dag_id(harness.spec.name)
         self.valid: list[str] = []
         self.chunks = 0
         self.runs: list[str] = []
@@ -55,7 +55,7 @@ class DeployedStream:
         assert not duplicates and set(seen) == set(self.valid), (list(duplicates.items())[:5], len(seen))
 
     def start_run(self) -> str:
-        run_id = self.api.trigger(PIPELINE_DAG, {"pipeline": self.harness.spec.name})
+        run_id = self.api.trigger(self.dag, {})
         self.runs.append(run_id)
         self.wait_streaming(run_id)
         return run_id
@@ -69,19 +69,19 @@ class DeployedStream:
 
         def both() -> bool:
             nonlocal submit
-            tis = {ti["task_id"]: ti for ti in self.api.task_instances(PIPELINE_DAG, run_id)}
+            tis = {ti["task_id"]: ti for ti in self.api.task_instances(self.dag, run_id)}
             submit, watch = tis.get("submit_stream") or {}, tis.get("watch_stream") or {}
-            failed = self.api.run(PIPELINE_DAG, run_id)["state"] == "failed"
+            failed = self.api.run(self.dag, run_id)["state"] == "failed"
             if submit.get("state") in ("failed", "upstream_failed") or failed:
-                raise AssertionError(f"the run failed while starting: {self.api.task_states(PIPELINE_DAG, run_id)}")
+                raise AssertionError(f"the run failed while starting: {self.api.task_states(self.dag, run_id)}")
             return (submit.get("state") == "running" and submit.get("try_number") == try_number
                     and watch.get("state") == "deferred")
 
-        assert wait_for(both, timeout_s, interval_s=1), self.api.task_states(PIPELINE_DAG, run_id)
+        assert wait_for(both, timeout_s, interval_s=1), self.api.task_states(self.dag, run_id)
         return submit
 
     def driver(self, run_id: str) -> DriverHandle:
-        return DriverHandle.model_validate(self.api.xcom(PIPELINE_DAG, run_id, "submit_stream", key="driver"))
+        return DriverHandle.model_validate(self.api.xcom(self.dag, run_id, "submit_stream", key="driver"))
 
     def driver_pids(self, run_id: str) -> list[int]:
         """The pids of the run's driver processes that this test can see."""
@@ -91,8 +91,8 @@ class DeployedStream:
         """Cleanup: no run left running, no driver left alive, whatever the test did."""
         for run_id in self.runs:
             with contextlib.suppress(Exception):
-                if self.api.run(PIPELINE_DAG, run_id)["state"] not in ("success", "failed"):
-                    self.api.request("PATCH", f"/dags/{PIPELINE_DAG}/dagRuns/{run_id}", json={"state": "failed"})
+                if self.api.run(self.dag, run_id)["state"] not in ("success", "failed"):
+                    self.api.request("PATCH", f"/dags/{self.dag}/dagRuns/{run_id}", json={"state": "failed"})
             with contextlib.suppress(Exception):
                 for pid in self.driver_pids(run_id):
                     with contextlib.suppress(ProcessLookupError):

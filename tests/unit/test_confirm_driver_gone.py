@@ -20,7 +20,7 @@ RUN_ID = "manual__2026-11-27"
 
 
 class _TaskInstance:
-    dag_id = "eos_pipeline"
+    dag_id = "eos_pipeline__orders"
 
     def __init__(self, handle: DriverHandle) -> None:
         self.handle = handle
@@ -42,7 +42,7 @@ def _setup(tmp_path: Path, *, released: bool, age_s: float, ttl_s: int = 30,
     spec_file = tmp_path / "orders.yaml"
     spec_file.write_text(yaml.safe_dump(spec.to_dict()))
     now = dt.datetime.now(dt.UTC)
-    token = driver_token("orders", "eos_pipeline", RUN_ID)
+    token = driver_token("orders", "eos_pipeline__orders", RUN_ID)
     # Submitted from another worker: its process table is nothing this one can read.
     handle = DriverHandle(pipeline="orders", token=token, host="celery-worker-7", submitted_at=now - dt.timedelta(
         minutes=5), boot_id="another-boot", pid_namespace=1, uid=50000)

@@ -23,19 +23,19 @@ NOTHING = ProcessTable()
 
 
 def _handle(**overrides: object) -> DriverHandle:
-    values = {"pipeline": "orders", "token": driver_token("orders", "eos_pipeline", "manual__1"),
+    values = {"pipeline": "orders", "token": driver_token("orders", "eos_pipeline__orders", "manual__1"),
               "submitted_at": NOW, **WORKER_1.model_dump()}
     return DriverHandle(**{**values, **overrides})
 
 
 def test_token_is_stable_per_run_and_differs_between_runs_dags_and_pipelines() -> None:
-    token = driver_token("Orders Enrich", "eos_pipeline", "manual__2026-11-23T12:00:00+00:00")
-    assert token == driver_token("Orders Enrich", "eos_pipeline", "manual__2026-11-23T12:00:00+00:00")
+    token = driver_token("Orders Enrich", "eos_pipeline__orders", "manual__2026-11-23T12:00:00+00:00")
+    assert token == driver_token("Orders Enrich", "eos_pipeline__orders", "manual__2026-11-23T12:00:00+00:00")
     assert is_driver_token(token) and token.startswith("eos-orders-enrich-")
     others = {
-        driver_token("Orders Enrich", "eos_pipeline", "manual__2026-11-23T12:00:01+00:00"),
+        driver_token("Orders Enrich", "eos_pipeline__orders", "manual__2026-11-23T12:00:01+00:00"),
         driver_token("Orders Enrich", "other_dag", "manual__2026-11-23T12:00:00+00:00"),
-        driver_token("payments", "eos_pipeline", "manual__2026-11-23T12:00:00+00:00"),
+        driver_token("payments", "eos_pipeline__orders", "manual__2026-11-23T12:00:00+00:00"),
     }
     assert token not in others and len(others) == 3
 

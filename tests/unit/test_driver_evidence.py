@@ -28,8 +28,8 @@ from airflow_provider_eos.core.driver_lease import (
 from airflow_provider_eos.core.errors import CheckpointError
 
 NOW = dt.datetime(2026, 11, 27, 12, 0, tzinfo=dt.UTC)
-TOKEN = driver_token("orders", "eos_pipeline", "manual__1")
-OTHER = driver_token("orders", "eos_pipeline", "manual__2")
+TOKEN = driver_token("orders", "eos_pipeline__orders", "manual__1")
+OTHER = driver_token("orders", "eos_pipeline__orders", "manual__2")
 ALIVE, GONE, UNKNOWN = Liveness.ALIVE, Liveness.GONE, Liveness.UNKNOWN
 PT, LEASE, SA, RM = (EvidenceSource.PROCESS_TABLE, EvidenceSource.LEASE, EvidenceSource.STANDALONE_MASTER,
                      EvidenceSource.YARN_RESOURCEMANAGER)

@@ -11,7 +11,7 @@ from airflow_provider_eos.core.driver import DriverHandle, EvidenceSource, HostI
 from airflow_provider_eos.usecases.driver_liveness import manager_evidence, observe_driver_anywhere
 
 NOW = dt.datetime.now(dt.UTC)
-TOKEN = driver_token("orders", "eos_pipeline", "manual__1")
+TOKEN = driver_token("orders", "eos_pipeline__orders", "manual__1")
 ELSEWHERE = HostIdentity(host="another-worker")
 
 

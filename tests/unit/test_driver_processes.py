@@ -54,7 +54,7 @@ def _handle(token: str, **overrides: object) -> DriverHandle:
 @pytest.fixture
 def carrier() -> Iterator[tuple[subprocess.Popen, str]]:
     """A live process carrying a fresh driver token."""
-    token = driver_token("p", "eos_pipeline", f"manual__{time.time()}")
+    token = driver_token("p", "eos_pipeline__p", f"manual__{time.time()}")
     process = subprocess.Popen(SLEEPER, env={**os.environ, DRIVER_TOKEN_ENV: token})
     try:
         deadline = time.monotonic() + 10
@@ -97,7 +97,7 @@ def test_an_unreadable_entry_of_an_old_handle_is_unknown_too(carrier, monkeypatc
 
 
 def test_a_handle_from_another_boot_or_pid_namespace_is_unknown(monkeypatch) -> None:
-    gone_token = driver_token("p", "eos_pipeline", "never-submitted")
+    gone_token = driver_token("p", "eos_pipeline__p", "never-submitted")
     # A process table where nothing carries the token and everything is readable: on a shared machine
     # another test's short-lived process (a browser's sandboxed child) may be unreadable for a moment,
     # which rightly makes the real table's answer UNKNOWN (the tests above cover that).
@@ -118,7 +118,7 @@ def test_this_hosts_identity_is_read_from_the_kernel() -> None:
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="starts a process as another user")
 def test_another_users_unreadable_process_does_not_hide_a_gone_driver(monkeypatch) -> None:
-    token = driver_token("p", "eos_pipeline", f"manual__{time.time()}")
+    token = driver_token("p", "eos_pipeline__p", f"manual__{time.time()}")
     stranger = subprocess.Popen(["sleep", "60"], user=65534, env={DRIVER_TOKEN_ENV: "not-ours"})
     try:
         _deny_environ_of(monkeypatch, stranger.pid)

@@ -7,6 +7,7 @@ tests set options that way; the provider's declaration is checked against Airflo
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -99,11 +100,13 @@ def test_the_provider_declares_the_section_as_airflow_s_schema_wants():
 
 
 def test_the_pipeline_dag_puts_its_submit_and_recovery_tasks_on_the_configured_queues(monkeypatch, tmp_path):
-    from airflow_provider_eos.dags.pipeline import pipeline_dag
+    from airflow_provider_eos.dags.pipeline import pipeline_dags
 
+    shutil.copy(Path(__file__).parents[2] / "dags" / "pipelines" / "orders_enrich.yaml", tmp_path)
     monkeypatch.setenv("AIRFLOW__EOS__QUEUE_SUBMIT", "drivers")
     monkeypatch.setenv("EOS_QUEUE_RECOVERY", "recovery")
-    queues = {task.task_id: task.queue for task in pipeline_dag(tmp_path).tasks}
+    (dag,) = pipeline_dags(tmp_path).values()
+    queues = {task.task_id: task.queue for task in dag.tasks}
     default = queues["preflight"]
     assert default not in ("drivers", "recovery")
     assert {t: q for t, q in queues.items() if q != default} == {
@@ -111,4 +114,5 @@ def test_the_pipeline_dag_puts_its_submit_and_recovery_tasks_on_the_configured_q
         "confirm_driver_gone": "recovery", "recover_abort": "recovery", "recover_verify": "recovery"}
     monkeypatch.delenv("AIRFLOW__EOS__QUEUE_SUBMIT")
     monkeypatch.delenv("EOS_QUEUE_RECOVERY")
-    assert {task.queue for task in pipeline_dag(tmp_path).tasks} == {default}  # empty: the default queue
+    (dag,) = pipeline_dags(tmp_path).values()
+    assert {task.queue for task in dag.tasks} == {default}  # empty: the default queue

@@ -470,7 +470,7 @@ def test_sensor_poke_keeps_the_window_between_pokes(spec_path: str, monkeypatch,
 
 # -- the driver's task ends the watch ----------------------------------------------------------
 
-DRIVER_TASK = {"dag_id": "eos_pipeline", "run_id": "manual__1", "task_id": "submit_stream"}
+DRIVER_TASK = {"dag_id": "eos_pipeline__orders", "run_id": "manual__1", "task_id": "submit_stream"}
 
 
 def _task_states(monkeypatch: pytest.MonkeyPatch, states: list[str | Exception]) -> list[dict[str, Any]]:
@@ -499,7 +499,7 @@ def test_watch_ends_as_soon_as_the_drivers_task_failed(spec_path: str, fake_prob
     assert payload["message"] == "submit_stream is failed: the stream no longer runs"
     assert payload["report"]["status"] == "HEALTHY", "the health was fine: only the driver's task ended it"
     assert fake.calls == 3 and len(reads) == 4, "a failed read keeps the watch going"
-    assert reads[0] == {"dag_id": "eos_pipeline", "run_ids": ["manual__1"], "task_ids": ["submit_stream"]}
+    assert reads[0] == {"dag_id": "eos_pipeline__orders", "run_ids": ["manual__1"], "task_ids": ["submit_stream"]}
 
 
 def test_a_running_or_successful_drivers_task_does_not_end_the_watch(spec_path: str, fake_probe, monkeypatch) -> None:

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_eos.core.dag_ids import HEALTH_DAG_ID, PIPELINE_DAG_ID, RECOVERY_DAG_ID
+from airflow_provider_eos.core.dag_ids import HEALTH_DAG_ID, RECOVERY_DAG_ID, pipeline_dag_id
 from airflow_provider_eos.core.presentation.pipelines_overview import (
     RunLink,
+    dag_path,
     dag_run_path,
     mapped_task_path,
     pipeline_rows,
@@ -105,10 +106,26 @@ def test_ui_paths_quote_run_ids_and_keep_the_base_path() -> None:
     ({"some_other_dag"}, []),
     ({HEALTH_DAG_ID}, ["a", "b"]),
     ({RECOVERY_DAG_ID}, ["a", "b"]),
-    ({PIPELINE_DAG_ID}, ["a", "b"]),
+    ({"eos_pipeline"}, []),  # the one DAG every pipeline shared before: no pipeline's own DAG
+    # A pipeline's own DAG names only its pipeline: who may read some of them sees those.
+    ({pipeline_dag_id("b")}, ["b"]),
+    ({pipeline_dag_id("a"), pipeline_dag_id("b"), pipeline_dag_id("gone")}, ["a", "b"]),
 ])
 def test_only_a_user_who_may_read_a_pipelines_dag_sees_pipelines(readable: set[str], seen: list[str]) -> None:
     assert visible_pipelines(["b", "a"], readable) == seen
+
+
+def test_a_row_links_its_pipelines_own_dag_and_its_runs_there_only_if_the_user_may_read_it() -> None:
+    own = RunLink(dag_id=pipeline_dag_id("orders"), run_id="manual__3", state="running",
+                  when="2026-11-28T09:10:00+00:00", path=dag_run_path("/af", pipeline_dag_id("orders"), "manual__3"))
+    orders, payments = pipeline_rows({"orders": "auto", "payments": "auto"}, {}, {}, {"orders": [own]},
+                                     base_path="/af", readable_dags={HEALTH_DAG_ID, pipeline_dag_id("orders")})
+    assert orders.dag_path == "/af/dags/eos_pipeline__orders" == dag_path("/af", "eos_pipeline__orders")
+    assert orders.pipeline_runs == (own,) and own.path == "/af/dags/eos_pipeline__orders/runs/manual__3"
+    assert payments.dag_path is None and payments.pipeline_runs == ()
+    page = _parsed(render_pipelines_page([orders, payments], empty="none"))
+    assert (orders.dag_path, True) in page.links and (own.path, True) in page.links  # opened in Airflow's app
+    assert page.rows["payments"]["pipeline"] == "payments" and page.rows["orders"]["pipeline"] == "orders"
 
 
 @pytest.mark.parametrize(("conf", "label"), [

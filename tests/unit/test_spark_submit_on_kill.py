@@ -51,7 +51,7 @@ def _exited(pid: int) -> bool:
 def test_on_kill_sigkills_the_process_group_of_a_driver_that_ignores_sigterm_after_the_grace(tmp_path) -> None:
     from airflow_provider_eos.operators.spark_submit import EosSparkSubmitOperator
 
-    token = driver_token("p", "eos_pipeline", f"manual__{time.time()}")
+    token = driver_token("p", "eos_pipeline__p", f"manual__{time.time()}")
     now = dt.datetime.now(dt.UTC)
     handle = DriverHandle(pipeline="p", token=token, submitted_at=now, earliest_start=now - dt.timedelta(minutes=1),
                           **this_host_identity().model_dump())
@@ -86,7 +86,7 @@ def test_the_recovery_branchs_stop_kills_the_group_a_token_carrier_leads(tmp_pat
     """StopPipelineDriverOperator's stop (unscoped): the same SIGKILL of the driver's process group."""
     from airflow_provider_eos.spark.driver_processes import stop_driver
 
-    token = driver_token("p", "eos_pipeline", f"manual__{time.time()}")
+    token = driver_token("p", "eos_pipeline__p", f"manual__{time.time()}")
     now = dt.datetime.now(dt.UTC)
     handle = DriverHandle(pipeline="p", token=token, submitted_at=now, earliest_start=now - dt.timedelta(minutes=1),
                           **this_host_identity().model_dump())

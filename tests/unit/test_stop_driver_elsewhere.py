@@ -35,7 +35,7 @@ from airflow_provider_eos.usecases.driver_liveness import (
 )
 
 RUN_ID = "manual__2026-11-27"
-TOKEN = driver_token("orders", "eos_pipeline", RUN_ID)
+TOKEN = driver_token("orders", "eos_pipeline__orders", RUN_ID)
 ELSEWHERE = HostIdentity(host="another-worker")
 
 
@@ -51,7 +51,7 @@ def _lease(now: dt.datetime, *, sequence: int, released: bool = False, age_s: fl
 
 
 class _TaskInstance:
-    dag_id = "eos_pipeline"
+    dag_id = "eos_pipeline__orders"
 
     def __init__(self, handle: DriverHandle) -> None:
         self.handle = handle
@@ -142,8 +142,8 @@ def test_a_lease_of_another_run_or_none_leaves_the_retrys_handle_as_it_is(tmp_pa
     now = dt.datetime.now(dt.UTC)
     own = _handle(now)
     assert lease_holder(own, None) is own
-    other_run = _lease(now, sequence=1).model_copy(update={"token": driver_token("orders", "eos_pipeline", "other"),
-                                                             "host": "elsewhere"})
+    other_token = driver_token("orders", "eos_pipeline__orders", "other")
+    other_run = _lease(now, sequence=1).model_copy(update={"token": other_token, "host": "elsewhere"})
     assert lease_holder(own, other_run) is own
     # A lease written before it recorded more than the host name: judged by the name alone, as then.
     old = DriverLease.model_validate_json(_lease(now, sequence=2).model_dump_json(

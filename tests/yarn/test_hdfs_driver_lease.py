@@ -31,7 +31,7 @@ def test_a_lease_rewritten_in_place_reads_alive_while_its_driver_renews_it(on_ya
     checkpoint = CheckpointReader(f"{on_yarn.namenode_url}/eos/lease-{uuid.uuid4().hex[:8]}/checkpoint")
     assert not checkpoint.is_local
     started = dt.datetime.now(dt.UTC)
-    token = driver_token("lease_on_hdfs", "eos_pipeline", "manual__1")
+    token = driver_token("lease_on_hdfs", "eos_pipeline__lease_on_hdfs", "manual__1")
     handle = DriverHandle(pipeline="lease_on_hdfs", token=token, host="yarn-node", master="yarn",
                           deploy_mode="cluster", submitted_at=started - dt.timedelta(seconds=5))
     lease = DriverLease(token=token, host="yarn-node", pid=4242, started_at=started, renewed_at=started,

@@ -8,10 +8,10 @@ Airflow UI the rows link to are built here too, so the page and its tests agree 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from urllib.parse import quote, urlencode
 
-from airflow_provider_eos.core.dag_ids import HEALTH_DAG_ID, PIPELINE_DAG_ID, RECOVERY_DAG_ID
+from airflow_provider_eos.core.dag_ids import HEALTH_DAG_ID, RECOVERY_DAG_ID, pipeline_dag_id, pipeline_of_dag_id
 from airflow_provider_eos.core.frozen_model import FrozenModel
 from airflow_provider_eos.core.health.report import HealthReport
 
@@ -21,6 +21,7 @@ __all__ = [
     "VIEW_PREFIX",
     "PipelineRow",
     "RunLink",
+    "dag_path",
     "dag_run_path",
     "mapped_task_path",
     "may_see_pipelines",
@@ -74,7 +75,9 @@ class PipelineRow(FrozenModel):
     :param evaluated_at: when the report's newest sample was taken.
     :param health_run: the health check task that reported.
     :param recovery_runs: the newest manual-recovery runs of the pipeline, newest first.
-    :param pipeline_runs: the newest runs of the pipeline DAG for it, newest first.
+    :param pipeline_runs: the newest runs of the pipeline's own DAG (``eos_pipeline__<name>``), newest first.
+    :param dag_path: the pipeline's own DAG in the Airflow UI, where it is triggered (``None``: the user
+        may not read that DAG).
     :param recovery_form_path: the manual-recovery form pre-filled for this pipeline.
     :param note: why a column is empty (no report yet, a report this version cannot read).
     """
@@ -92,6 +95,7 @@ class PipelineRow(FrozenModel):
     health_run: RunLink | None = None
     recovery_runs: tuple[RunLink, ...] = ()
     pipeline_runs: tuple[RunLink, ...] = ()
+    dag_path: str | None = None
     recovery_form_path: str
     note: str | None = None
 
@@ -100,9 +104,14 @@ def _root(base_path: str) -> str:
     return base_path.rstrip("/")
 
 
+def dag_path(base_path: str, dag_id: str) -> str:
+    """A DAG's page (its runs, its trigger button): ``/dags/{dag_id}``."""
+    return f"{_root(base_path)}/dags/{quote(dag_id, safe='')}"
+
+
 def dag_run_path(base_path: str, dag_id: str, run_id: str) -> str:
     """A run's page: ``/dags/{dag_id}/runs/{run_id}``."""
-    return f"{_root(base_path)}/dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}"
+    return f"{dag_path(base_path, dag_id)}/runs/{quote(run_id, safe='')}"
 
 
 def mapped_task_path(base_path: str, dag_id: str, run_id: str, task_id: str, map_index: int) -> str:
@@ -118,17 +127,21 @@ def recovery_form_path(base_path: str, pipeline: str, action: str = RECOVERY_LIN
 
 
 def may_see_pipelines(readable_dags: set[str]) -> bool:
-    """Whether a user who may read ``readable_dags`` may see the pipelines: if they may read one of their DAGs.
-
-    The view shows nothing the DAGs themselves would not: every pipeline appears in the pipeline,
-    health and recovery DAGs' params and docs, so reading any of them reveals the list.
-    """
-    return bool(readable_dags & {HEALTH_DAG_ID, RECOVERY_DAG_ID, PIPELINE_DAG_ID})
+    """Whether a user who may read ``readable_dags`` may see any pipeline: if they may read one of their DAGs."""
+    return bool(readable_dags & {HEALTH_DAG_ID, RECOVERY_DAG_ID}) or any(
+        pipeline_of_dag_id(dag_id) is not None for dag_id in readable_dags)
 
 
 def visible_pipelines(pipelines: Sequence[str], readable_dags: set[str]) -> list[str]:
-    """The pipelines a user may see (:func:`may_see_pipelines`): all of them, or none."""
-    return sorted(pipelines) if may_see_pipelines(readable_dags) else []
+    """The pipelines a user who may read ``readable_dags`` may see, sorted.
+
+    The view shows nothing the DAGs themselves would not: the health check and the recovery DAG name
+    every pipeline (their params and docs), so a user who may read either sees them all; a pipeline's
+    own DAG names only its pipeline, so a user who may read only some pipelines' DAGs sees those.
+    """
+    if readable_dags & {HEALTH_DAG_ID, RECOVERY_DAG_ID}:
+        return sorted(pipelines)
+    return sorted(name for name in pipelines if pipeline_dag_id(name) in readable_dags)
 
 
 def recovery_run_label(conf: Mapping[str, object]) -> str:
@@ -160,6 +173,7 @@ def pipeline_rows(
     pipeline_runs: Mapping[str, Sequence[RunLink]],
     *,
     base_path: str,
+    readable_dags: Collection[str] = (),
 ) -> list[PipelineRow]:
     """One row per pipeline of ``writers``, sorted by name.
 
@@ -167,8 +181,9 @@ def pipeline_rows(
     :param reports: ``{pipeline: (its latest health report, the task that wrote it)}``; the report is
         ``None`` when the task's XCom is not a report this version reads.
     :param recovery_runs: ``{pipeline: its manual-recovery runs, newest first}``.
-    :param pipeline_runs: ``{pipeline: its pipeline DAG runs, newest first}``.
+    :param pipeline_runs: ``{pipeline: the runs of its own DAG, newest first}``.
     :param base_path: the Airflow UI's path prefix (``[api] base_url``'s path; ``""`` at the root).
+    :param readable_dags: the DAGs the user may read: a row links its pipeline's own DAG if among them.
     """
     rows = []
     for name in sorted(writers):
@@ -186,5 +201,6 @@ def pipeline_rows(
             pipeline=name, writer=writer, health_run=task, note=note,
             recovery_runs=tuple(recovery_runs.get(name, ())), pipeline_runs=tuple(pipeline_runs.get(name, ())),
             recovery_form_path=recovery_form_path(base_path, name), **fields,
+            dag_path=dag_path(base_path, dag_id) if (dag_id := pipeline_dag_id(name)) in readable_dags else None,
         ))
     return rows

@@ -116,7 +116,9 @@ def _cells(row: PipelineRow) -> dict[str, str]:
     elif row.evaluated_at:
         status += f'<div class="note">as of {escape(_time(row.evaluated_at))}</div>'
     return {
-        "pipeline": f"<strong>{escape(row.pipeline)}</strong>",
+        # The pipeline's own DAG (eos_pipeline__<name>): its runs and its trigger button, in Airflow's app.
+        "pipeline": (f'<a href="{escape(row.dag_path)}" data-airflow><strong>{escape(row.pipeline)}</strong></a>'
+                     if row.dag_path else f"<strong>{escape(row.pipeline)}</strong>"),
         "writer": escape(row.writer),
         "status": status,
         "last_committed": _number(row.last_committed),
