@@ -336,7 +336,7 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
         started = self._started_at(context)
         committed_after = self._committed_after(context)
         report = self._check(context)
-        # The driver task's record of its run's input (eos_pipeline's supervise starts after submit ended).
+        # The driver task's record of its run's input (a pipeline DAG's supervise starts after submit ended).
         run_input = pull_run_input(context, self.driver_task_id, self.log)
         outcome = self._outcome(context, report, mode, committed_after, run_input)
         if outcome is not None:

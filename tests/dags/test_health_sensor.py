@@ -97,7 +97,7 @@ def build_supervise_after_input_arrived(spec_path: str):
 
     @task
     def submit(**context) -> None:
-        """Stands for eos_pipeline's submit: records the run's input as the operator does before spark-submit,
+        """Stands for a pipeline DAG's submit: records the run's input as the operator does before spark-submit,
         then the driver finds nothing new and ends, and 5 records arrive per input partition after it ended."""
         import logging
 
@@ -114,7 +114,7 @@ def build_supervise_after_input_arrived(spec_path: str):
         assert producer.flush(30) == 0
 
     with new_dag("eos_health") as dag:
-        # eos_pipeline's supervise, with a timeout short enough to fail the test rather than the CI.
+        # a pipeline DAG's supervise, with a timeout short enough to fail the test rather than the CI.
         sensor = StreamingQueryHealthSensor(
             task_id="supervise", spec_path=spec_path, watch="wait_healthy", poke_interval=2, timeout=45,
             driver_task_id="submit",
@@ -311,7 +311,7 @@ def test_supervise_accepts_an_available_now_run_whose_input_arrived_after_it_end
     # The previous run committed batch 3 an hour ago and read all the input; this run's driver found
     # nothing new and succeeded, and then input arrived. supervise compared the group with the live
     # end offsets (lag 5 per partition, and the hour-old commit with input waiting is UNHEALTHY by
-    # commit age): it waited for a commit no run would make until its timeout (600 s in eos_pipeline).
+    # commit age): it waited for a commit no run would make until its timeout (600 s in the pipelines' DAGs).
     idle = checkpointed_pipeline(bootstrap, topic_factory, tmp_path, stem="eos")
     idle.commit_group(LAST_COMMITTED)
     idle.produce_input_of(LAST_COMMITTED)

@@ -1,6 +1,6 @@
 """The submit task records its run's input before spark-submit starts, read from the real broker.
 
-``eos_pipeline``'s ``supervise`` compares the sink group with it once ``submit`` succeeded
+a pipeline DAG's ``supervise`` compares the sink group with it once ``submit`` succeeded
 (tests/dags/test_health_sensor.py runs that part in ``dag.test()``). The operator runs for real;
 only the Spark provider hook's ``submit`` is replaced by a recorder of the XComs pushed by then.
 """
