@@ -96,6 +96,10 @@ def _another_pipeline_starts_while_it_streams(stream: Stream, streaming_run: str
         assert api.run(stream.dag, streaming_run)["state"] == "running"
         assert api.task_instance(stream.dag, streaming_run, "submit_stream")["state"] == "running"
         api.wait_for_run(dag, run_id, timeout_s=240)  # ended (its pre-flight refuses the missing topic)
+        # The pipelines view reads the run from the pipeline's own DAG and links that DAG.
+        (row,) = [row for row in api.pipelines_view_rows() if row["pipeline"] == name]
+        assert row["dag_path"] == f"/dags/{dag}", row
+        assert [(run["dag_id"], run["run_id"]) for run in row["pipeline_runs"]] == [(dag, run_id)], row
     finally:
         deployed.unlink(missing_ok=True)
 

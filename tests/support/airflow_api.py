@@ -91,6 +91,12 @@ class AirflowApi:
             time.sleep(1)
         raise AssertionError(f"{dag_id} was never parsed with {what}")
 
+    def pipelines_view_rows(self) -> list[dict[str, Any]]:
+        """The "Exactly-once pipelines" view's rows as its JSON serves them (``/eos/api/pipelines``)."""
+        answer = self._client.get("/eos/api/pipelines")
+        answer.raise_for_status()
+        return answer.json()
+
     # -- runs ------------------------------------------------------------------------------
 
     def trigger(self, dag_id: str, conf: dict[str, Any], run_id: str | None = None) -> str:
