@@ -57,7 +57,7 @@ def build_watch_while_storage_fails(spec_path: str, pipeline: str, token: str):
 
     @task
     def submit_stream(**context) -> None:
-        """Stands for eos_pipeline's submit_stream: records the running driver's handle, as the operator does."""
+        """Stands for a pipeline DAG's submit_stream: records the running driver's handle, as the operator does."""
         from airflow_provider_eos.core.driver import DRIVER_XCOM_KEY, DriverHandle
         from airflow_provider_eos.spark.driver_processes import this_host_identity
 
@@ -67,7 +67,7 @@ def build_watch_while_storage_fails(spec_path: str, pipeline: str, token: str):
         context["ti"].xcom_push(key=DRIVER_XCOM_KEY, value=handle.model_dump(mode="json"))
 
     with new_dag("eos_health") as dag:
-        # eos_pipeline's watch_stream -> stop_stream.
+        # a pipeline DAG's watch_stream -> stop_stream.
         watch = StreamingQueryHealthSensor(task_id="watch_stream", spec_path=spec_path, watch="watch",
                                            poke_interval=1, timeout=120, max_probe_failures=2)
         stop = StopPipelineDriverOperator(task_id="stop_stream", spec_path=spec_path, submit_task_ids=["submit_stream"],

@@ -39,7 +39,7 @@ pytestmark = pytest.mark.integration
 class _TaskInstance:
     """What the sensor pushes, and what stop_stream pulls of it."""
 
-    dag_id, task_id = "eos_pipeline", "watch_stream"
+    dag_id, task_id = "eos_pipeline__orders", "watch_stream"
 
     def __init__(self) -> None:
         self.pushed: dict[str, Any] = {}
