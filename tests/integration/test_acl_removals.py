@@ -31,7 +31,15 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from airflow_provider_eos.core.acls import Acl, Operation, PatternType, ResourceType, Role, required_acls
+from airflow_provider_eos.core.acls import (
+    INTERNAL_TOPICS,
+    Acl,
+    Operation,
+    PatternType,
+    ResourceType,
+    Role,
+    required_acls,
+)
 from airflow_provider_eos.core.errors import AclMissingError
 from airflow_provider_eos.core.markers import BatchMarker
 from airflow_provider_eos.core.preflight import Status
@@ -315,7 +323,11 @@ def test_the_job_set_lets_the_sink_commit_a_batch(secured_pipeline: SecuredPipel
 
 
 # What the sink sends needs these; the rest of the job's set (DESCRIBE_CONFIGS) is pre-flight's alone.
-_SINK_ACLS = [a for a in _set_of("job") if a.operation is not Operation.DESCRIBE_CONFIGS]
+# What the sink itself needs: DESCRIBE_CONFIGS and the internal topics' metadata are pre-flight's alone
+# (its cases above remove each of them and see EOS501 name it).
+_SINK_ACLS = [
+    a for a in _set_of("job") if a.operation is not Operation.DESCRIBE_CONFIGS and a.name not in INTERNAL_TOPICS
+]
 
 
 @pytest.mark.parametrize("template", _SINK_ACLS, ids=_acl_id)
