@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from tests.support.built_dags import child_main, new_dag, start_in_airflow, task_log
+from tests.support.built_dags import child_main, new_dag, start_in_airflow, task_log, watch_then_stop_dag
 from tests.support.checkpointed_pipeline import LAST_COMMITTED, PARTITIONS, CheckpointedPipeline, checkpointed_pipeline
 from tests.support.pipeline import PipelineHarness, json_events, kill_group, wait_for
 
@@ -124,32 +124,8 @@ def build_supervise_after_input_arrived(spec_path: str):
 
 
 def build_watch_cannot_look(spec_path: str, token: str):
-    from airflow.sdk import task
-    from airflow.task.trigger_rule import TriggerRule
-
-    from airflow_provider_eos.operators.driver import StopPipelineDriverOperator
-    from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
-
-    @task
-    def submit_stream(**context) -> None:
-        """Stands for a pipeline DAG's submit_stream: records the running driver's handle, as the operator does."""
-        from airflow_provider_eos.core.driver import DRIVER_XCOM_KEY, DriverHandle
-        from airflow_provider_eos.spark.driver_processes import this_host_identity
-
-        now = dt.datetime.now(dt.UTC)
-        handle = DriverHandle(pipeline="watched", token=token, submitted_at=now - dt.timedelta(minutes=1),
-                              earliest_start=now - dt.timedelta(minutes=10), **this_host_identity().model_dump())
-        context["ti"].xcom_push(key=DRIVER_XCOM_KEY, value=handle.model_dump(mode="json"))
-
-    with new_dag("eos_health") as dag:
-        # a pipeline DAG's watch_stream -> stop_stream, the watch's broker unreachable for its principal.
-        watch = StreamingQueryHealthSensor(task_id="watch_stream", spec_path=spec_path, watch="watch",
-                                           poke_interval=1, timeout=60, kafka_connect_timeout_s=1)
-        stop = StopPipelineDriverOperator(task_id="stop_stream", spec_path=spec_path, submit_task_ids=["submit_stream"],
-                                          watch_task_id="watch_stream", grace_period_s=5,
-                                          trigger_rule=TriggerRule.ALL_FAILED)
-        submit_stream() >> watch >> stop
-    return dag
+    # The watch's broker is unreachable for its principal.
+    return watch_then_stop_dag(spec_path, "watched", token, timeout=60, kafka_connect_timeout_s=1)
 
 
 # -- wait_healthy against the real job ----------------------------------------------------------

@@ -10,7 +10,6 @@ and ``stop_stream`` then stopped the running driver of a stream nobody found unh
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import subprocess
 import sys
@@ -20,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.built_dags import child_main, new_dag, start_in_airflow, task_log
+from tests.support.built_dags import child_main, start_in_airflow, task_log, watch_then_stop_dag
 from tests.support.checkpointed_pipeline import LAST_COMMITTED, checkpointed_pipeline
 
 pytestmark = [pytest.mark.airflow, pytest.mark.integration]
@@ -47,34 +46,8 @@ def _fail_the_writers_record_after_the_first_check() -> None:
 
 
 def build_watch_while_storage_fails(spec_path: str, pipeline: str, token: str):
-    from airflow.sdk import task
-    from airflow.task.trigger_rule import TriggerRule
-
-    from airflow_provider_eos.operators.driver import StopPipelineDriverOperator
-    from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
-
     _fail_the_writers_record_after_the_first_check()
-
-    @task
-    def submit_stream(**context) -> None:
-        """Stands for a pipeline DAG's submit_stream: records the running driver's handle, as the operator does."""
-        from airflow_provider_eos.core.driver import DRIVER_XCOM_KEY, DriverHandle
-        from airflow_provider_eos.spark.driver_processes import this_host_identity
-
-        now = dt.datetime.now(dt.UTC)
-        handle = DriverHandle(pipeline=pipeline, token=token, submitted_at=now - dt.timedelta(minutes=1),
-                              earliest_start=now - dt.timedelta(minutes=10), **this_host_identity().model_dump())
-        context["ti"].xcom_push(key=DRIVER_XCOM_KEY, value=handle.model_dump(mode="json"))
-
-    with new_dag("eos_health") as dag:
-        # a pipeline DAG's watch_stream -> stop_stream.
-        watch = StreamingQueryHealthSensor(task_id="watch_stream", spec_path=spec_path, watch="watch",
-                                           poke_interval=1, timeout=120, max_probe_failures=2)
-        stop = StopPipelineDriverOperator(task_id="stop_stream", spec_path=spec_path, submit_task_ids=["submit_stream"],
-                                          watch_task_id="watch_stream", grace_period_s=5,
-                                          trigger_rule=TriggerRule.ALL_FAILED)
-        submit_stream() >> watch >> stop
-    return dag
+    return watch_then_stop_dag(spec_path, pipeline, token, timeout=120, max_probe_failures=2)
 
 
 def test_a_watch_whose_checkpoint_storage_fails_records_error_and_leaves_the_stream_running(

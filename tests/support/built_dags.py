@@ -151,3 +151,32 @@ def child_main(builders: dict[str, Any]) -> None:
     builder, arguments, result_path = sys.argv[1:]
     outcome = run_dag(builders[f"build_{builder}"](**json.loads(arguments)))
     Path(result_path).write_text(json.dumps(outcome, default=str))
+
+
+def watch_then_stop_dag(spec_path: str, pipeline: str, token: str, **sensor_kwargs: Any):
+    """A pipeline DAG's ``submit_stream`` (a stand-in recording the running driver's handle, as the operator does)
+    -> ``watch_stream`` (``watch="watch"``, ``sensor_kwargs`` on top) -> ``stop_stream`` (on ALL_FAILED)."""
+    from airflow.sdk import task
+    from airflow.task.trigger_rule import TriggerRule
+
+    from airflow_provider_eos.operators.driver import StopPipelineDriverOperator
+    from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
+
+    @task
+    def submit_stream(**context: Any) -> None:
+        from airflow_provider_eos.core.driver import DRIVER_XCOM_KEY, DriverHandle
+        from airflow_provider_eos.spark.driver_processes import this_host_identity
+
+        now = dt.datetime.now(dt.UTC)
+        handle = DriverHandle(pipeline=pipeline, token=token, submitted_at=now - dt.timedelta(minutes=1),
+                              earliest_start=now - dt.timedelta(minutes=10), **this_host_identity().model_dump())
+        context["ti"].xcom_push(key=DRIVER_XCOM_KEY, value=handle.model_dump(mode="json"))
+
+    with new_dag("eos_health") as dag:
+        watch = StreamingQueryHealthSensor(task_id="watch_stream", spec_path=spec_path, watch="watch",
+                                           poke_interval=1, **sensor_kwargs)
+        stop = StopPipelineDriverOperator(task_id="stop_stream", spec_path=spec_path, submit_task_ids=["submit_stream"],
+                                          watch_task_id="watch_stream", grace_period_s=5,
+                                          trigger_rule=TriggerRule.ALL_FAILED)
+        submit_stream() >> watch >> stop
+    return dag
