@@ -273,7 +273,9 @@ class StreamingQueryHealthTrigger(BaseTrigger):
         """
         if self._spec is None:
             await sync_to_async(self._load)()
-        window.add(await asyncio.to_thread(self._sample))
+        if window.add(await asyncio.to_thread(self._sample)) and window.latest is not None:
+            # The sensor's worker (or a triggerer before this one) dated its samples by a clock ahead of this one.
+            self.log.warning("Health window: %s", window.latest.notes[-1])
         return await asyncio.to_thread(self._evaluate, window)
 
     # -- the loop --------------------------------------------------------------------------------

@@ -32,12 +32,34 @@ def test_window_keeps_the_newest_samples() -> None:
     assert [s.taken_at_ms for s in smaller.samples] == [T0 + 4 * SECOND, T0 + 9 * SECOND]
 
 
-def test_window_refuses_samples_out_of_order_and_bad_sizes() -> None:
-    window = LagWindow([rich_sample(5)])
+def test_window_refuses_samples_given_out_of_order_and_bad_sizes() -> None:
     with pytest.raises(HealthError, match="older than the window's newest"):
-        window.add(rich_sample(4))
+        LagWindow([rich_sample(5), rich_sample(4)])
     with pytest.raises(HealthError, match="at least one sample"):
         LagWindow(max_samples=0)
+
+
+def test_a_sample_whose_clock_went_back_drops_the_samples_it_places_in_its_future() -> None:
+    # The sensor's check on a worker whose clock runs 60 s ahead, then the triggerer's samples: design note 65.
+    window = LagWindow([rich_sample(0), rich_sample(10), rich_sample(70)])
+    assert window.add(rich_sample(40)) == 1
+    assert [s.taken_at_ms for s in window.samples] == [T0, T0 + 10 * SECOND, T0 + 40 * SECOND]
+    note = window.samples[-1].notes[-1]
+    assert "30s before the window's newest" in note and "1 newer sample(s) dropped" in note and "NTP" in note
+    # The samples that follow come from the new clock: nothing more is dropped, no note.
+    assert window.add(rich_sample(41)) == 0 and window.samples[-1].notes == rich_sample(41).notes
+    # Still a window in order: it crosses the trigger's serialization and is evaluated.
+    assert LagWindow.from_dict(json.loads(json.dumps(window.to_dict()))) == window
+    assert run(window.samples).evaluated_at_ms == T0 + 41 * SECOND
+
+
+def test_a_sample_earlier_than_every_held_one_starts_the_window_again() -> None:
+    window = LagWindow([rich_sample(50), rich_sample(60)])
+    assert window.add(rich_sample(5)) == 2
+    assert [s.taken_at_ms for s in window.samples] == [T0 + 5 * SECOND]
+    assert "2 newer sample(s) dropped" in window.samples[0].notes[-1]
+    # A sample of the same millisecond is in order: nothing dropped.
+    assert window.add(rich_sample(5)) == 0 and len(window) == 2
 
 
 def test_window_from_dict_rejects_foreign_data_and_accepts_none() -> None:

@@ -28,7 +28,8 @@ class LagWindow(BaseModel):
 
     :param samples: initial samples, oldest first (only the newest ``max_samples`` are kept).
     :param max_samples: how many samples the window keeps.
-    :raises HealthError: if ``max_samples`` is below 1 or the samples are out of order.
+    :raises HealthError: if ``max_samples`` is below 1 or the given samples are out of order
+        (:meth:`add` takes a sample of a clock that went back).
     """
 
     # Not frozen: add() replaces the samples (and checks their order itself).
@@ -58,14 +59,25 @@ class LagWindow(BaseModel):
         self.samples = self.samples[-self.max_samples :]
         return self
 
-    def add(self, sample: HealthSample) -> None:
+    def add(self, sample: HealthSample) -> int:
         """Append a sample; drops the oldest when full.
 
-        :raises HealthError: if ``sample`` is older than the newest one already held.
+        A sample taken earlier than the newest held says the clock went back: the samples came from
+        another host (the sensor's worker, then the triggerer; a triggerer that took the trigger over)
+        or this host's clock was stepped back. The window's times are compared only with each other,
+        which means something on one clock, and the samples that follow come from the new sample's:
+        the samples it places in its future are dropped, and the new sample's notes say so (design
+        note 65). Its own time is kept: moving it forward would age the commit and the input by the
+        skew, and count towards stopping a healthy stream.
+
+        :returns: how many samples were dropped for being newer than ``sample`` (0 when the clock did not go back).
         """
-        if self.samples:
-            _check_order(self.samples[-1], sample)
-        self.samples = (*self.samples, sample)[-self.max_samples :]
+        kept = tuple(held for held in self.samples if held.taken_at_ms <= sample.taken_at_ms)
+        dropped = self.samples[len(kept) :]
+        if dropped:
+            sample = sample.model_copy(update={"notes": (*sample.notes, _clock_went_back(sample, dropped))})
+        self.samples = (*kept, sample)[-self.max_samples :]
+        return len(dropped)
 
     @property
     def latest(self) -> HealthSample | None:
@@ -122,10 +134,20 @@ class LagWindow(BaseModel):
             ) from err
 
 
+def _clock_went_back(sample: HealthSample, dropped: tuple[HealthSample, ...]) -> str:
+    """The note a sample taken before the window's newest carries: what was dropped, and why."""
+    newest = dropped[-1].taken_at_ms
+    return (
+        f"this sample's clock reads {format_age(newest - sample.taken_at_ms)} before the window's newest "
+        f"({iso_utc(newest)}): "
+        f"another host's, or set back; {len(dropped)} newer sample(s) dropped; synchronize the hosts' clocks (NTP)"
+    )
+
+
 def _check_order(older: HealthSample, newer: HealthSample) -> None:
     if newer.taken_at_ms < older.taken_at_ms:
         raise HealthError(
             f"health sample taken at {iso_utc(newer.taken_at_ms)} is older than the window's newest "
             f"({iso_utc(older.taken_at_ms)})",
-            fix="add samples in the order they were taken",
+            fix="pass the samples oldest first (LagWindow.add takes in a sample whose clock went back)",
         )
