@@ -18,7 +18,10 @@ One :func:`probe` reads, in this order:
 5. the transactional ids under the prefix (kafka-python's ListTransactions and
    DescribeTransactions, which confluent-kafka lacks) and, when an input partition is pinned,
    the brokers' ``transaction.max.timeout.ms`` (a hanging input partition is judged against it;
-   not read when the principal may not describe the brokers' configuration).
+   not read when the principal may not describe the brokers' configuration);
+6. the batch in flight (the newest ``offsets/N`` without ``commits/N``) and the files and bytes the
+   driver writer's tasks have spilled for it so far (``eos/spill/N``): a long batch that keeps
+   spilling advances before it commits (core/health/in_flight.py).
 
 Every read is a plain admin request: the job's cooperation is not needed, and nothing is
 written. A storage failure while the checkpoint is read (an ``OSError``: WebHDFS through the
@@ -40,10 +43,12 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from airflow_provider_eos.core.acls import ResourceType
 from airflow_provider_eos.core.broker_protocol import BrokerProtocol
 from airflow_provider_eos.core.checkpoint import CheckpointReader
+from airflow_provider_eos.core.checkpoint.location import SPILL_FOLDER
 from airflow_provider_eos.core.errors import EosError
 from airflow_provider_eos.core.health import (
     HealthSample,
     HealthThresholds,
+    InFlightBatch,
     InputPartitionSample,
     OutputPartitionSample,
     RunInput,
@@ -149,6 +154,19 @@ def _checkpoint_facts(reader: CheckpointReader) -> tuple[bool, str | None, int |
     last = reader.latest_committed_batch()
     when = None if last is None else to_epoch_ms(reader.commit_time(last))
     return True, query_id, last, when
+
+
+def _in_flight(reader: CheckpointReader, last_committed: int | None) -> InFlightBatch | None:
+    """The batch planned and not committed, and how much of it the driver writer's tasks have spilled so far."""
+    planned = reader.latest_planned_batch()
+    if planned is None or (last_committed is not None and planned <= last_committed):
+        return None
+    try:
+        found = reader.fs.find(reader.path(*SPILL_FOLDER, str(planned)), detail=True)
+    except FileNotFoundError:
+        found = {}
+    sizes = [int(info.get("size") or 0) for info in found.values() if info.get("type") == "file"]
+    return InFlightBatch(batch=planned, spill_files=len(sizes), spill_bytes=sum(sizes))
 
 
 def _settled_read(
@@ -303,6 +321,7 @@ def probe(
     input_pinned = any(lso[tp] < hwm[tp] for tp in inputs)
     with _reading_checkpoint(spec):
         writers = writers_in_use(read_writers_choice(reader), spec.writers)
+        in_flight = _in_flight(reader, last_committed) if exists else None
     transactions, protocol, max_timeout = (
         _open_transactions(spec, max_timeout=input_pinned) if include_transactions else ((), None, None)
     )
@@ -320,6 +339,7 @@ def probe(
         writers=writers,
         broker_protocol=protocol,
         transaction_max_timeout_ms=max_timeout,
+        in_flight=in_flight,
     )
 
 

@@ -41,7 +41,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
-from airflow_provider_eos.core.checkpoint import EOS_FOLDER, CheckpointReader
+from airflow_provider_eos.core.checkpoint import CheckpointReader
+from airflow_provider_eos.core.checkpoint.location import SPILL_FOLDER
 from airflow_provider_eos.core.errors import SinkError
 from airflow_provider_eos.spark.record_producer import OutputColumns, dead_letters
 from airflow_provider_eos.spark.sink_points import TaskObserver, TaskPoint
@@ -56,8 +57,6 @@ __all__ = ["SPILL_FOLDER", "OutputSpill", "PythonSpillTasks", "SpillTask", "Spil
 
 log = logging.getLogger("airflow_provider_eos.sink")
 
-#: Under the checkpoint root; Spark ignores folders it does not own there (as ``eos/writers.json``).
-SPILL_FOLDER = (EOS_FOLDER, "spill")
 
 #: What each task returns: one row per Spark partition.
 _RESULT_SCHEMA = "spark_partition int, attempt int, file string, rows long, dead long, bytes long"

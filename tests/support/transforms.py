@@ -41,3 +41,21 @@ def headers_with_a_null_key(frame: DataFrame) -> DataFrame:
     """Every row gets a header whose key is null, which the headers column allows and Kafka does not."""
     header = F.struct(F.lit(None).cast("string").alias("key"), F.lit(b"x").alias("value"))
     return frame.select("key", "value", F.array(header).alias("headers"))
+
+
+def slow_values(frame: DataFrame) -> DataFrame:
+    """Every value passes as it is; a value ``slow:S`` takes S seconds to transform (a long batch on purpose).
+
+    The sleep is in the task, before its rows reach the writer: the driver writer's spill of such a batch
+    grows one task's file at a time.
+    """
+    from pyspark.sql.types import BinaryType
+
+    def slowly(value: bytes | None) -> bytes | None:
+        import time
+
+        if value is not None and value.startswith(b"slow:"):
+            time.sleep(float(value[len(b"slow:"):]))
+        return value
+
+    return frame.select("key", F.udf(slowly, BinaryType())("value").alias("value"))

@@ -8,6 +8,7 @@ from airflow_provider_eos.core.health import HealthSample, HealthStatus, LagStat
 from airflow_provider_eos.core.health.lag_rules import (
     LAG_RULES,
     PartitionHistory,
+    batch_advancing,
     between_runs,
     caught_up,
     consuming,
@@ -149,8 +150,9 @@ def test_a_partition_gone_from_the_newest_sample_is_not_reported() -> None:
 
 
 def test_rules_are_tried_in_burrows_order() -> None:
-    # between_runs is this package's: an available_now pipeline between runs is not expected to commit.
-    assert (caught_up, rewound, between_runs, stopped, stalled, lagging) == LAG_RULES
+    # between_runs and batch_advancing are this package's: an available_now pipeline between runs is not
+    # expected to commit, and a batch longer than the window commits at its end only.
+    assert (caught_up, rewound, between_runs, batch_advancing, stopped, stalled, lagging) == LAG_RULES
 
 
 def test_between_runs_applies_only_when_no_run_of_an_available_now_pipeline_is_active() -> None:

@@ -19,11 +19,14 @@ from airflow_provider_eos.core.checkpoint.webhdfs import is_hdfs_location, webhd
 from airflow_provider_eos.core.errors import CheckpointError
 from airflow_provider_eos.core.hadoop_conf import ambient_hadoop_conf
 
-__all__ = ["EOS_FOLDER", "OpenedLocation", "normalize_location", "open_location"]
+__all__ = ["EOS_FOLDER", "SPILL_FOLDER", "OpenedLocation", "normalize_location", "open_location"]
 
 #: The one folder of this package inside a Spark checkpoint (the writer record, the driver
 #: writer's spill); Spark ignores folders it does not own there.
 EOS_FOLDER = "eos"
+#: The driver writer's spill under the checkpoint root: ``<batch>/<write>/<files>`` (``spark/output_spill.py``
+#: writes it, health reads how far a batch in flight got).
+SPILL_FOLDER = (EOS_FOLDER, "spill")
 
 # Hadoop's s3a/s3n connectors and fsspec's s3fs address the same objects.
 _SCHEME_ALIASES = {"s3a://": "s3://", "s3n://": "s3://"}

@@ -32,6 +32,7 @@ from airflow_provider_eos.core.health.report import HealthReport
 from airflow_provider_eos.core.health.run_input import RUN_INPUT_XCOM_KEY, InputEnd, RunInput, input_left_behind
 from airflow_provider_eos.core.health.samples import (
     HealthSample,
+    InFlightBatch,
     InputPartitionSample,
     OutputPartitionSample,
     VerificationSample,
@@ -63,6 +64,7 @@ __all__ = [
     "HealthSample",
     "HealthStatus",
     "HealthThresholds",
+    "InFlightBatch",
     "InputEnd",
     "InputPartitionSample",
     "LagStatus",

@@ -13,7 +13,9 @@ the shortest of:
   timestamps (the sample's ``waiting_ms``, read with ListOffsets by timestamp) say whether
   input older than the thresholds waits; without them the wait is unknown and the commit age decides;
 * for an ``available_now`` run, how long its driver has held its lease: a run that has just
-  started had no chance to commit yet, however old the input it found.
+  started had no chance to commit yet, however old the input it found;
+* how long ago the batch in flight was last seen advancing (its spill or its open transaction grew,
+  :mod:`.in_flight`): a batch longer than the thresholds that keeps writing is progress.
 
 With no lag in the newest sample the pipeline is idle: HEALTHY. Otherwise a stall
 ``>= stop_after_ms`` is UNHEALTHY, ``>= warn_after_ms`` DEGRADED (with no commit at all, DEGRADED
@@ -29,6 +31,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from airflow_provider_eos.core.health.findings import Finding
+from airflow_provider_eos.core.health.in_flight import last_advance
 from airflow_provider_eos.core.health.samples import HealthSample
 from airflow_provider_eos.core.health.statuses import HealthStatus
 from airflow_provider_eos.core.health.thresholds import HealthThresholds
@@ -94,6 +97,24 @@ def _finding(status: HealthStatus, detail: str) -> Finding:
     return Finding(signal="commit_age", status=status, subject=CHECKPOINT_SUBJECT, detail=detail)
 
 
+def _stall(samples: Sequence[HealthSample], wait: InputWait | None, commit: tuple[int, str],
+           since: str) -> tuple[int, str]:
+    """The shortest of the commit's age, the input's wait, the run's and the batch in flight's: ms and why."""
+    latest = samples[-1]
+    stall, why = commit
+    if wait is not None and wait.ms < stall:
+        stall, why = wait.ms, f"{since}, but {wait.evidence}"
+    if latest.run_started_at_ms is not None:
+        running = max(0, latest.taken_at_ms - latest.run_started_at_ms)
+        if running < stall:
+            stall, why = running, f"{since}, but this run's driver started {format_age(running)} ago"
+    advance = last_advance(samples)
+    if advance is not None and advance.ago_ms(latest.taken_at_ms) < stall:
+        stall = advance.ago_ms(latest.taken_at_ms)
+        why = f"{since}, but batch {advance.batch} advanced within the last {format_age(stall)} ({advance.evidence})"
+    return stall, why
+
+
 def commit_age_finding(samples: Sequence[HealthSample], th: HealthThresholds) -> Finding:
     """Judge the commit age signal at the newest sample's time (the module docstring has the rules).
 
@@ -116,15 +137,9 @@ def commit_age_finding(samples: Sequence[HealthSample], th: HealthThresholds) ->
                                               f"released, expired or absent): {waits}")
     if total_lag == 0:
         return _finding(HealthStatus.HEALTHY, f"{since}; idle: no input waits")
-    stall, why = age, late
     wait = input_wait(samples)
     waited = None if wait is None else wait.ms
-    if wait is not None and wait.ms < stall:
-        stall, why = wait.ms, f"{since}, but {wait.evidence}"
-    if latest.run_started_at_ms is not None:
-        running = max(0, latest.taken_at_ms - latest.run_started_at_ms)
-        if running < stall:
-            stall, why = running, f"{since}, but this run's driver started {format_age(running)} ago"
+    stall, why = _stall(samples, wait, (age, late), since)
     waiting = f"while {total_lag} input record(s) wait" + (
         "" if waited is None else f", the oldest for at least {format_age(waited)}"
     )

@@ -16,6 +16,9 @@ REWIND :func:`rewound` (``n >= 2``): ``o_i < o_(i-1)`` for some ``i``, or an off
 OK     :func:`between_runs`: the newest sample says no run of an ``available_now`` pipeline is
        active (its driver's lease is released, expired or absent): the input waits for the next run,
        and nothing is expected to commit until then.
+OK     :func:`batch_advancing`: no commit in the window, but the batch in flight advanced (its spill or
+       its open transaction grew) less than ``stop_after_ms`` before the newest sample
+       (:mod:`.in_flight`): a batch longer than the window.
 STOP   :func:`stopped` (``n >= 2``): no commit in the window and ``span >= stop_after_ms``
        (Burrow rule 3, with the silence measured against a threshold derived from the trigger
        interval and batch budget instead of the window's own commit spacing, which this
@@ -38,6 +41,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from airflow_provider_eos.core.health.in_flight import BatchAdvance, last_advance
 from airflow_provider_eos.core.health.samples import HealthSample, InputPartitionSample
 from airflow_provider_eos.core.health.statuses import LagStatus
 from airflow_provider_eos.core.health.thresholds import HealthThresholds
@@ -50,6 +54,7 @@ __all__ = [
     "LagRule",
     "PartitionHistory",
     "PartitionLag",
+    "batch_advancing",
     "between_runs",
     "caught_up",
     "consuming",
@@ -71,19 +76,22 @@ class PartitionHistory:
     :param points: the partition in each sample.
     :param run_active: the newest sample's :attr:`HealthSample.run_active` (``False``: an
         ``available_now`` pipeline between runs).
+    :param advance: the window's newest evidence that the batch in flight advanced (:mod:`.in_flight`).
     """
 
     tp: TopicPartition
     times: tuple[int, ...]
     points: tuple[InputPartitionSample, ...]
     run_active: bool | None = None
+    advance: BatchAdvance | None = None
 
     @classmethod
     def of(
-        cls, tp: TopicPartition, history: Sequence[tuple[int, InputPartitionSample]], run_active: bool | None = None
+        cls, tp: TopicPartition, history: Sequence[tuple[int, InputPartitionSample]], run_active: bool | None = None,
+        advance: BatchAdvance | None = None,
     ) -> PartitionHistory:
         """Build from ``(time, sample)`` pairs, oldest first."""
-        return cls(tp, tuple(t for t, _ in history), tuple(p for _, p in history), run_active)
+        return cls(tp, tuple(t for t, _ in history), tuple(p for _, p in history), run_active, advance)
 
     @property
     def n(self) -> int:
@@ -161,6 +169,21 @@ def between_runs(h: PartitionHistory, th: HealthThresholds) -> Judgement | None:
     return Judgement(LagStatus.OK, f"idle between runs: {h.lags[-1]} record(s) wait for the next run")
 
 
+def batch_advancing(h: PartitionHistory, th: HealthThresholds) -> Judgement | None:
+    """OK when no commit happened in the window but the batch in flight advanced within ``stop_after_ms``.
+
+    A batch longer than the window commits nothing in it; its spill or its open transaction growing
+    is the progress the commit will show (:mod:`.in_flight`).
+    """
+    if h.advance is None or h.commits or h.advance.ago_ms(h.times[-1]) >= th.stop_after_ms:
+        return None
+    return Judgement(
+        LagStatus.OK,
+        f"no commit for {format_age(h.span_ms)}, but batch {h.advance.batch} advanced within the last "
+        f"{format_age(h.advance.ago_ms(h.times[-1]))} ({h.advance.evidence})",
+    )
+
+
 def stopped(h: PartitionHistory, th: HealthThresholds) -> Judgement | None:
     """STOP when input waits and no commit happened in a window of at least ``stop_after_ms`` (Burrow rule 3)."""
     if h.n < 2 or h.commits or h.span_ms < th.stop_after_ms:
@@ -203,7 +226,7 @@ def consuming(h: PartitionHistory, th: HealthThresholds) -> Judgement:
 
 
 #: The rules in the order they are tried; :func:`consuming` decides when none applies.
-LAG_RULES: tuple[LagRule, ...] = (caught_up, rewound, between_runs, stopped, stalled, lagging)
+LAG_RULES: tuple[LagRule, ...] = (caught_up, rewound, between_runs, batch_advancing, stopped, stalled, lagging)
 
 
 class PartitionLag(PartitionRow):
@@ -265,8 +288,9 @@ def partition_lags(samples: Sequence[HealthSample], th: HealthThresholds) -> tup
     # A partition gone from the newest sample (a topic deleted, a pattern that no longer matches) is not judged.
     current = {item.tp for item in samples[-1].inputs}
     run_active = samples[-1].run_active
+    advance = last_advance(samples)
     return tuple(
-        judge_partition(PartitionHistory.of(tp, history[tp], run_active), th)
+        judge_partition(PartitionHistory.of(tp, history[tp], run_active, advance), th)
         for tp in sorted(history)
         if tp in current
     )

@@ -14,7 +14,7 @@ from airflow_provider_eos.core.topic_partition import PartitionRow
 from airflow_provider_eos.core.transactions import Transaction
 from airflow_provider_eos.core.verification.writers import WritersInUse
 
-__all__ = ["HealthSample", "InputPartitionSample", "OutputPartitionSample", "VerificationSample"]
+__all__ = ["HealthSample", "InFlightBatch", "InputPartitionSample", "OutputPartitionSample", "VerificationSample"]
 
 
 class InputPartitionSample(PartitionRow):
@@ -79,6 +79,20 @@ class VerificationSample(FrozenModel):
     note: str | None = None
 
 
+class InFlightBatch(FrozenModel):
+    """The batch the checkpoint has planned (``offsets/N``) and not committed (no ``commits/N``) in one sample.
+
+    :param batch: its id ``N``.
+    :param spill_files: the files the driver writer's tasks have spilled for it so far (0 for the
+        executor writers, which spill nothing, and before the first task wrote).
+    :param spill_bytes: their size so far.
+    """
+
+    batch: int
+    spill_files: int = 0
+    spill_bytes: int = 0
+
+
 class HealthSample(FrozenModel):
     """One look at the pipeline; the I/O that takes it is :func:`airflow_provider_eos.kafka.health_probe.probe`.
 
@@ -103,6 +117,8 @@ class HealthSample(FrozenModel):
         in the checkpoint holds (not released, renewed within its ttl). ``None``: a pipeline that runs
         continuously, or not read.
     :param run_started_at_ms: when the active run's driver took its lease (``None``: no active run known).
+    :param in_flight: the batch planned and not committed yet, and how much of it was spilled (``None``: none,
+        or not read).
     """
 
     taken_at_ms: int
@@ -120,6 +136,7 @@ class HealthSample(FrozenModel):
     transaction_max_timeout_ms: int | None = None
     run_active: bool | None = None
     run_started_at_ms: int | None = None
+    in_flight: InFlightBatch | None = None
 
     @property
     def total_lag(self) -> int:
