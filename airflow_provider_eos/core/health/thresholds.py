@@ -68,12 +68,14 @@ class HealthThresholds(FrozenModel):
         """Derive the thresholds from the pipeline's trigger interval, batch budget and timeout.
 
         Under load the sink commits once per *cycle*: the trigger interval, or the batch's
-        duration when a batch takes longer. A batch's duration is bounded by the batch budget,
-        or, without one, by the transaction timeout (a longer batch fails). Two missed cycles
-        are a warning, four a stop. No sink transaction outlives its timeout, so that is the
-        limit for hanging (of the output and dead-letter partitions) and lingering. The input is
-        written by other producers, whose transactions may last up to the brokers'
-        ``transaction.max.timeout.ms``: that is the limit for a hanging input partition.
+        duration when a batch takes longer. A batch's duration is expected within the batch budget,
+        or, without one, the transaction timeout (a longer transaction fails; the driver writer's
+        spill before its transaction is not bounded by it, and a batch seen advancing is not held to
+        these: :mod:`.in_flight`). Two missed cycles are a warning, four a stop. No sink transaction
+        outlives its timeout, so that is the limit for hanging (of the output and dead-letter
+        partitions) and lingering. The input is written by other producers, whose transactions may
+        last up to the brokers' ``transaction.max.timeout.ms``: that is the limit for a hanging input
+        partition.
 
         :param transaction_max_timeout_ms: the brokers' ``transaction.max.timeout.ms`` (the largest
             among them), as a sample read it; ``None``: not read, Kafka's default applies.
