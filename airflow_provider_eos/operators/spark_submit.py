@@ -45,7 +45,6 @@ from airflow.providers.common.compat.openlineage.utils.spark import (
 )
 
 # common-compat: the Task SDK's where this Airflow has it, core's on Airflow 3.1
-from airflow.providers.common.compat.sdk import AirflowFailException
 from airflow.sdk.log import mask_secret
 
 from airflow_provider_eos.core.application_links import LinkScanner
@@ -55,10 +54,8 @@ from airflow_provider_eos.core.driver import (
     DRIVER_TOKEN_ENV,
     DRIVER_XCOM_KEY,
     DriverHandle,
-    Liveness,
     driver_token,
 )
-from airflow_provider_eos.core.driver_lease import lease_expiry_wait_s
 from airflow_provider_eos.core.errors import SpecError
 from airflow_provider_eos.core.hadoop_conf import ambient_hadoop_conf
 from airflow_provider_eos.core.secrets import is_secret_setting
@@ -67,19 +64,15 @@ from airflow_provider_eos.core.spec.submission import Connector, parse_connector
 from airflow_provider_eos.core.submit_environment import withheld
 from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
 from airflow_provider_eos.operators.application_links import LinkPublisher, SparkApplicationLink, SparkUiLink
-from airflow_provider_eos.operators.driver import earliest_driver_start, lease_checkpoint
+from airflow_provider_eos.operators.driver import earliest_driver_start
 from airflow_provider_eos.operators.lineage import announce_outputs, openlineage_facets
+from airflow_provider_eos.operators.previous_driver import wait_for_previous_driver
 from airflow_provider_eos.operators.run_input import record_run_input
 from airflow_provider_eos.operators.spark_submit_launch import launch_spark_submit
 from airflow_provider_eos.operators.use_case import task_failures
 from airflow_provider_eos.spark.detached_stop import hand_over_stop
 from airflow_provider_eos.spark.driver_processes import request_stop, this_host_identity
 from airflow_provider_eos.spark.submit_command import plan_submit, spark_submit_executable
-from airflow_provider_eos.usecases.driver_liveness import (
-    earlier_driver,
-    observe_driver_anywhere,
-    wait_while_driver_alive,
-)
 
 if TYPE_CHECKING:
     import jinja2
@@ -221,7 +214,12 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
             self._spark_binary = self._spark_binary or spark_submit_executable()
             self._track_through_resourcemanager()
             self._record_driver(context, spec.name)
-            self._wait_for_previous_driver(spec.checkpoint_location, spec.driver_lease_ttl_s)
+            resumed = self._resumed_application(context)
+            if resumed:
+                self.log.info("The Spark provider reconnects to the earlier try's live application %s: no second "
+                              "driver is submitted, so none is waited for", resumed)
+            else:
+                self._wait_for_previous_driver(spec.checkpoint_location, spec.driver_lease_ttl_s)
             record_run_input(context["ti"], spec, self.log)  # what this run's supervise compares the group with
             self.log.info("Submitting pipeline %s (%s) with %d connector jars%s", spec.name, mode, len(plan.jars),
                           f", packed environment {plan.archives[0]}" if plan.archives else "")
@@ -351,32 +349,34 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
     def _wait_for_previous_driver(self, checkpoint_location: str, lease_ttl_s: float) -> None:
         """A retried or cleared task of the same run: wait until no earlier driver of the pipeline is alive.
 
-        This host's process table (the earlier attempt ran here: it is asked to stop), the driver's
-        lease in the checkpoint and the cluster manager's record (it ran on another worker, or on
-        this one before the host restarted): any of them alive means wait (note 37).
+        In either deploy mode (:func:`~airflow_provider_eos.operators.previous_driver.wait_for_previous_driver`).
         """
-        if self._driver is None or self._driver.deploy_mode == "cluster":
+        if self._driver is None:
             return
-        checkpoint = lease_checkpoint(checkpoint_location, self.checkpoint_conn_id, self.log)
-        # Judged where the earlier driver runs (its lease says), not where this attempt does: a new host of the
-        # same name cannot see the earlier driver's processes, and its process table must say so (UNKNOWN).
-        earlier = earlier_driver(self._driver, checkpoint)
-        seen = observe_driver_anywhere(earlier, checkpoint)
-        if seen.liveness is not Liveness.ALIVE:
-            self.log.info("No earlier driver of the pipeline is alive: %s", seen.evidence)
-            return
-        # A SIGKILLed earlier driver's lease says ALIVE until ttl + 10 s: the wait follows the spec's ttl.
-        wait_s = lease_expiry_wait_s(lease_ttl_s, self.previous_driver_wait_s)
-        self.log.info("An earlier driver of the pipeline still runs (%s); waiting up to %.0fs for it to exit",
-                      seen.evidence, wait_s)
-        request_stop(earlier)  # the earlier attempt's processes, if this host can see them
-        seen = wait_while_driver_alive(earlier, checkpoint, wait_s)
-        if seen.liveness is Liveness.ALIVE:
-            raise AirflowFailException(
-                f"refusing to start a second driver for this run: an earlier one is still alive ({seen.evidence}). "
-                "Stop it on its host (it ends after its running batch on SIGTERM), then clear this task."
-            )
-        self.log.info("No earlier driver of the pipeline is alive any more: %s", seen.evidence)
+        wait_for_previous_driver(self._driver, checkpoint_location, checkpoint_conn_id=self.checkpoint_conn_id,
+                                 lease_ttl_s=lease_ttl_s, given_wait_s=self.previous_driver_wait_s, log=self.log)
+
+    def _resumed_application(self, context: Context) -> str | None:
+        """The live application the provider's durable tracking reconnects to instead of submitting, or ``None``.
+
+        Airflow 3.3's ``ResumableJobMixin``: a retry of a YARN cluster-mode task whose earlier try's
+        application (kept in ``task_state_store``) is still live follows that application and starts
+        none, so there is no second driver to wait for. Asked as the mixin asks (the provider's own
+        status and judgement of it); below Airflow 3.3 no task state is kept and every try submits.
+        """
+        store = context.get("task_state_store")
+        self._hook = self._hook or self._get_hook()  # the provider's backend asks the ResourceManager through it
+        if store is None or not getattr(self, "durable", False) or not self._hook._is_yarn_cluster_mode:
+            return None
+        stored = store.get(self.external_id_key)
+        if not stored:
+            return None
+        try:
+            live = self.is_job_active(self.get_job_status(stored, context))
+        except Exception as err:  # the ResourceManager away: no reconnection known, so the wait decides
+            self.log.warning("The earlier try's application %s cannot be asked for its state: %s", stored, err)
+            return None
+        return str(stored) if live else None
 
     def on_kill(self) -> None:
         """Stop a client-mode driver: SIGTERM now, SIGKILL of its process group after the grace period.
