@@ -192,9 +192,10 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
                 if self.kafka_conn_id:
                     spec_file = write_private_spec(spec, work_dir)
                 mode = self.mode or spec.mode
-                deploy_mode = self._get_hook()._connection["deploy_mode"]
+                connection = self._get_hook()._connection
                 token = driver_token(spec.name, context["ti"].dag_id, context["run_id"])
-                plan = plan_submit(spec_file, spec, mode=mode, work_dir=work_dir, deploy_mode=deploy_mode,
+                plan = plan_submit(spec_file, spec, mode=mode, work_dir=work_dir,
+                                   deploy_mode=connection["deploy_mode"], master=connection["master"],
                                    python_environment=self.python_environment, connector=self.connector,
                                    properties_file=Path(self.properties_file) if self.properties_file else None,
                                    extra_conf=self._conf_with_openlineage(context), driver_token=token)

@@ -154,6 +154,7 @@ def plan_submit(  # noqa: PLR0913  # the spec plus each override a caller may gi
     mode: Mode | str,
     work_dir: Path,
     deploy_mode: str | None = None,
+    master: str | None = None,
     python_environment: str | None = None,
     connector: Connector | None = None,
     properties_file: Path | None = None,
@@ -171,6 +172,8 @@ def plan_submit(  # noqa: PLR0913  # the spec plus each override a caller may gi
         In client mode the driver is the local process and reads ``spec_file`` where it is:
         ``--files`` would also copy it, secrets included, into every executor's work folder,
         where the copies outlive the run (standalone workers keep ``work/app-*``).
+    :param master: the Spark master, when the caller knows it: cluster deploy mode is refused on
+        a standalone master (:func:`check_deploy_target`).
     :param python_environment: a packed environment (``eos package``); overrides the spec's.
     :param connector: how the connector jars travel; overrides the spec's.
     :param properties_file: a ``--properties-file`` the caller was given; with secret settings the
@@ -180,9 +183,10 @@ def plan_submit(  # noqa: PLR0913  # the spec plus each override a caller may gi
     :param driver_token: the run's driver token (:func:`~airflow_provider_eos.core.driver.driver_token`):
         the driver finds it in its settings in every deploy mode (for its lease), and YARN lists the
         application under it as a tag (:func:`driver_tagging`).
-    :raises SubmissionError: a local jar or archive named does not exist.
+    :raises SubmissionError: a local jar or archive named does not exist; cluster deploy mode on a standalone master.
     :raises SpecError: a ``kafka`` setting librdkafka refuses (the job's sink would, after Spark started).
     """
+    check_deploy_target(master, deploy_mode)
     check_librdkafka_settings(spec)
     cluster = (deploy_mode or "client") == "cluster"
     run_mode = driver_mode(mode)
@@ -219,6 +223,23 @@ def plan_submit(  # noqa: PLR0913  # the spec plus each override a caller may gi
         env=env,
         properties_file=write_secret_properties(secret, work_dir, defaults) if secret else properties_file,
     )
+
+
+def check_deploy_target(master: str | None, deploy_mode: str | None) -> None:
+    """Refuse cluster deploy mode on a Spark standalone master (``spark://``): it cannot run this job.
+
+    Spark's standalone cluster runs no Python application in cluster deploy mode (spark-submit
+    refuses it); the Spark provider would fail later with an unrelated message about ``env_vars``.
+
+    :raises SubmissionError: naming the master and the two ways that work.
+    """
+    if master and master.strip().startswith("spark://") and (deploy_mode or "client") == "cluster":
+        raise SubmissionError(
+            f"deploy mode 'cluster' on the Spark standalone master {master.strip()!r}: Spark standalone runs no "
+            "Python application in cluster deploy mode, and the pipeline's job is one",
+            fix="set the spark connection's deploy mode to client (extra {\"deploy-mode\": \"client\"}, the driver "
+                "then runs on the Airflow worker), or run the pipeline on YARN in cluster deploy mode",
+        )
 
 
 def driver_tagging(token: str | None, given: Mapping[str, str]) -> dict[str, str]:

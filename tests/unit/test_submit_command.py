@@ -120,6 +120,18 @@ def test_in_cluster_deploy_mode_the_spec_travels_with_files_and_is_opened_by_its
     assert confs(command)["spark.pyspark.driver.python"] == "./environment/bin/python"
 
 
+@pytest.mark.parametrize("master", ["spark://127.0.0.1:7077", " spark://m1:7077,m2:7077"])
+def test_cluster_deploy_mode_on_a_standalone_master_is_refused_naming_the_master(spec_file, tmp_path, jar, master):
+    with pytest.raises(SubmissionError) as refused:
+        plan(spec_file, tmp_path, connector=Connector(jars=[jar]), deploy_mode="cluster", master=master)
+    assert f"standalone master {master.strip()!r}" in refused.value.message
+    assert "runs no Python application in cluster deploy mode" in refused.value.message
+    assert "client" in refused.value.fix and "YARN" in refused.value.fix
+    # Client mode there, and cluster mode on YARN, are planned.
+    assert plan(spec_file, tmp_path, connector=Connector(jars=[jar]), deploy_mode="client", master=master).files == []
+    assert plan(spec_file, tmp_path, connector=Connector(jars=[jar]), deploy_mode="cluster", master="yarn").files
+
+
 def test_a_missing_archive_or_jar_names_the_path(spec_file, tmp_path, jar):
     with pytest.raises(SubmissionError) as caught:
         plan(spec_file, tmp_path, connector=Connector(jars=[jar]), python_environment=str(tmp_path / "nope.tar.gz"))
