@@ -11,8 +11,9 @@ provider's ResourceManager REST tracking (``yarn_track_via_rm_api``): spark-subm
 YARN accepted the application, the task polls ``/ws/v1/cluster/apps/<id>`` and killing the task
 PUTs ``{"state": "KILLED"}`` there, with no ``yarn`` command on the worker. The ResourceManager's
 web address is the connection extra ``yarn_resourcemanager_webapp_address`` (the provider's), or
-else ``yarn.resourcemanager.webapp.address`` in the ``yarn-site.xml`` of spark-submit's
-``HADOOP_CONF_DIR``; with neither, the provider's own behaviour applies.
+else the one the ``yarn-site.xml`` of spark-submit's ``HADOOP_CONF_DIR`` or ``YARN_CONF_DIR`` names
+(:func:`~airflow_provider_eos.core.hadoop_conf.resourcemanager_webapp_address`, ResourceManager HA
+too); with neither the submit is refused before anything is submitted (design note 66).
 
 Connection secrets reach the job only inside the spec file the operator writes: mode 0600 in a
 private (0700) temporary folder, removed when the task ends; never on the command line, in the
@@ -48,7 +49,6 @@ from airflow.providers.common.compat.openlineage.utils.spark import (
 from airflow.sdk.log import mask_secret
 
 from airflow_provider_eos.core.application_links import LinkScanner
-from airflow_provider_eos.core.cluster_records import manager_web_url
 from airflow_provider_eos.core.driver import (
     DRIVER_OWNER_PID_ENV,
     DRIVER_TOKEN_ENV,
@@ -57,13 +57,13 @@ from airflow_provider_eos.core.driver import (
     driver_token,
 )
 from airflow_provider_eos.core.errors import SpecError
-from airflow_provider_eos.core.hadoop_conf import ambient_hadoop_conf
 from airflow_provider_eos.core.secrets import is_secret_setting
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.spec.submission import Connector, parse_connector
 from airflow_provider_eos.core.submit_environment import withheld
 from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
 from airflow_provider_eos.operators.application_links import LinkPublisher, SparkApplicationLink, SparkUiLink
+from airflow_provider_eos.operators.cluster_manager import STANDALONE_WEBUI_EXTRA, manager_url, required_resourcemanager
 from airflow_provider_eos.operators.driver import earliest_driver_start
 from airflow_provider_eos.operators.lineage import announce_outputs, openlineage_facets
 from airflow_provider_eos.operators.previous_driver import wait_for_previous_driver
@@ -79,8 +79,7 @@ if TYPE_CHECKING:
     from airflow.providers.openlineage.extractors import OperatorLineage
     from airflow.sdk import Context
 
-#: The ``spark`` connection's extra naming a standalone master's web UI (its record of applications).
-STANDALONE_WEBUI_EXTRA = "spark_master_webui_url"
+__all__ = ["STANDALONE_WEBUI_EXTRA", "EosSparkSubmitOperator", "write_private_spec"]
 
 
 def write_private_spec(spec: PipelineSpec, folder: Path) -> Path:
@@ -171,7 +170,7 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         self.python_environment = python_environment
         # Validated when the DAG is parsed: a typo fails the parse, naming the value.
         self.connector = parse_connector(connector, where=f"{type(self).__name__} argument connector")
-        # The ResourceManager's address from HADOOP_CONF_DIR, when the connection gives none (see the module).
+        # The ResourceManager's address from HADOOP_CONF_DIR or YARN_CONF_DIR, when the connection gives none.
         self._resourcemanager_url: str | None = None
         self.previous_driver_wait_s = previous_driver_wait_s
         self.checkpoint_conn_id = checkpoint_conn_id
@@ -213,7 +212,8 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
             self.name = f"eos-{spec.name}"
             # PySpark's own spark-submit: its version is the one the connector jars were resolved for.
             self._spark_binary = self._spark_binary or spark_submit_executable()
-            self._track_through_resourcemanager()
+            with task_failures():
+                self._track_through_resourcemanager()
             self._record_driver(context, spec.name)
             resumed = self._resumed_application(context)
             if resumed:
@@ -275,25 +275,21 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         return hook
 
     def _track_through_resourcemanager(self) -> None:
-        """On YARN in cluster deploy mode, follow and kill the application through the ResourceManager's REST API."""
+        """On YARN in cluster deploy mode, follow and kill the application through the ResourceManager's REST API.
+
+        :raises SubmissionError: no ResourceManager address is known (:func:`.required_resourcemanager`).
+        """
         hook = self._get_hook()
         if not hook._is_yarn_cluster_mode or self._yarn_track_via_rm_api:
             return
-        try:
-            hook._get_yarn_rm_base_url()  # the connection extra
-        except ValueError:
-            environment = {**os.environ, **(self.env_vars or {})}
-            address = ambient_hadoop_conf(environment).get("yarn.resourcemanager.webapp.address")
-            if not address:
-                self.log.warning(
-                    "YARN cluster deploy mode without the ResourceManager's address (connection extra "
-                    "yarn_resourcemanager_webapp_address, or yarn-site.xml in HADOOP_CONF_DIR): the Spark provider's "
-                    "own tracking applies, and killing the task needs the `yarn` command on this worker"
-                )
-                return
-            self._resourcemanager_url = (address if "://" in address else f"http://{address}").rstrip("/")
+        self._resourcemanager_url = required_resourcemanager(hook, self._conn_id, self._submit_environment())
+        self.log.info("Following the YARN application through the ResourceManager at %s", self._resourcemanager_url)
         self._yarn_track_via_rm_api = True
         self._hook = None  # rebuilt with the tracking on
+
+    def _submit_environment(self) -> dict[str, str]:
+        """Where spark-submit's Hadoop configuration is named (``HADOOP_CONF_DIR``, ``YARN_CONF_DIR``)."""
+        return {**os.environ, **{key: str(value) for key, value in (self.env_vars or {}).items()}}
 
     def _record_driver(self, context: Context, pipeline: str) -> None:
         """Tag the submission's processes with the run's driver token and record where they run.
@@ -329,23 +325,8 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         self.log.info("Driver token %s on host %s (%s)", token, handle.host, handle.master)
 
     def _manager_url(self) -> str | None:
-        """Where the cluster manager keeps its record of the application (the recovery branch asks it).
-
-        Standalone: the connection extra ``spark_master_webui_url``, else the master's host, port 8080.
-        YARN: the ResourceManager's web address, as :meth:`_track_through_resourcemanager` finds it
-        (connection extra ``yarn_resourcemanager_webapp_address``, else ``yarn-site.xml``).
-        """
-        master = str(self._hook._connection["master"])
-        try:
-            extra = self._hook.get_connection(self._conn_id).extra_dejson
-        except Exception:  # no such connection: the hook's defaults apply, and no extra
-            extra = {}
-        resourcemanager = self._resourcemanager_url or extra.get(SparkSubmitHook._YARN_RM_WEBAPP_ADDRESS_EXTRA_KEY)
-        if master.startswith("yarn") and not resourcemanager:
-            environment = {**os.environ, **(self.env_vars or {})}
-            resourcemanager = ambient_hadoop_conf(environment).get("yarn.resourcemanager.webapp.address")
-        return manager_web_url(master, standalone_webui=extra.get(STANDALONE_WEBUI_EXTRA),
-                               resourcemanager=resourcemanager)
+        """Where the cluster manager keeps its record of the application (the recovery branch asks it)."""
+        return self._resourcemanager_url or manager_url(self._hook, self._conn_id, self._submit_environment())
 
     def _wait_for_previous_driver(self, checkpoint_location: str, lease_ttl_s: float) -> None:
         """A retried or cleared task of the same run: wait until no earlier driver of the pipeline is alive.

@@ -56,7 +56,7 @@ def _execute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, connection: dict, 
 
 def test_a_standalone_master_in_cluster_deploy_mode_is_refused_before_anything_is_submitted(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, submitted: list[str]) -> None:
-    from airflow.sdk.exceptions import AirflowFailException
+    from airflow.providers.common.compat.sdk import AirflowFailException
 
     ti = RecordingTaskInstance()
     with pytest.raises(AirflowFailException) as refused:
@@ -66,3 +66,35 @@ def test_a_standalone_master_in_cluster_deploy_mode_is_refused_before_anything_i
     assert "Spark standalone runs no Python application in cluster deploy mode" in message, message
     assert "spark://127.0.0.1:7077" in message and "env_vars" not in message, message
     assert submitted == [] and ti.xcom == {}, "refused after the driver was recorded"
+
+
+def test_yarn_cluster_mode_without_a_resourcemanager_address_is_refused_before_anything_is_submitted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, submitted: list[str]) -> None:
+    from airflow.providers.common.compat.sdk import AirflowFailException
+
+    monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
+    monkeypatch.delenv("YARN_CONF_DIR", raising=False)
+    ti = RecordingTaskInstance()
+    with pytest.raises(AirflowFailException) as refused:
+        _execute(tmp_path, monkeypatch, {"host": "yarn", "extra": {"deploy-mode": "cluster"}}, ti)
+    message = str(refused.value)
+    assert "without the ResourceManager's web address" in message, message
+    assert "yarn_resourcemanager_webapp_address" in message and "HADOOP_CONF_DIR" in message, message
+    assert submitted == [] and ti.xcom == {}, "refused after the driver was recorded"
+
+
+def test_yarn_cluster_mode_with_the_address_in_yarn_conf_dir_is_submitted_and_followed_there(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, submitted: list[str]) -> None:
+    conf_dir = tmp_path / "yarn-conf"
+    conf_dir.mkdir()
+    (conf_dir / "yarn-site.xml").write_text(
+        "<configuration><property><name>yarn.resourcemanager.hostname</name><value>rm.example.com</value>"
+        "</property></configuration>")
+    monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
+    monkeypatch.setenv("YARN_CONF_DIR", str(conf_dir))
+    ti = RecordingTaskInstance()
+    # The provider follows the application it submitted (its id, from spark-submit's output; none here).
+    with pytest.raises(RuntimeError, match="did not produce a YARN application ID"):
+        _execute(tmp_path, monkeypatch, {"host": "yarn", "extra": {"deploy-mode": "cluster"}}, ti)
+    assert submitted, "nothing was submitted"
+    assert ti.xcom["driver"]["manager_url"] == "http://rm.example.com:8088", ti.xcom["driver"]

@@ -55,7 +55,7 @@ def _retry(monkeypatch: pytest.MonkeyPatch, wait_s: float) -> tuple[Any, list[An
 
 def test_a_cluster_mode_retry_refuses_while_the_earlier_driver_renews_its_lease(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from airflow.sdk.exceptions import AirflowFailException
+    from airflow.providers.common.compat.sdk import AirflowFailException
 
     checkpoint = CheckpointReader(str(tmp_path / "checkpoint"))
     write_driver_lease(checkpoint, _lease(sequence=7))

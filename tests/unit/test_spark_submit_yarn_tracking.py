@@ -53,8 +53,31 @@ def test_the_connection_extra_wins_and_other_masters_are_left_alone(
     assert not client._yarn_track_via_rm_api
 
 
-def test_without_an_address_the_providers_own_tracking_applies(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_yarn_conf_dir_and_resourcemanager_ha_name_the_address(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
+    (tmp_path / "yarn-site.xml").write_text(
+        "<configuration>"
+        "<property><name>yarn.resourcemanager.ha.rm-ids</name><value>rm1,rm2</value></property>"
+        "<property><name>yarn.resourcemanager.webapp.address.rm1</name><value>rm-a:8088</value></property>"
+        "<property><name>yarn.resourcemanager.webapp.address.rm2</name><value>rm-b:8088</value></property>"
+        "</configuration>")
+    monkeypatch.setenv("YARN_CONF_DIR", str(tmp_path))
     operator = operator_on(monkeypatch, {"deploy-mode": "cluster"})
     operator._track_through_resourcemanager()
+    assert operator._yarn_track_via_rm_api and operator._get_hook()._get_yarn_rm_base_url() == "http://rm-a:8088"
+
+
+def test_without_an_address_the_submit_is_refused_naming_the_extra_and_the_folders(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from airflow_provider_eos.core.errors import SubmissionError
+
+    monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
+    monkeypatch.delenv("YARN_CONF_DIR", raising=False)
+    operator = operator_on(monkeypatch, {"deploy-mode": "cluster"})
+    with pytest.raises(SubmissionError) as refused:
+        operator._track_through_resourcemanager()
+    assert "yarn_resourcemanager_webapp_address" in refused.value.message
+    assert "HADOOP_CONF_DIR or YARN_CONF_DIR" in refused.value.message
+    assert "eos_spark" in refused.value.fix and "HADOOP_CONF_DIR" in refused.value.fix
     assert not operator._yarn_track_via_rm_api
