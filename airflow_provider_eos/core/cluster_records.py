@@ -37,6 +37,7 @@ __all__ = [
     "YarnApp",
     "judge_standalone_master",
     "judge_yarn_apps",
+    "live_yarn_apps",
     "manager_web_url",
     "parse_standalone_master",
     "parse_yarn_apps",
@@ -192,6 +193,14 @@ def judge_standalone_master(
     return said(Liveness.GONE, f"application {when}; the master ended it and its executors")
 
 
+def live_yarn_apps(handle: DriverHandle, apps: list[YarnApp]) -> list[YarnApp]:
+    """The applications of ``apps`` tagged with the driver token of ``handle`` that YARN has not ended yet.
+
+    What the liveness judgement calls ALIVE, and what a deliberate stop kills.
+    """
+    return [app for app in apps if handle.token in app.tags and app.state in _YARN_LIVE]
+
+
 def judge_yarn_apps(
     handle: DriverHandle, apps: list[YarnApp] | None, *, observed_at: dt.datetime, problem: str | None = None,
 ) -> Evidence:
@@ -205,7 +214,7 @@ def judge_yarn_apps(
     if apps is None:
         return said(Liveness.UNKNOWN, f"not readable ({problem or 'no answer'})")
     tagged = [app for app in apps if handle.token in app.tags]
-    live = [app for app in tagged if app.state in _YARN_LIVE]
+    live = live_yarn_apps(handle, apps)
     if live:
         return said(Liveness.ALIVE, "application " + ", ".join(f"{app.id} {app.state}" for app in live) + " is live")
     ended = [app for app in tagged if app.state in _YARN_ENDED and _of_this_run(_ms(app.started_time), handle)]

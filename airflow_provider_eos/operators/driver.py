@@ -26,6 +26,7 @@ from airflow_provider_eos.core.health.watch import WATCH_OUTCOME_XCOM_KEY, stops
 from airflow_provider_eos.hooks.checkpoint_storage import CheckpointStorageHook
 from airflow_provider_eos.hooks.kafka_admin import load_pipeline_spec
 from airflow_provider_eos.spark.driver_processes import observe, stop_driver, this_host_identity
+from airflow_provider_eos.usecases.cluster_stop import kill_yarn_application
 from airflow_provider_eos.usecases.driver_liveness import wait_until_driver_gone, wait_until_gone_unless_renewed
 
 if TYPE_CHECKING:
@@ -138,6 +139,8 @@ class StopPipelineDriverOperator(_DriverStep):
     reach it: the step waits up to ``grace_period_s`` for the driver's lease or the cluster
     manager to show it ended (a SIGKILLed driver's lease expires), and fails at once when the lease
     is renewed meanwhile, which only a running driver does (docs/design-notes.md, note 37).
+    In YARN cluster deploy mode the step kills the run's application (found by its driver-token tag)
+    through the ResourceManager's REST API first, then waits for positive evidence that it is gone.
 
     :param grace_period_s: how long the driver may take to finish its running batch. From another
         host the wait for its lease lasts at least the spec's ``driver_lease_ttl_s`` + 25 s
@@ -168,6 +171,8 @@ class StopPipelineDriverOperator(_DriverStep):
         before = observe(handle)
         if not recorded and not before.processes:
             raise AirflowSkipException(f"this run submitted no driver ({before.evidence}); nothing to stop")
+        if before.liveness is Liveness.UNKNOWN and handle.deploy_mode == "cluster":
+            return self._stop_in_cluster(handle, self.lease_wait_s(self.grace_period_s))
         if before.liveness is Liveness.UNKNOWN:
             wait_s = self.lease_wait_s(self.grace_period_s)
             self.log.info("The driver cannot be signalled from this host (%s); waiting up to %.0fs for its lease or "
@@ -178,6 +183,26 @@ class StopPipelineDriverOperator(_DriverStep):
         self.log.info("Stopping the driver of %s: %s", handle.pipeline, before.evidence)
         after = stop_driver(handle, grace_s=self.grace_period_s)
         return _result_or_fail(after, "the driver could not be stopped")
+
+    def _stop_in_cluster(self, handle: DriverHandle, wait_s: float) -> dict[str, Any]:
+        """Cluster deploy mode: kill the run's YARN application through the ResourceManager, then wait for GONE.
+
+        The driver is the application master on a NodeManager, which no signal of this host reaches
+        (:mod:`airflow_provider_eos.usecases.cluster_stop`). When nothing could be killed, the
+        step waits as from another host, failing as soon as the lease is renewed.
+        """
+        kill = kill_yarn_application(handle)
+        if kill.killed:
+            listed = ", ".join(kill.killed)
+            self.log.info("Killed YARN application %s through the ResourceManager %s; waiting up to %.0fs for "
+                          "positive evidence that the driver is gone", listed, handle.manager_url, wait_s)
+            after = wait_until_driver_gone(handle, self.checkpoint(), wait_s)
+            return _result_or_fail(after, f"YARN application {listed} (the driver) was killed through "
+                                          f"{handle.manager_url} but is not positively gone")
+        self.log.warning("The driver runs in the cluster and its application could not be killed (%s); waiting up "
+                         "to %.0fs for its lease or the ResourceManager to show it ended", kill.problem, wait_s)
+        after = wait_until_gone_unless_renewed(handle, self.checkpoint(), wait_s)
+        return _result_or_fail(after, f"the driver could not be stopped: {kill.problem}")
 
 
 class ConfirmDriverGoneOperator(_DriverStep):

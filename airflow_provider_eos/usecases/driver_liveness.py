@@ -35,8 +35,8 @@ if TYPE_CHECKING:
     from airflow_provider_eos.core.checkpoint import CheckpointReader
     from airflow_provider_eos.core.driver import HostIdentity
 
-__all__ = ["observe_driver_anywhere", "read_lease_for_gate", "wait_until_driver_gone", "wait_until_gone_unless_renewed",
-           "wait_while_driver_alive"]
+__all__ = ["HTTP_TIMEOUT_S", "http_get", "observe_driver_anywhere", "read_lease_for_gate", "wait_until_driver_gone",
+           "wait_until_gone_unless_renewed", "wait_while_driver_alive", "yarn_apps_url"]
 
 #: Seconds one request to a cluster manager may take: an unreachable one is no evidence, not a wait.
 HTTP_TIMEOUT_S = 5.0
@@ -45,7 +45,8 @@ HTTP_TIMEOUT_S = 5.0
 Fetch = Callable[[str], bytes]
 
 
-def _http_get(url: str) -> bytes:
+def http_get(url: str) -> bytes:
+    """GET ``url`` within :data:`HTTP_TIMEOUT_S` (a cluster manager's record); the body."""
     with urllib.request.urlopen(url, timeout=HTTP_TIMEOUT_S) as response:
         return response.read()
 
@@ -103,7 +104,7 @@ def read_lease_for_gate(checkpoint: CheckpointReader) -> tuple[dt.datetime, Driv
     return read.observed_at, read.lease
 
 
-def manager_evidence(handle: DriverHandle, fetch: Fetch = _http_get) -> Evidence | None:
+def manager_evidence(handle: DriverHandle, fetch: Fetch = http_get) -> Evidence | None:
     """What the cluster manager's record says; ``None`` when the handle names no manager (local master)."""
     if handle.manager_url is None:
         return None
@@ -111,13 +112,17 @@ def manager_evidence(handle: DriverHandle, fetch: Fetch = _http_get) -> Evidence
     if handle.master.startswith("spark://"):
         url, parse, judge = f"{handle.manager_url}/json/", parse_standalone_master, judge_standalone_master
     else:
-        query = urllib.parse.urlencode({"applicationTags": handle.token})
-        url, parse, judge = f"{handle.manager_url}/ws/v1/cluster/apps?{query}", parse_yarn_apps, judge_yarn_apps
+        url, parse, judge = yarn_apps_url(handle), parse_yarn_apps, judge_yarn_apps
     body, problem = _fetched(fetch, url)
     record = parse(body) if body is not None else None
     if isinstance(record, str):  # not the document expected: why, as the evidence says it
         record, problem = None, record
     return judge(handle, record, observed_at=observed_at, problem=problem)
+
+
+def yarn_apps_url(handle: DriverHandle) -> str:
+    """The ResourceManager's list of the applications tagged with the driver token of ``handle``."""
+    return f"{handle.manager_url}/ws/v1/cluster/apps?{urllib.parse.urlencode({'applicationTags': handle.token})}"
 
 
 def _fetched(fetch: Fetch, url: str) -> tuple[bytes | None, str | None]:
@@ -133,7 +138,7 @@ def _now() -> dt.datetime:
 
 def observe_driver_anywhere(
     handle: DriverHandle, checkpoint: CheckpointReader | None, *, here: HostIdentity | None = None,
-    fetch: Fetch = _http_get,
+    fetch: Fetch = http_get,
 ) -> DriverObservation:
     """Ask every source about the driver of ``handle`` now and combine what they say.
 
@@ -150,7 +155,7 @@ def observe_driver_anywhere(
 
 def wait_until_driver_gone(
     handle: DriverHandle, checkpoint: CheckpointReader | None, timeout_s: float, poll_s: float = 2.0, *,
-    here: HostIdentity | None = None, fetch: Fetch = _http_get,
+    here: HostIdentity | None = None, fetch: Fetch = http_get,
 ) -> DriverObservation:
     """Observe until the driver is positively gone or ``timeout_s`` passes; returns the last observation.
 
@@ -172,7 +177,7 @@ def earlier_driver(handle: DriverHandle, checkpoint: CheckpointReader | None) ->
 
 def wait_while_driver_alive(
     handle: DriverHandle, checkpoint: CheckpointReader | None, timeout_s: float, poll_s: float = 2.0, *,
-    here: HostIdentity | None = None, fetch: Fetch = _http_get,
+    here: HostIdentity | None = None, fetch: Fetch = http_get,
 ) -> DriverObservation:
     """Observe until no source sees a driver of the pipeline alive, or ``timeout_s`` passes; the last observation.
 
@@ -201,7 +206,7 @@ def _live_lease_mark(checkpoint: CheckpointReader | None) -> tuple[str, int] | N
 
 def wait_until_gone_unless_renewed(
     handle: DriverHandle, checkpoint: CheckpointReader | None, timeout_s: float, poll_s: float = 2.0, *,
-    here: HostIdentity | None = None, fetch: Fetch = _http_get,
+    here: HostIdentity | None = None, fetch: Fetch = http_get,
 ) -> DriverObservation:
     """:func:`wait_until_driver_gone` for a caller that cannot signal the driver (another host than its own).
 
