@@ -13,6 +13,8 @@ recovery and the batch replays once, as after any driver crash.
 from __future__ import annotations
 
 import json
+import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,11 +29,19 @@ __all__ = ["YarnKill", "kill_yarn_application"]
 Put = Callable[[str, dict[str, str]], int]
 
 
-def _http_put(url: str, document: dict[str, str]) -> int:
+def _http_put(url: str, document: dict[str, str], *, redirects: int = 2) -> int:
+    """PUT ``document`` as JSON; a 307/308 (a standby ResourceManager names the active one) is followed, PUT again."""
     request = urllib.request.Request(url, data=json.dumps(document).encode(), method="PUT",
                                      headers={"Content-Type": "application/json", "Accept": "application/json"})
-    with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_S) as response:
-        return int(response.status)
+    try:
+        with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_S) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as err:
+        # urllib follows redirects of GET only; a PUT's is an HTTPError carrying the new address.
+        location = err.headers.get("Location") if err.code in (307, 308) else None
+        if not location or redirects <= 0:
+            raise
+        return _http_put(urllib.parse.urljoin(url, location), document, redirects=redirects - 1)
 
 
 @dataclass(frozen=True)

@@ -190,3 +190,29 @@ def test_the_kill_asks_only_for_live_applications_of_the_token_and_says_why_it_c
     assert f"did not list the application tagged {TOKEN}" in str(away.problem) and "connection refused" in away.problem
     no_rm = kill_yarn_application(_handle(None))
     assert not no_rm.killed and "recorded no YARN ResourceManager" in str(no_rm.problem)
+
+
+def test_a_kill_sent_to_a_standby_resourcemanager_follows_its_redirect_to_the_active_one(
+        resourcemanager: ResourceManager) -> None:
+    from airflow_provider_eos.usecases.cluster_stop import _http_put
+
+    active = resourcemanager.url
+
+    class Standby(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_PUT(self) -> None:
+            self.send_response(307)
+            self.send_header("Location", f"{active}{self.path}")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    standby = ThreadingHTTPServer(("127.0.0.1", 0), Standby)
+    threading.Thread(target=standby.serve_forever, daemon=True).start()
+    try:
+        state_url = f"http://127.0.0.1:{standby.server_address[1]}/ws/v1/cluster/apps/{APP_ID}/state"
+        assert _http_put(state_url, {"state": "KILLED"}) == 202
+    finally:
+        standby.shutdown()
+    assert resourcemanager.puts == [(f"/ws/v1/cluster/apps/{APP_ID}/state", {"state": "KILLED"})]
