@@ -3,8 +3,11 @@
 The application, jars, py-files, files, archives and conf all come from the pipeline spec
 through :mod:`airflow_provider_eos.spark.submit_command`, the same plan ``eos run`` uses, so
 the DAG and the terminal submit the same job. The connection is the Spark provider's ``spark``
-connection (master, deploy mode, queue). In cluster deploy mode the spec travels with ``--files``
-and the recovery branch cannot observe the driver and refuses to act on its own.
+connection (master, deploy mode, queue). In cluster deploy mode the spec travels with ``--files``;
+the driver runs on a cluster host, so a retry and ``stop_stream`` observe it through its lease and
+the cluster manager, never the worker's process table, and ``stop_stream`` stops it by killing its
+YARN application (:mod:`~airflow_provider_eos.usecases.cluster_stop`). Spark standalone runs no
+Python application in cluster mode: the plan refuses it.
 
 On YARN in cluster deploy mode the operator follows the application through the Spark
 provider's ResourceManager REST tracking (``yarn_track_via_rm_api``): spark-submit returns once
