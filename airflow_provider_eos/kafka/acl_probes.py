@@ -16,6 +16,11 @@ The probes change nothing:
   an error about the unknown id (``NOT_COORDINATOR``, ``INVALID_PRODUCER_ID_MAPPING``); no
   transaction is opened, ended or fenced. ``DESCRIBE`` by DescribeTransactions of the same id.
   confluent-kafka has neither request; kafka-python sends them.
+
+A probe that gets no answer (the broker unreachable or paused, a request timed out: kafka-python
+raises its ``KafkaError``, which is no ``KafkaException``) neither confirms nor refutes the ACL: it
+is reported as unverified with the client's error, like any failed probe, never as granted and
+never as an exception out of :func:`read_permissions`.
 """
 
 from __future__ import annotations
@@ -64,6 +69,11 @@ def _error_name(exc: BaseException) -> str:
     return error.name() if isinstance(error, KafkaError) else type(exc).__name__
 
 
+def _kafka_python_error(exc: BaseException) -> str:
+    """kafka-python's error as its class and words (``KafkaTimeoutError: Timed out after 5000 ms``)."""
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
 class _Prober:
     """One principal's probes; each answer is cached per resource."""
 
@@ -83,10 +93,14 @@ class _Prober:
         self.cluster_operations = None if ops is None else {op.name for op in ops}
 
     def probe(self, acl: Acl) -> ProbeResult:
+        from kafka.errors import KafkaError as KafkaPythonError
+
         try:
             allowed, evidence = self._probe(acl)
         except (KafkaException, EosError, OSError, TimeoutError) as exc:
             allowed, evidence = None, f"the probe failed: {_error_name(exc)}"
+        except KafkaPythonError as exc:  # the transactional-id probes' client, e.g. closing it on a lost broker
+            allowed, evidence = None, f"the probe failed: {_kafka_python_error(exc)}"
         return ProbeResult(acl=acl, allowed=allowed, evidence=evidence)
 
     def _probe(self, acl: Acl) -> tuple[bool | None, str]:
@@ -172,8 +186,14 @@ def _end_txn_probe(admin: Any, txn_id: str) -> tuple[bool | None, str]:
     async def send() -> Any:
         return await manager.send(request)
 
-    code = manager.run(send).error_code
+    from kafka.errors import KafkaError as KafkaPythonError
+
     what = f"EndTxn({txn_id!r}, producer id -1)"
+    try:
+        code = manager.run(send).error_code
+    except KafkaPythonError as exc:
+        # No response (the connection lost, the request timed out): the broker never said what it checked.
+        return None, f"{what}: no answer, {_kafka_python_error(exc)}"
     if code == _TXN_ID_AUTH_FAILED:
         return False, f"{what}: TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
     return True, f"{what}: error {code}, past the ACL check (nothing to end)"
@@ -181,8 +201,8 @@ def _end_txn_probe(admin: Any, txn_id: str) -> tuple[bool | None, str]:
 
 def _describe_transaction_probe(admin: Any, txn_id: str) -> tuple[bool | None, str]:
     """``DESCRIBE``: DescribeTransactions of ``txn_id`` (its FindCoordinator checks DESCRIBE first)."""
+    from kafka.errors import BrokerResponseError, TransactionalIdAuthorizationFailedError
     from kafka.errors import KafkaError as KafkaPythonError
-    from kafka.errors import TransactionalIdAuthorizationFailedError
 
     what = f"DescribeTransactions({txn_id!r})"
     try:
@@ -190,7 +210,12 @@ def _describe_transaction_probe(admin: Any, txn_id: str) -> tuple[bool | None, s
     except TransactionalIdAuthorizationFailedError:
         return False, f"{what}: TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
     except KafkaPythonError as exc:
-        return True, f"{what}: {type(exc).__name__}, past the ACL check"
+        # Only a broker's definite answer (TRANSACTIONAL_ID_NOT_FOUND for the unused id) comes after the ACL
+        # check. kafka-python raises a retriable error for what got no answer, its own request timeout
+        # included (a RequestTimedOutError, though a broker code too): that says nothing of the ACL.
+        if isinstance(exc, BrokerResponseError) and not getattr(exc, "retriable", False):
+            return True, f"{what}: {exc.message or type(exc).__name__}, past the ACL check"
+        return None, f"{what}: no answer, {_kafka_python_error(exc)}"
     return True, f"{what} answered"
 
 
