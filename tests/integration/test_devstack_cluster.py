@@ -197,3 +197,50 @@ def test_preflight_sees_the_live_brokers(kafka_cluster: BrokerInfo, tmp_path: Pa
         assert degraded.ok, [f.message for f in degraded.errors]
     finally:
         kafka.fault("restart", 3)
+
+
+def test_preflight_judges_the_existing_transaction_log_by_its_own_min_isr(
+    kafka_cluster: BrokerInfo, tmp_path: Path
+) -> None:
+    """EOS202 once ``__transaction_state`` exists: the topic's min.insync.replicas against its replicas.
+
+    The brokers' ``transaction.state.log.min.isr`` (2) only gave the topic its first value. An
+    administrator raises the topic's own ``min.insync.replicas`` to 4, above its 3 replicas: no
+    transaction can initialize or commit any more, while the brokers' setting still says 2. Before
+    the fix EOS202 compared the brokers' 2 with the live brokers and passed.
+    """
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
+
+    topics = [f"isr-{uuid.uuid4().hex[:6]}-{kind}" for kind in ("in", "out")]
+    for name in topics:
+        create_topic(kafka_cluster.client_settings(), name, 1, replicas=3)
+    spec = PipelineSpec.from_dict({
+        "name": "isr", "kafka": kafka_cluster.client_settings(), "input_topics": [topics[0]],
+        "output_topic": topics[1], "group_id": f"{topics[0]}-g", "transactional_id_prefix": f"{topics[0]}-t",
+        "checkpoint_location": str(tmp_path / "cp"),
+    })
+    admin = _admin(kafka_cluster)
+    assert _partitions(admin, "__transaction_state")  # it exists (a request naming it creates it)
+
+    def set_min_isr(value: str) -> None:
+        resource = ConfigResource("TOPIC", "__transaction_state", incremental_configs=[
+            ConfigEntry("min.insync.replicas", value, incremental_operation=AlterConfigOpType.SET)])
+        admin.incremental_alter_configs([resource])[resource].result(30)
+
+    before = evaluate(gather_facts(spec, timeout_s=20)).finding("EOS202")
+    assert before.status is Status.PASS, before
+    assert "__transaction_state's min.insync.replicas 2 <= the replicas of each of its partitions (at least 3)" \
+        in before.message, before
+    set_min_isr("4")
+    try:
+        facts = gather_facts(spec, timeout_s=20)
+        assert facts.internal_topics is not None
+        assert facts.internal_topics["__transaction_state"].min_insync_replicas == 4
+        finding = evaluate(facts).finding("EOS202")
+        assert finding.status is Status.FAIL, finding
+        assert "__transaction_state's min.insync.replicas 4 > the replicas of" in finding.message, finding
+        assert "transaction.state.log.min.isr 2 of brokers 1, 2, 3 applied only when it was created" \
+            in finding.message, finding
+        assert finding.fix and "--entity-name __transaction_state --add-config min.insync.replicas=3" in finding.fix
+    finally:
+        set_min_isr("2")

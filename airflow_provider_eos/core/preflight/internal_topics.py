@@ -3,15 +3,16 @@
 They take writes: once they exist, by their in-sync replicas against their ``min.insync.replicas``
 (the brokers' replication factor applies only when Kafka creates them, so a broker down in a rolling
 restart blocks nothing that still has enough replicas in sync); before, by the brokers' replication
-factor against the live brokers. The transaction log's min ISR fits the live brokers and its
-replication factor, and the log is replicated.
+factor against the live brokers. The transaction log's own min ISR fits its partitions' replicas once it
+exists (before, the brokers' ``transaction.state.log.min.isr`` fits the live brokers and their replication
+factor), and the log is replicated.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from airflow_provider_eos.core.preflight.facts import PreflightFacts
+from airflow_provider_eos.core.preflight.facts import InternalTopicFacts, PreflightFacts
 from airflow_provider_eos.core.preflight.readings import (
     RECOMMENDED_REPLICATION,
     broker_setting,
@@ -130,18 +131,68 @@ def _txn_log_replication(facts: PreflightFacts) -> Outcome:
     )
 
 
+def _existing_log_min_isr(facts: PreflightFacts, topic: InternalTopicFacts) -> Outcome:
+    """The existing ``__transaction_state``'s own ``min.insync.replicas`` against its partitions' replicas.
+
+    Kafka gave the topic ``transaction.state.log.min.isr`` as its ``min.insync.replicas`` when it created
+    it; an administrator may have changed it since, and the brokers' setting is never read again. A
+    partition with fewer replicas than that can never take a write; fewer in sync now is EOS201's.
+    """
+    name = topic.name
+    if topic.min_insync_replicas is None:
+        reason = facts.unavailable.get(name)
+        return not_checked(
+            f"not checked: {name} exists, but its min.insync.replicas was not read" + (f" ({reason})" if reason else "")
+        )
+    min_isr = topic.min_insync_replicas
+    fewest = min(topic.replicas.values(), default=0)
+    short = [f"{name}-{p} ({r})" for p, r in sorted(topic.replicas.items()) if r < min_isr]
+    setting = broker_setting(facts, "transaction.state.log.min.isr", max)
+    applies = "" if setting is None else \
+        f"; transaction.state.log.min.isr {setting[0]} of {setting[1]} applied only when it was created"
+    if short:
+        return failed(
+            f"{name}'s min.insync.replicas {min_isr} > the replicas of {len(short)} of its partitions: "
+            f"{_listed(short)}; writes to them can never reach enough in-sync replicas (NOT_ENOUGH_REPLICAS), so "
+            f"the transactions they coordinate can neither initialize nor commit{applies}",
+            fix=f"lower {name}'s min.insync.replicas to {max(fewest, 1)} or less (kafka-configs.sh --bootstrap-server "
+            f"HOST:PORT --alter --entity-type topics --entity-name {name} --add-config "
+            f"min.insync.replicas={max(fewest, 1)}), or reassign the listed partitions to {min_isr} replicas or more "
+            "(kafka-reassign-partitions.sh); the brokers' transaction.state.log.min.isr does not change an existing "
+            "topic",
+        )
+    return passed(
+        f"{name}'s min.insync.replicas {min_isr} <= the replicas of each of its partitions (at least {fewest}); "
+        f"whether enough are in sync now is EOS201's{applies}"
+    )
+
+
 @rule(
     "EOS202",
     Severity.ERROR,
-    "transaction state log min ISR <= live brokers and replication",
-    "lower transaction.state.log.min.isr to at most the live brokers and the state log's replication factor",
+    "transaction state log min ISR fits its replicas (before it exists: the live brokers and replication)",
+    "once __transaction_state exists, lower its min.insync.replicas to at most its partitions' replicas "
+    "(kafka-configs.sh); before, lower transaction.state.log.min.isr to at most the live brokers and "
+    "transaction.state.log.replication.factor",
 )
 def _txn_log_min_isr(facts: PreflightFacts) -> Outcome:
+    # An existing topic keeps the min.insync.replicas it was created with (or was altered to): judge that one.
+    if facts.internal_topics is None:
+        return unknown(facts, "internal_topics", "the metadata of __transaction_state was")
+    topic = facts.internal_topics.get("__transaction_state")
+    if topic is None:
+        reason = facts.unavailable.get("__transaction_state") or facts.unavailable.get("internal_topics")
+        return not_checked("not checked: whether __transaction_state exists was not read"
+                           + (f" ({reason})" if reason else ""))
+    if topic.exists:
+        return _existing_log_min_isr(facts, topic)
     outcome = _setting_vs_live(
         facts,
         "transaction.state.log.min.isr",
         "writes to __transaction_state fail (NOT_ENOUGH_REPLICAS), so no transaction can commit",
     )
+    if outcome.status is Status.FAIL:
+        return Outcome(outcome.status, f"__transaction_state does not exist yet; {outcome.message}", outcome.fix)
     if outcome.status is not Status.PASS:
         return outcome
     min_isr = broker_setting(facts, "transaction.state.log.min.isr", max)
@@ -149,10 +200,11 @@ def _txn_log_min_isr(facts: PreflightFacts) -> Outcome:
     assert min_isr is not None and replication is not None
     if min_isr[0] > replication[0]:
         return failed(
-            f"transaction.state.log.min.isr {min_isr[0]} of {min_isr[1]} > transaction.state.log.replication.factor "
-            f"{replication[0]} of {replication[1]}: writes to __transaction_state can never reach enough replicas"
+            f"__transaction_state does not exist yet; transaction.state.log.min.isr {min_isr[0]} of {min_isr[1]} > "
+            f"transaction.state.log.replication.factor {replication[0]} of {replication[1]}: once created, writes "
+            "to it can never reach enough replicas"
         )
-    return passed(f"{outcome.message}; replication factor {replication[0]}")
+    return passed(f"__transaction_state does not exist yet; {outcome.message}; replication factor {replication[0]}")
 
 
 @rule(

@@ -36,6 +36,13 @@ PASSES: list[Case] = [
     # The brokers' configs unread: the existing topic is still judged by what it has.
     ("EOS204", facts_(broker_configs=None), ["min.insync.replicas 2", "not compared"]),
     ("EOS203", single_broker, ["single broker"]),
+    # The existing log's own min ISR 2 fits its 3 replicas: the brokers' min.isr 4 (> 3 live) is no longer used.
+    ("EOS202", broker("transaction.state.log.min.isr", "4"),
+     ["min.insync.replicas 2 <= the replicas of each of its partitions (at least 3)", "applied only when it was"]),
+    # One broker down: 2 live < the brokers' min.isr 3, but the log was created with min ISR 2 (EOS201 judges the ISR).
+    ("EOS202", lambda f: facts_(live_brokers=2)(broker("transaction.state.log.min.isr", "3")(f)),
+     ["min.insync.replicas 2 <="]),
+    ("EOS202", lambda f: no_internal("__transaction_state")(f), ["does not exist yet", "replication factor 3"]),
     ("EOS207", topic("orders-in", replication_factor=2, min_insync_replicas=2), []),
     ("EOS208", single_broker, []),
     ("EOS209", single_broker, []),
@@ -57,14 +64,22 @@ FAILS: list[Case] = [
     ("EOS201", broker("transaction.state.log.replication.factor", "4"),
      ["50 partition(s) have fewer replicas than transaction.state.log.replication.factor 4",
       "__transaction_state-0 (3)", "and 40 more"]),
-    ("EOS202", broker("transaction.state.log.min.isr", "4"), ["min.isr 4", "3 live"]),
+    # Before __transaction_state exists, the brokers' settings it will be created with ...
+    ("EOS202", lambda f: no_internal("__transaction_state")(broker("transaction.state.log.min.isr", "4")(f)),
+     ["does not exist yet", "min.isr 4", "3 live"]),
     (
         "EOS202",
-        lambda f: broker("transaction.state.log.replication.factor", "2")(
+        lambda f: no_internal("__transaction_state")(broker("transaction.state.log.replication.factor", "2")(
             broker("transaction.state.log.min.isr", "3")(f)
-        ),
+        )),
         ["min.isr 3", "replication.factor 2"],
     ),
+    # ... once it exists, its own min.insync.replicas (altered since, or set by other settings) vs its replicas.
+    ("EOS202", internal("__transaction_state", 3, min_isr=4),
+     ["__transaction_state's min.insync.replicas 4 > the replicas of 50 of its partitions", "__transaction_state-0 (3)",
+      "transaction.state.log.min.isr 2 of brokers 1, 2, 3 applied only when it was created"]),
+    ("EOS202", internal("__transaction_state", 3, min_isr=2, p9=(1, 1)),
+     ["1 of its partitions: __transaction_state-9 (1)"]),
     ("EOS203", broker("transaction.state.log.replication.factor", "1"), ["1", "3 live brokers"]),
     ("EOS204", lambda f: no_internal("__consumer_offsets")(broker("offsets.topic.replication.factor", "5")(f)),
      ["5", "3 live"]),
@@ -123,3 +138,4 @@ def test_an_unreadable_internal_topic_is_not_checked_naming_the_reason() -> None
     finding = evaluate(no_min_isr).finding("EOS201")
     assert finding.status is Status.NOT_CHECKED
     assert "min.insync.replicas was not read (TOPIC_AUTHORIZATION_FAILED: denied)" in finding.message
+
