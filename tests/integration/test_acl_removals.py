@@ -297,6 +297,35 @@ def test_preflight_without_one_job_acl_fails_naming_it(secured_pipeline: Secured
     assert finding.fix and f"--principal {secured_pipeline.principal} --role job --apply" in finding.fix
 
 
+def test_preflight_names_the_acl_of_an_input_topic_hidden_from_the_job(secured_pipeline: SecuredPipeline) -> None:
+    """Without READ (so without the DESCRIBE it implies) on the existing input topic, Kafka leaves the topic out of
+    the principal's metadata: EOS205 names the ACL and the command granting the job's set, not "create the topic"
+    (before the fix it said the input topic does not exist). A topic that really is missing still says so."""
+    from airflow_provider_eos.core.preflight import evaluate
+    from airflow_provider_eos.kafka.cluster_facts import gather_facts
+
+    spec, principal = secured_pipeline.spec, secured_pipeline.principal
+    (read_input,) = [a for a in kafka_set(spec, principal, "job") if a.resource_type is ResourceType.TOPIC
+                     and a.name == spec.input_topics[0] and a.operation is Operation.READ]
+    secured_pipeline.grant("job", without=read_input)
+    facts = gather_facts(spec, timeout_s=20)
+    finding = evaluate(facts).finding("EOS205")
+    assert finding.status is Status.FAIL, finding
+    assert f"input topic '{spec.input_topics[0]}' is hidden" in finding.message, finding.message
+    assert f"{principal} Metadata: it needs DESCRIBE on TOPIC '{spec.input_topics[0]}'" in finding.message
+    assert "does not exist" not in finding.message and finding.fix and "create" not in finding.fix, finding
+    assert f"READ on TOPIC '{spec.input_topics[0]}' (LITERAL)" in finding.fix, finding.fix
+    assert f"--principal {principal} --role job --apply" in finding.fix, finding.fix
+    assert facts.topics is not None and facts.topics[spec.input_topics[0]].refused, facts.topics
+
+    missing = spec.with_overrides(input_topics=[f"{spec.input_topics[0]}-never-created"])
+    secured_pipeline.spec = missing
+    secured_pipeline.grant("job")
+    absent = evaluate(gather_facts(missing, timeout_s=20)).finding("EOS205")
+    assert absent.status is Status.FAIL, absent
+    assert f"input topic '{missing.input_topics[0]}' does not exist" in absent.message, absent
+
+
 def _sink_transaction(pipeline: SecuredPipeline) -> None:
     """What one batch of the sink does: init (fencing the open transaction), produce output and a dead letter,
     commit the group's offsets with the marker inside the transaction, commit."""

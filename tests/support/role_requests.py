@@ -56,8 +56,10 @@ def _job(spec: PipelineSpec) -> list[Call]:
     preflight = "kafka/cluster_facts.py gather_facts"
     calls = [
         Call("Metadata", {"TOPIC": inputs + sink}, f"{preflight}: list_topics"),
+        # A topic the all-topics metadata leaves out is described by name: missing, or hidden (no DESCRIBE).
+        Call("Metadata", {"TOPIC": inputs + sink}, f"{preflight}: topic_reads.why_unlisted (DescribeTopics)"),
         Call("DescribeConfigs(BROKER)", where=f"{preflight}: broker_configs"),
-        Call("DescribeConfigs(TOPIC)", {"TOPIC": inputs + sink}, f"{preflight}: _topic_configs"),
+        Call("DescribeConfigs(TOPIC)", {"TOPIC": inputs + sink}, f"{preflight}: topic_reads.read_topic_configs"),
         # EOS201, EOS204: the all-topics metadata lists a topic only to a principal that may DESCRIBE it.
         Call("Metadata", {"TOPIC": internal}, f"{preflight}: internal_topics (replicas, in-sync replicas)"),
         Call("DescribeConfigs(TOPIC)", {"TOPIC": internal}, f"{preflight}: internal_topics (min.insync.replicas)"),

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from airflow_provider_eos.core.acls import Acl, Operation, ResourceType, covers, principal_of, required_acls
+from airflow_provider_eos.core.acls.denials import acl_missing, for_role
 from airflow_provider_eos.core.preflight.facts import PreflightFacts, TopicFacts
 from airflow_provider_eos.core.preflight.readings import (
     RECOMMENDED_REPLICATION,
@@ -61,7 +63,9 @@ def _topic_rule(
     unread: list[str] = []
     for role, name in topics:
         topic = facts.topics.get(name)
-        if topic is not None and not topic.exists:
+        if topic is not None and topic.refused:
+            unread.append(f"{name} (hidden: no DESCRIBE on it, EOS205/EOS206)")
+        elif topic is not None and not topic.exists:
             missing.append(name)
         elif topic is None or getattr(topic, attribute) is None:
             unread.append(name)
@@ -88,17 +92,49 @@ def _value(value: object) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
+def _hidden(facts: PreflightFacts, topics: Sequence[tuple[str, str]]) -> Outcome:
+    """Topics the broker would not describe to the principal: the ACL it lacks and the command granting the job's set.
+
+    Kafka hides a topic from a principal without ``DESCRIBE`` on it (and answers so whether or not it
+    exists), so "create the topic" would be the wrong fix.
+    """
+    spec = facts.spec
+    principal = principal_of(spec.kafka)[0]
+    refused = acl_missing("Metadata", ResourceType.TOPIC, [name for _, name in topics], principal=principal)
+    # The fix names the job set's ACLs that give the DESCRIBE refused (READ or WRITE imply it), not its others there.
+    needed = [Acl(principal=principal, resource_type=ResourceType.TOPIC, name=name, operation=Operation.DESCRIBE)
+              for _, name in topics] if principal else []
+    giving = [a for a in (required_acls(spec, principal, "job") if principal else ())
+              if any(covers([a], n) for n in needed)]
+    error = for_role(refused, "job", pipeline=spec.name, role_acls=giving)
+    named = ", ".join(f"{role} topic {name!r}" for role, name in topics)
+    return failed(
+        f"{named} {'is' if len(topics) == 1 else 'are'} hidden: {error.message}; the broker hides a topic from a "
+        "principal without DESCRIBE on it, so whether it exists cannot be told",
+        fix=error.fix,
+    )
+
+
 def _topics_exist(facts: PreflightFacts, topics: Sequence[tuple[str, str]]) -> Outcome:
     if facts.topics is None:
         return unknown(facts, "topics", "topic metadata was")
     known = facts.topics
-    missing = [f"{role} topic {name!r}" for role, name in topics if name in known and not known[name].exists]
+    hidden = [(role, name) for role, name in topics if name in known and known[name].refused]
+    missing = [f"{role} topic {name!r}" for role, name in topics
+               if name in known and not known[name].exists and not known[name].refused]
     unread = [name for _, name in topics if name not in facts.topics]
+    if hidden:
+        outcome = _hidden(facts, hidden)
+        verb = "does" if len(missing) == 1 else "do"
+        also = f"; {', '.join(missing)} {verb} not exist (create it once it can be seen)" if missing else ""
+        return Outcome(outcome.status, outcome.message + also, outcome.fix)
     if missing:
         verb = "does" if len(missing) == 1 else "do"
         return failed(f"{', '.join(missing)} {verb} not exist")
     if unread:
-        return not_checked(f"not checked: topics {', '.join(unread)} were not read")
+        reasons = "; ".join(facts.unavailable[f"topic {n}"] for n in unread if f"topic {n}" in facts.unavailable)
+        return not_checked(f"not checked: topics {', '.join(unread)} were not read" + (f" ({reasons})" if reasons
+                                                                                       else ""))
     described = ", ".join(f"{name} ({facts.topics[name].partitions} partitions)" for _, name in topics)
     return passed(f"exist: {described}")
 

@@ -70,6 +70,9 @@ class TopicFacts:
     :param retention_ms: its ``retention.ms`` (``-1``: unlimited).
     :param unclean_leader_election: its ``unclean.leader.election.enable``.
     :param retention_bytes: its ``retention.bytes``, per partition (``-1``: unlimited).
+    :param refused: the broker refused to describe it (``TOPIC_AUTHORIZATION_FAILED``): the principal
+        lacks ``DESCRIBE`` on it, so it is hidden and whether it exists is unknown (``exists`` is
+        ``False`` and nothing else was read).
     """
 
     name: str
@@ -81,6 +84,7 @@ class TopicFacts:
     retention_ms: int | None = None
     unclean_leader_election: bool | None = None
     retention_bytes: int | None = None
+    refused: bool = False
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,14 @@ from airflow_provider_eos.core.preflight import Severity, Status, evaluate
 from tests.unit.preflight.builders import (
     DAY_MS,
     Case,
+    Mutation,
     assert_fails,
     assert_passes,
     broker,
     case_id,
     facts_,
     good_facts,
+    good_spec,
     internal,
     no_internal,
     single_broker,
@@ -139,3 +141,47 @@ def test_an_unreadable_internal_topic_is_not_checked_naming_the_reason() -> None
     assert finding.status is Status.NOT_CHECKED
     assert "min.insync.replicas was not read (TOPIC_AUTHORIZATION_FAILED: denied)" in finding.message
 
+
+def _hidden(name: str) -> Mutation:
+    """``name`` refused to the principal (TOPIC_AUTHORIZATION_FAILED): nothing read of it."""
+    return topic(name, exists=False, refused=True, partitions=None, replication_factor=None, min_insync_replicas=None,
+                 cleanup_policy=None, retention_ms=None, unclean_leader_election=None, retention_bytes=None)
+
+
+def test_a_hidden_input_topic_names_the_missing_acl_and_the_command_not_create_it() -> None:
+    """A topic the principal may not DESCRIBE is left out of the metadata: the fix is the ACL, not creating it."""
+    spec = good_spec(kafka={"bootstrap.servers": "b1:9092", "security.protocol": "SASL_SSL",
+                            "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "orders-job", "sasl.password": "pw"})
+    report = evaluate(_hidden("orders-in")(dataclasses.replace(good_facts(), spec=spec)))
+    finding = report.finding("EOS205")
+    assert finding.status is Status.FAIL and finding.severity is Severity.ERROR and not report.ok, finding
+    assert finding.message.startswith("input topic 'orders-in' is hidden: Kafka refused User:orders-job Metadata: "
+                                      "it needs DESCRIBE on TOPIC 'orders-in'"), finding.message
+    assert "whether it exists cannot be told" in finding.message and "does not exist" not in finding.message
+    assert finding.fix is not None and "create" not in finding.fix, finding.fix
+    assert "READ on TOPIC 'orders-in' (LITERAL)" in finding.fix, finding.fix
+    assert "eos acls --spec FILE --principal User:orders-job --role job --apply" in finding.fix, finding.fix
+    # The topic's other rules do not call it missing: they did not read it.
+    retention = report.finding("EOS212")
+    assert retention.status is Status.NOT_CHECKED and "orders-in (hidden: no DESCRIBE on it" in retention.message
+
+
+def test_a_hidden_sink_topic_with_a_missing_one_names_both() -> None:
+    facts = topic("orders-dlq", exists=False)(_hidden("orders-out")(good_facts()))
+    finding = evaluate(facts).finding("EOS206")
+    assert finding.status is Status.FAIL, finding
+    assert "output topic 'orders-out' is hidden" in finding.message, finding.message
+    assert "dead-letter topic 'orders-dlq' does not exist" in finding.message, finding.message
+    assert "DESCRIBE on TOPIC 'orders-out'" in finding.message and "User:NAME" in str(finding.fix), finding
+
+
+def test_an_unlisted_topic_the_broker_did_not_answer_for_is_not_checked_naming_why() -> None:
+    facts = good_facts()
+    assert facts.topics is not None
+    unread = dataclasses.replace(
+        facts, topics={k: v for k, v in facts.topics.items() if k != "orders-in"},
+        unavailable={"topic orders-in": "DescribeTopics(orders-in): _TIMED_OUT: timed out"})
+    finding = evaluate(unread).finding("EOS205")
+    assert finding.status is Status.NOT_CHECKED, finding
+    assert finding.message == ("not checked: topics orders-in were not read "
+                               "(DescribeTopics(orders-in): _TIMED_OUT: timed out)")
