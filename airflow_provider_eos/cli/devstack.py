@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_eos.cli.output import ExitCode, Report, add_json_flag, add_lifecycle_commands, add_spec_argument
+from airflow_provider_eos.core.kafka_defaults import KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 from airflow_provider_eos.devstack.jars import KAFKA_VERSION, KAFKA_VERSIONS
 
 if TYPE_CHECKING:
@@ -309,8 +310,8 @@ def register(commands: argparse._SubParsersAction) -> None:
         f"{', '.join(KAFKA_VERSIONS)}; 3.9.0 or later)",
     )
     up.add_argument(
-        "--transaction-max-timeout-ms", type=int, default=900_000,
-        help="broker transaction.max.timeout.ms (default 900000, Kafka's default)",
+        "--transaction-max-timeout-ms", type=int, default=KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
+        help=f"broker transaction.max.timeout.ms (default {KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS}, Kafka's default)",
     )
     up.add_argument(
         "--security", choices=SECURITY_MODES, default="plaintext",

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Literal
 
 from airflow_provider_eos.core.errors import DevstackError
+from airflow_provider_eos.core.kafka_defaults import KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 from airflow_provider_eos.core.retry import RetryPolicy
 from airflow_provider_eos.devstack.broker_config import (
     NodeLayout,
@@ -64,7 +65,6 @@ log = logging.getLogger(__name__)
 
 __all__ = ["BROKER_ENTRIES", "LocalKafka", "NodeFault", "default_state_dir", "reap"]
 
-DEFAULT_TRANSACTION_MAX_TIMEOUT_MS = 900_000
 _STATE_FILE = "devstack.json"
 #: A single node's config, data and logs, a cluster's node folders: what a start on new ports writes anew.
 _NODE_ENTRIES = ("server.properties", "data", "logs", "node-[0-9]*")
@@ -139,7 +139,7 @@ class LocalKafka:
     def up(
         self,
         *,
-        transaction_max_timeout_ms: int = DEFAULT_TRANSACTION_MAX_TIMEOUT_MS,
+        transaction_max_timeout_ms: int = KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
         timeout_s: float = 120,
         stop_with_pid: int | None = None,
         brokers: int = 1,
@@ -159,7 +159,7 @@ class LocalKafka:
         if transaction_max_timeout_ms <= 0:
             raise DevstackError(
                 f"--transaction-max-timeout-ms must be positive, got {transaction_max_timeout_ms}.",
-                fix="pass a value in milliseconds, e.g. 900000 (Kafka's default).",
+                fix=f"pass a value in milliseconds, e.g. {KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS} (Kafka's default).",
             )
         if brokers < 1 or brokers == 2:
             raise DevstackError(f"--brokers must be 1 or at least 3, got {brokers}.",

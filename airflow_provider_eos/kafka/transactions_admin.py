@@ -20,6 +20,7 @@ from airflow_provider_eos.core import transactions as txn
 from airflow_provider_eos.core.acls import ResourceType
 from airflow_provider_eos.core.acls.denials import acl_missing
 from airflow_provider_eos.core.errors import AclMissingError, EosError, KafkaConfigError
+from airflow_provider_eos.core.kafka_defaults import KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.kafka.denials import raise_if_refused
 from airflow_provider_eos.kafka.login import check_login
@@ -51,7 +52,6 @@ __all__ = [
 ]
 
 #: Kafka's default ``transaction.max.timeout.ms``, used when the brokers do not report theirs.
-DEFAULT_MAX_TRANSACTION_TIMEOUT_MS = txn.KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 _TOPIC_AUTHORIZATION_FAILED = 29  # Kafka's protocol error code
 
 
@@ -295,7 +295,7 @@ def broker_max_transaction_timeout_ms(admin: KafkaAdminClient) -> int:
         for b in cluster["brokers"]
     ]
     if not resources:
-        return DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
+        return KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
     described = admin_call("DescribeConfigs", admin.describe_configs, resources, config_filter="all",
                       refused={ResourceType.CLUSTER: []})
     brokers = described.get("broker", {})
@@ -310,7 +310,7 @@ def broker_max_transaction_timeout_ms(admin: KafkaAdminClient) -> int:
         for key, entry in configs.items()
         if key == "transaction.max.timeout.ms" and entry.get("value") is not None
     ]
-    return max(values) if values else DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
+    return max(values) if values else KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 
 
 def scan_hanging(

@@ -37,8 +37,9 @@ from airflow_provider_eos.core.frozen_model import FrozenModel
 from airflow_provider_eos.core.health.samples import HealthSample
 from airflow_provider_eos.core.health.statuses import HealthStatus
 from airflow_provider_eos.core.health.thresholds import HealthThresholds
+from airflow_provider_eos.core.kafka_defaults import KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 from airflow_provider_eos.core.topic_partition import PartitionRow, TopicPartition
-from airflow_provider_eos.core.transactions import KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS, find_lingering, format_age
+from airflow_provider_eos.core.transactions import find_lingering, format_age
 from airflow_provider_eos.core.transactions.admin_reports import PartitionName
 
 __all__ = [

@@ -9,7 +9,7 @@ from pydantic import ValidationInfo, field_validator, model_validator
 
 from airflow_provider_eos.core.frozen_model import FrozenModel
 from airflow_provider_eos.core.health.statuses import HealthError
-from airflow_provider_eos.core.transactions import KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
+from airflow_provider_eos.core.kafka_defaults import KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 
 if TYPE_CHECKING:
     from airflow_provider_eos.core.spec import PipelineSpec

@@ -17,6 +17,7 @@ from typing import Any
 from airflow_provider_eos.core.acls import PermissionFacts
 from airflow_provider_eos.core.broker_protocol import BrokerProtocol
 from airflow_provider_eos.core.errors import EosError
+from airflow_provider_eos.core.kafka_defaults import KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 from airflow_provider_eos.core.markers import CommittedOffsets
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.transactions import Transaction
@@ -44,7 +45,7 @@ DEFAULT_LONGEST_EXPECTED_PAUSE_MS = 3 * 86_400_000
 #: Kafka's defaults for the broker settings the rules read, used when a broker does not report
 #: one (older brokers, a DescribeConfigs answer filtered by ACLs).
 KAFKA_BROKER_DEFAULTS: Mapping[str, int] = {
-    "transaction.max.timeout.ms": 900_000,
+    "transaction.max.timeout.ms": KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
     "transactional.id.expiration.ms": 604_800_000,
     "transaction.state.log.replication.factor": 3,
     "transaction.state.log.min.isr": 2,

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, fie
 
 from airflow_provider_eos.core import transactional_ids
 from airflow_provider_eos.core.errors import EosError, SpecError
+from airflow_provider_eos.core.kafka_defaults import KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 from airflow_provider_eos.core.secrets import redact_config, redact_text
 from airflow_provider_eos.core.spec import field_rules
 from airflow_provider_eos.core.spec.bounded_yaml import LocationMap
@@ -255,7 +256,8 @@ class PipelineSpec(BaseModel):
             # The producer reads transaction.timeout.ms as an int: a larger value fails at its start.
             raise ValueError(
                 f"{info.field_name} is {value}, above the Kafka producer's limit {field_rules.JAVA_INT_MAX} "
-                "(a Java int); use at most the brokers' transaction.max.timeout.ms (900000 by default)"
+                "(a Java int); use at most the brokers' transaction.max.timeout.ms "
+                f"({KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS} by default)"
             )
         return value
 

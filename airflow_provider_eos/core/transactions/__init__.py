@@ -36,7 +36,6 @@ from airflow_provider_eos.core.transactions.admin_reports import (
     to_epoch_ms,
 )
 from airflow_provider_eos.core.transactions.hanging import (
-    KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
     HangingReason,
     HangingTransaction,
     OpenPartitionTransaction,
@@ -55,7 +54,6 @@ from airflow_provider_eos.core.transactions.safety import (
 )
 
 __all__ = [
-    "KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS",
     "AbortReport",
     "AbortRow",
     "Action",

@@ -33,12 +33,7 @@ from airflow_provider_eos.core.transactions.admin_reports import (
     to_epoch_ms,
 )
 
-#: Kafka's default ``transaction.max.timeout.ms``: no producer's transaction may last longer unless the
-#: brokers' operators raised it; used when the brokers' own setting was not read.
-KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS = 900_000
-
 __all__ = [
-    "KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS",
     "HangingReason",
     "HangingTransaction",
     "OpenPartitionTransaction",
