@@ -48,6 +48,7 @@ def test_the_shipped_example_spec_is_valid_under_the_schema() -> None:
         ({"kafka": {"security.protocol": "SSL"}}, "no bootstrap.servers"),
         ({"input_topics": []}, "no input topic"),
         ({"transaction_timeout_ms": 0}, "a timeout of 0"),
+        ({"transaction_timeout_ms": 999}, "a timeout below librdkafka's least, 1000"),
         ({"triger": "10 seconds"}, "a misspelt field"),
     ],
 )

@@ -227,6 +227,10 @@ def test_all_errors_are_reported_at_once() -> None:
         ({"input_topics": ["orders.v1-raw", "payments", "refunds"], "starting_offsets": '{"payments":{"0":5}}'},
          "starting_offsets gives no offsets for input topics ['orders.v1-raw', 'refunds']"),
         ({"transaction_timeout_ms": 2**31}, "transaction_timeout_ms is 2147483648, above the Kafka producer's limit"),
+        # librdkafka's producer takes transaction.timeout.ms from 1000: refused at load, not at pre-flight or submit.
+        ({"transaction_timeout_ms": 999}, "transaction_timeout_ms is 999; use at least 1000 milliseconds"),
+        ({"transaction_timeout_ms": 1}, "transaction.timeout.ms in 1000..2147483647"),
+        ({"transaction_timeout_ms": -5}, "transaction_timeout_ms is -5; use at least 1000"),
         ({"transaction_timeout_ms": 2**40}, "transaction.max.timeout.ms"),
         ({"max_offsets_per_trigger": 2**63}, "max_offsets_per_trigger is 9223372036854775808, above Spark's limit"),
         ({"driver_lease_ttl_s": 2}, "driver_lease_ttl_s is 2; use at least 3 seconds"),
@@ -246,6 +250,10 @@ def test_invalid_values_name_field_and_value(overrides: dict[str, Any], expected
 def test_the_largest_values_java_reads_are_accepted() -> None:
     spec = PipelineSpec.from_dict(minimal(transaction_timeout_ms=2**31 - 1, max_offsets_per_trigger=2**63 - 1))
     assert (spec.transaction_timeout_ms, spec.max_offsets_per_trigger) == (2**31 - 1, 2**63 - 1)
+
+
+def test_the_least_transaction_timeout_librdkafka_takes_is_accepted() -> None:
+    assert PipelineSpec.from_dict(minimal(transaction_timeout_ms=1000)).transaction_timeout_ms == 1000
 
 
 def test_lease_ttls_from_three_seconds_to_an_hour_are_accepted() -> None:

@@ -17,12 +17,14 @@ from typing import Any
 __all__ = [
     "JAVA_INT_MAX",
     "JAVA_LONG_MAX",
+    "MIN_TRANSACTION_TIMEOUT_MS",
     "TRIGGER_AVAILABLE_NOW",
     "check_checkpoint_location",
     "check_name",
     "check_spark_conf",
     "check_starting_offsets",
     "check_topic",
+    "check_transaction_timeout",
     "check_transform",
     "check_trigger",
     "parse_interval_ms",
@@ -35,6 +37,10 @@ TRIGGER_AVAILABLE_NOW = "available_now"
 JAVA_INT_MAX = 2**31 - 1
 #: The largest Java ``long``: Spark reads ``maxOffsetsPerTrigger`` as one.
 JAVA_LONG_MAX = 2**63 - 1
+#: The least ``transaction.timeout.ms`` librdkafka takes (its range is 1000..2147483647, CONFIGURATION.md).
+#: The Java producer reads any int and the brokers refuse only 0 or less, but the driver writer's producer and
+#: the settings check pre-flight and every submission run first are librdkafka's: a smaller timeout never runs.
+MIN_TRANSACTION_TIMEOUT_MS = 1000
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 # Kafka's own rule (org.apache.kafka.common.internals.Topic): legal chars and at most 249 long.
@@ -148,6 +154,26 @@ def _check_topic_offsets(topic: str, partitions: Any, input_topics: list[str], e
                 f"starting_offsets[{topic!r}][{partition!r}] = {offset}; use an offset >= 0, "
                 "-2 for earliest or -1 for latest"
             )
+
+
+def check_transaction_timeout(value: int, max_default_ms: int) -> int:
+    """``transaction_timeout_ms``: from librdkafka's least to a Java int.
+
+    :param max_default_ms: Kafka's default ``transaction.max.timeout.ms``, which the fix names.
+    """
+    if value < MIN_TRANSACTION_TIMEOUT_MS:
+        raise ValueError(
+            f"transaction_timeout_ms is {value}; use at least {MIN_TRANSACTION_TIMEOUT_MS} milliseconds: the sink's "
+            f"librdkafka producer takes transaction.timeout.ms in {MIN_TRANSACTION_TIMEOUT_MS}..{JAVA_INT_MAX} and "
+            "refuses a shorter one when it starts (60000, the default, suits most pipelines)"
+        )
+    if value > JAVA_INT_MAX:
+        # The producer reads transaction.timeout.ms as an int: a larger value fails at its start.
+        raise ValueError(
+            f"transaction_timeout_ms is {value}, above the Kafka producer's limit {JAVA_INT_MAX} (a Java int); "
+            f"use at most the brokers' transaction.max.timeout.ms ({max_default_ms} by default)"
+        )
+    return value
 
 
 def check_checkpoint_location(value: str) -> str:

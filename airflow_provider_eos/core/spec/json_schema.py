@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from airflow_provider_eos.core.spec.field_rules import JAVA_INT_MAX, MIN_TRANSACTION_TIMEOUT_MS
 from airflow_provider_eos.core.spec.kafka_keys import RESERVED_KAFKA_KEYS
 from airflow_provider_eos.core.spec.observability import MetricsSettings
 from airflow_provider_eos.core.spec.pipeline_spec import PipelineSpec
@@ -33,7 +34,7 @@ _SPEC_DESCRIPTION = (
 )
 # Sphinx roles (:class:`X`, :meth:`x`) read as their text outside Sphinx.
 _ROLE = re.compile(r":[a-z]+:`~?([^`]+)`")
-_POSITIVE_INTEGERS = ("max_offsets_per_trigger", "transaction_timeout_ms", "batch_budget_ms")
+_POSITIVE_INTEGERS = ("max_offsets_per_trigger", "batch_budget_ms")
 
 
 def plain_text(text: str) -> str:
@@ -91,6 +92,7 @@ def spec_json_schema() -> dict[str, Any]:
         for option in properties[name].get("anyOf", [properties[name]]):
             if option.get("type") == "integer":
                 option["exclusiveMinimum"] = 0
+    properties["transaction_timeout_ms"].update(minimum=MIN_TRANSACTION_TIMEOUT_MS, maximum=JAVA_INT_MAX)
     rest = {key: value for key, value in schema.items() if key not in ("title", "description")}
     return {
         "$schema": JSON_SCHEMA_DIALECT,

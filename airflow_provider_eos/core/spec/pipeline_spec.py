@@ -104,8 +104,8 @@ class PipelineSpec(BaseModel):
     #: Spark ``startingOffsets``: ``"earliest"``, ``"latest"`` or a JSON ``{"topic":{"0":42}}`` naming every
     #: input topic.
     starting_offsets: str = "earliest"
-    #: Producer ``transaction.timeout.ms`` of the sink. A stable read of the sink group's offsets waits this long
-    #: plus 30 s for a pending transactional commit.
+    #: Producer ``transaction.timeout.ms`` of the sink, from 1000 (librdkafka's least) to 2^31 - 1. A stable read of
+    #: the sink group's offsets waits this long plus 30 s for a pending transactional commit.
     transaction_timeout_ms: int = 60000
     #: ``"module:function"`` applied to the input DataFrame; ``null`` passes rows through.
     transform: str | None = None
@@ -249,17 +249,8 @@ class PipelineSpec(BaseModel):
 
     @field_validator("transaction_timeout_ms")
     @classmethod
-    def _check_transaction_timeout(cls, value: int, info: ValidationInfo) -> int:
-        if value <= 0:
-            raise ValueError(f"{info.field_name} is {value}; use a positive number of milliseconds")
-        if value > field_rules.JAVA_INT_MAX:
-            # The producer reads transaction.timeout.ms as an int: a larger value fails at its start.
-            raise ValueError(
-                f"{info.field_name} is {value}, above the Kafka producer's limit {field_rules.JAVA_INT_MAX} "
-                "(a Java int); use at most the brokers' transaction.max.timeout.ms "
-                f"({KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS} by default)"
-            )
-        return value
+    def _check_transaction_timeout(cls, value: int) -> int:
+        return field_rules.check_transaction_timeout(value, KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS)
 
     @field_validator("driver_lease_ttl_s")
     @classmethod
