@@ -2,8 +2,9 @@
 
 librdkafka refuses a value outside its property's range (or one it cannot read, or a property it does not
 know) when a client is made: such a spec validated, then failed at pre-flight's first Kafka client or only
-in the job, at its sink's producer. The real confluent-kafka judges here, making a producer of the sink's
-config; no broker is involved (the specs' ``localhost:1`` would fail any connection).
+in the job, at its sink's producer (or, for a consumer key, when Spark's Kafka source started its Java
+consumers). The real confluent-kafka judges here, making a producer of the sink's config and a consumer of
+the consumer keys; no broker is involved (the specs' ``localhost:1`` would fail any connection).
 """
 
 from __future__ import annotations
@@ -47,6 +48,18 @@ def spec(kafka: dict[str, Any] | None = None, **fields: Any) -> PipelineSpec:
         ({"security.protocol": "TLS"}, {}, ["kafka['security.protocol'] is 'TLS'", 'Invalid value "TLS"']),
         ({"linger.msec": 5}, {}, ["kafka['linger.msec'] is 5", 'No such configuration property: "linger.msec"',
                                   "correct the key"]),
+        # Consumer keys: Spark's Java consumer reads their translation only when the query starts.
+        ({"fetch.wait.max.ms": -5}, {}, ["kafka['fetch.wait.max.ms'] is -5, which librdkafka refuses",
+                                         "to a value in 0..300000"]),
+        ({"isolation.level": "read_uncommited"}, {}, ["kafka['isolation.level'] is 'read_uncommited'",
+                                                      'Invalid value "read_uncommited"']),
+        ({"session.timeout.ms": 0}, {}, ["kafka['session.timeout.ms'] is 0", "1..3600000"]),
+        # librdkafka names the property by its own name, fetch.message.max.bytes: the spec's alias is found.
+        ({"max.partition.fetch.bytes": 0}, {}, ["kafka['max.partition.fetch.bytes'] is 0",
+                                                '"fetch.message.max.bytes" value 0', "1..1000000000"]),
+        # Judged only when the consumer is made ("Failed to create consumer: ..."), still the spec's value.
+        ({"fetch.min.bytes": 0}, {}, ["kafka['fetch.min.bytes'] is 0", "to a value in 1..100000000"]),
+        ({"check.crcs": "maybe"}, {}, ["kafka['check.crcs'] is 'maybe'", 'Expected bool value for "check.crcs"']),
     ],
 )
 def test_a_setting_librdkafka_refuses_is_a_spec_error_naming_key_value_and_message(
@@ -63,6 +76,17 @@ def test_the_ends_of_librdkafkas_ranges_and_the_defaults_are_accepted() -> None:
     check_librdkafka_settings(spec())
     check_librdkafka_settings(spec({"linger.ms": 900_000, "socket.timeout.ms": 10, "batch.num.messages": 1_000_000,
                                     "security.protocol": "PLAINTEXT"}, transaction_timeout_ms=1000))
+
+
+def test_the_ends_of_librdkafkas_consumer_ranges_are_accepted() -> None:
+    check_librdkafka_settings(spec({"fetch.wait.max.ms": 0, "session.timeout.ms": 3_600_000, "fetch.min.bytes": 1,
+                                    "max.partition.fetch.bytes": 1_000_000_000, "isolation.level": "read_committed",
+                                    "check.crcs": True, "max.poll.interval.ms": 86_400_000}))
+
+
+def test_a_client_that_fails_to_start_on_its_surroundings_is_left_to_the_real_clients(tmp_path: Path) -> None:
+    # A CA file missing fails every client's start, not a setting's value: pre-flight's clients report it.
+    check_librdkafka_settings(spec({"security.protocol": "SSL", "ssl.ca.location": str(tmp_path / "missing.pem")}))
 
 
 def test_a_refused_secret_value_is_not_shown() -> None:
@@ -85,10 +109,26 @@ def test_eos_preflight_refuses_it_before_any_client_starts(tmp_path: Path, capsy
     assert "kafka['linger.ms'] is 1000000000" in capsys.readouterr().err
 
 
+def test_eos_preflight_refuses_a_consumer_key_before_any_client_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec_file = tmp_path / "orders.json"
+    spec_file.write_text(json.dumps({**SPEC, "kafka": {**SPEC["kafka"], "fetch.wait.max.ms": 10**6}}))
+    assert main(["preflight", "--spec", str(spec_file), "--json"]) == ExitCode.ERROR
+    error = json.loads(capsys.readouterr().out)
+    assert error["error"] == "SpecError", error
+    assert "kafka['fetch.wait.max.ms'] is 1000000, which librdkafka refuses" in error["message"], error
+    assert "0..300000" in error["fix"], error
+
+
 def test_the_submission_is_refused_before_spark_starts(tmp_path: Path) -> None:
     # The job's sink would make its producer only at the first batch, after Spark started.
     from airflow_provider_eos.spark.submit_command import plan_submit
 
     bad = spec({"batch.num.messages": 0})
     with pytest.raises(SpecError, match=r"kafka\['batch.num.messages'\] is 0"):
+        plan_submit(tmp_path / "orders.json", bad, mode=bad.mode, work_dir=tmp_path)
+    # Spark's Kafka source would refuse its translation (fetch.max.wait.ms=-1) when the query starts.
+    bad = spec({"fetch.wait.max.ms": -1})
+    with pytest.raises(SpecError, match=r"kafka\['fetch.wait.max.ms'\] is -1"):
         plan_submit(tmp_path / "orders.json", bad, mode=bad.mode, work_dir=tmp_path)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 __all__ = [
+    "CONSUMER_ALIASES",
     "PRODUCER_ALIASES",
     "SETTINGS",
     "SPECIAL",
@@ -303,3 +304,8 @@ librdkafka takes either name; the sink sets some of these settings itself (``lin
 ``compression.type``, ``message.timeout.ms``, ``acks``), so a spec's alias must become the package's
 name before those defaults are added, or the producer would get both names with different values.
 """
+
+
+CONSUMER_ALIASES: dict[str, str] = {"fetch.message.max.bytes": "max.partition.fetch.bytes"}
+"""librdkafka's pairs of names for one consumer setting: each key with the name this package uses (librdkafka
+names ``fetch.message.max.bytes`` when it refuses a spec's ``max.partition.fetch.bytes``)."""

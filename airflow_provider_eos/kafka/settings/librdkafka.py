@@ -18,13 +18,14 @@ from typing import Any
 from airflow_provider_eos.core.errors import SpecError
 from airflow_provider_eos.core.secrets import is_secret_setting
 from airflow_provider_eos.core.spec import PipelineSpec
-from airflow_provider_eos.kafka.settings.keys import PRODUCER_ALIASES, SETTINGS
+from airflow_provider_eos.kafka.settings.keys import CONSUMER_ALIASES, PRODUCER_ALIASES, SETTINGS
 from airflow_provider_eos.kafka.settings.values import as_text, refuse
 
 __all__ = [
     "admin_config",
     "check_librdkafka_settings",
     "common_config",
+    "consumer_keys_config",
     "group_metadata_consumer_config",
     "producer_keys",
     "role_keys",
@@ -118,9 +119,26 @@ def admin_config(spec: PipelineSpec) -> dict[str, Any]:
 
 # How librdkafka names the property it refuses while a config is set (rd_kafka_conf_set's messages:
 # 'Configuration property "X" value V is outside allowed range A..B', 'Invalid value ... for configuration
-# property "X"', 'No such configuration property: "X"').
-_REFUSED_PROPERTY = re.compile(r'property:? "([^"]+)"')
+# property "X"', 'No such configuration property: "X"', 'Expected bool value for "X": true or false').
+_REFUSED_PROPERTY = re.compile(r'(?:property:?|bool value for) "([^"]+)"')
 _ALLOWED_RANGE = re.compile(r"allowed range (\S+)")
+# A client made of settings librdkafka took one by one can still fail to start: on a setting's value judged only
+# then ('Failed to create consumer: Configuration property "fetch.min.bytes" value is outside allowed range
+# 1..100000000'), a refusal of the spec; or on its surroundings (a CA file missing ...), which the clients that
+# start for real report with their own context.
+_FAILED_TO_CREATE = re.compile(r"Failed to create \w+: ")
+_ALIASES = {**PRODUCER_ALIASES, **CONSUMER_ALIASES}
+
+
+def consumer_keys_config(spec: PipelineSpec) -> dict[str, Any]:
+    """The spec's connection settings and consumer keys, as a librdkafka consumer of the sink group takes them.
+
+    No client of the package is made of it: the consumer keys are read by Spark's Kafka source, a Java
+    consumer, in their translation (:func:`~airflow_provider_eos.kafka.settings.java.spark_source_options`).
+    librdkafka's range of each (the spec's own dialect) holds the Java consumer's (``fetch.max.wait.ms``,
+    ``fetch.min.bytes`` ``atLeast(0)``, a Java int ...), so what it accepts the Java consumer accepts too.
+    """
+    return {**common_config(spec), **role_keys(spec.kafka, "consumer"), "group.id": spec.group_id}
 
 
 def check_librdkafka_settings(spec: PipelineSpec) -> None:
@@ -128,34 +146,43 @@ def check_librdkafka_settings(spec: PipelineSpec) -> None:
 
     librdkafka judges each setting when a client is made (a value outside its property's range, a
     value it cannot read, a property it does not know), so without this a spec validated and then
-    failed at pre-flight's first Kafka client, or only in the job, at its sink's producer. The
-    judge is librdkafka itself: a producer is made from the sink's config, the widest the package
-    builds (every connection setting and the producer's; the consumer and the admin client take a
-    part of it), without ``bootstrap.servers``, so nothing connects.
+    failed at pre-flight's first Kafka client, in the job at its sink's producer, or, for a consumer
+    key, only when Spark's Kafka source started its Java consumers. The judge is librdkafka itself,
+    without ``bootstrap.servers``, so nothing connects: a producer made from the sink's config (every
+    connection setting and the producer's; the admin client takes a part of it), then a consumer
+    made from :func:`consumer_keys_config` (the connection settings and the consumer's).
 
     :raises SpecError: naming the spec's key (an alias of the property librdkafka names counts), its
         value (``***`` for a secret) and librdkafka's message.
     :raises KafkaConfigError: if the spec sets one producer setting under two names (:func:`producer_keys`).
     """
-    from confluent_kafka import KafkaException, Producer
+    from confluent_kafka import Consumer, Producer
 
-    config = {key: value for key, value in sink_producer_config(spec).items() if key != "bootstrap.servers"}
+    _judge(spec, Producer, sink_producer_config(spec))
+    _judge(spec, Consumer, consumer_keys_config(spec))
+
+
+def _judge(spec: PipelineSpec, client: type, config: Mapping[str, Any]) -> None:
+    """Make ``client`` of ``config`` without ``bootstrap.servers``; a property librdkafka refuses is a spec error."""
+    from confluent_kafka import KafkaException
+
     try:
-        Producer({**config, "log_level": 0})
+        made = client({**{k: v for k, v in config.items() if k != "bootstrap.servers"}, "log_level": 0})
     except KafkaException as exc:
         message = exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else str(exc)
-        found = _REFUSED_PROPERTY.search(message)
-        if message.startswith("Failed to create") or found is None:
-            # Made of valid settings, the client failed to start (a CA file missing ...): the clients that
-            # start for real report that with their own context.
+        judged = _FAILED_TO_CREATE.sub("", message, count=1).strip()
+        found = _REFUSED_PROPERTY.search(judged)
+        if found is None or (judged != message.strip() and not judged.startswith("Configuration property")):
             return
-        raise _refused(spec, found.group(1), message.strip()) from None
+        raise _refused(spec, found.group(1), judged) from None
+    if hasattr(made, "close"):
+        made.close()  # a consumer's threads; a producer made without a broker holds nothing to flush
 
 
 def _refused(spec: PipelineSpec, prop: str, message: str) -> SpecError:
     """The spec error for librdkafka's refusal of ``prop``: the spec's key for it, its value and the message."""
-    wanted = PRODUCER_ALIASES.get(prop, prop)
-    key = next((k for k in spec.kafka if PRODUCER_ALIASES.get(k, k) == wanted), None)
+    wanted = _ALIASES.get(prop, prop)
+    key = next((k for k in spec.kafka if _ALIASES.get(k, k) == wanted), None)
     if key is None:
         field = _FROM_FIELDS.get(prop)
         value = getattr(spec, field) if field else None
