@@ -221,9 +221,9 @@ def _waiting_ms(
 
 def _open_transactions(
     spec: PipelineSpec, *, max_timeout: bool
-) -> tuple[tuple[Transaction, ...], BrokerProtocol, int | None]:
+) -> tuple[tuple[Transaction, ...], BrokerProtocol, int | None, str | None]:
     """The transactions under the prefix, the protocol the brokers run and, if ``max_timeout``, their
-    ``transaction.max.timeout.ms`` (``None`` when it cannot be read); one kafka-python session."""
+    ``transaction.max.timeout.ms`` (``None`` when it cannot be read, with why); one kafka-python session."""
     from airflow_provider_eos.kafka.broker_protocol import read_broker_protocol
     from airflow_provider_eos.kafka.transactions_admin import (
         admin_client,
@@ -234,15 +234,16 @@ def _open_transactions(
     with admin_client(spec) as admin:
         transactions = tuple(scan_prefix(admin, spec.transactional_id_prefix))
         protocol = read_broker_protocol(admin)
-        limit = None
+        limit, unread = None, None
         if max_timeout:
             try:
                 limit = broker_max_transaction_timeout_ms(admin)
-            except EosError:
-                # The health role describes topics, the group and the prefix only; without the brokers'
-                # configuration a hanging input partition is judged against Kafka's default (its finding says so).
-                limit = None
-        return transactions, protocol, limit
+            except EosError as err:
+                # The health role's set describes topics, the group and the prefix only; reading the brokers'
+                # configuration is an optional grant. Without it a pinned input partition is judged against
+                # Kafka's default, and the report says so and how to change that (design note 62).
+                unread = err.message
+        return transactions, protocol, limit, unread
 
 
 def probe(
@@ -322,8 +323,8 @@ def probe(
     with _reading_checkpoint(spec):
         writers = writers_in_use(read_writers_choice(reader), spec.writers)
         in_flight = _in_flight(reader, last_committed) if exists else None
-    transactions, protocol, max_timeout = (
-        _open_transactions(spec, max_timeout=input_pinned) if include_transactions else ((), None, None)
+    transactions, protocol, max_timeout, max_timeout_unread = (
+        _open_transactions(spec, max_timeout=input_pinned) if include_transactions else ((), None, None, None)
     )
     return HealthSample(
         taken_at_ms=taken_at,
@@ -340,6 +341,7 @@ def probe(
         broker_protocol=protocol,
         transaction_max_timeout_ms=max_timeout,
         in_flight=in_flight,
+        transaction_max_timeout_unread=max_timeout_unread,
     )
 
 

@@ -238,9 +238,11 @@ def test_the_health_set_lets_the_health_check_run(secured_pipeline: SecuredPipel
 def test_the_health_set_judges_a_pinned_input_partition_without_the_brokers_configuration(
     secured_pipeline: SecuredPipeline,
 ) -> None:
-    """The health role may not DescribeConfigs the brokers: with an input partition pinned by an upstream
-    transaction, the probe's read of transaction.max.timeout.ms is refused and worked around (Kafka's default)."""
+    """The health role's set does not DescribeConfigs the brokers: with an input partition pinned by an upstream
+    transaction, the probe's read of transaction.max.timeout.ms is refused and worked around (Kafka's default),
+    and the report says so, naming the refusal and the two fixes. With the optional grant the brokers' own is read."""
     from airflow_provider_eos.core.health import LagWindow
+    from airflow_provider_eos.kafka.acls_admin import apply_acls
     from airflow_provider_eos.kafka.health_probe import probe
     from airflow_provider_eos.usecases.health import evaluate
 
@@ -251,14 +253,25 @@ def test_the_health_set_judges_a_pinned_input_partition_without_the_brokers_conf
     upstream.begin_transaction()
     upstream.produce(secured_pipeline.spec.input_topics[0], b"open upstream", partition=0)
     assert upstream.flush(30) == 0
+    broker_configs = Acl(principal=secured_pipeline.principal, resource_type=ResourceType.CLUSTER,
+                         name="kafka-cluster", pattern=PatternType.LITERAL, operation=Operation.DESCRIBE_CONFIGS,
+                         why="health: the brokers' transaction.max.timeout.ms (optional)")
     try:
         sample = probe(secured_pipeline.spec, timeout_s=20)
+        apply_acls(secured_pipeline.admin, [broker_configs])
+        granted = probe(secured_pipeline.spec, timeout_s=20)
     finally:
         upstream.abort_transaction(30)
     assert sample.transaction_max_timeout_ms is None
     report = evaluate(secured_pipeline.spec, LagWindow([sample]))
     assert report.thresholds.input_hang_after_ms == 900_000
     assert [g.state for g in report.gaps if g.role == "input" and g.tp.partition == 0] == ["pinned"]
+    (note,) = [n for n in report.notes if n.startswith("input_hang_after_ms is Kafka's default")]
+    assert f"Refused: Kafka refused {secured_pipeline.principal} DescribeConfigs" in note, note
+    assert "grant the health principal DESCRIBE_CONFIGS on the cluster, or set input_hang_after_ms" in note, note
+    # The grant the note names is enough: the brokers' own setting is read (the secured devstack keeps Kafka's).
+    assert (granted.transaction_max_timeout_ms, granted.transaction_max_timeout_unread) == (900_000, None), granted
+    assert not [n for n in evaluate(secured_pipeline.spec, LagWindow([granted])).notes if "input_hang" in n]
 
 
 @pytest.mark.parametrize("template", _set_of("health"), ids=_acl_id)

@@ -12,8 +12,9 @@ ones whose refusal the code expects and works around are left out, each with the
 - the login check (``kafka/login.py``) is DescribeCluster without authorized operations: never
   refused;
 - health's read of the brokers' ``transaction.max.timeout.ms`` (``kafka/health_probe.py``, only while
-  an input partition is pinned): DescribeConfigs on the cluster, which the health role is not granted;
-  a refusal leaves Kafka's default as the input's hanging threshold, and the finding says so;
+  an input partition is pinned): DescribeConfigs on the cluster, which the health role's set does not hold
+  (an optional grant, docs/security.md); a refusal leaves Kafka's default as the input's hanging threshold,
+  and the report's note says so and how to grant it;
 - the refusal paths (``raise_if_topics_refused``, ``TransactionalProducer._unauthorized_topics``)
   run only after a refusal, to name it;
 - recovery without ``hanging_abort``: find-hanging's ListTransactions by producer id leaves out

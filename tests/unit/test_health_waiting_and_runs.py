@@ -150,6 +150,32 @@ def test_the_input_threshold_is_the_brokers_maximum_transaction_timeout_or_kafka
     assert "input_hang_after_ms" in finding(report, "input_hanging")[0].detail
 
 
+def test_a_pinned_input_judged_by_kafkas_default_because_the_brokers_were_unreadable_says_so_and_the_fix() -> None:
+    spec = PipelineSpec(name="p", kafka={"bootstrap.servers": "x:9092"}, input_topics=["in"], output_topic="out",
+                        group_id="g", transactional_id_prefix="p-eos", checkpoint_location="/data/ck/p",
+                        trigger="10 seconds")
+    tp = TopicPartition("in", 0)
+    refused = "Kafka refused User:p-health DescribeConfigs: it needs DESCRIBE_CONFIGS on CLUSTER 'kafka-cluster'"
+
+    def taken(t_s: int, hwm: int = 1200, brokers_max: int | None = None, unread: str | None = refused) -> HealthSample:
+        return HealthSample(taken_at_ms=T0 + t_s * SECOND, last_committed=7, last_commit_time_ms=T0,
+                            inputs=(InputPartitionSample(tp=tp, lso=1000, hwm=hwm, committed=1000, marker_batch=7),),
+                            transaction_max_timeout_ms=brokers_max, transaction_max_timeout_unread=unread)
+
+    report = evaluate_spec(spec, LagWindow([taken(0), taken(30)]))
+    (note,) = [n for n in report.notes if "input_hang_after_ms" in n]
+    assert note.startswith("input_hang_after_ms is Kafka's default (15m00s): the brokers' transaction.max.timeout.ms "
+                           "could not be read; grant the health principal DESCRIBE_CONFIGS on the cluster, or set "
+                           "input_hang_after_ms to it."), note
+    assert len(note.split(". Refused")[0]) <= 200, "the first sentence is what a card's note shows"
+    assert f"Refused: {refused}. Grant: `kafka-acls.sh" in note and "--operation DescribeConfigs --cluster`" in note
+    assert "eos health --threshold input_hang_after_ms=MS" in note
+    # Nothing to say: no input partition pinned, the brokers' value read, or a threshold the user set.
+    assert not evaluate_spec(spec, LagWindow([taken(0, hwm=1000)])).notes
+    assert not evaluate_spec(spec, LagWindow([taken(0, brokers_max=3_600_000, unread=None)])).notes
+    assert not evaluate_spec(spec, LagWindow([taken(0)]), thresholds={"input_hang_after_ms": 3_600_000}).notes
+
+
 # -- available_now between runs ----------------------------------------------------------------
 
 

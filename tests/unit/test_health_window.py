@@ -77,7 +77,8 @@ def test_sample_json_keeps_its_keys() -> None:
     assert set(data) == {
         "taken_at_ms", "inputs", "outputs", "checkpoint_exists", "query_id", "last_committed",
         "last_commit_time_ms", "verification", "transactions", "notes", "writers", "broker_protocol",
-        "transaction_max_timeout_ms", "run_active", "run_started_at_ms", "in_flight",
+        "transaction_max_timeout_ms", "transaction_max_timeout_unread", "run_active", "run_started_at_ms",
+        "in_flight",
     }
     assert data["inputs"][1] == {
         "topic": "orders-eu", "partition": 0, "lso": 7, "hwm": 9, "log_start": 2, "committed": None,

@@ -10,6 +10,7 @@ from airflow_provider_eos.core.health.findings import (
     hanging_findings,
     open_transactions,
     partition_gaps,
+    unread_max_timeout_note,
     verification_finding,
 )
 from airflow_provider_eos.core.health.lag_rules import partition_lags
@@ -54,6 +55,7 @@ def evaluate(
         *lingering,
         verification_finding(latest),
     ]
+    unread = unread_max_timeout_note(gaps, thresholds, latest)
     # Worst first; the sort is stable, so findings of one status keep the order of the signals.
     findings.sort(key=lambda f: -f.status.severity)
     return HealthReport(
@@ -72,7 +74,7 @@ def evaluate(
         transactions=transactions,
         verification=latest.verification,
         findings=tuple(findings),
-        notes=latest.notes,
+        notes=(*latest.notes, unread) if unread else latest.notes,
         writers=latest.writers,
         broker_protocol=latest.broker_protocol,
     )

@@ -51,8 +51,10 @@ __all__ = [
     "Signal",
     "hang_after_ms",
     "hanging_findings",
+    "input_hang_source",
     "open_transactions",
     "partition_gaps",
+    "unread_max_timeout_note",
     "verification_finding",
 ]
 
@@ -165,6 +167,44 @@ def partition_gaps(samples: Sequence[HealthSample], th: HealthThresholds) -> tup
     )
 
 
+def input_hang_source(th: HealthThresholds, transaction_max_timeout_ms: int | None) -> str:
+    """Where the input partitions' hang threshold came from, as a finding and a note name it.
+
+    :param transaction_max_timeout_ms: the brokers' ``transaction.max.timeout.ms`` the newest sample read
+        (``None``: not read).
+    """
+    limit = th.input_hang_after_ms
+    if transaction_max_timeout_ms == limit:
+        return "the brokers' transaction.max.timeout.ms"
+    if transaction_max_timeout_ms is None and limit == KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS:
+        return "Kafka's default transaction.max.timeout.ms; the brokers' own setting was not read"
+    return "input_hang_after_ms"
+
+
+def unread_max_timeout_note(gaps: Iterable[PartitionGap], th: HealthThresholds, latest: HealthSample) -> str | None:
+    """What a pinned input partition is judged against when the brokers' maximum could not be read, and the fix.
+
+    Only while an input partition is pinned (else no threshold of the input is in play) and the threshold is
+    Kafka's default (an ``input_hang_after_ms`` the user set is theirs). Kafka's default is too short where the
+    brokers allow longer transactions (a legitimate upstream transaction reported hanging) and too long where
+    they allow less (a hanging one reported late). Its first sentence fits a card's note.
+    """
+    reason = latest.transaction_max_timeout_unread
+    pinned = any(gap.role == "input" and gap.state != "ok" for gap in gaps)
+    if reason is None or not pinned or latest.transaction_max_timeout_ms is not None:
+        return None
+    if th.input_hang_after_ms != KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS:
+        return None
+    default = format_age(KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS)
+    return (
+        f"input_hang_after_ms is Kafka's default ({default}): the brokers' transaction.max.timeout.ms could not be "
+        "read; grant the health principal DESCRIBE_CONFIGS on the cluster, or set input_hang_after_ms to it. "
+        f"Refused: {reason.rstrip('.')}. Grant: `kafka-acls.sh --bootstrap-server HOST:PORT --add --allow-principal "
+        "User:NAME --operation DescribeConfigs --cluster` (docs/security.md); the threshold: the health sensor's "
+        "thresholds, or `eos health --threshold input_hang_after_ms=MS`"
+    )
+
+
 def hanging_findings(
     gaps: Iterable[PartitionGap], th: HealthThresholds, *, transaction_max_timeout_ms: int | None = None
 ) -> list[Finding]:
@@ -180,12 +220,7 @@ def hanging_findings(
         limit = hang_after_ms(gap.role, th)
         pinned = f"LSO {gap.lso} < HWM {gap.hwm} and unmoved for {format_age(gap.pinned_for_ms)}"
         if gap.role == "input":
-            if transaction_max_timeout_ms == limit:
-                source = "the brokers' transaction.max.timeout.ms"
-            elif transaction_max_timeout_ms is None and limit == KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS:
-                source = "Kafka's default transaction.max.timeout.ms; the brokers' own setting was not read"
-            else:
-                source = "input_hang_after_ms"
+            source = input_hang_source(th, transaction_max_timeout_ms)
             findings.append(Finding(
                 signal="input_hanging", status=HealthStatus.UNHEALTHY, subject=f"{gap.tp} (input)",
                 detail=f"{pinned} (hanging after {format_age(limit)}: {source}): an upstream producer's "

@@ -113,6 +113,9 @@ class HealthSample(FrozenModel):
     :param transaction_max_timeout_ms: the brokers' ``transaction.max.timeout.ms`` (the largest among
         them); ``None``: not read (no input partition was pinned, or the principal may not describe
         the brokers' configuration).
+    :param transaction_max_timeout_unread: why the brokers' ``transaction.max.timeout.ms`` could not be read
+        while an input partition was pinned (the refusal's message: the health role's ACL set does not hold
+        DESCRIBE_CONFIGS on the cluster); ``None``: read, or not needed.
     :param run_active: for an ``available_now`` pipeline, whether a run is active: its driver's lease
         in the checkpoint holds (not released, renewed within its ttl). ``None``: a pipeline that runs
         continuously, or not read.
@@ -134,6 +137,7 @@ class HealthSample(FrozenModel):
     writers: WritersInUse | None = None
     broker_protocol: BrokerProtocol | None = None
     transaction_max_timeout_ms: int | None = None
+    transaction_max_timeout_unread: str | None = None
     run_active: bool | None = None
     run_started_at_ms: int | None = None
     in_flight: InFlightBatch | None = None
