@@ -22,6 +22,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from airflow_provider_eos.cli.output import add_pipeline_command, emit
+from airflow_provider_eos.core.in_flight_batch import InFlightBatch
 
 if TYPE_CHECKING:
     from airflow_provider_eos.usecases.clients import PipelineClients
@@ -57,7 +58,8 @@ def _rewind(args: argparse.Namespace) -> int:
 def _align(args: argparse.Namespace) -> int:
     from airflow_provider_eos.usecases.align import align
 
-    return emit(args, align(_clients(args), execute=args.execute, force=args.force, expected_plan=args.expect_plan))
+    return emit(args, align(_clients(args), execute=args.execute, force=args.force, expected_plan=args.expect_plan,
+                            in_flight_batch=args.in_flight_batch))
 
 
 #: What --force overrides, the same words for every action (the form's Force help says the same).
@@ -130,8 +132,10 @@ def register(commands: argparse._SubParsersAction) -> None:
         summary="commit the checkpoint's offsets with batch markers to the sink group",
         description="Writes offsets/C with the marker of batch C to the group, then verifies what the group "
         "holds. Refused when verification says this would lose or duplicate output, and --execute refused while "
-        "the pipeline looks alive, unless --force. Stop the query first. The dry run prints the plan fingerprint "
-        "for --expect-plan. Exit 1 when the group still disagrees after committing.",
+        "the pipeline looks alive, unless --force. When the batch in flight was planned longer ago than the "
+        "brokers' offsets.retention.minutes and the group holds nothing, refused until --in-flight-batch says "
+        "what the output topic shows of it (--force does not replace it). Stop the query first. The dry run prints "
+        "the plan fingerprint for --expect-plan. Exit 1 when the group still disagrees after committing.",
     )
     align.add_argument("--execute", action="store_true", help="commit the offsets (default: dry run)")
     align.add_argument(
@@ -140,3 +144,10 @@ def register(commands: argparse._SubParsersAction) -> None:
         f"DIVERGED, a partly written batch), and execute even though {_ALIVE}; nothing else is overridden",
     )
     align.add_argument("--expect-plan", default=None, metavar="FP", help=_EXPECT_PLAN_HELP)
+    align.add_argument(
+        "--in-flight-batch", default=None, choices=[answer.value for answer in InFlightBatch],
+        help="only when verify names a batch in flight whose offsets may have expired: what the output topic "
+        "(read_committed) shows of it. written: all its output is there; the group gets offsets/N with marker N "
+        "and the replay skips it. not-written: none of it is; the group gets offsets/C with marker C and the "
+        "replay writes it",
+    )

@@ -23,7 +23,14 @@ from airflow_provider_eos.core.driver_lease import CLOCK_SKEW_MARGIN
 from airflow_provider_eos.core.errors import ExpiredOffsetsError
 from airflow_provider_eos.core.topic_partition import OffsetMap, TopicPartition
 
-__all__ = ["KAFKA_MIN_RETENTION_MINUTES", "OffsetsExpiry", "RetentionReading", "expired_offsets_error"]
+__all__ = [
+    "KAFKA_MIN_RETENTION_MINUTES",
+    "OffsetsExpiry",
+    "RetentionReading",
+    "expired_offsets_error",
+    "in_flight_choices",
+    "offsets_json",
+]
 
 _MINUTE_MS = 60_000
 #: The lowest ``offsets.retention.minutes`` a broker accepts (Kafka defines it ``atLeast(1)``): what a
@@ -105,16 +112,53 @@ class RetentionReading:
         return OffsetsExpiry(batch_id, planned_at, self.observed_at, self.minutes, self.unread_reason)
 
 
-def _offsets_json(offsets: OffsetMap) -> str:
+def offsets_json(offsets: OffsetMap) -> str:
+    """Offsets as Spark's ``offsets/N`` spells them (``{"topic":{"0":12}}``), for the messages."""
     by_topic: dict[str, dict[str, int]] = {}
     for tp, offset in sorted(offsets.items()):
         by_topic.setdefault(tp.topic, {})[str(tp.partition)] = offset
     return json.dumps(by_topic, separators=(",", ":"))
 
 
+def in_flight_choices(batch: int, *, align_replays: bool, spec: str = "FILE") -> str:
+    """The ways on once only the output topic can say whether batch ``N`` (in flight) was written (note 61).
+
+    The one text the sink's :class:`~airflow_provider_eos.core.errors.ExpiredOffsetsError`, verify's next
+    step and align's refusal give, so the three never advise differently.
+
+    :param batch: the batch in flight ``N``.
+    :param align_replays: whether aligning the group to ``N-1`` makes the replay write ``N``: ``N > 0`` and
+        every partition of ``offsets/N`` in ``offsets/N-1``. Otherwise (the first batch, a partition new in
+        ``N``) the sink would still find an empty group for a batch planned that long ago, so only a rewind,
+        after which Spark plans ``N`` anew, lets it write.
+    :param spec: how the spec file is named in the commands.
+    """
+    previous = batch - 1
+    if align_replays:
+        not_written = (f"`eos repair align --spec {spec} --in-flight-batch not-written` (a dry run; then --execute): "
+                       f"the group gets offsets/{previous} with marker {previous} and the replay writes batch {batch} "
+                       "once")
+    else:
+        not_written = (f"`eos repair rewind --spec {spec} --to-batch {previous}` (a dry run; then --execute): Spark "
+                       f"plans batch {batch} again, from the same start, and the sink writes it once"
+                       + ("" if batch == 0 else f" (then `eos verify`: if it says NO_MARKER, `eos repair align --spec "
+                          f"{spec}` commits offsets/{previous})"))
+    return (
+        f"None of it there: {not_written}. All of it there: `eos repair align --spec {spec} --in-flight-batch "
+        f"written` (a dry run; then --execute): the group gets offsets/{batch} with marker {batch} and the replay "
+        f"skips batch {batch}. Only part of it (executor writers stopped mid-batch): neither; move the checkpoint "
+        "aside and start a new one whose starting_offsets are the batch's end offsets for the partitions written "
+        "and its start offsets for the others. In eos_manual_recovery: action align with Batch in flight set to "
+        "the answer (written, not-written)"
+    )
+
+
 def expired_offsets_error(expiry: OffsetsExpiry, partitions: Iterable[TopicPartition], *, query_id: str,
                           group_id: str, start: OffsetMap, end: OffsetMap) -> ExpiredOffsetsError:
     """The refusal of batch ``N`` when ``partitions`` have nothing committed and that may be an expiry.
+
+    Raised only for the first batch or a partition new in ``N`` (a partition of ``offsets/N-1`` holding
+    nothing is inconsistent anyway), so aligning to ``N-1`` cannot make the replay write ``N``.
 
     :param start: the batch's start offsets (absent for a partition new in it: its earliest).
     :param end: the batch's end offsets.
@@ -122,19 +166,15 @@ def expired_offsets_error(expiry: OffsetsExpiry, partitions: Iterable[TopicParti
     tps = sorted(partitions)
     batch = expiry.batch_id
     listed = ", ".join(str(tp) for tp in tps)
-    rewind_to = batch - 1
     return ExpiredOffsetsError(
         f"sink group {group_id!r} holds nothing for {listed} in batch {batch} of query {query_id}, and "
         f"{expiry.describe()}: nothing committed cannot be told from committed, then expired, so the sink "
         f"refuses to write batch {batch} (it may already be in the output topic)",
         fix=(
             f"Nothing was produced. Look in the output topic (read_committed) for batch {batch}'s output of "
-            f"{listed} (input offsets start..end: {_offsets_json({tp: start[tp] for tp in tps if tp in start})} .. "
-            f"{_offsets_json({tp: end[tp] for tp in tps})}). If none of it is there, rewind the checkpoint to "
-            f"batch {rewind_to} (`eos repair rewind --spec <spec file> --to-batch {rewind_to}`, then --execute): "
-            f"Spark plans batch {batch} again now, from the same start, and the sink writes it. If it is there, "
-            "the group must say so before any restart: stop here, move the checkpoint aside and start a new one "
-            "whose starting_offsets are the end offsets above for the partitions written and the start offsets "
-            "for the others. Raise offsets.retention.minutes above the longest pause (pre-flight EOS108)"
+            f"{listed} (input offsets start..end: {offsets_json({tp: start[tp] for tp in tps if tp in start})} .. "
+            f"{offsets_json({tp: end[tp] for tp in tps})}). "
+            f"{in_flight_choices(batch, align_replays=False, spec='<spec file>')}. Raise offsets.retention.minutes "
+            "above the longest pause (pre-flight EOS108)"
         ),
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from airflow_provider_eos.core.in_flight_batch import InFlightBatch, parse_in_flight
 from airflow_provider_eos.core.repair import AlignPlan, check_expected_plan, expectation_notes, plan_align
 from airflow_provider_eos.core.transactions import SafetyCheck
 from airflow_provider_eos.core.verification import VerificationReport, verify_checkpoint
@@ -44,7 +45,8 @@ class AlignOutcome(UseCaseResult[AlignPlan]):
 
 @runs_as("recovery")
 def align(
-    clients: PipelineClients, *, execute: bool = False, force: bool = False, expected_plan: str | None = None
+    clients: PipelineClients, *, execute: bool = False, force: bool = False, expected_plan: str | None = None,
+    in_flight_batch: InFlightBatch | str | None = None,
 ) -> AlignOutcome:
     """Plan the alignment and, only with ``execute``, commit it; then verify what Kafka holds.
 
@@ -58,14 +60,21 @@ def align(
     :param force: align despite a verdict that makes aligning lose or duplicate output, and even
         though the pipeline looks alive.
     :param expected_plan: the plan fingerprint the person read in the dry run.
+    :param in_flight_batch: what the output topic shows of the batch in flight when its offsets may have
+        expired (``written`` or ``not-written``; docs/design-notes.md note 61); ``force`` does not replace it.
     :raises CheckpointError: if there is no checkpoint, or a file is malformed.
     :raises RepairError: if the checkpoint has no committed batch, the verdict forbids aligning
-        and ``force`` is not set, or the plan is not ``expected_plan``.
+        and ``force`` is not set, the batch in flight may have expired and ``in_flight_batch`` does not
+        say what became of it (or is given without such a batch), or the plan is not ``expected_plan``.
     :raises UnsafeToActError: if committing while the pipeline looks alive, without ``force``.
     """
     spec = clients.spec
+    answer = parse_in_flight(in_flight_batch)
     reader = clients.existing_checkpoint()
-    plan = plan_align(reader, clients.committed_offsets(), force=force, spec_writers=spec.writers)
+    # Read once: the plan and the read-back judge the batch in flight against the same retention.
+    retention = clients.offsets_retention()
+    plan = plan_align(reader, clients.committed_offsets(), force=force, spec_writers=spec.writers,
+                      retention=retention, in_flight_batch=answer)
     executed = execute and not plan.is_noop
     safety = None
     if executed:
@@ -73,21 +82,25 @@ def align(
         safety = check_not_alive(clients, action="align", force=force)
         write_committed_offsets(clients.admin, spec.group_id, plan.offsets_with_metadata(), timeout_s=clients.timeout_s)
     # Read back from Kafka rather than trusting the plan, so "after" is what the group holds.
-    after = verify_checkpoint(reader, clients.committed_offsets(), spec_writers=spec.writers)
+    after = verify_checkpoint(reader, clients.committed_offsets(), spec_writers=spec.writers, retention=retention)
     disagrees = executed and not after.ok
     if disagrees:
         summary = f"committed the plan, but verification afterwards says {after.overall.value}"
         next_step = after.next_step
     elif executed:
         summary = f"committed offsets/{plan.batch_id} with marker {plan.batch_id} to group {spec.group_id!r}"
-        next_step = "Restart the pipeline: the next batch proceeds from the committed offsets."
+        next_step = "Restart the pipeline: the next batch proceeds from the committed offsets." + (
+            "" if plan.expired_batch is None else
+            f" Spark replays batch {plan.expired_batch} and the sink "
+            + ("skips it (its marker is committed)." if plan.batch_id == plan.expired_batch else "writes it once."))
     elif plan.is_noop:
         summary = f"the group {spec.group_id!r} already holds offsets/{plan.batch_id} with its marker"
         next_step = "Nothing to do: nothing to align."
     else:
         summary = f"dry run: {len(plan.changes)} of {len(plan.rows)} partition(s) would change"
+        told = "" if plan.in_flight_batch is None else f" --in-flight-batch {plan.in_flight_batch.value}"
         next_step = (
-            f"Stop the job, then execute this plan (eos repair align --spec FILE --execute --expect-plan "
+            f"Stop the job, then execute this plan (eos repair align --spec FILE{told} --execute --expect-plan "
             f"{plan.fingerprint}; in Airflow AlignGroupOffsetsOperator with dry_run=False and expected_plan="
             f"'{plan.fingerprint}', in eos_manual_recovery Plan fingerprint {plan.fingerprint})."
         )

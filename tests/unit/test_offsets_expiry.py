@@ -155,3 +155,22 @@ def test_verify_names_a_partition_new_in_the_batch_in_flight_past_the_retention(
                     committed={P0: at_c, P1: None}, expiry=planned(dt.timedelta(days=8), 5))
     assert {row.tp: row.verdict for row in report.rows} == {P0: Verdict.IN_SYNC, P1: Verdict.NO_MARKER}
     assert report.expired_batch == 5 and "--to-batch 4" in report.next_step
+
+
+@pytest.mark.parametrize(("days", "expired"), [(1, None), (8, 5)])
+def test_verify_on_a_later_batch_whose_every_offset_expired_asks_whether_the_batch_in_flight_was_written(
+    days, expired,
+):
+    # commits/4, offsets/5 planned, the group empty: within the retention batch 5 cannot have committed, so
+    # aligning to batch 4 is the repair; beyond it, batch 5 may have committed and expired (note 61).
+    report = verify(query_id=Q, last_committed=4, last_planned=5, planned_offsets={4: {P0: 40}, 5: {P0: 50}},
+                    committed={P0: None}, expiry=planned(dt.timedelta(days=days), 5))
+    assert report.overall is Verdict.NO_MARKER and report.expired_batch == expired
+    if expired is None:
+        assert "eos repair align --spec FILE" in report.next_step and "--in-flight-batch" not in report.next_step
+        return
+    assert "planned 8.0 days ago" in report.rows[0].detail
+    assert "align will not guess" in report.next_step
+    assert "`eos repair align --spec FILE --in-flight-batch not-written`" in report.next_step
+    assert "`eos repair align --spec FILE --in-flight-batch written`" in report.next_step
+    assert "--to-batch" not in report.next_step

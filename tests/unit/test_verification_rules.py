@@ -99,6 +99,10 @@ DECIDING = [
     ("partition-not-discovered", Case(None, checkpoint_offset=None), rules.partition_new_to_checkpoint,
      Verdict.IN_SYNC),
     ("group-holds-nothing", Case(None), rules.group_offset_missing, Verdict.NO_MARKER),
+    ("group-holds-nothing-batch-in-flight-within-retention", Case(None, planned_days_ago=6),
+     rules.group_offset_missing, Verdict.NO_MARKER),
+    ("group-holds-nothing-batch-in-flight-past-retention", Case(None, planned_days_ago=8),
+     rules.nothing_left_after_expiry, Verdict.NO_MARKER),
     ("metadata-not-a-marker", Case((600, "written-by-someone-else")), rules.marker_unreadable, Verdict.DIVERGED),
     ("empty-metadata", Case((600, "")), rules.marker_missing, Verdict.NO_MARKER),
     ("marker-of-other-query", Case((600, marker(5, OTHER_Q))), rules.marker_of_other_query, Verdict.DIVERGED),
@@ -149,8 +153,10 @@ PREDICATES = [
     (rules.nothing_left_after_expiry, Case(None, last_committed=None, checkpoint_offset=None, planned_days_ago=6.9),
      False),
     (rules.nothing_left_after_expiry, Case(None, last_committed=None, checkpoint_offset=None), False),
-    # A partition of offsets/C holds nothing: that is group_offset_missing's, however old the batch.
-    (rules.nothing_left_after_expiry, Case(None, planned_days_ago=8), False),
+    # A partition of offsets/C holds nothing while C+1 is past the retention: C+1 may have committed and expired,
+    # so aligning to C is no longer the plain repair (note 61); within it, that is group_offset_missing's.
+    (rules.nothing_left_after_expiry, Case(None, planned_days_ago=8), True),
+    (rules.nothing_left_after_expiry, Case(None, planned_days_ago=6), False),
     (rules.nothing_left_after_expiry, Case((100, marker(0)), last_committed=None, planned_days_ago=8), False),
     (rules.nothing_committed_yet, Case(None, last_committed=None, checkpoint_offset=None), True),
     (rules.nothing_committed_yet, Case(None), False),

@@ -13,7 +13,8 @@ Both repairs follow the same rules (docs/architecture.md, recovery):
 Rewind (``KAFKA_BEHIND``): :mod:`.rewind_plan` plans by the rules of :mod:`.rewind_rules`,
 :mod:`.rewind_files` knows Spark's checkpoint files and the backup folder, :mod:`.rewind_execute`
 moves them. Align
-(``NO_MARKER``): :mod:`.align`. Plans and results are frozen pydantic models
+(``NO_MARKER``): :mod:`.align`, and :mod:`.align_in_flight` when the batch in flight's offsets may have
+expired and only the person can say whether it was written. Plans and results are frozen pydantic models
 (:class:`~airflow_provider_eos.core.frozen_model.FrozenModel`): ``model_dump(mode="json")`` is what the
 recovery operators push to XCom, what ``eos rewind``/``eos align --json`` print and what a
 rewind's manifest records; ``model_validate`` reads it back.
@@ -34,12 +35,14 @@ __all__ = [
     "AlignRow",
     "CheckpointBatches",
     "FileMove",
+    "InFlightBatch",
     "RewindPlan",
     "RewindResult",
     "backup_dir_for",
     "check_expected_plan",
     "execute_rewind",
     "expectation_notes",
+    "parse_in_flight",
     "plan_align",
     "plan_fingerprint",
     "plan_rewind",

@@ -9,9 +9,10 @@ reported; :func:`kafka_behind` decides when none applies:
 =================================== ================ =================================================
 rule                                verdict          applies when
 =================================== ================ =================================================
-:func:`nothing_left_after_expiry`   NO_MARKER        the group holds nothing where batch ``C+1`` would
-                                                     find nothing, but ``C+1`` was planned at least
-                                                     ``offsets.retention.minutes`` ago
+:func:`nothing_left_after_expiry`   NO_MARKER        the group holds nothing and batch ``C+1`` (in
+                                                     flight) was planned at least
+                                                     ``offsets.retention.minutes`` ago: it may have
+                                                     committed and expired
 :func:`nothing_committed_yet`       IN_SYNC          no batch committed and the group holds nothing
 :func:`partition_new_to_checkpoint` IN_SYNC          the group holds nothing and ``offsets/C`` does not
                                                      list the partition
@@ -104,13 +105,15 @@ def _batch_or_none(batch: int | None) -> str:
 
 
 def nothing_left_after_expiry(e: PartitionEvidence) -> Ruling | None:
-    """NO_MARKER when the group holds nothing where batch ``C+1`` takes that for "not written yet" (no batch
-    committed, or a partition ``offsets/C`` does not list), but an attempt of ``C+1`` may have committed and
-    the broker deleted the offsets since (docs/design-notes.md note 55): the sink refuses the replay."""
+    """NO_MARKER when the group holds nothing and an attempt of batch ``C+1`` may have committed, the broker
+    deleting the offsets since (docs/design-notes.md notes 55 and 61): the sink refuses the replay.
+
+    Where ``C+1`` takes nothing for "not written yet" (no batch committed, a partition ``offsets/C`` does not
+    list) the absence proves nothing; on a partition of ``offsets/C`` it is ``NO_MARKER`` anyway, and only
+    this rule says that aligning to ``C`` may make the replay write ``C+1`` a second time.
+    """
     expiry = e.checkpoint.expiry
     if e.group_offset is not None or expiry is None or not expiry.may_have_expired:
-        return None
-    if e.checkpoint.last_committed_batch is not None and e.checkpoint_offset is not None:
         return None
     return Ruling(
         Verdict.NO_MARKER,

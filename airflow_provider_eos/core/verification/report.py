@@ -12,6 +12,7 @@ from collections import Counter
 from pydantic import computed_field
 
 from airflow_provider_eos.core.frozen_model import FrozenModel
+from airflow_provider_eos.core.offsets_expiry import in_flight_choices
 from airflow_provider_eos.core.verification.verdict import PartitionVerdict, Verdict
 from airflow_provider_eos.core.verification.writers import WritersInUse, writers_in_use
 
@@ -142,15 +143,16 @@ class VerificationReport(FrozenModel):
             )
         if self.overall is Verdict.NO_MARKER and self.expired_batch is not None:
             n = self.expired_batch
+            # Aligning to C lets the replay write N only where the sink then finds marker C: a partition new
+            # in N (no offsets/C row) would still hold nothing for a batch planned that long ago.
+            new_in_n = any(row.verdict is Verdict.NO_MARKER and row.checkpoint_offset is None for row in self.rows)
             return (
                 f"Do not restart as is: batch {n} was planned longer ago than the brokers' offsets.retention.minutes "
                 "and the group holds nothing for the NO_MARKER rows, so an earlier attempt may have written it and "
-                f"its offsets expired; the sink refuses to write it. Look in the output topic for batch {n}'s output "
-                f"of those partitions (their input range is offsets/{n}'s; the sink's ExpiredOffsetsError lists it). "
-                f"If none of it is there: eos repair rewind --spec FILE --to-batch {n - 1} (a dry run; then "
-                f"--execute): Spark plans batch {n} again and the sink writes it once. If it is there: move the "
-                f"checkpoint aside and start a new one whose starting_offsets are offsets/{n}'s end offsets for the "
-                "partitions written and its start offsets for the others."
+                "its offsets expired; nothing in Kafka tells which, so the sink refuses it and align will not guess. "
+                f"Look in the output topic (read_committed) for batch {n}'s output of those partitions (their input "
+                f"range is offsets/{n}'s; `eos repair align --spec FILE` prints it). "
+                + in_flight_choices(n, align_replays=n > 0 and not new_in_n) + "."
             )
         if self.overall is Verdict.NO_MARKER:
             return (
