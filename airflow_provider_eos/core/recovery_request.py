@@ -9,7 +9,8 @@ reads exactly :func:`confirmation_phrase`: ``<action> <pipeline>``, and ``<actio
 force`` when Force is on, so overriding the "looks alive" refusal is typed, not only ticked;
 ``verify`` and dry runs need none. Values the form leaves empty arrive as ``None``: dry run then
 stays on, force off. ``expected_plan`` (the plan fingerprint a dry run showed) belongs to rewind
-and align only.
+and align only, ``in_flight_batch`` (what the output topic shows of a batch in flight whose offsets may
+have expired, docs/design-notes.md note 61) to align only.
 """
 
 from __future__ import annotations
@@ -17,11 +18,14 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from airflow_provider_eos.core.errors import RepairError
 from airflow_provider_eos.core.frozen_model import FrozenModel
+from airflow_provider_eos.core.in_flight_batch import InFlightBatch, parse_in_flight
 
 __all__ = [
     "ACTIONS",
     "FORCE_WORD",
+    "IN_FLIGHT_ANSWERS",
     "PLANNED",
     "REFUSED",
     "STATE_CHANGING",
@@ -37,6 +41,8 @@ ACTIONS: tuple[str, ...] = ("verify", "abort", "rewind", "align")
 STATE_CHANGING: tuple[str, ...] = ("abort", "rewind", "align")
 #: The actions whose dry run shows a plan fingerprint an execution can be held to.
 PLANNED: tuple[str, ...] = ("rewind", "align")
+#: The form's answers for align's batch in flight, in the form's order.
+IN_FLIGHT_ANSWERS: tuple[str, ...] = tuple(answer.value for answer in InFlightBatch)
 #: The task a refused request goes to.
 REFUSED = "refused"
 #: The word that ends the confirmation when Force is on.
@@ -121,11 +127,29 @@ def _flag(value: Any, default: bool) -> bool:
     return bool(value)
 
 
+def _field_refusal(params: Mapping[str, Any], action: str) -> str | None:
+    """Why a field that belongs to some actions only is refused (a bad value, or another action's); else ``None``."""
+    target = params.get("target_batch")
+    if target is not None and (not isinstance(target, int) or isinstance(target, bool) or target < -1):
+        return f"target_batch is {target!r}; use a batch id >= -1, or leave it empty"
+    if action != "rewind" and target is not None:
+        return f"target_batch {target} only applies to rewind, not {action}; leave it empty"
+    if action not in PLANNED and str(params.get("expected_plan") or "").strip() not in ("", "None", "null"):
+        return f"expected_plan only applies to rewind and align, not {action}; leave it empty"
+    try:
+        in_flight = parse_in_flight(params.get("in_flight_batch"))
+    except RepairError as bad:
+        return f"{bad.message}; {bad.fix}"
+    if in_flight is not None and action != "align":
+        return f"in_flight_batch {in_flight.value!r} only applies to align, not {action}; leave it empty"
+    return None
+
+
 def decide(params: Mapping[str, Any], pipelines: Collection[str]) -> RequestDecision:
     """Check the form; say which action runs, or why nothing does.
 
     :param params: the run's params: ``pipeline``, ``action``, ``dry_run``, ``target_batch``,
-        ``force``, ``expected_plan``, ``confirmation``.
+        ``force``, ``expected_plan``, ``in_flight_batch``, ``confirmation``.
     :param pipelines: the pipelines that have a spec.
     """
     pipeline, action = params.get("pipeline"), params.get("action")
@@ -139,13 +163,9 @@ def decide(params: Mapping[str, Any], pipelines: Collection[str]) -> RequestDeci
         return refuse(f"pipeline {pipeline!r} is unknown; choose one of {sorted(pipelines)}")
     if action not in ACTIONS:
         return refuse(f"action {action!r} is unknown; choose one of {list(ACTIONS)}")
-    target = params.get("target_batch")
-    if target is not None and (not isinstance(target, int) or isinstance(target, bool) or target < -1):
-        return refuse(f"target_batch is {target!r}; use a batch id >= -1, or leave it empty")
-    if action != "rewind" and target is not None:
-        return refuse(f"target_batch {target} only applies to rewind, not {action}; leave it empty")
-    if action not in PLANNED and str(params.get("expected_plan") or "").strip() not in ("", "None", "null"):
-        return refuse(f"expected_plan only applies to rewind and align, not {action}; leave it empty")
+    misplaced = _field_refusal(params, action)
+    if misplaced is not None:
+        return refuse(misplaced)
     if not dry_run and action in STATE_CHANGING:
         expected = confirmation_phrase(action, pipeline, force=force)
         typed = (params.get("confirmation") or "").strip()

@@ -11,7 +11,7 @@ import pendulum
 from airflow.sdk import DAG, Param, task
 
 from airflow_provider_eos.core.dag_ids import RECOVERY_DAG_ID
-from airflow_provider_eos.core.recovery_request import ACTIONS, REFUSED, confirmation_help, decide
+from airflow_provider_eos.core.recovery_request import ACTIONS, IN_FLIGHT_ANSWERS, REFUSED, confirmation_help, decide
 from airflow_provider_eos.operators.recovery import (
     AbortOpenTransactionsOperator,
     AlignGroupOffsetsOperator,
@@ -36,7 +36,8 @@ group to the checkpoint). To change anything, switch dry run off AND type the co
 **Force** on it reads `<action> <pipeline> force`. Abort, rewind and align refuse while the
 pipeline looks alive unless forced. A rewind or align dry run shows a **plan fingerprint**: type
 it in *Plan fingerprint* when executing, and the action runs only if its plan is still the one
-you read.
+you read. When verify says the batch in flight's offsets may have expired, align refuses until
+*Batch in flight* says what the output topic shows of it (written, not-written).
 
 **Where to read the result:** open the task that ran (verify, abort, rewind or align); its
 *Rendered Templates* tab shows `result`, a compact card: the outcome, the next step, and the
@@ -55,6 +56,14 @@ SPEC_PATH = "{{ spec_path_of(params.pipeline) }}"
 DRY_RUN = "{{ params.dry_run != false }}"
 FORCE = "{{ params.force == true }}"
 EXPECTED_PLAN = "{{ params.expected_plan or '' }}"
+IN_FLIGHT_BATCH = "{{ params.in_flight_batch or '' }}"
+IN_FLIGHT_HELP = (
+    "align only, and only when verify says the batch in flight was planned longer ago than offsets.retention."
+    "minutes and the group holds nothing for it: nothing in Kafka then tells whether it was written, so align "
+    "refuses until told (Force does not replace this). Look in the output topic (read_committed) for its output, "
+    "then: written (all of it there: the group gets that batch's end offsets and marker, the replay skips it) or "
+    "not-written (none of it: the group gets the last committed batch's, the replay writes it). Empty: not told"
+)
 FORCE_HELP = (
     "Overrides two refusals and nothing else. 1) abort, rewind and align: the pipeline looks alive (a checkpoint "
     "commit within the quiet period, or a transaction under the prefix younger than its timeout). 2) align only: a "
@@ -112,6 +121,9 @@ def manual_recovery_dag(pipelines: str | Path) -> DAG:
             "expected_plan": Param(None, type=["null", "string"], title="Plan fingerprint (rewind, align)",
                                    description="the fingerprint the dry run showed; the action then runs only if "
                                    "its plan is still that one. Empty: not checked"),
+            "in_flight_batch": Param(None, type=["null", "string"], enum=[None, *IN_FLIGHT_ANSWERS],
+                                     title="Batch in flight (align after expired offsets)",
+                                     description=IN_FLIGHT_HELP),
             # Optional (null allowed, default null): verify and dry runs need nothing typed here.
             "confirmation": Param(None, type=["null", "string"], title="Confirmation",
                                   description_md=confirmation_help(specs)),
@@ -132,7 +144,8 @@ def manual_recovery_dag(pipelines: str | Path) -> DAG:
                                      dry_run=DRY_RUN, force=FORCE, expected_plan=EXPECTED_PLAN,
                                      kafka_conn_id=recovery),
             AlignGroupOffsetsOperator(task_id="align", spec_path=SPEC_PATH, dry_run=DRY_RUN, force=FORCE,
-                                      expected_plan=EXPECTED_PLAN, kafka_conn_id=recovery),
+                                      expected_plan=EXPECTED_PLAN, in_flight_batch=IN_FLIGHT_BATCH,
+                                      kafka_conn_id=recovery),
         ]
         choose() >> [*actions, RefuseRecoveryRequestOperator(task_id=REFUSED, pipelines=list(specs))]
     return dag

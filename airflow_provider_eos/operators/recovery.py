@@ -244,7 +244,8 @@ class AlignGroupOffsetsOperator(EosUseCaseOperator):
     """Commit the checkpoint's last committed batch ``offsets/C`` with marker ``C`` to the sink group.
 
     The repair for ``NO_MARKER``; a no-op on ``IN_SYNC``; refused for the other verdicts unless
-    ``force`` (aligning then loses or duplicates output). Dry run by default: logs the
+    ``force`` (aligning then loses or duplicates output), and, when the batch in flight's offsets may
+    have expired, unless ``in_flight_batch`` says what the output topic shows of it. Dry run by default: logs the
     before/after table and the plan's fingerprint, and changes nothing. With ``dry_run=False`` it
     commits, then verifies again and fails when the group still disagrees; committing is refused
     while the pipeline looks alive unless ``force``. The group must have no active members (stop
@@ -256,10 +257,15 @@ class AlignGroupOffsetsOperator(EosUseCaseOperator):
         though the pipeline looks alive. (templated)
     :param expected_plan: the plan fingerprint the dry run showed; committing then refuses any
         other plan. Empty: not checked. (templated)
+    :param in_flight_batch: ``written`` or ``not-written``: what the output topic shows of the batch in
+        flight when verification says its offsets may have expired; align refuses that case without it,
+        ``force`` or not (docs/design-notes.md note 61). Empty: not told. (templated)
     :param max_table_rows: partitions shown in the log table (the XCom holds all).
     """
 
-    template_fields: Sequence[str] = (*EosUseCaseOperator.template_fields, "dry_run", "force", "expected_plan")
+    template_fields: Sequence[str] = (
+        *EosUseCaseOperator.template_fields, "dry_run", "force", "expected_plan", "in_flight_batch",
+    )
     ui_color = _RECOVERY_COLOR
 
     def __init__(
@@ -268,6 +274,7 @@ class AlignGroupOffsetsOperator(EosUseCaseOperator):
         dry_run: bool | str = True,
         force: bool | str = False,
         expected_plan: str | None = None,
+        in_flight_batch: str | None = None,
         max_table_rows: int = 100,
         **kwargs: Any,
     ) -> None:
@@ -275,6 +282,7 @@ class AlignGroupOffsetsOperator(EosUseCaseOperator):
         self.dry_run = dry_run
         self.force = force
         self.expected_plan = expected_plan
+        self.in_flight_batch = in_flight_batch
         self.max_table_rows = max_table_rows
 
     def execute(self, context: Context) -> dict[str, Any]:
@@ -285,7 +293,7 @@ class AlignGroupOffsetsOperator(EosUseCaseOperator):
         force = as_bool(self.force, "force")
         with self.use_case_failures("align"):
             result = align(self.pipeline_clients(), execute=not dry_run, force=force,
-                           expected_plan=as_fingerprint(self.expected_plan))
+                           expected_plan=as_fingerprint(self.expected_plan), in_flight_batch=self.in_flight_batch)
         return self.present(context, result, max_rows=self.max_table_rows)
 
     def card(self, result: UseCaseResult[Any], *, max_rows: int | None) -> str:
@@ -300,7 +308,8 @@ class RefuseRecoveryRequestOperator(ResultFieldMixin, BaseOperator):
     """Where a refused on-call request ends: one log line with the reason, the reason as the result, success.
 
     It reads the run's params as the ``eos_manual_recovery`` form names them (``pipeline``,
-    ``action``, ``dry_run``, ``target_batch``, ``force``, ``expected_plan``, ``confirmation``) and the same rules
+    ``action``, ``dry_run``, ``target_batch``, ``force``, ``expected_plan``, ``in_flight_batch``,
+    ``confirmation``) and the same rules
     as the form's branch (:func:`~airflow_provider_eos.core.recovery_request.decide`). A refusal
     is the form working, not an incident: nothing ran and nothing changed, so the task succeeds
     (no failure alert, not among failed task logs) while every action task is skipped. The

@@ -95,10 +95,21 @@ def test_with_force_on_the_confirmation_must_name_force() -> None:
     ({"action": "align", "target_batch": 2}, "target_batch 2 only applies to rewind, not align"),
     ({"action": "abort", "target_batch": None, "expected_plan": "0123abcd4567"},
      "expected_plan only applies to rewind and align, not abort"),
+    ({"in_flight_batch": "written"}, "in_flight_batch 'written' only applies to align, not rewind"),
+    ({"action": "align", "target_batch": None, "in_flight_batch": "maybe"},
+     "in_flight_batch is 'maybe', which is not an answer align knows; pass one of 'written', 'not-written'"),
 ])
 def test_an_invalid_request_is_refused_with_what_to_change(change: dict[str, Any], message: str) -> None:
     decision = decide({**OK, **change}, PIPELINES)
     assert decision.task_id == REFUSED and message in str(decision.reason)
+
+
+def test_align_takes_what_the_output_topic_shows_of_the_batch_in_flight() -> None:
+    align = {**OK, "action": "align", "target_batch": None}
+    for answer in ("written", "not-written", None, ""):
+        assert decide({**align, "in_flight_batch": answer}, PIPELINES).task_id == "align", answer
+    # Empty for the other actions, as the form leaves it.
+    assert decide({**OK, "in_flight_batch": None}, PIPELINES).task_id == "rewind"
 
 
 def test_the_help_lists_every_pipelines_phrases_and_stays_bounded() -> None:
@@ -135,6 +146,9 @@ def test_only_pipeline_and_action_are_required_and_both_have_a_default(recovery_
     assert form_field(schemas["force"]) == "boolean" and params["force"] is False
     assert form_field(schemas["confirmation"]) == "string" and params["confirmation"] is None
     assert form_field(schemas["expected_plan"]) == "string" and params["expected_plan"] is None
+    # A select of align's two answers, empty by default (not told).
+    assert form_field(schemas["in_flight_batch"]) == "string" and params["in_flight_batch"] is None
+    assert schemas["in_flight_batch"]["enum"] == [None, "written", "not-written"]
     # The defaults validate as they are: the form's Trigger is enabled with nothing typed.
     params.validate()
 
