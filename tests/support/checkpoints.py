@@ -60,6 +60,19 @@ def write_checkpoint(
     return root
 
 
+def date_batch_back(root: Path, batch: int, age_ms: int) -> None:
+    """Move ``offsets/batch``'s planning time (``batchTimestampMs``) ``age_ms`` back, as if the job had stopped then.
+
+    Its Hadoop checksum goes too: the local file system checks a file against one that is there.
+    """
+    path = root / "offsets" / str(batch)
+    version, metadata, *sources = path.read_text().split("\n")
+    planned = json.loads(metadata)
+    planned["batchTimestampMs"] = int(time.time() * 1000) - age_ms
+    path.write_text("\n".join([version, json.dumps(planned, separators=(",", ":")), *sources]))
+    (path.parent / f".{batch}.crc").unlink(missing_ok=True)
+
+
 def tree(root: Path) -> dict[str, bytes]:
     """Every file under ``root`` by relative path, for before/after comparisons."""
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
