@@ -184,7 +184,7 @@ def _job(spec: PipelineSpec, principal: str) -> list[Acl]:
 def _recovery(spec: PipelineSpec, principal: str, *, hanging_abort: bool) -> list[Acl]:
     acls = [
         _acl(principal, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME, Operation.DESCRIBE_CONFIGS,
-             "verify: DescribeConfigs(BROKER) reads offsets.retention.minutes; "
+             "verify and align: DescribeConfigs(BROKER) reads offsets.retention.minutes; "
              "abort: DescribeConfigs(BROKER) reads transaction.max.timeout.ms, the age above which an open "
              "partition transaction is hanging"),
     ]

@@ -202,15 +202,17 @@ def _txn_id_expiration(facts: PreflightFacts) -> Outcome:
     "offsets.retention.minutes > longest expected pause",
     "raise offsets.retention.minutes on every broker above the longest pause you expect (the pre-flight's "
     "longest_expected_pause_ms, 3 days unless set), or plan shorter pauses; after a longer pause run "
-    "`eos verify --spec FILE` before starting and follow its next step (`eos repair align --spec FILE` only "
-    "once the output topic shows the batch in flight was not written)",
+    "`eos verify --spec FILE` before starting and follow its next step (if it names a batch in flight whose "
+    "offsets may have expired, look in the output topic and tell `eos repair align --spec FILE --in-flight-batch` "
+    "written or not-written)",
 )
 def _offsets_retention(facts: PreflightFacts) -> Outcome:
     # The sink group never has members, so the broker deletes its committed offsets, and the batch
     # markers they carry, this long after their last commit: after a longer pause the group holds
     # nothing, the checkpoint's next batch finds no marker (EOS308, verify's NO_MARKER), and a batch
     # in flight that the stop left written cannot be told from one never written: the sink refuses
-    # it (ExpiredOffsetsError, docs/design-notes.md note 55) until the operator has looked.
+    # it (ExpiredOffsetsError, docs/design-notes.md note 55), and align does, until the operator has looked
+    # and said which (note 61).
     return _outlasts_longest_pause(
         facts, "offsets.retention.minutes", unit_ms=60_000,
         effect="the sink group has no members, so the broker deletes its committed offsets and batch markers that "
@@ -219,8 +221,9 @@ def _offsets_retention(facts: PreflightFacts) -> Outcome:
         fix=lambda retention, pause: (
             f"set offsets.retention.minutes to more than {pause // 60_000} on every broker, or plan pauses shorter "
             f"than {format_ms(retention)} (and pass that as longest_expected_pause_ms); after a longer pause run "
-            "`eos verify --spec FILE` before starting and follow its next step (`eos repair align --spec FILE` "
-            "only once the output topic shows the batch in flight was not written)"
+            "`eos verify --spec FILE` before starting and follow its next step (if it names a batch in flight whose "
+            "offsets may have expired, look in the output topic and tell `eos repair align --spec FILE "
+            "--in-flight-batch` written or not-written)"
         ),
     )
 
