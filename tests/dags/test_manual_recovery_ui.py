@@ -20,7 +20,7 @@ from confluent_kafka import Producer
 
 from airflow_provider_eos.core.markers import BatchMarker
 from tests.support.checkpointed_pipeline import LAST_COMMITTED, PARTITIONS, CheckpointedPipeline, checkpointed_pipeline
-from tests.support.checkpoints import tree
+from tests.support.checkpoints import date_batch_back, tree, write_checkpoint
 from tests.support.dag_runner import DagRunResult, run_dag
 
 pytestmark = [pytest.mark.airflow, pytest.mark.integration]
@@ -93,6 +93,37 @@ def test_verify_runs_without_a_confirmation_and_shows_the_verdict_table(
     abort_log = scanned.task_log("abort")
     assert "Result (also in this task's Rendered Templates tab" in abort_log
     assert "[kafka." not in abort_log, abort_log[-6000:]
+
+
+def test_align_after_the_batch_in_flight_expired_runs_only_once_the_form_says_what_the_output_shows(
+    pipeline: CheckpointedPipeline, airflow_home: Path, tmp_path: Path
+) -> None:
+    """Batch 4 in flight, planned 8 days ago, the group empty (every offset expired): Force does not answer."""
+    in_flight = LAST_COMMITTED + 1
+    write_checkpoint(pipeline.checkpoint, topic=pipeline.input_topic, partitions=PARTITIONS,
+                     query_id=pipeline.query_id, offsets=[in_flight], commits=[])
+    date_batch_back(pipeline.checkpoint, in_flight, 8 * 86_400_000)
+    pipeline.age_commits()
+    name = pipeline.spec.name
+    assert set(pipeline.group().values()) == {None}
+
+    unanswered = recover(pipeline, tmp_path, "unanswered", action="align", dry_run=False, force=True,
+                         confirmation=f"align {name} force")
+    assert unanswered.states["align"] == "failed", unanswered.log[-6000:]
+    card = result_of(unanswered, "align", "REFUSED")
+    assert f"refusing to align: batch {in_flight}'s offsets may have expired" in card, card
+    assert "Batch in flight" in card and "--in-flight-batch written" in card, card
+    assert set(pipeline.group().values()) == {None}
+
+    done = recover(pipeline, tmp_path, "written", action="align", dry_run=False, confirmation=f"align {name}",
+                   in_flight_batch="written")
+    assert done.states["align"] == "success", done.log[-6000:]
+    executed = done.xcoms["align"]
+    assert executed["batch_id"] == in_flight and executed["in_flight_batch"] == "written", executed
+    assert executed["verdict_after"] == "KAFKA_AHEAD_SAFE", executed
+    marker = BatchMarker(pipeline.query_id, in_flight).encode()
+    assert pipeline.group() == {tp: (o, marker) for tp, o in pipeline.end_offsets(in_flight).items()}
+    assert f"told batch {in_flight} is in the output topic" in result_of(done, "align", "OK")
 
 
 @pytest.mark.long  # CI: the same through the UI (tests/deployment/test_recovery_ui.py)
