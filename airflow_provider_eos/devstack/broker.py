@@ -59,6 +59,7 @@ from airflow_provider_eos.devstack.security import (
     check_security,
 )
 from airflow_provider_eos.devstack.state_folder import StateFolder
+from airflow_provider_eos.devstack.state_lock import hold_state_folder_to_reap
 from airflow_provider_eos.subprocesses import run_bounded
 
 log = logging.getLogger(__name__)
@@ -385,10 +386,12 @@ def reap(owner_pid: int, state_dir: str) -> None:
     the reaper process, :func:`~airflow_provider_eos.devstack.process_groups.start_reaper`).
 
     The state file is read when the owner is gone: a node restarted under a new pid is stopped too.
-    The reaper ends by itself once the state file is gone (``down`` ran).
+    The reaper ends by itself once the state file is gone (``down`` ran). It stops them under the
+    state folder's lock, waiting while a command changes the folder.
     """
     kafka = LocalKafka(state_dir)
     while pid_alive(owner_pid) and kafka._state_file.exists():
         time.sleep(2)
-    if kafka._state_file.exists():
-        kafka.down()
+    with hold_state_folder_to_reap(kafka.state_dir, "broker") as there:
+        if there and kafka._state_file.exists():
+            kafka.down()

@@ -24,6 +24,7 @@ from airflow_provider_eos.devstack.broker import default_state_dir
 from airflow_provider_eos.devstack.broker_nodes import pid_alive
 from airflow_provider_eos.devstack.process_groups import Marker, start_reaper, stop_groups
 from airflow_provider_eos.devstack.state_folder import StateFolder
+from airflow_provider_eos.devstack.state_lock import hold_state_folder_to_reap
 
 __all__ = ["RecordedDaemons"]
 
@@ -138,7 +139,9 @@ class RecordedDaemons(Generic[InfoT]):
     def reap(cls, owner_pid: int, state_dir: str) -> None:
         """Stop what ``state_dir`` records once ``owner_pid`` dies (the body of the reaper process).
 
-        Only what this reaper watched: by then the folder may record another start, or nothing.
+        Only what this reaper watched: by then the folder may record another start, or nothing. It
+        stops it under the state folder's lock (waiting while a command changes the folder), so it
+        never stops a part halfway through a command's ``up`` or ``down`` of it.
         """
         part = cls(state_dir)
         info = part.recorded()
@@ -147,6 +150,9 @@ class RecordedDaemons(Generic[InfoT]):
         watched = part.watched(info)
         while pid_alive(owner_pid) and any(pid_alive(pid) for pid in watched):
             time.sleep(2)
-        current = part.recorded() if part.state_file.exists() else None
-        if not pid_alive(owner_pid) and current is not None and part.watched(current) == watched:
-            part.down()
+        if pid_alive(owner_pid):
+            return  # what it watched stopped while its owner lives: nothing of this start is left to reap
+        with hold_state_folder_to_reap(part.state_dir, part.what) as there:
+            current = part.recorded() if there and part.state_file.exists() else None
+            if current is not None and part.watched(current) == watched:
+                part.down()

@@ -10,6 +10,11 @@ The kernel drops a flock when its holder's process ends, however it ends (SIGKIL
 lock never outlives its command the way a pid file can. The file's text (pid, command, since) is
 only what the refusal shows; the lock is the flock, never the text. The lock is taken before the
 folder is claimed, so a folder the devstack did not make is refused first and gets no lock file.
+
+The reapers (the detached processes that stop a part once the process that started it dies) take
+the same lock with :func:`hold_state_folder_to_reap`: they wait for it instead of failing (a reaper
+that gave up would leave its part running), and a process that already holds the folder's lock
+and reaps in itself goes on under the lock it holds (waiting on it would wait on itself for ever).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import contextlib
 import fcntl
 import json
 import os
+import threading
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -27,11 +33,17 @@ from airflow_provider_eos.core.errors import DevstackError, StateFolderBusyError
 from airflow_provider_eos.devstack.broker_nodes import pid_alive
 from airflow_provider_eos.devstack.state_folder import LOCK, StateFolder
 
-__all__ = ["LockHolder", "hold_state_folder"]
+__all__ = ["LockHolder", "hold_state_folder", "hold_state_folder_to_reap"]
 
 #: Times the lock file is opened again when the holder removed it (``down`` removing the folder)
 #: between this command's open and its lock: each time the holder was done, so two are plenty.
 _REOPENS = 5
+
+#: The folders this process holds the lock of, with the pid that took it (a forked child inherits
+#: the dict, not the right to act as the holder). A flock is per open file, so a second lock of the
+#: folder in the holding process would conflict with its own first one.
+_held: dict[Path, int] = {}
+_held_guard = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -59,24 +71,80 @@ def hold_state_folder(state_dir: Path, command: str) -> Iterator[LockHolder]:
     """
     StateFolder(state_dir).check()
     created = not state_dir.exists()
-    holder = LockHolder(os.getpid(), command, datetime.now(UTC).isoformat(timespec="seconds"))
+    holder = _holder(command)
     fd = _lock(state_dir, holder)
     try:
-        yield holder
+        with _holding(state_dir):
+            yield holder
     finally:
         _unlock(fd, state_dir, created=created)
 
 
-def _lock(state_dir: Path, holder: LockHolder) -> int:
+@contextlib.contextmanager
+def hold_state_folder_to_reap(state_dir: Path, part: str) -> Iterator[bool]:
+    """Hold the lock of ``state_dir`` for a reaper's ``down``, waiting while a command holds it.
+
+    A reaper acts once its owner died, while an ``eos devstack up`` or ``down`` may be changing the
+    folder: it waits for that command to finish, then reads the folder anew (what it watched may be
+    stopped or replaced by then). It never refuses and never makes the folder.
+
+    :param state_dir: the state folder the part records its daemons in.
+    :param part: the part, as the lock file names the holder (``broker`` gives ``reaper of the broker``).
+    :returns: (as the ``with`` value) whether the folder is still there: ``False`` when a command
+        removed it while the reaper waited (nothing is left to stop); no lock is held then.
+    """
+    state_dir = Path(state_dir)
+    with _held_guard:
+        mine = _held.get(state_dir) == os.getpid()
+    if mine:  # this process holds it (a command reaping in itself): its lock covers the reaping
+        yield state_dir.is_dir()
+        return
+    fd = _lock(state_dir, _holder(f"reaper of the {part}"), wait=True)
+    if fd is None:
+        yield False
+        return
+    try:
+        with _holding(state_dir):
+            yield True
+    finally:
+        _unlock(fd, state_dir, created=False)
+
+
+def _holder(command: str) -> LockHolder:
+    return LockHolder(os.getpid(), command, datetime.now(UTC).isoformat(timespec="seconds"))
+
+
+@contextlib.contextmanager
+def _holding(state_dir: Path) -> Iterator[None]:
+    with _held_guard:
+        _held[state_dir] = os.getpid()
+    try:
+        yield
+    finally:
+        with _held_guard:
+            _held.pop(state_dir, None)
+
+
+def _lock(state_dir: Path, holder: LockHolder, *, wait: bool = False) -> int | None:
+    """Lock the folder's lock file and write ``holder`` in it; return the locked file's descriptor.
+
+    :param wait: wait while another process holds it (a reaper), and return ``None`` if the folder
+        is gone (never made anew); otherwise make the folder if missing and refuse at once.
+    """
     path = state_dir / LOCK
-    for _ in range(_REOPENS):
+    reopens = 0
+    while wait or reopens < _REOPENS:
+        reopens += 1
         try:
-            state_dir.mkdir(parents=True, exist_ok=True)
+            if not wait:
+                state_dir.mkdir(parents=True, exist_ok=True)
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except FileNotFoundError:
+            if wait:
+                return None  # a command removed the folder (`down`): nothing is left to reap
             continue  # the holder removed the folder between the two calls: it is done
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except BlockingIOError:
             found = _read_holder(fd)
             os.close(fd)

@@ -100,6 +100,41 @@ def test_broker_is_stopped_when_its_owner_dies_without_cleanup(tmp_path):
         LocalKafka(tmp_path / "owned").down()
 
 
+def test_the_reaper_waits_for_a_command_changing_the_folder_before_it_stops_the_broker(tmp_path):
+    """A reaper whose owner died while a command holds the folder (an `up` reusing the broker, a
+    `down`) stops nothing until that command is done, then stops what the folder records."""
+    state = tmp_path / "owned"
+    owner = subprocess.Popen(
+        [sys.executable, "-c",
+         "import os, sys; from airflow_provider_eos.devstack.broker import LocalKafka; "
+         f"info = LocalKafka({str(state)!r}).up(stop_with_pid=os.getpid()); "
+         "print(info.pid, flush=True); sys.stdin.readline(); os._exit(0)"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    holder = None
+    try:
+        broker_pid = int(owner.stdout.readline().strip())
+        holder = subprocess.Popen([sys.executable, "-c", LOCK_HOLDER, str(state)], stdout=subprocess.PIPE, text=True)
+        assert holder.stdout.readline().strip() == "held"
+        owner.communicate("\n", timeout=30)  # the owner dies; its reaper looks every 2 s
+        time.sleep(8)
+        assert pid_alive(broker_pid), "the reaper stopped the broker while a command held the state folder"
+        assert (state / "devstack.json").exists()
+        os.kill(holder.pid, signal.SIGKILL)  # the command ends (killed: the kernel lets its lock go)
+        holder.wait()
+        deadline = time.monotonic() + 60
+        while (pid_alive(broker_pid) or state.exists()) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not pid_alive(broker_pid), "the reaper did not stop the broker once the command was done"
+        assert not state.exists()
+    finally:
+        for process in (owner, holder):
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.wait()
+        LocalKafka(state).down()
+
+
 def test_up_and_down_refuse_a_folder_the_devstack_did_not_make(tmp_path):
     folder = tmp_path / "home"  # `--state-dir ~` by a slip
     folder.mkdir()

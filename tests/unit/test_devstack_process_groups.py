@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -17,7 +19,8 @@ from airflow_provider_eos.devstack.broker_nodes import pid_alive
 from airflow_provider_eos.devstack.process_groups import group_members, runs, stop_groups
 from airflow_provider_eos.devstack.spark_cluster import SparkCluster, reap
 from airflow_provider_eos.devstack.spark_cluster_state import MASTER_CLASS, STATE_FILE, WORKER_CLASS, SparkClusterInfo
-from airflow_provider_eos.devstack.state_folder import StateFolder
+from airflow_provider_eos.devstack.state_folder import LOCK, StateFolder
+from airflow_provider_eos.devstack.state_lock import hold_state_folder, hold_state_folder_to_reap
 
 SLEEPER = "import time; time.sleep(120)"
 # A daemon that starts a child in its group (as a worker starts executors) and ignores SIGTERM if asked.
@@ -70,25 +73,79 @@ def test_a_pid_now_running_another_program_is_left_alone(started):
     assert len(group_members(stranger)) == 2
 
 
-def test_the_reaper_stops_the_cluster_of_a_dead_owner_and_removes_its_files(tmp_path, started):
+def dead_owner() -> int:
     owner = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
                            check=True)
+    return int(owner.stdout)
+
+
+def recorded_cluster(state: Path, started: list[subprocess.Popen]) -> list[int]:
+    """A stand-in master and worker recorded in ``state`` as a Spark cluster's; returns their groups' pids."""
     master, worker = daemon(started, MASTER_CLASS), daemon(started, WORKER_CLASS)
-    members = group_members(master) + group_members(worker)
-    StateFolder(tmp_path).claim()  # a folder the devstack made: the reaper removes what the cluster wrote there
-    (tmp_path / "spark").mkdir()
+    StateFolder(state).claim()  # a folder the devstack made: the reaper removes what the cluster wrote there
+    (state / "spark").mkdir()
     info = SparkClusterInfo.model_validate({
         "master_port": 1, "webui_port": 2, "workers": 1, "worker_cores": 1, "worker_memory": "1g",
-        "state_dir": str(tmp_path), "daemons": [
+        "state_dir": str(state), "daemons": [
             {"role": "master", "pid": master, "host": "127.0.0.1", "log_file": "m.log"},
             {"role": "worker", "pid": worker, "host": "localhost", "log_file": "w.log"},
         ],
     })
-    (tmp_path / STATE_FILE).write_text(info.model_dump_json())
-    reap(int(owner.stdout), str(tmp_path))
+    (state / STATE_FILE).write_text(info.model_dump_json())
+    return group_members(master) + group_members(worker)
+
+
+def test_the_reaper_stops_the_cluster_of_a_dead_owner_and_removes_its_files(tmp_path, started):
+    members = recorded_cluster(tmp_path, started)
+    reap(dead_owner(), str(tmp_path))
     assert not any(pid_alive(member) for member in members)
     assert not (tmp_path / STATE_FILE).exists() and not (tmp_path / "spark").exists()
     assert SparkCluster(tmp_path).status() is None
+
+
+#: Holds the lock of argv[1] as `eos devstack up` would, says so, and lets go when its stdin closes.
+HOLDER = (
+    "import sys; from pathlib import Path\n"
+    "from airflow_provider_eos.devstack.state_lock import hold_state_folder\n"
+    "with hold_state_folder(Path(sys.argv[1]), 'eos devstack up'):\n"
+    "    print('held', flush=True); sys.stdin.read()\n"
+)
+
+
+def test_the_reaper_waits_while_a_command_holds_the_state_folder_then_stops_the_cluster(tmp_path, started):
+    members = recorded_cluster(tmp_path, started)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        reaper = threading.Thread(target=reap, args=(dead_owner(), str(tmp_path)), daemon=True)
+        reaper.start()
+        reaper.join(3)
+        assert reaper.is_alive(), "the reaper did not wait for the command holding the folder"
+        assert all(pid_alive(member) for member in members) and (tmp_path / STATE_FILE).exists()
+    finally:
+        holder.communicate("", timeout=30)  # the command is done: it lets the lock go
+    reaper.join(30)
+    assert not reaper.is_alive()
+    assert not any(pid_alive(member) for member in members)
+    assert not (tmp_path / STATE_FILE).exists() and not (tmp_path / LOCK).exists()
+
+
+def test_a_process_holding_the_folder_that_reaps_in_itself_is_not_blocked_by_its_own_lock(tmp_path, started):
+    members = recorded_cluster(tmp_path, started)
+    with hold_state_folder(tmp_path, "eos devstack down"):
+        reaper = threading.Thread(target=reap, args=(dead_owner(), str(tmp_path)), daemon=True)
+        reaper.start()
+        reaper.join(30)
+        assert not reaper.is_alive(), "the reaper waited on the lock its own process holds"
+    assert not any(pid_alive(member) for member in members)
+
+
+def test_a_reaper_whose_folder_a_command_removed_makes_no_folder_and_stops_nothing(tmp_path):
+    state = tmp_path / "devstack"
+    with hold_state_folder_to_reap(state, "broker") as there:
+        assert not there
+    assert not state.exists()
 
 
 @pytest.mark.parametrize("crash", [False, True])
