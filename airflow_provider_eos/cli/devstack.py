@@ -244,16 +244,20 @@ def _run(args: argparse.Namespace) -> int:
     import tempfile
     from pathlib import Path
 
+    from airflow_provider_eos.core.errors import SubmissionError
+    from airflow_provider_eos.core.spark_master import checked_master
     from airflow_provider_eos.core.spec import PipelineSpec
     from airflow_provider_eos.core.submit_environment import submit_environment
     from airflow_provider_eos.spark.submit_command import plan_submit, spark_submit_executable
 
+    # One spelling (Spark refuses " local[2]", "LOCAL[2]" and "spark://host:7077/"), as `eos airflow up` records it.
+    master = checked_master(args.master, option="--master", error=SubmissionError)
     spec_file = Path(args.spec).resolve()
     spec = PipelineSpec.load(spec_file)
     with tempfile.TemporaryDirectory(prefix="eos-run-") as work_dir:
         plan = plan_submit(spec_file, spec, mode=args.mode or spec.mode, work_dir=Path(work_dir),
                            python_environment=args.environment)
-        command = plan.command(spark_submit_executable(), args.master)
+        command = plan.command(spark_submit_executable(), master)
         print(" ".join(command), file=sys.stderr)
         pid_file = Path(work_dir) / "driver.pid"
         # The allow-list, not this shell's whole environment: what else the job needs is set for it explicitly.
@@ -350,7 +354,9 @@ def register(commands: argparse._SubParsersAction) -> None:
 
     run = commands.add_parser("run", help="run a pipeline's Spark job through spark-submit")
     add_spec_argument(run)
-    run.add_argument("--master", default="local[2]", help="Spark master URL (default local[2])")
+    run.add_argument("--master", default="local[2]",
+                     help="Spark master URL (default local[2]), in any spelling: blanks, a trailing slash and "
+                     "the scheme's case are not part of it")
     run.add_argument("--environment", default=None, metavar="ARCHIVE",
                      help="packed Python environment (`eos package`) for the executors; replaces the spec's")
     # Not `choices`: a mode of an acknowledged sink plug-in (the bench's noop) is checked when the job is planned.

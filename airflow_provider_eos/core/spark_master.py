@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["canonical_master"]
+from airflow_provider_eos.core.errors import EosError
+
+__all__ = ["canonical_master", "checked_master"]
 
 _MASTER_URL_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://(.*)$", re.DOTALL)
 
@@ -31,3 +33,17 @@ def canonical_master(master: str) -> str:
     if scheme == "spark":
         rest = ",".join(part.strip().lower() for part in rest.split(","))
     return f"{scheme}://{rest}"
+
+
+def checked_master(master: str, *, option: str, error: type[EosError]) -> str:
+    """``master`` as :func:`canonical_master` spells it, refused when blank: what a command runs with and records.
+
+    :param option: the option that gave it, as the refusal names it (``--master``).
+    :param error: the command's error type.
+    :raises EosError: (``error``) the master is blank, naming the value and a master to pass.
+    """
+    canonical = canonical_master(master)
+    if not canonical:
+        raise error(f"{option} {master!r} is empty.",
+                    fix="pass a Spark master URL, e.g. local[2] or spark://127.0.0.1:7077.")
+    return canonical

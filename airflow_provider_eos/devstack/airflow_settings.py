@@ -23,7 +23,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from airflow_provider_eos.core.errors import AirflowDeploymentError, PrerequisiteError
-from airflow_provider_eos.core.spark_master import canonical_master
+from airflow_provider_eos.core.spark_master import canonical_master, checked_master
 from airflow_provider_eos.devstack.celery_settings import (
     CeleryWorker,
     DeploymentKind,
@@ -242,11 +242,7 @@ def check_spark_master(master: str) -> str:
 
     :raises AirflowDeploymentError: the master is empty.
     """
-    canonical = canonical_master(master)
-    if not canonical:
-        raise AirflowDeploymentError(f"--spark-master {master!r} is empty.",
-                                     fix="pass a Spark master URL, e.g. local[2] or spark://127.0.0.1:7077.")
-    return canonical
+    return checked_master(master, option="--spark-master", error=AirflowDeploymentError)
 
 
 def _metrics_environment(statsd: str | None) -> dict[str, str]:

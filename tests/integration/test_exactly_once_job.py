@@ -48,6 +48,19 @@ def test_json_enrich_end_to_end_exact_output_dlq_and_group_offsets(bootstrap, tm
     assert_exactly_once(harness, valid_ids, malformed)
 
 
+def test_eos_run_takes_a_master_in_any_spelling_of_it(bootstrap, tmp_path):
+    """`eos run --master` spelled with blanks and upper case (Spark refuses both) runs on that master,
+    as canonical_master spells it; before, spark-submit failed with "Master must either be yarn or
+    start with spark, k8s, or local"."""
+    harness = PipelineHarness(bootstrap, tmp_path, master=" LOCAL[2] ")
+    records, valid_ids, malformed = json_events(60)
+    harness.produce_input(records)
+    result = harness.run()
+    assert result.returncode == 0, result.log[-3000:]
+    assert " --master local[2] " in result.log, result.log[:2000]  # the command eos run prints
+    assert_exactly_once(harness, valid_ids, malformed)
+
+
 def _fraud_events(base: datetime) -> tuple[list, Counter, list[bytes]]:
     """Per-user events across three minutes, malformed ones, and a late sentinel that closes the windows."""
     records, malformed = [], []

@@ -1,11 +1,12 @@
-"""A Spark master spelled one way (core.spark_master): what `eos airflow up` records and compares."""
+"""A Spark master spelled one way (core.spark_master): what `eos airflow up` records and compares, `eos run` runs on."""
 
 from __future__ import annotations
 
 import pytest
 
+from airflow_provider_eos.core.errors import SubmissionError
 from airflow_provider_eos.core.preflight.locations import is_local_master
-from airflow_provider_eos.core.spark_master import canonical_master
+from airflow_provider_eos.core.spark_master import canonical_master, checked_master
 
 
 @pytest.mark.parametrize(("spelled", "canonical"), [
@@ -44,3 +45,12 @@ def test_a_blank_master_is_empty() -> None:
 def test_a_local_master_is_told_in_any_spelling() -> None:
     assert is_local_master(" LOCAL[2]") and is_local_master("local-cluster[2,1,1024]")
     assert not is_local_master("spark://127.0.0.1:7077") and not is_local_master("yarn")
+
+
+def test_a_command_runs_with_the_one_spelling_and_a_blank_master_is_refused_naming_the_option() -> None:
+    assert checked_master(" SPARK://127.0.0.1:7077/", option="--master", error=SubmissionError) == \
+        "spark://127.0.0.1:7077"
+    with pytest.raises(SubmissionError) as refused:
+        checked_master(" ", option="--master", error=SubmissionError)
+    assert refused.value.message == "--master ' ' is empty."
+    assert refused.value.fix is not None and "local[2]" in refused.value.fix
