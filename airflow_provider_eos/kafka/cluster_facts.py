@@ -6,27 +6,26 @@ topic the metadata leaves out is asked about by name, :mod:`~airflow_provider_eo
 since Kafka hides a topic from a principal without DESCRIBE on it), the sink
 group from DescribeConsumerGroups and its committed offsets (with batch markers), transactions
 under the prefix from the KIP-664 admin calls (:mod:`airflow_provider_eos.kafka.transactions_admin`),
-the checkpoint through :class:`~airflow_provider_eos.core.checkpoint.CheckpointReader`.
+the checkpoint through :class:`~airflow_provider_eos.core.checkpoint.CheckpointReader`. The
+topics' reads are :mod:`airflow_provider_eos.kafka.topic_facts`'s.
 
 Only an unreachable cluster stops the gathering (:class:`~airflow_provider_eos.core.preflight.
 PreflightError`): without it nothing can be checked. Any other read that fails (an ACL
 refusing DescribeConfigs, a malformed checkpoint, an invalid spec among the others) leaves
 that fact ``None`` with the reason in :attr:`PreflightFacts.unavailable`, so the rules
-needing it report "not checked" and the rest still run.
+needing it report "not checked" and the rest still run (:mod:`airflow_provider_eos.kafka.fact_gaps`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import logging
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import ConfigResource, ResourceType
+from confluent_kafka import KafkaException
 
-from airflow_provider_eos.core.acls import INTERNAL_TOPICS, PermissionFacts, is_secured, principal_of, required_acls
+from airflow_provider_eos.core.acls import PermissionFacts, is_secured, principal_of, required_acls
 from airflow_provider_eos.core.broker_protocol import BrokerProtocol
 from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.errors import EosError, RetryExhaustedError
@@ -45,24 +44,15 @@ from airflow_provider_eos.core.transactions import Transaction
 from airflow_provider_eos.kafka.acl_probes import read_permissions
 from airflow_provider_eos.kafka.broker_configs import describe_broker_configs
 from airflow_provider_eos.kafka.broker_protocol import read_broker_protocol
+from airflow_provider_eos.kafka.fact_gaps import FactGaps, reason
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
 from airflow_provider_eos.kafka.login import connected_admin
 from airflow_provider_eos.kafka.retriable import COORDINATOR_LOADING
 from airflow_provider_eos.kafka.settings import admin_config, sink_producer_config
-from airflow_provider_eos.kafka.topic_reads import Unlisted, read_topic_configs, why_unlisted
+from airflow_provider_eos.kafka.topic_facts import TopicReads
 from airflow_provider_eos.kafka.transactions_admin import admin_client, scan_prefix
 
 __all__ = ["gather_facts", "load_other_specs"]
-
-log = logging.getLogger(__name__)
-
-
-def _reason(exc: BaseException) -> str:
-    if isinstance(exc, EosError):
-        return exc.message
-    if isinstance(exc, KafkaException) and isinstance(exc.args[0], KafkaError):
-        return f"{exc.args[0].name()}: {exc.args[0].str()}"
-    return f"{type(exc).__name__}: {exc}"
 
 
 def load_other_specs(specs_dir: str | Path) -> tuple[PipelineSpec, ...]:
@@ -80,13 +70,8 @@ class _Gatherer:
         self.spec = spec
         self.timeout_s = timeout_s
         self.admin = connected_admin("admin", admin_config(spec))
-        self.unavailable: dict[str, str] = {}
-        self.metadata: Any = None  # the all-topics metadata, once topics() read it
-
-    def missing(self, fact: str, exc: BaseException) -> None:
-        """Record why ``fact`` stays unknown."""
-        self.unavailable[fact] = _reason(exc)
-        log.warning("pre-flight: could not read %s: %s", fact, self.unavailable[fact])
+        self.gaps = FactGaps()
+        self.topic_reads = TopicReads(self.admin, timeout_s, self.gaps)
 
     def cluster(self) -> list[int]:
         """Live broker ids; the one read whose failure ends the pre-flight."""
@@ -97,7 +82,7 @@ class _Gatherer:
         except (KafkaException, TimeoutError) as exc:
             raise PreflightError(
                 f"could not describe the Kafka cluster at {self.spec.kafka.get('bootstrap.servers')!r}: "
-                f"{_reason(exc)}; nothing can be checked",
+                f"{reason(exc)}; nothing can be checked",
                 fix="check that the brokers are up and reachable with the pipeline's kafka settings (or connection)",
             ) from exc
         return sorted(brokers)
@@ -106,7 +91,7 @@ class _Gatherer:
         try:
             return describe_broker_configs(self.admin, brokers, self.timeout_s)
         except (KafkaException, TimeoutError) as exc:
-            self.missing("broker_configs", exc)
+            self.gaps.missing("broker_configs", exc)
             return None
 
     def topics(self) -> tuple[dict[str, TopicFacts] | None, dict[str, list[int]]]:
@@ -116,96 +101,11 @@ class _Gatherer:
             self.spec.output_topic,
             *([self.spec.dlq_topic] if self.spec.dlq_topic else []),
         ]
-        try:
-            metadata = self.admin.list_topics(timeout=self.timeout_s)
-        except KafkaException as exc:
-            self.missing("topics", exc)
-            return None, {}
-        self.metadata = metadata
-        partitions: dict[str, list[int]] = {}
-        shapes: dict[str, tuple[int, int]] = {}
-        for name in names:
-            topic = metadata.topics.get(name)
-            if topic is None or topic.error is not None or not topic.partitions:
-                continue
-            partitions[name] = sorted(topic.partitions)
-            shapes[name] = (len(topic.partitions), min(len(p.replicas) for p in topic.partitions.values()))
-        configs, unread = read_topic_configs(self.admin, list(shapes), self.timeout_s)
-        if unread:
-            self.unavailable["topic_configs"] = unread
-        # Left out of the all-topics answer: missing, or hidden from a principal without DESCRIBE on it.
-        unlisted = why_unlisted(self.admin, [n for n in names if n not in shapes], self.timeout_s)
-        facts: dict[str, TopicFacts] = {}
-        for name in names:
-            if name not in shapes:
-                answer = unlisted[name]
-                if isinstance(answer, Unlisted):
-                    facts[name] = TopicFacts(name=name, exists=False, refused=answer is Unlisted.REFUSED)
-                else:  # neither told: the topic stays unread (its rules say "not read"), the reason recorded
-                    self.unavailable[f"topic {name}"] = answer
-                continue
-            config = configs.get(name, {})
-            count, replication = shapes[name]
-            facts[name] = TopicFacts(
-                name=name,
-                exists=True,
-                partitions=count,
-                replication_factor=replication,
-                min_insync_replicas=_int(config.get("min.insync.replicas")),
-                cleanup_policy=config.get("cleanup.policy"),
-                retention_ms=_int(config.get("retention.ms")),
-                unclean_leader_election=_bool(config.get("unclean.leader.election.enable")),
-                retention_bytes=_int(config.get("retention.bytes")),
-            )
-        return facts, partitions
+        return self.topic_reads.topics(names)
 
     def internal_topics(self) -> dict[str, InternalTopicFacts] | None:
-        """``__transaction_state`` and ``__consumer_offsets``: replicas and ISR per partition, min ISR.
-
-        From the all-topics metadata :meth:`topics` read (a request naming an internal topic would
-        make the broker create it) and DescribeConfigs, which also tells a topic that does not
-        exist (UNKNOWN_TOPIC_OR_PART) from one the principal may not describe (left out of the
-        mapping, the reason in ``unavailable`` under its name).
-        """
-        metadata = self.metadata
-        if metadata is None:
-            self.unavailable["internal_topics"] = self.unavailable.get("topics", "the topic metadata was not read")
-            return None
-        try:
-            futures = self.admin.describe_configs(
-                [ConfigResource(ResourceType.TOPIC, name) for name in INTERNAL_TOPICS], request_timeout=self.timeout_s
-            )
-        except KafkaException as exc:
-            futures = {}
-            for name in INTERNAL_TOPICS:
-                self.missing(name, exc)
-        facts: dict[str, InternalTopicFacts] = {}
-        for resource, future in futures.items():
-            name = resource.name
-            listed = metadata.topics.get(name)
-            min_isr: int | None = None
-            try:
-                entry = future.result(self.timeout_s + 5).get("min.insync.replicas")
-                min_isr = _int(entry.value) if entry is not None else None
-            except (KafkaException, TimeoutError) as exc:
-                error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
-                unknown = isinstance(error, KafkaError) and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
-                if unknown and listed is None:
-                    facts[name] = InternalTopicFacts(name=name, exists=False)
-                    continue
-                self.missing(name, exc)
-            if listed is None or listed.error is not None or not listed.partitions:
-                # It exists (or may) but the metadata does not show it: not allowed to describe it.
-                self.unavailable.setdefault(name, f"{name} is not in the cluster metadata this principal may read")
-                continue
-            facts[name] = InternalTopicFacts(
-                name=name,
-                exists=True,
-                replicas={p: len(part.replicas) for p, part in listed.partitions.items()},
-                in_sync={p: len(part.isrs) for p, part in listed.partitions.items()},
-                min_insync_replicas=min_isr,
-            )
-        return facts
+        """``__transaction_state`` and ``__consumer_offsets`` (after :meth:`topics`)."""
+        return self.topic_reads.internal_topics()
 
     def group(self) -> tuple[str | None, tuple[str, ...] | None]:
         group_id = self.spec.group_id
@@ -220,7 +120,7 @@ class _Gatherer:
                 describe, what=f"describe group {group_id!r}"
             )
         except (KafkaException, TimeoutError, RetryExhaustedError) as exc:
-            self.missing("group", exc)
+            self.gaps.missing("group", exc)
             return None, None
         members = tuple(
             f"{member.client_id} on {member.host.lstrip('/')} (member {member.member_id})"
@@ -251,7 +151,7 @@ class _Gatherer:
             )
             return facts, partitions
         except (EosError, OSError) as exc:
-            self.missing("checkpoint", exc)
+            self.gaps.missing("checkpoint", exc)
             return None, set()
 
     def group_offsets(self, partitions: set[TopicPartition]) -> CommittedOffsets | None:
@@ -259,7 +159,7 @@ class _Gatherer:
             return read_committed_offsets(self.admin, self.spec.group_id, partitions, timeout_s=self.timeout_s,
                                           transaction_timeout_ms=self.spec.transaction_timeout_ms, observer=True)
         except EosError as exc:
-            self.missing("group_offsets", exc)
+            self.gaps.missing("group_offsets", exc)
             return None
 
     def transactions(self) -> tuple[Transaction, ...] | None:
@@ -267,7 +167,7 @@ class _Gatherer:
             with admin_client(self.spec, timeout_ms=int(self.timeout_s * 1000)) as admin:
                 return tuple(scan_prefix(admin, self.spec.transactional_id_prefix))
         except EosError as exc:
-            self.missing("transactions", exc)
+            self.gaps.missing("transactions", exc)
             return None
 
     def broker_protocol(self) -> BrokerProtocol | None:
@@ -275,7 +175,7 @@ class _Gatherer:
             with admin_client(self.spec, timeout_ms=int(self.timeout_s * 1000)) as admin:
                 return read_broker_protocol(admin)
         except EosError as exc:
-            self.missing("broker_protocol", exc)
+            self.gaps.missing("broker_protocol", exc)
             return None
 
     def permissions(self) -> PermissionFacts | None:
@@ -287,26 +187,15 @@ class _Gatherer:
             return read_permissions(admin_config(self.spec), principal, required_acls(self.spec, principal, "job"),
                                     timeout_s=self.timeout_s)
         except (KafkaException, EosError, TimeoutError) as exc:
-            self.missing("permissions", exc)
+            self.gaps.missing("permissions", exc)
             return None
 
     def producer_config(self) -> dict[str, Any] | None:
         try:
             return sink_producer_config(self.spec)
         except (ValueError, TypeError) as exc:
-            self.missing("producer_config", exc)
+            self.gaps.missing("producer_config", exc)
             return None
-
-
-def _int(value: str | None) -> int | None:
-    try:
-        return None if value is None else int(value)
-    except ValueError:
-        return None
-
-
-def _bool(value: str | None) -> bool | None:
-    return None if value is None else value.strip().lower() == "true"
 
 
 def gather_facts(  # noqa: PLR0913  # keyword-only options with defaults
@@ -355,7 +244,7 @@ def gather_facts(  # noqa: PLR0913  # keyword-only options with defaults
         try:
             others = (*(others or ()), *load_other_specs(specs_dir))
         except EosError as exc:
-            gatherer.missing("other_specs", exc)
+            gatherer.gaps.missing("other_specs", exc)
             others = None
 
     return PreflightFacts(
@@ -376,6 +265,6 @@ def gather_facts(  # noqa: PLR0913  # keyword-only options with defaults
         longest_expected_pause_ms=longest_expected_pause_ms,
         permissions=permissions,
         broker_protocol=broker_protocol,
-        unavailable=dict(gatherer.unavailable),
+        unavailable=dict(gatherer.gaps.unavailable),
     )
 

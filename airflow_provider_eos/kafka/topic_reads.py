@@ -16,6 +16,8 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import ConfigResource, ResourceType
 
+from airflow_provider_eos.kafka.fact_gaps import reason
+
 __all__ = ["TOPIC_KEYS", "Unlisted", "read_topic_configs", "why_unlisted"]
 
 #: The topic settings the rules read.
@@ -33,14 +35,6 @@ class Unlisted(StrEnum):
 
     MISSING = "missing"  # UNKNOWN_TOPIC_OR_PART: the topic does not exist
     REFUSED = "refused"  # TOPIC_AUTHORIZATION_FAILED: hidden from the principal, which lacks DESCRIBE on it
-
-
-def reason(exc: BaseException) -> str:
-    """A failed read as the broker's error name and words, or the exception's."""
-    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
-    if isinstance(error, KafkaError):
-        return f"{error.name()}: {error.str()}"
-    return f"{type(exc).__name__}: {exc}"
 
 
 def why_unlisted(admin: Any, names: Iterable[str], timeout_s: float) -> dict[str, Unlisted | str]:

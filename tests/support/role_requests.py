@@ -54,16 +54,16 @@ def _job(spec: PipelineSpec) -> list[Call]:
     sink = _topics(spec.output_topic, spec.dlq_topic)
     group, ids = (Resource(spec.group_id),), (pipeline_ids(spec),)
     internal = (Resource("__transaction_state"), Resource("__consumer_offsets"))
-    preflight = "kafka/cluster_facts.py gather_facts"
+    preflight, topic_reads = "kafka/cluster_facts.py gather_facts", "kafka/topic_facts.py TopicReads"
     calls = [
-        Call("Metadata", {"TOPIC": inputs + sink}, f"{preflight}: list_topics"),
+        Call("Metadata", {"TOPIC": inputs + sink}, f"{topic_reads}: topics (list_topics)"),
         # A topic the all-topics metadata leaves out is described by name: missing, or hidden (no DESCRIBE).
-        Call("Metadata", {"TOPIC": inputs + sink}, f"{preflight}: topic_reads.why_unlisted (DescribeTopics)"),
+        Call("Metadata", {"TOPIC": inputs + sink}, f"{topic_reads}: topic_reads.why_unlisted (DescribeTopics)"),
         Call("DescribeConfigs(BROKER)", where=f"{preflight}: broker_configs"),
-        Call("DescribeConfigs(TOPIC)", {"TOPIC": inputs + sink}, f"{preflight}: topic_reads.read_topic_configs"),
+        Call("DescribeConfigs(TOPIC)", {"TOPIC": inputs + sink}, f"{topic_reads}: topic_reads.read_topic_configs"),
         # EOS201, EOS204: the all-topics metadata lists a topic only to a principal that may DESCRIBE it.
-        Call("Metadata", {"TOPIC": internal}, f"{preflight}: internal_topics (replicas, in-sync replicas)"),
-        Call("DescribeConfigs(TOPIC)", {"TOPIC": internal}, f"{preflight}: internal_topics (min.insync.replicas)"),
+        Call("Metadata", {"TOPIC": internal}, f"{topic_reads}: internal_topics (replicas, in-sync replicas)"),
+        Call("DescribeConfigs(TOPIC)", {"TOPIC": internal}, f"{topic_reads}: internal_topics (min.insync.replicas)"),
         Call("FindCoordinator(GROUP)", {"GROUP": group}, f"{preflight}: describe_consumer_groups"),
         Call("DescribeGroups", {"GROUP": group}, f"{preflight}: describe_consumer_groups"),
         Call("OffsetFetch", {"GROUP": group, "TOPIC": inputs}, f"{preflight}: read_committed_offsets"),
