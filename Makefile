@@ -129,7 +129,9 @@ compat: install
 # The Airflow-version matrix: the lowest Airflow and provider versions setup.cfg claims and the newest, each in
 # its own virtualenv outside the repository (~/.cache/airflow-provider-eos/venvs, or EOS_COMPAT_VENVS) through
 # its constraints file (constraints-airflow-X.Y.Z.txt; `python -m tools.compat_airflow lock` writes them anew),
-# then the Airflow subset of the suite in each, into docs/compatibility.md. Out of CI, like `make compat`.
+# then the Airflow subset of the suite in each, into docs/compatibility.md. Out of CI, like `make compat`. Like
+# `make test` it leaves the `long` tests out, but for the deployed streaming test (tests/deployment/
+# test_streaming_pipeline.py, ~5 min per Airflow): the one run of a real deployment end to end.
 # COMPAT_AIRFLOW_ARGS="--only DAGs --workers 0" runs a part; the rest of the table keeps its last results.
 COMPAT_AIRFLOW_ARGS ?=
 compat-airflow: install

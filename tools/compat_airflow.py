@@ -82,6 +82,8 @@ class Capability:
     name: str
     args: tuple[str, ...]
     heavy: bool = True
+    #: its ``long``-marked tests run too (``make test`` leaves them out): the row's proof is one of them.
+    long: bool = False
 
 
 CAPABILITIES: tuple[Capability, ...] = (
@@ -105,6 +107,11 @@ CAPABILITIES: tuple[Capability, ...] = (
                ("tests/deployment/test_recovery_ui.py",)),
     Capability("a deployment: the \"Exactly-once pipelines\" view (plugin: FastAPI app, Browse menu), its "
                "recovery form, Airflow's auth", ("tests/deployment/test_pipelines_view.py",)),
+    # The one test of a real deployment end to end: the triggerer, the scheduler's handling of a task
+    # cleared or marked failed while it runs, one DAG per pipeline; what changes between Airflow versions.
+    Capability("a deployment end to end: a stream watched from the triggerer, another pipeline's DAG running "
+               "beside it, the driver SIGKILLed, cleared and marked failed, exactly once (long)",
+               ("tests/deployment/test_streaming_pipeline.py",), long=True),
 )
 
 
@@ -158,13 +165,19 @@ def venv(airflow: AirflowSet) -> tuple[Path, float | None]:
     return python, (time.monotonic() - start if fresh else None)
 
 
+def pytest_command(python: Path, capability: Capability, workers: str, junit: Path) -> list[str]:
+    """The pytest command of a capability: its files, without the ``long`` tests (as ``make test``) unless
+    the capability is one (a later ``-m`` replaces setup.cfg's ``-m "not long"``)."""
+    marks = ("-m", "long or not long") if capability.long else ()
+    return [str(python), "-m", "pytest", "-q", "-n", workers if capability.heavy else "2",
+            f"--junitxml={junit}", "-p", "no:cacheprovider", *marks, *capability.args]
+
+
 def run(python: Path, capability: Capability, workers: str) -> list[Outcome]:
-    """The capability's tests in the Airflow's virtualenv (long ones stay out, as in ``make test``)."""
+    """The capability's tests in the Airflow's virtualenv (:func:`pytest_command`)."""
     with tempfile.TemporaryDirectory(prefix="eos-compat-airflow-") as folder:
         junit = Path(folder) / "junit.xml"
-        command = [str(python), "-m", "pytest", "-q", "-n", workers if capability.heavy else "2",
-                   f"--junitxml={junit}", "-p", "no:cacheprovider", *capability.args]
-        subprocess.run(command, cwd=REPO, check=False)
+        subprocess.run(pytest_command(python, capability, workers, junit), cwd=REPO, check=False)
         return outcomes_of(junit) if junit.exists() else []
 
 
@@ -241,9 +254,11 @@ def table(results: dict[str, dict[str, dict]], day: str) -> str:
         f"`make compat-airflow` on {day}: the lowest Airflow `setup.cfg` claims with every provider at its floor,",
         "and the newest with the newest providers, each in its own virtualenv (Python 3.11) through",
         "`constraints-airflow-X.Y.Z.txt`: what that Airflow's release resolved to, then this package on top",
-        "(PySpark and what Airflow does not bring as tested). The DAG and deployment tests use the devstack's",
-        "default broker. Seconds are the tests' own durations summed; the install's is a fresh virtualenv's",
-        "(uv's cache warm).",
+        "(PySpark and what Airflow does not bring as tested). Each row runs the files `tools/compat_airflow.py`",
+        "names for it as `make test` does, without the tests marked `long`; only the last row runs its long test",
+        "(`tests/deployment/test_streaming_pipeline.py`, ~5 min: the one end-to-end run of a real deployment).",
+        "The DAG and deployment tests use the devstack's default broker. Seconds are the tests' own durations",
+        "summed; the install's is a fresh virtualenv's (uv's cache warm).",
         "\"not run\": left out of that run. CI runs the whole suite on the newest only (`constraints-3.11.txt`).",
         "",
         "| capability | " + " | ".join(a.heading() for a in AIRFLOWS) + " |",

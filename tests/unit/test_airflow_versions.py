@@ -85,3 +85,25 @@ def test_the_table_gives_back_its_results_so_a_fresh_checkout_keeps_the_rows_it_
     }
     assert from_table(page, newest) == {CAPABILITIES[1].name: results[newest.airflow][CAPABILITIES[1].name]}
     assert from_table("# Compatibility\n", lowest) == {}
+
+
+def test_only_the_streaming_deployment_row_runs_its_long_test(tmp_path: Path) -> None:
+    """What each row's pytest command collects (the real pytest, setup.cfg's `-m "not long"` included)."""
+    import subprocess
+    import sys
+
+    from tools.compat_airflow import pytest_command
+
+    def collected(capability) -> list[str]:
+        command = [*pytest_command(Path(sys.executable), capability, "0", tmp_path / "junit.xml"), "--collect-only"]
+        listing = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
+        assert listing.returncode == 0, listing.stdout[-3000:] + listing.stderr[-3000:]
+        return [line for line in listing.stdout.splitlines() if "::" in line]
+
+    (streaming,) = [c for c in CAPABILITIES if "tests/deployment/test_streaming_pipeline.py" in c.args]
+    assert collected(streaming) == [
+        "tests/deployment/test_streaming_pipeline.py::test_streaming_run_sigkill_clear_and_mark_failed_stay_exactly_once"]
+    assert [c.name for c in CAPABILITIES if c.long] == [streaming.name]
+    (recovery_ui,) = [c for c in CAPABILITIES if "tests/deployment/test_recovery_ui.py" in c.args]
+    assert collected(recovery_ui) == [
+        "tests/deployment/test_recovery_ui.py::test_a_wrong_confirmation_is_refused_in_the_ui_and_the_right_one_runs"]
