@@ -11,7 +11,9 @@ headless Chromium through the on-call's steps, as ``tests/deployment/test_recove
 - ``airflow-align-plan.png``: the align dry run's plan (the sink group has no commit yet), written only
   when the card fits in :data:`MAX_WIDTH` pixels (its "Next step" line does not, today);
 - ``airflow-verify-result.png``: verify once the sink group committed batch 7: IN_SYNC on every partition;
-- ``airflow-health-report.png``: ``eos_health_check``'s report of the pipeline.
+- ``airflow-health-report.png``: ``eos_health_check``'s report of the pipeline;
+- ``airflow-pipelines-view.png``: the "Exactly-once pipelines" view, the pipeline's name linking its
+  own DAG (``eos_pipeline__orders_enrich``).
 
 Each result is the task's Rendered Templates tab, the viewport widened until no line of the card is
 cut off on the right and made as tall as the templates table (the form: the dialog alone, whole).
@@ -25,6 +27,7 @@ install`` (Java, the Kafka jars, Playwright and a system Chromium, ``$EOS_CHROMI
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
 import shutil
@@ -224,10 +227,12 @@ def _expect(card: str, *parts: str, what: str) -> None:
 
 def take_screenshots(browser: Any, api: Any, deployment: Any, pipeline: ExamplePipeline, out: Path) -> list[Path]:
     """The on-call's steps in the browser; every card is checked before its picture is kept."""
+    from airflow_provider_eos.core.dag_ids import pipeline_dag_id
     from tests.deployment.conftest import deploy_spec
 
     name = pipeline.name
-    deploy_spec(deployment, pipeline.spec_path, api, name, dag_ids=(RECOVERY_DAG,))
+    # The pipeline's own DAG too: the view links it only once Airflow has it.
+    deploy_spec(deployment, pipeline.spec_path, api, name, dag_ids=(RECOVERY_DAG, pipeline_dag_id(name)))
     browser.login(deployment.url, deployment.user, deployment.password())
     shots: list[Path] = []
 
@@ -268,8 +273,9 @@ def take_screenshots(browser: Any, api: Any, deployment: Any, pipeline: ExampleP
 
     # 5. The health check's report of the pipeline (one mapped task per spec: ours is the only one).
     api.wait_for_doc_mention(HEALTH_DAG, f"`{name}`")
-    browser.open_trigger_form(HEALTH_DAG)
-    run_id = browser.trigger()
+    # Through the REST API: the health check has no params, so its trigger dialog has no Run Parameters
+    # section for the browser's form helper to open (the step failed there).
+    run_id = api.trigger(HEALTH_DAG, {}, run_id=f"manual__{dt.datetime.now(dt.UTC).isoformat()}")  # as the UI names it
     browser.wait_for_run_state(HEALTH_DAG, run_id, timeout_s=300)
     mine = [ti for ti in api.task_instances(HEALTH_DAG, run_id)
             if (ti.get("rendered_map_index") or "").startswith(f"{name}: ")]
@@ -279,7 +285,28 @@ def take_screenshots(browser: Any, api: Any, deployment: Any, pipeline: ExampleP
     card = browser.rendered_field("result")
     _expect(card, f"## health {name}: OK", "verification: IN_SYNC", what="the health report")
     shots.append(shoot_result(browser, out / "airflow-health-report.png"))
+
+    # 6. The "Exactly-once pipelines" view: the pipeline's row, its name linking its own DAG.
+    shots.append(shoot_pipelines_view(browser, name, out / "airflow-pipelines-view.png"))
     return shots
+
+
+def shoot_pipelines_view(browser: Any, name: str, target: Path) -> Path:
+    """A PNG of the "Exactly-once pipelines" view (Browse menu), once ``name``'s row is healthy, in sync
+    and its name links the pipeline's own DAG."""
+    from airflow_provider_eos.core.dag_ids import pipeline_dag_id
+
+    browser.goto("/plugin/eos-pipelines")
+    row = browser.page.frame_locator("iframe").first.locator(f'tr[data-pipeline="{name}"]')
+    row.wait_for()
+    text = row.inner_text()
+    _expect(text, "HEALTHY", "IN_SYNC", what="the pipelines view's row")
+    link = row.locator('td[data-column="pipeline"] a').get_attribute("href") or ""
+    if not link.endswith(f"/dags/{pipeline_dag_id(name)}"):
+        raise SystemExit(f"the pipelines view's row of {name} links {link!r}, not its DAG {pipeline_dag_id(name)}")
+    browser.screenshot(target, whole_dialog=False)
+    _log(f"wrote {target}")
+    return target
 
 
 # -- the services --------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ A checkpointed pipeline is checked by the health check and verified by a manual 
 pipeline's row in the DOM, follows "Open the recovery form" to the pre-filled form and triggers it;
 the run it starts is the pipeline's verify, dry run, and Airflow's app shows it. A viewer may read
 the view but Airflow refuses them the run; a user who may read no DAG sees no pipeline. The view's
-screenshot is saved under ``$EOS_TEST_ARTIFACTS/ui`` (docs/airflow-pipelines-view.png is one).
+screenshot is saved under ``$EOS_TEST_ARTIFACTS/ui`` (docs/airflow-pipelines-view.png is `make screenshots`' own).
 """
 
 from __future__ import annotations
