@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from airflow_provider_eos.core.lineage import KafkaTopicDataset, pipeline_lineage
+from airflow_provider_eos.core.lineage import KafkaTopicDataset, cluster_server, pipeline_lineage
 from airflow_provider_eos.core.spec import PipelineSpec
 
 
@@ -35,3 +35,15 @@ def test_the_uri_is_what_the_apache_kafka_providers_asset_handler_accepts() -> N
     assert sanitize_uri(urlsplit(dataset.uri)).geturl() == dataset.uri
     converted = convert_asset_to_openlineage(Asset(uri=dataset.uri), None)
     assert (converted.namespace, converted.name) == (dataset.namespace, dataset.topic)
+
+
+def test_a_security_protocol_prefix_is_not_part_of_the_namespace() -> None:
+    lineage = pipeline_lineage(_spec(kafka={"bootstrap.servers": "SASL_SSL://k1:9093,SASL_SSL://k2:9093"}))
+    assert [(d.namespace, d.uri) for d in lineage.inputs] == [
+        ("kafka://k1:9093", "kafka://k1:9093/a"), ("kafka://k1:9093", "kafka://k1:9093/b")]
+
+
+def test_the_cluster_server_is_the_first_entry_as_host_and_port() -> None:
+    assert cluster_server(" k1:9092 , k2:9092") == "k1:9092"
+    assert cluster_server("ssl://[::1]:9093") == "[::1]:9093"
+    assert cluster_server("PLAINTEXT://k1:9092") == "k1:9092"
