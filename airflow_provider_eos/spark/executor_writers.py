@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from airflow_provider_eos.core.errors import ScanRangeMismatchError
+from airflow_provider_eos.core.metrics.updates import ExecutorTaskTally, executor_task_tally
 from airflow_provider_eos.core.offsets_expiry import OffsetsExpiry
 from airflow_provider_eos.core.plan_alignment import (
     BatchPlan,
@@ -38,11 +39,12 @@ from airflow_provider_eos.core.sink_protocol import (
 from airflow_provider_eos.core.spec import ExecutorWriter, PipelineSpec
 from airflow_provider_eos.core.topic_partition import OffsetMap, TopicPartition
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
-from airflow_provider_eos.spark.partition_writer import TASK_STATS_SCHEMA, PartitionWriteTask
+from airflow_provider_eos.spark.partition_writer import TASK_STATS_SCHEMA, PartitionWriteTask, ReportLines
 from airflow_provider_eos.spark.record_producer import BatchStats, OutputColumns, Stopwatch
 from airflow_provider_eos.spark.sink_points import BatchPoints, SinkObserver, SinkPoint, TaskObserver
 
 if TYPE_CHECKING:
+    from pyspark.accumulators import Accumulator
     from pyspark.sql import DataFrame
 
     from airflow_provider_eos.spark.sink_clients import SinkClients
@@ -78,9 +80,14 @@ class BatchTasks:
 
 
 class TaskRunner(Protocol):
-    """Runs one write task per input partition over the batch's output frame; returns each task's ``EOS-TASK`` line."""
+    """Runs one write task per input partition over the batch's output frame.
 
-    def run(self, batch: DataFrame, tasks: BatchTasks) -> list[str]: ...
+    ``run`` appends each task's ``EOS-TASK`` line to ``reports``, also those of the tasks that
+    finished when the write fails: each committed its transaction for good, and the metrics count it
+    now or never (a replay of the batch skips its partition).
+    """
+
+    def run(self, batch: DataFrame, tasks: BatchTasks, reports: list[str]) -> None: ...
 
     def close(self) -> None: ...
 
@@ -90,11 +97,26 @@ class PythonTasks:
 
     def __init__(self) -> None:
         self._output = OutputColumns()
+        self._finished: Accumulator | None = None
 
-    def run(self, batch: DataFrame, tasks: BatchTasks) -> list[str]:
+    def run(self, batch: DataFrame, tasks: BatchTasks, reports: list[str]) -> None:
+        finished = self._accumulator(batch)
+        finished.value = []
         task = PartitionWriteTask(tasks.spec, tasks.query_id, tasks.batch_id, tasks.start, tasks.end, tasks.mapping,
-                                  tasks.points, tasks.expiry)
-        return [row.eos_task for row in self._output.frame(batch).mapInArrow(task, TASK_STATS_SCHEMA).collect()]
+                                  tasks.points, tasks.expiry, finished)
+        try:
+            rows = self._output.frame(batch).mapInArrow(task, TASK_STATS_SCHEMA).collect()
+        except BaseException:
+            # The rows of the tasks that finished are lost with the job; their accumulator updates are not.
+            reports += finished.value
+            raise
+        reports += [row.eos_task for row in rows]
+
+    def _accumulator(self, batch: DataFrame) -> Accumulator:
+        # One for the sink's life: the driver keeps every accumulator it made, so not one per batch.
+        if self._finished is None:
+            self._finished = batch.sparkSession.sparkContext.accumulator([], ReportLines())
+        return self._finished
 
     def close(self) -> None:
         """The producers live in the Python workers, which Spark stops."""
@@ -122,6 +144,17 @@ class ExecutorWriters:
         self.clients = clients
         self.tasks = tasks or task_runner(clients.spec)
         self.observer = observer or SinkObserver()
+        self._failed: ExecutorTaskTally | None = None
+
+    def take_failed_write(self) -> ExecutorTaskTally | None:
+        """The tasks of the last write that failed after its tasks ran (``None``: none), once.
+
+        What the finished tasks reported, and each task without a report (no attempt succeeded) as
+        one transaction begun and not committed
+        (:func:`~airflow_provider_eos.core.metrics.updates.executor_task_tally`).
+        """
+        failed, self._failed = self._failed, None
+        return failed
 
     def write(self, batch: DataFrame, batch_id: int, plan: BatchPlan, points: BatchPoints) -> BatchStats:
         """Run the batch's write tasks, announcing the driver's points of the batch to ``points``."""
@@ -137,13 +170,24 @@ class ExecutorWriters:
         planned = self.clients.planned_batch(query_id, batch_id, start, end)
         tasks = BatchTasks(spec, query_id, batch_id, start, end, mapping, self.observer.for_tasks(), planned.expiry)
         points.hit(SinkPoint.BEFORE_PRODUCE)
-        lines = self.tasks.run(batch, tasks)
-        reports = [json.loads(line) for line in lines]
-        for line in lines:
-            log.info("EOS-TASK %s", line)
-        tasks_ms = clock.lap()
-        _require_one_report_per_task(batch_id, mapping, reports)
-        driver_committed = self._commit_partitions_without_task(tasks.planned, mapping)
+        self._failed = None
+        lines: list[str] = []
+        reports: list[dict] = []
+        try:
+            try:
+                self.tasks.run(batch, tasks, lines)
+            finally:
+                # Also a failed write's finished tasks: each committed (or skipped) its partition for good.
+                reports = [json.loads(line) for line in lines]
+                for line in lines:
+                    log.info("EOS-TASK %s", line)
+            tasks_ms = clock.lap()
+            _require_one_report_per_task(batch_id, mapping, reports)
+            driver_committed = self._commit_partitions_without_task(tasks.planned, mapping)
+        except BaseException:
+            unreported = len(mapping.ranges) - len({r["spark_partition"] for r in reports})
+            self._failed = executor_task_tally(reports, failed_tasks=max(0, unreported))
+            raise
         points.hit(SinkPoint.AFTER_KAFKA_COMMIT)
         # A retry's skip after its earlier attempt committed is this run's commit, not a replay.
         produced = [r for r in reports if task_committed_in_this_run(r["action"], int(r.get("attempt", 0)))]

@@ -83,7 +83,7 @@ def write_plan(tasks: BatchTasks, *, config_handle: str, report_key: str) -> dic
 
 
 class JvmTasks:
-    """Runs a batch's write tasks with the ``jvm/`` data source and returns their ``EOS-TASK`` lines.
+    """Runs a batch's write tasks with the ``jvm/`` data source and collects their ``EOS-TASK`` lines.
 
     :param spec: the pipeline spec (its Kafka settings in the Java client's dialect go to the driver JVM).
     """
@@ -104,25 +104,28 @@ class JvmTasks:
             self._registry = registry
         return self._registry
 
-    def run(self, batch: DataFrame, tasks: BatchTasks) -> list[str]:
+    def run(self, batch: DataFrame, tasks: BatchTasks, reports: list[str]) -> None:
         """Write the batch: one task per input partition, each committing its own transaction.
 
         The batch goes to the data source as the transform returned it: the tasks read ``key``,
         ``value`` (string or binary), ``headers`` and the dead-letter and source columns by name
         and check their types on the driver before any task starts, so no projection is planned
-        per batch (docs/design-notes.md note 50).
+        per batch (docs/design-notes.md note 50). A failed write's finished tasks' stats (the
+        data source's ``abort`` keeps them) go to ``reports`` too.
         """
         if not tasks.mapping.ranges:
             # Spark would still run one (empty) task for a write of no partitions; the driver commits them all.
-            return []
+            return
         self._driver_registry(batch)
         report_key = f"{tasks.query_id}/{tasks.batch_id}/{uuid.uuid4().hex}"
         plan = write_plan(tasks, config_handle=self._handle, report_key=report_key)
         self._transactional_ids.update(p["transactional_id"] for p in plan["partitions"])
+        finished: list[dict[str, Any]] = []
         try:
             found = self.jar.write(batch, DATA_SOURCE, {_PLAN_OPTION: json.dumps(plan)}, report_key,
-                                   tasks.points.jvm_plan())
+                                   tasks.points.jvm_plan(), failed_reports=finished)
         except Exception as exc:
+            reports += [json.dumps(report, sort_keys=True) for report in finished]
             typed = typed_task_error(exc, tasks)
             if typed is None:
                 raise
@@ -131,7 +134,7 @@ class JvmTasks:
             raise SinkError(f"batch {tasks.batch_id}: the JVM executor writer returned without the tasks' stats",
                             fix="the batch is not complete; Spark replays it on restart (committed partitions "
                             "skip). If this repeats, set `executor_writer: python` and report it")
-        return [json.dumps(report, sort_keys=True) for report in found]
+        reports += [json.dumps(report, sort_keys=True) for report in found]
 
     def close(self) -> None:
         """Forget the settings in the driver JVM and close its producers of this sink's transactional ids.

@@ -15,7 +15,9 @@ partitions). In the task it looks its Spark partition index up to learn its Kafk
 3. produces the rows (and dead letters) as their Arrow batches arrive, then commits.
 
 It yields one row: the task's ``EOS-TASK`` stats as JSON, which the driver logs (an executor's
-own output stays on its host; the driver's log is the one an operator reads).
+own output stays on its host; the driver's log is the one an operator reads). It also adds the line
+to the write's accumulator (:class:`ReportLines`): a task's commit is for good, and when another task
+fails the write, its rows never reach the driver, while a finished task's accumulator update does.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import json
 import sys
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 from confluent_kafka import Consumer, KafkaException
 from confluent_kafka.admin import AdminClient
@@ -42,7 +45,10 @@ from airflow_provider_eos.spark.record_producer import Stopwatch, dead_letters, 
 from airflow_provider_eos.spark.sink_points import TaskObserver, TaskPoint
 from airflow_provider_eos.spark.transactional_producer import TransactionalProducer
 
-__all__ = ["TASK_STATS_SCHEMA", "PartitionWriteTask", "TaskStats"]
+if TYPE_CHECKING:
+    from pyspark.accumulators import Accumulator
+
+__all__ = ["TASK_STATS_SCHEMA", "PartitionWriteTask", "ReportLines", "TaskStats"]
 
 #: The schema of the one row each task yields.
 TASK_STATS_SCHEMA = "eos_task string"
@@ -121,6 +127,20 @@ def _is_fenced(exc: KafkaException) -> bool:
     return error is not None and error.name() in FENCED_CODES
 
 
+class ReportLines:
+    """An accumulator of ``EOS-TASK`` lines: Spark merges a task's additions when the task succeeds.
+
+    PySpark's ``AccumulatorParam`` by its two methods (PySpark is imported only where Spark runs).
+    """
+
+    def zero(self, value: list[str]) -> list[str]:
+        return []
+
+    def addInPlace(self, value1: list[str], value2: list[str]) -> list[str]:  # PySpark names it
+        value1.extend(value2)
+        return value1
+
+
 @dataclass(frozen=True)
 class PartitionWriteTask:
     """The batch's write, as shipped to each task: call it with the partition's Arrow batches.
@@ -134,6 +154,7 @@ class PartitionWriteTask:
     :param points: what the task announces its points to (:mod:`.sink_points`).
     :param expiry: whether offsets an earlier attempt of the batch committed may have expired (judged on the
         driver: :meth:`~.sink_clients.SinkClients.planned_batch`); ``None``: they cannot have.
+    :param finished: the write's accumulator of ``EOS-TASK`` lines (:class:`ReportLines`); ``None``: none.
     """
 
     spec: PipelineSpec
@@ -144,6 +165,7 @@ class PartitionWriteTask:
     partitions: InputPartitionMap
     points: TaskObserver
     expiry: OffsetsExpiry | None = None
+    finished: Accumulator | None = None
 
     def __call__(self, batches: Iterator) -> Iterator:
         import pyarrow as pa
@@ -152,6 +174,8 @@ class PartitionWriteTask:
         context = TaskContext.get()
         input_range = self.partitions.for_spark_partition(context.partitionId())
         stats = self._write(input_range, batches, context.attemptNumber())
+        if self.finished is not None:
+            self.finished.add([stats.to_json()])
         yield pa.RecordBatch.from_pylist([{"eos_task": stats.to_json()}])
 
     def _write(self, input_range: InputRange, batches: Iterator, attempt: int) -> TaskStats:

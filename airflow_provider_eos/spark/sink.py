@@ -84,7 +84,7 @@ class ExactlyOnceKafkaSink:
             else:
                 stats = self.driver_writer.write(batch, batch_id, points)
         except BaseException as error:
-            self.metrics.batch_failed(error)
+            self.metrics.batch_failed(error, self.executor_writers.take_failed_write())
             raise
         finally:
             self.in_batch = False

@@ -85,9 +85,14 @@ class SinkMetrics:
             tasks=tally,
         )))
 
-    def batch_failed(self, error: BaseException) -> None:
+    def batch_failed(self, error: BaseException, tasks: ExecutorTaskTally | None = None) -> None:
+        """Count the failure, the driver producer's transactions and the executor writers' ``tasks``.
+
+        :param tasks: the failed write's tasks (:meth:`~.executor_writers.ExecutorWriters.take_failed_write`);
+            those that finished committed for good, and a replay skips their partitions.
+        """
         if self.exporter is None:
             return
         self.exporter.transaction_closed()
         self.exporter.apply(failure_updates(self.pipeline, type(error).__name__,
-                                            self.driver_producer.counts - self._counts_before, self.writers))
+                                            self.driver_producer.counts - self._counts_before, self.writers, tasks))

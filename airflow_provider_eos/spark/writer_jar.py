@@ -3,7 +3,7 @@
 Both JVM writers go through it: the executor writers' tasks (:mod:`.jvm_writer`) and the driver
 writer's spill (:mod:`.jvm_spill`). The registry is the driver JVM's ``DriverRegistry`` (py4j):
 the executor writers register their client settings there, and both writes (:meth:`WriterJar.write`)
-take their tasks' reports from it once the write returned.
+take their tasks' reports from it once the write returned (or failed: its finished tasks').
 """
 
 from __future__ import annotations
@@ -57,12 +57,14 @@ class WriterJar:
         return self._registry
 
     def write(self, frame: DataFrame, source: str, options: dict[str, str], report_key: str,
-              observer: dict[str, Any] | None) -> Any:
+              observer: dict[str, Any] | None, failed_reports: list[Any] | None = None) -> Any:
         """Run ``frame.write.format(source)`` with ``options``; returns its tasks' reports (a list, or ``None``
-        when the write stored none). A failed write's reports are taken too (and dropped), so none outlive it.
+        when the write stored none). A failed write's reports are taken too, so none outlive it.
 
         :param report_key: where the write keeps its tasks' reports in the driver JVM (in ``options``).
         :param observer: the tasks' observer plan (:meth:`TaskObserver.jvm_plan`): its jar is added first.
+        :param failed_reports: where a failed write's reports go (those of the tasks that finished before
+            it failed); ``None``: they are dropped.
         """
         session = frame.sparkSession
         registry = self.registry(session)
@@ -73,19 +75,23 @@ class WriterJar:
         try:
             writer.save()
         except Exception:
-            self._drop_reports(registry, report_key)
+            found = self._take_failed_reports(registry, report_key)
+            if failed_reports is not None:
+                failed_reports += [report for report in found if report is not None]
             raise
         found = registry.takeReports(report_key)
         return None if found is None else json.loads(found)
 
     @staticmethod
-    def _drop_reports(registry: Any, report_key: str) -> None:
+    def _take_failed_reports(registry: Any, report_key: str) -> list[Any]:
         from py4j.protocol import Py4JError
 
         try:
-            registry.takeReports(report_key)
+            found = registry.takeReports(report_key)
         except Py4JError as exc:  # the JVM is gone, and the write's own error says why
-            log.debug("could not drop the failed write's reports: %s", exc)
+            log.debug("could not take the failed write's reports: %s", exc)
+            return []
+        return [] if found is None else json.loads(found)
 
     def add_observer_jar(self, session: SparkSession, plan: dict[str, Any] | None) -> None:
         """Ship a plug-in's task observer to the executors, once (``SparkContext.addJar``)."""

@@ -97,7 +97,7 @@ def test_the_jvm_writer_refuses_a_key_of_another_type_on_the_driver_naming_it(sp
     writer = JvmTasks(spec)
     try:
         with pytest.raises(SpecError) as raised:
-            writer.run(frame, tasks)
+            writer.run(frame, tasks, [])
     finally:
         writer.close()
     assert "transform 'jobs.t:numbered' returned column 'key' of type int" in raised.value.message

@@ -183,11 +183,11 @@ def test_the_sinks_close_names_the_transactional_ids_its_writes_used():
 
     calls: list[tuple] = []
     registry = SimpleNamespace(putConfig=lambda *args: None, forgetConfig=lambda *args: calls.append(args))
-    jar = SimpleNamespace(registry=lambda session: registry, write=lambda *args: [])
+    jar = SimpleNamespace(registry=lambda session: registry, write=lambda *args, **kwargs: [])
     writer = JvmTasks(SPEC, jar=jar)
     frame = SimpleNamespace(sparkSession=None)
-    writer.run(frame, tasks(batch_id=4))
-    writer.run(frame, tasks(batch_id=5))
+    writer.run(frame, tasks(batch_id=4), [])
+    writer.run(frame, tasks(batch_id=5), [])
     writer.close()
     assert calls == [(writer._handle, json.dumps(["orders-txn-0_0", "orders-txn-0_2"]))]
 

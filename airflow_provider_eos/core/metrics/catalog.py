@@ -76,13 +76,15 @@ JOB_METRICS: tuple[MetricDefinition, ...] = (
     MetricDefinition("eos_last_commit_timestamp_seconds", MetricKind.GAUGE,
                      "Unix time at which the sink last finished a batch (produced or skipped as a replay)", (_P,)),
     MetricDefinition("eos_records_out_total", MetricKind.COUNTER,
-                     "records committed to the output topic (executor writers: less those of a task attempt that "
-                     "committed and was lost before reporting, which its retry cannot count)", (_P, _W)),
+                     "records committed to the output topic, also by the tasks of a batch that failed (executor "
+                     "writers: less those of a task attempt that committed and was lost before reporting, which its "
+                     "retry cannot count)", (_P, _W)),
     MetricDefinition("eos_records_dlq_total", MetricKind.COUNTER,
                      "records committed to the dead-letter topic", (_P, _W)),
     MetricDefinition("eos_transactions_begun_total", MetricKind.COUNTER,
                      "Kafka transactions the sink's writers began: the driver writer's, counted by its producer; the "
-                     "executor writers', one per committing task and one per task attempt that was retried",
+                     "executor writers', one per committing task, one per task attempt that was retried and one per "
+                     "task of a failed batch that never succeeded",
                      (_P, _W)),
     MetricDefinition("eos_transactions_committed_total", MetricKind.COUNTER,
                      "Kafka transactions the sink's writers committed (the executor writers: one per input partition "
@@ -90,7 +92,8 @@ JOB_METRICS: tuple[MetricDefinition, ...] = (
     MetricDefinition("eos_transactions_aborted_total", MetricKind.COUNTER,
                      "Kafka transactions that did not commit: aborted or abandoned by the driver writer's producer, "
                      "or of an executor writer's task attempt that failed before its commit (the retry's "
-                     "init_transactions aborts it)",
+                     "init_transactions aborts it; a task of a failed batch that never succeeded counts once, the "
+                     "broker aborting it at the transaction timeout)",
                      (_P, _W)),
     MetricDefinition("eos_producer_fences_total", MetricKind.COUNTER,
                      "times an executor writer's cached producer found itself fenced (another holder of its "

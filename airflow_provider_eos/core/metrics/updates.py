@@ -73,9 +73,12 @@ class ExecutorTaskTally:
     retries: int = 0
     #: Records committed (output and dead-letter) per input partition ``(topic, partition)``.
     partition_records: Mapping[tuple[str, int], int] = field(default_factory=dict)
+    #: Records the producing tasks committed to the output and to the dead-letter topic.
+    rows_out: int = 0
+    rows_dlq: int = 0
 
 
-def executor_task_tally(reports: Iterable[Mapping[str, Any]]) -> ExecutorTaskTally:
+def executor_task_tally(reports: Iterable[Mapping[str, Any]], failed_tasks: int = 0) -> ExecutorTaskTally:
     """Sum the tasks' reports: a committing task is one transaction; each attempt before it, one that failed.
 
     A report's ``attempt`` is Spark's attempt number of the task that succeeded: as many attempts
@@ -84,8 +87,14 @@ def executor_task_tally(reports: Iterable[Mapping[str, Any]]) -> ExecutorTaskTal
     already committed by this batch (``skip_replay`` at attempt 1 or later) found one of those
     earlier attempts' commit, whose report was lost with it: that one committed, and its rows are
     unknown to the retry, so they are missing from the records counts.
+
+    :param failed_tasks: tasks of a failed write that finished without a report (no attempt
+        succeeded): each is one transaction begun and not committed. Its attempts' transactions
+        are the broker's to abort (at their timeout) or the next attempt's ``init_transactions``';
+        the driver learns of none of them one by one, so a task counts once however often Spark
+        tried it.
     """
-    produced = found_committed = retries = fences = 0
+    produced = found_committed = retries = fences = rows_out = rows_dlq = 0
     records: dict[tuple[str, int], int] = {}
     for report in reports:
         attempt = int(report.get("attempt", 0))
@@ -94,13 +103,16 @@ def executor_task_tally(reports: Iterable[Mapping[str, Any]]) -> ExecutorTaskTal
         fences += bool(report.get("producer_replaced"))
         if action == "produce":
             produced += 1
+            out, dlq = int(report.get("rows_out", 0)), int(report.get("rows_dlq", 0))
+            rows_out, rows_dlq = rows_out + out, rows_dlq + dlq
             key = (str(report["topic"]), int(report["partition"]))
-            records[key] = records.get(key, 0) + int(report.get("rows_out", 0)) + int(report.get("rows_dlq", 0))
+            records[key] = records.get(key, 0) + out + dlq
         elif task_committed_in_this_run(action, attempt):
             found_committed += 1
     # The earlier attempts began `retries` transactions; `found_committed` of them committed, not aborted.
-    transactions = TransactionCounts(produced + retries, produced + found_committed, retries - found_committed)
-    return ExecutorTaskTally(transactions, fences, retries, records)
+    transactions = TransactionCounts(produced + retries + failed_tasks, produced + found_committed,
+                                     retries - found_committed + failed_tasks)
+    return ExecutorTaskTally(transactions, fences, retries, records, rows_out, rows_dlq)
 
 
 @dataclass(frozen=True)
@@ -124,6 +136,23 @@ class BatchReport:
     tasks: ExecutorTaskTally = ExecutorTaskTally()
 
 
+def _written_updates(p: str, w: str, rows_out: int, rows_dlq: int, transactions: TransactionCounts,
+                     tasks: ExecutorTaskTally) -> list[MetricUpdate]:
+    """What a batch wrote and committed, finished or failed: records, transactions, the tasks' retries and fences."""
+    return [
+        _update("eos_records_out_total", Op.INC, rows_out, pipeline=p, writers=w),
+        _update("eos_records_dlq_total", Op.INC, rows_dlq, pipeline=p, writers=w),
+        _update("eos_transactions_begun_total", Op.INC, transactions.begun, pipeline=p, writers=w),
+        _update("eos_transactions_committed_total", Op.INC, transactions.committed, pipeline=p, writers=w),
+        _update("eos_transactions_aborted_total", Op.INC, transactions.aborted, pipeline=p, writers=w),
+        _update("eos_producer_fences_total", Op.INC, tasks.fences, pipeline=p, writers=w),
+        _update("eos_write_task_retries_total", Op.INC, tasks.retries, pipeline=p),
+        *(_update("eos_partition_records_out_total", Op.INC, count, pipeline=p, topic=topic,
+                  partition=str(partition))
+          for (topic, partition), count in sorted(tasks.partition_records.items())),
+    ]
+
+
 def batch_updates(report: BatchReport) -> list[MetricUpdate]:
     """The metric changes of one finished batch."""
     p, w = report.pipeline, report.writers
@@ -131,34 +160,29 @@ def batch_updates(report: BatchReport) -> list[MetricUpdate]:
         _update("eos_batches_total", Op.INC, 1, pipeline=p, writers=w, action=report.action),
         _update("eos_last_committed_batch", Op.SET, report.batch_id, pipeline=p),
         _update("eos_last_commit_timestamp_seconds", Op.SET, report.finished_at, pipeline=p),
-        _update("eos_records_out_total", Op.INC, report.rows_out, pipeline=p, writers=w),
-        _update("eos_records_dlq_total", Op.INC, report.rows_dlq, pipeline=p, writers=w),
-        _update("eos_transactions_begun_total", Op.INC, report.transactions.begun, pipeline=p, writers=w),
-        _update("eos_transactions_committed_total", Op.INC, report.transactions.committed, pipeline=p, writers=w),
-        _update("eos_transactions_aborted_total", Op.INC, report.transactions.aborted, pipeline=p, writers=w),
-        _update("eos_producer_fences_total", Op.INC, report.tasks.fences, pipeline=p, writers=w),
-        _update("eos_write_task_retries_total", Op.INC, report.tasks.retries, pipeline=p),
     ]
     if report.action == "produce":
         updates += [
             _update("eos_produce_seconds", Op.OBSERVE, report.produce_ms / 1000, pipeline=p, writers=w),
             _update("eos_commit_seconds", Op.OBSERVE, report.commit_ms / 1000, pipeline=p, writers=w),
         ]
-    updates += [
-        _update("eos_partition_records_out_total", Op.INC, count, pipeline=p, topic=topic, partition=str(partition))
-        for (topic, partition), count in sorted(report.tasks.partition_records.items())
-    ]
-    return updates
+    return updates + _written_updates(p, w, report.rows_out, report.rows_dlq, report.transactions, report.tasks)
 
 
-def failure_updates(pipeline: str, kind: str, transactions: TransactionCounts, writers: str) -> list[MetricUpdate]:
-    """The metric changes of a batch the sink failed or refused (``kind``: the error's type)."""
+def failure_updates(pipeline: str, kind: str, transactions: TransactionCounts, writers: str,
+                    tasks: ExecutorTaskTally | None = None) -> list[MetricUpdate]:
+    """The metric changes of a batch the sink failed or refused (``kind``: the error's type).
+
+    :param transactions: the driver producer's transactions of the batch.
+    :param tasks: the executor writers' tasks of the failed write (:func:`executor_task_tally` of the
+        reports of those that finished, and those that did not): a task's commit is for good, and a
+        replay of the batch skips its partition, so what it committed is counted now or never.
+    """
+    tasks = tasks or ExecutorTaskTally()
     return [
         _update("eos_batch_failures_total", Op.INC, 1, pipeline=pipeline, kind=kind),
-        _update("eos_transactions_begun_total", Op.INC, transactions.begun, pipeline=pipeline, writers=writers),
-        _update("eos_transactions_committed_total", Op.INC, transactions.committed, pipeline=pipeline,
-                writers=writers),
-        _update("eos_transactions_aborted_total", Op.INC, transactions.aborted, pipeline=pipeline, writers=writers),
+        *_written_updates(pipeline, writers, tasks.rows_out, tasks.rows_dlq, transactions + tasks.transactions,
+                          tasks),
     ]
 
 

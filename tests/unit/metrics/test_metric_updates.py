@@ -142,3 +142,30 @@ def test_sparks_progress_gives_lag_end_offsets_rows_and_batch_time_per_partition
 def test_a_progress_without_kafka_offsets_gives_no_partition_series() -> None:
     found = _by_metric(progress_updates("orders", {"numInputRows": 0, "sources": [{"endOffset": "not json"}]}))
     assert set(found) == {"eos_input_rows_total"}
+
+
+def test_a_failed_executors_write_counts_what_its_finished_tasks_committed_and_its_failed_task() -> None:
+    """Batch 2: partition 1's task committed 200 + 7 records; partition 0's task failed (no attempt succeeded)."""
+    finished = [{"action": "produce", "attempt": 0, "topic": "in", "partition": 1, "spark_partition": 1,
+                 "rows_out": 200, "rows_dlq": 7, "producer_replaced": False}]
+    tally = executor_task_tally(finished, failed_tasks=1)
+    assert tally.transactions == TransactionCounts(begun=2, committed=1, aborted=1)
+    assert (tally.rows_out, tally.rows_dlq) == (200, 7)
+    found = _by_metric(failure_updates("orders", "TransactionTimedOutError", TransactionCounts(), "executors", tally))
+    assert [u.value for u in found["eos_batch_failures_total"]] == [1]
+    assert [u.value for u in found["eos_records_out_total"]] == [200]
+    assert [u.value for u in found["eos_records_dlq_total"]] == [7]
+    assert [u.value for u in found["eos_transactions_begun_total"]] == [2]
+    assert [u.value for u in found["eos_transactions_committed_total"]] == [1]
+    assert [u.value for u in found["eos_transactions_aborted_total"]] == [1]
+    (partition,) = found["eos_partition_records_out_total"]
+    assert (dict(partition.labels)["partition"], partition.value) == ("1", 207)
+    # Nothing about a batch that committed: the failed batch is not the last committed one.
+    assert "eos_last_committed_batch" not in found and "eos_batches_total" not in found
+
+
+def test_a_failed_batch_without_tasks_counts_the_driver_producers_transactions_alone() -> None:
+    found = _by_metric(failure_updates("orders", "SinkError", TransactionCounts(begun=1, committed=1), "executors"))
+    assert [u.value for u in found["eos_transactions_committed_total"]] == [1]
+    assert [u.value for u in found["eos_records_out_total"]] == [0]
+    assert "eos_partition_records_out_total" not in found
