@@ -60,7 +60,8 @@ class ExactlyOnceKafkaSink:
                  exporter: PrometheusExporter | None = None) -> None:
         self.spec, self.session = spec, session
         self.clients = SinkClients(spec, driver_checkpoint(spec, session), guard)
-        self.metrics = SinkMetrics(exporter, spec.name, self.clients.driver_producer)
+        self.metrics = SinkMetrics(exporter, spec.name, self.clients)
+        self.metrics.start()
         self.observer = self.metrics.observer(observer or SinkObserver())
         self.driver_writer = DriverWriter(self.clients, observer=self.observer)
         self.executor_writers = ExecutorWriters(self.clients, observer=self.observer)
@@ -160,6 +161,7 @@ class ExactlyOnceKafkaSink:
 
     def close(self) -> None:
         try:
+            self.metrics.close()
             self.executor_writers.close()
         finally:
             self.clients.close()

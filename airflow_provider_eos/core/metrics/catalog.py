@@ -72,9 +72,10 @@ JOB_METRICS: tuple[MetricDefinition, ...] = (
                      (_P, "kind")),
     MetricDefinition("eos_last_committed_batch", MetricKind.GAUGE,
                      "the id of the last batch whose output and offsets are committed in Kafka (produced or found "
-                     "committed on replay)", (_P,)),
+                     "committed on replay); from the start of a driver, the checkpoint's newest commit", (_P,)),
     MetricDefinition("eos_last_commit_timestamp_seconds", MetricKind.GAUGE,
-                     "Unix time at which the sink last finished a batch (produced or skipped as a replay)", (_P,)),
+                     "Unix time at which the sink last finished a batch (produced or skipped as a replay); from the "
+                     "start of a driver, the time of the checkpoint's newest commit (`commits/N`) until then", (_P,)),
     MetricDefinition("eos_records_out_total", MetricKind.COUNTER,
                      "records committed to the output topic, also by the tasks of a batch that failed (executor "
                      "writers: less those of a task attempt that committed and was lost before reporting, which its "
@@ -117,8 +118,9 @@ JOB_METRICS: tuple[MetricDefinition, ...] = (
     MetricDefinition("eos_input_end_offset", MetricKind.GAUGE,
                      "per input partition, the end offset of the last batch Spark finished (Spark's progress)", _TP),
     MetricDefinition("eos_input_lag_records", MetricKind.GAUGE,
-                     "per input partition, records between the last finished batch's end and the latest offset "
-                     "Spark saw (Spark's progress; read_committed)", _TP),
+                     "per input partition, records between the end of the last batch the sink committed and the "
+                     "partition's last stable offset (read_committed), read by the driver every 10 s whether or not "
+                     "a batch runs", _TP),
     MetricDefinition("eos_input_rows_total", MetricKind.COUNTER,
                      "input rows of the batches Spark finished (Spark's progress)", (_P,)),
     MetricDefinition("eos_batch_duration_seconds", MetricKind.HISTOGRAM,

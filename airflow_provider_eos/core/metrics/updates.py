@@ -14,9 +14,10 @@ from typing import Any
 
 from airflow_provider_eos.core.metrics.catalog import job_metric
 from airflow_provider_eos.core.sink_protocol import task_committed_in_this_run
+from airflow_provider_eos.core.topic_partition import TopicPartition
 
-__all__ = ["BatchReport", "MetricUpdate", "Op", "TransactionCounts", "batch_updates", "executor_task_tally",
-           "failure_updates", "progress_updates"]
+__all__ = ["BatchReport", "MetricUpdate", "Op", "TransactionCounts", "batch_updates", "checkpoint_updates",
+           "executor_task_tally", "failure_updates", "input_lag_updates", "progress_updates"]
 
 
 class Op(StrEnum):
@@ -205,8 +206,8 @@ def _kafka_offsets(value: Any) -> dict[tuple[str, int], int]:
 def progress_updates(pipeline: str, progress: Mapping[str, Any]) -> list[MetricUpdate]:
     """The metric changes of one ``StreamingQueryProgress`` (its JSON as a mapping).
 
-    Lag is the latest offset Spark's source saw minus the batch's end offset, per partition; a
-    source that reports no ``latestOffset`` (not Kafka) contributes none.
+    The lag is not Spark's: its progress comes only with a finished batch (none while the query
+    idles or is stuck), so the driver measures it itself (:func:`input_lag_updates`).
     """
     p = pipeline
     updates = [_update("eos_input_rows_total", Op.INC, int(progress.get("numInputRows") or 0), pipeline=p)]
@@ -214,12 +215,32 @@ def progress_updates(pipeline: str, progress: Mapping[str, Any]) -> list[MetricU
     if trigger_ms is not None:
         updates.append(_update("eos_batch_duration_seconds", Op.OBSERVE, trigger_ms / 1000, pipeline=p))
     for source in progress.get("sources") or ():
-        end = _kafka_offsets(source.get("endOffset"))
-        latest = _kafka_offsets(source.get("latestOffset"))
-        for (topic, partition), offset in sorted(end.items()):
-            labels = {"pipeline": p, "topic": topic, "partition": str(partition)}
-            updates.append(_update("eos_input_end_offset", Op.SET, offset, **labels))
-            if (topic, partition) in latest:
-                updates.append(_update("eos_input_lag_records", Op.SET, max(0, latest[topic, partition] - offset),
-                                       **labels))
+        for (topic, partition), offset in sorted(_kafka_offsets(source.get("endOffset")).items()):
+            updates.append(_update("eos_input_end_offset", Op.SET, offset, pipeline=p, topic=topic,
+                                   partition=str(partition)))
     return updates
+
+
+def input_lag_updates(pipeline: str, stable: Mapping[TopicPartition, int],
+                      committed: Mapping[TopicPartition, int]) -> list[MetricUpdate]:
+    """``eos_input_lag_records`` per input partition: its last stable offset now minus the last committed batch's end.
+
+    :param stable: the input partitions' last stable offsets (ListOffsets ``read_committed``, where the
+        source reads), read after ``committed`` was taken, so a lag is never understated.
+    :param committed: the end offsets of the newest batch the sink committed; a partition missing
+        from it (new since) has no lag series until a batch commits it.
+    """
+    return [
+        _update("eos_input_lag_records", Op.SET, max(0, stable[tp] - end), pipeline=pipeline, topic=tp.topic,
+                partition=str(tp.partition))
+        for tp, end in sorted(committed.items()) if tp in stable
+    ]
+
+
+def checkpoint_updates(pipeline: str, batch_id: int, committed_at: float) -> list[MetricUpdate]:
+    """The newest batch a starting driver finds committed in the checkpoint (``commits/N``, at Unix time
+    ``committed_at``): the last commit's age is known before this driver's first batch, or without one."""
+    return [
+        _update("eos_last_committed_batch", Op.SET, batch_id, pipeline=pipeline),
+        _update("eos_last_commit_timestamp_seconds", Op.SET, committed_at, pipeline=pipeline),
+    ]

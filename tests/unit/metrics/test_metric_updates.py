@@ -13,10 +13,13 @@ from airflow_provider_eos.core.metrics.updates import (
     Op,
     TransactionCounts,
     batch_updates,
+    checkpoint_updates,
     executor_task_tally,
     failure_updates,
+    input_lag_updates,
     progress_updates,
 )
+from airflow_provider_eos.core.topic_partition import TopicPartition
 
 
 def _by_metric(updates: list[MetricUpdate]) -> dict[str, list[MetricUpdate]]:
@@ -119,7 +122,7 @@ def test_an_update_whose_labels_differ_from_the_catalog_is_refused() -> None:
         MetricUpdate("eos_batches_total", (("pipeline", "p"),), 1, Op.INC)
 
 
-def test_sparks_progress_gives_lag_end_offsets_rows_and_batch_time_per_partition() -> None:
+def test_sparks_progress_gives_end_offsets_rows_and_batch_time_per_partition_but_not_the_lag() -> None:
     progress = {
         "batchId": 4, "numInputRows": 300, "durationMs": {"triggerExecution": 2500},
         "sources": [{
@@ -133,10 +136,30 @@ def test_sparks_progress_gives_lag_end_offsets_rows_and_batch_time_per_partition
     found = _by_metric(progress_updates("orders", progress))
     assert [u.value for u in found["eos_input_rows_total"]] == [300]
     assert [u.value for u in found["eos_batch_duration_seconds"]] == [2.5]
-    lag = {dict(u.labels)["partition"]: u.value for u in found["eos_input_lag_records"]}
-    assert lag == {"0": 150, "1": 0}
     end = {dict(u.labels)["partition"]: u.value for u in found["eos_input_end_offset"]}
     assert end == {"0": 250, "1": 200}
+    # Spark's latestOffset is as of the batch's planning and comes only with a finished batch: the driver
+    # reads the lag itself (input_lag_updates).
+    assert "eos_input_lag_records" not in found
+
+
+def test_the_lag_is_the_last_stable_offset_less_the_last_committed_batchs_end() -> None:
+    committed = {TopicPartition("in", 0): 250, TopicPartition("in", 1): 200, TopicPartition("in", 2): 10}
+    # partition 2 could not be read; partition 3 is new since the last committed batch
+    stable = {TopicPartition("in", 0): 958, TopicPartition("in", 1): 200, TopicPartition("in", 3): 40}
+    found = input_lag_updates("orders", stable, committed)
+    assert [(dict(u.labels), u.op, u.value) for u in found] == [
+        ({"pipeline": "orders", "topic": "in", "partition": "0"}, Op.SET, 708),
+        ({"pipeline": "orders", "topic": "in", "partition": "1"}, Op.SET, 0),
+    ]
+    # A log truncated below the committed end (a recreated topic) is no negative lag.
+    assert input_lag_updates("orders", {TopicPartition("in", 0): 5}, committed)[0].value == 0
+
+
+def test_a_starting_driver_exports_the_checkpoints_newest_commit() -> None:
+    found = _by_metric(checkpoint_updates("orders", 41, 1_800_000_000.0))
+    assert [(u.op, u.value) for u in found["eos_last_committed_batch"]] == [(Op.SET, 41)]
+    assert [(u.op, u.value) for u in found["eos_last_commit_timestamp_seconds"]] == [(Op.SET, 1_800_000_000.0)]
 
 
 def test_a_progress_without_kafka_offsets_gives_no_partition_series() -> None:
