@@ -47,7 +47,9 @@ committed healthily; a processing-time job runs until stopped, so ``submit_strea
 run side by side and the sensor fails when the stream turns unhealthy (for lag and commit age only
 once the new driver committed a batch, or failed to within the stop threshold: after a long downtime
 the old run's last commit would fail it at once); ``stop_stream`` then stops the driver deliberately
-and waits until it is gone.
+and waits until it is gone. The watch lasts as long as ``submit_stream``: it has no deadline, and
+once the driver stopped cleanly (it exits 0 after a SIGTERM: ``submit_stream`` succeeded) it succeeds
+(outcome ``driver_stopped``) and the run ends without recovery.
 
 Recovery never acts on a live job (docs/architecture.md, recovery): ``confirm_driver_gone`` waits until
 every task on the running path is done, lets recovery run only if a task that ran the driver
@@ -167,8 +169,10 @@ def _pipeline_dag(name: str, spec_file: Path, settings: _Settings) -> DAG:
         )
         submit_stream = submit_operator(task_id="submit_stream", spec_path=spec_path, conn_id=spark_conn_id,
                                         kafka_conn_id=job, **lineage, **on_submit)
+        # No timeout: a watch beside its driver's task lasts as long as that task (core/health/watch.py,
+        # ends_at_timeout); it ends with the driver (driver_failed, driver_stopped) or an unhealthy stream.
         watch_stream = StreamingQueryHealthSensor(
-            task_id="watch_stream", spec_path=spec_path, watch="watch", poke_interval=30, timeout=7 * 24 * 3600,
+            task_id="watch_stream", spec_path=spec_path, watch="watch", poke_interval=30,
             driver_task_id="submit_stream", kafka_conn_id=health,
         )
         stop_stream = StopPipelineDriverOperator(

@@ -15,11 +15,15 @@ Outcomes:
   and nothing but lag or commit age is UNHEALTHY: input that arrived later is the next run's. It
   fails with a sensor timeout, and the last report, if that does not happen within ``timeout``.
 * ``watch`` fails without retrying (``AirflowFailException``, the report table in the message)
-  as soon as the pipeline is UNHEALTHY, and succeeds when ``timeout`` passes without that.
+  as soon as the pipeline is UNHEALTHY. Beside the task that runs its driver (``driver_task_id``)
+  it lasts as long as that task: it fails when the task fails and succeeds when it succeeded (the
+  driver stopped cleanly), and ``timeout`` does not end it (a watch that ended while the stream ran
+  would leave it unsupervised; :func:`~airflow_provider_eos.core.health.ends_at_timeout`). Without
+  a driver task it succeeds when ``timeout`` passes without an UNHEALTHY report.
 
 Either way the report's ``to_dict()`` is the task's XCom ``return_value`` (pushed before
 failing, too), and the outcome (``healthy``, ``unhealthy``, ``timeout``, ``error``,
-``driver_failed``) is the XCom ``watch_outcome``: the ``stop_stream`` of a pipeline's DAG
+``driver_failed``, ``driver_stopped``) is the XCom ``watch_outcome``: the ``stop_stream`` of a pipeline's DAG
 (``eos_pipeline__<name>``) stops the driver only on ``unhealthy`` or ``driver_failed``. Samples
 that cannot be taken (broker unreachable) fail the task with a retryable ``AirflowException``
 once ``max_probe_failures`` of them fail in a row; an error no retry can change (a missing ACL,
@@ -62,6 +66,7 @@ from airflow_provider_eos.core.health import (
     RunInput,
     WatchMode,
     WatchOutcome,
+    ends_at_timeout,
     watch_outcome,
 )
 from airflow_provider_eos.core.metrics.task_metrics import health_metrics
@@ -106,8 +111,9 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
 
     :param spec_path: the pipeline spec file. (templated)
     :param watch: ``wait_healthy`` (succeed on the first batch committed after the start, while
-        not UNHEALTHY) or ``watch`` (fail when UNHEALTHY; succeed at ``timeout``). Named
-        ``watch`` because ``mode`` is the sensor's poke/reschedule mode. (templated)
+        not UNHEALTHY) or ``watch`` (fail when UNHEALTHY; succeed when the ``driver_task_id`` task
+        succeeded, or without one at ``timeout``). Named ``watch`` because ``mode`` is the sensor's
+        poke/reschedule mode. (templated)
     :param committed_after: ISO time a commit must be newer than for ``wait_healthy``; default:
         when the sensor started. (templated)
     :param thresholds: overrides of the thresholds derived from the spec, in milliseconds
@@ -126,10 +132,14 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
         the worker (``mode="poke"`` keeps the window between pokes; ``mode="reschedule"``
         evaluates each poke alone, so the lag trends and hanging need the deferrable or poke mode).
     :param poke_interval: seconds between samples.
-    :param timeout: seconds until ``wait_healthy`` gives up or ``watch`` ends successfully.
+    :param timeout: seconds until ``wait_healthy`` gives up or a ``watch`` without ``driver_task_id``
+        ends successfully; a ``watch`` with one lasts as long as that task, whatever ``timeout`` says.
     :param driver_task_id: the task of this run that runs the watched driver; when it fails,
         the watch fails at once (the stream no longer runs) instead of waiting for the health
-        rules to notice, so recovery does not wait for the watch. For ``wait_healthy``, once it
+        rules to notice, so recovery does not wait for the watch. For ``watch``, once it
+        succeeded (the driver stopped cleanly), the watch succeeds with the outcome
+        ``driver_stopped`` unless the report is UNHEALTHY by more than lag or commit age, and
+        until it ends the watch has no deadline. For ``wait_healthy``, once it
         succeeded, a report whose group read the run's input (the ends the task recorded in the
         XCom ``run_input``; zero lag without them), UNHEALTHY by nothing but lag or commit age,
         ends the wait (see :func:`~airflow_provider_eos.core.health.watch_outcome`).
@@ -290,7 +300,9 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
         table: str = event.get("table") or "(no health report: no sample succeeded)"
         message: str = event.get("message", "")
         self._record_outcome(context, outcome)
-        if outcome is WatchOutcome.HEALTHY or (outcome is WatchOutcome.TIMEOUT and mode is WatchMode.WATCH):
+        if outcome in (WatchOutcome.HEALTHY, WatchOutcome.DRIVER_STOPPED) or (
+            outcome is WatchOutcome.TIMEOUT and mode is WatchMode.WATCH
+        ):
             self.log.info("%s\n%s", message, table)
             return report
         self._push_before_failing(context, report)
@@ -318,6 +330,17 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
 
     # -- deferrable path ------------------------------------------------------------------------
 
+    def _ends_at_timeout(self) -> bool:
+        """Whether ``timeout`` ends this wait: not for a watch beside its driver's task (see the class).
+
+        An unknown mode is named by the check (:meth:`_mode`), which Airflow's rules then apply to.
+        """
+        try:
+            mode = WatchMode.parse(self.watch)
+        except HealthError:
+            return True
+        return ends_at_timeout(mode, driver_watched=bool(self.driver_task_id))
+
     def execute(self, context: Context) -> Any:
         """Check once; finish if that settles it, else defer (or poke when not deferrable).
 
@@ -328,6 +351,10 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
         loop applies its rules.
         """
         if not self.deferrable:
+            if not self._ends_at_timeout():
+                # Airflow's poke loop fails a sensor at its timeout, recording no outcome, and
+                # stop_stream then stops the stream: a watch beside its driver's task has no deadline.
+                self.timeout = float("inf")
             return super().execute(context)
         return self.resume_execution("_check_then_defer", None, context)
 
@@ -344,19 +371,19 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
             message = outcome_message(outcome, report, committed_after.isoformat(), run_input)
             return self._finish(context, event_payload(outcome, mode, message, report))
         window = self._window or LagWindow(max_samples=self.max_samples)
-        timeout_at = started.add(seconds=self.timeout)
+        timeout_at = started.add(seconds=self.timeout) if self._ends_at_timeout() else None
         self.log.info(
             "Deferring: %s every %ss until %s",
             "waiting for a healthy committed batch" if mode is WatchMode.WAIT_HEALTHY else "watching",
             self.poke_interval,
-            timeout_at.isoformat(),
+            timeout_at.isoformat() if timeout_at is not None else f"{self.driver_task_id} ends",
         )
         self.defer(
             trigger=StreamingQueryHealthTrigger(
                 spec_path=self.spec_path,
                 watch=mode.value,
                 committed_after=committed_after.isoformat(),
-                timeout_at=timeout_at.isoformat(),
+                timeout_at=None if timeout_at is None else timeout_at.isoformat(),
                 poke_interval=self.poke_interval,
                 window=window.to_dict(),
                 max_samples=self.max_samples,
@@ -369,7 +396,9 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
                 run_input=None if run_input is None else run_input.model_dump(mode="json"),
             ),
             method_name="execute_complete",
-            timeout=dt.timedelta(seconds=self.timeout + self.poke_interval + _DEFER_GRACE_S),
+            # No deadline, no deferral timeout: Airflow would fail the task at it with no outcome.
+            timeout=None if timeout_at is None else dt.timedelta(
+                seconds=self.timeout + self.poke_interval + _DEFER_GRACE_S),
         )
 
     def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any] | None:
@@ -396,7 +425,7 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
         self._failures = 0
         run_input = pull_run_input(context, self.driver_task_id, self.log)
         outcome = self._outcome(context, report, mode, committed_after, run_input)
-        if outcome is None and mode is WatchMode.WATCH:
+        if outcome is None and mode is WatchMode.WATCH and self._ends_at_timeout():
             # The base class fails a sensor at its timeout; a watch that lasted that long
             # without an unhealthy report succeeded, so it ends one interval early instead.
             elapsed = (pendulum.now("UTC") - started).total_seconds()

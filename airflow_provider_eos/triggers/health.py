@@ -8,8 +8,10 @@ and fires exactly one event. Its payload is a plain dict:
     ``healthy`` (``wait_healthy``: a batch committed after ``committed_after`` and the
     pipeline is not UNHEALTHY), ``unhealthy`` (``watch``: the pipeline is UNHEALTHY),
     ``timeout`` (``timeout_at`` passed), ``error`` (``max_probe_failures`` samples in a row
-    failed) or ``driver_failed`` (the task running the watched driver, ``driver_task``, failed:
-    there is no stream left to watch, and recovery is waiting for the watch to end).
+    failed), ``driver_failed`` (the task running the watched driver, ``driver_task``, failed:
+    there is no stream left to watch, and recovery is waiting for the watch to end) or
+    ``driver_stopped`` (``watch``: ``driver_task`` succeeded, the driver ended cleanly, and the
+    report is UNHEALTHY by nothing but lag or commit age: nothing to watch, stop or recover).
 ``watch``, ``message``
     the mode and one sentence saying what happened.
 ``retryable``
@@ -121,6 +123,10 @@ def outcome_message(outcome: WatchOutcome, report: HealthReport, committed_after
         return f"pipeline {report.pipeline} is UNHEALTHY"
     if outcome is WatchOutcome.DRIVER_FAILED:
         return f"the task running the driver of pipeline {report.pipeline} failed: the stream no longer runs"
+    if outcome is WatchOutcome.DRIVER_STOPPED:
+        return (f"the task running the driver of pipeline {report.pipeline} succeeded: the driver stopped cleanly "
+                f"(a requested stop), nothing is left to watch and nothing to recover; pipeline "
+                f"{report.pipeline} is {report.status.value}")
     return f"the watch of pipeline {report.pipeline} ended without an unhealthy report"
 
 
@@ -151,7 +157,8 @@ class StreamingQueryHealthTrigger(BaseTrigger):
     :param spec_path: the pipeline spec file (must be readable by the triggerer).
     :param watch: ``wait_healthy`` or ``watch`` (see :class:`~airflow_provider_eos.core.health.WatchMode`).
     :param committed_after: ISO time a commit must be newer than for ``wait_healthy``.
-    :param timeout_at: ISO time at which to fire a ``timeout`` event; ``None``: never.
+    :param timeout_at: ISO time at which to fire a ``timeout`` event; ``None``: never (a ``watch``
+        beside its driver's task, which ends with that task).
     :param poke_interval: seconds between samples.
     :param window: the serialized window so far (:meth:`LagWindow.to_dict`); ``None``: empty.
     :param max_samples: samples the window keeps.
@@ -358,6 +365,7 @@ class StreamingQueryHealthTrigger(BaseTrigger):
                 message = healthy_message(report, self.committed_after, committed_after_ms, run_input)
                 yield TriggerEvent(event_payload(outcome, mode, message, report))
                 return
-            if outcome is WatchOutcome.UNHEALTHY:
-                yield TriggerEvent(event_payload(outcome, mode, f"pipeline {report.pipeline} is UNHEALTHY", report))
+            if outcome in (WatchOutcome.UNHEALTHY, WatchOutcome.DRIVER_STOPPED):
+                message = outcome_message(outcome, report, self.committed_after, run_input)
+                yield TriggerEvent(event_payload(outcome, mode, message, report))
                 return

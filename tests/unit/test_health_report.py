@@ -16,8 +16,10 @@ from airflow_provider_eos.core.health import (
     VerificationSample,
     WatchMode,
     WatchOutcome,
+    ends_at_timeout,
     input_left_behind,
     no_input_waiting,
+    stops_the_driver,
     watch_outcome,
 )
 from airflow_provider_eos.core.presentation import health_text
@@ -130,8 +132,7 @@ def test_wait_healthy_accepts_an_ended_run_that_had_no_input_and_no_other() -> N
     assert watch_outcome(broken, WatchMode.WAIT_HEALTHY, started, driver_succeeded=True) is None
     # No input partition in the report says nothing about waiting input.
     assert not no_input_waiting(run([sample(100, [], commit_s=10)]))
-    # The watch mode is not changed by it.
-    assert watch_outcome(idle, WatchMode.WATCH, started, driver_succeeded=True) is None
+    # A watch ends differently once its driver's task succeeded: see test_a_watch_ends_when_its_driver_stopped_cleanly.
 
 
 def test_wait_healthy_judges_an_ended_run_by_its_own_input_not_by_input_that_arrived_later() -> None:
@@ -182,6 +183,34 @@ def test_watch_fails_on_unhealthy_only() -> None:
     assert watch_outcome(degraded, WatchMode.WATCH, T0) is None
     stopped = run(lag_window([(0, 100, 40, 3), (20, 100, 40, 3), (40, 100, 40, 3)]))
     assert watch_outcome(stopped, WatchMode.WATCH, T0) is WatchOutcome.UNHEALTHY
+
+
+def test_a_watch_ends_when_its_driver_stopped_cleanly() -> None:
+    """The driver's task succeeded (``eos stop``, SIGTERM: the driver exited 0): nothing left to watch."""
+    started = T0 + 90 * SECOND
+    idle = run([sample(100, [part(100, 100)], commit_s=10)])
+    assert idle.is_healthy
+    assert watch_outcome(idle, WatchMode.WATCH, started) is None  # the driver's task still runs: watch on
+    assert watch_outcome(idle, WatchMode.WATCH, started, driver_succeeded=True) is WatchOutcome.DRIVER_STOPPED
+    # Input arriving after the stop looks like a stopped job (STOP, commit age): the driver was stopped on
+    # purpose, so it ends the watch the same way, not UNHEALTHY (which would stop, recover and fail the run).
+    left = run(lag_window([(0, 100, 40, 3), (20, 100, 40, 3), (40, 100, 40, 3)]))
+    assert watch_outcome(left, WatchMode.WATCH, T0) is WatchOutcome.UNHEALTHY
+    assert watch_outcome(left, WatchMode.WATCH, T0, driver_succeeded=True) is WatchOutcome.DRIVER_STOPPED
+    # What a stopped driver must not leave (a writer of the prefix lingering) still ends it UNHEALTHY: recovery looks.
+    zombie = run([sample(100, [part(100, 100)], commit_s=10, transactions=[txn(f"{PREFIX}-7", age_s=30, at_s=100)])])
+    assert watch_outcome(zombie, WatchMode.WATCH, started, driver_succeeded=True) is WatchOutcome.UNHEALTHY
+    # An upstream producer's hanging input never counts against the job.
+    pinned = run([sample(t, [part(40, 40, hwm=60)]) for t in (0, 15, 30)])
+    assert watch_outcome(pinned, WatchMode.WATCH, T0, driver_succeeded=True) is WatchOutcome.DRIVER_STOPPED
+    assert not stops_the_driver(WatchOutcome.DRIVER_STOPPED.value)
+
+
+def test_only_a_watch_beside_its_drivers_task_has_no_deadline() -> None:
+    assert not ends_at_timeout(WatchMode.WATCH, driver_watched=True)
+    assert ends_at_timeout(WatchMode.WATCH, driver_watched=False)
+    assert ends_at_timeout(WatchMode.WAIT_HEALTHY, driver_watched=True)  # supervise: gives up after its timeout
+    assert ends_at_timeout(WatchMode.WAIT_HEALTHY, driver_watched=False)
 
 
 def test_watch_gives_a_restarted_job_until_stop_after_to_commit_its_first_batch() -> None:

@@ -441,6 +441,7 @@ def test_sensor_execute_complete_translates_each_outcome(spec_path: str) -> None
 
     assert sensor.execute_complete({}, event("healthy")) == report
     assert sensor.execute_complete({}, event("timeout", "watch")) == report
+    assert sensor.execute_complete({}, event("driver_stopped", "watch")) == report
     with pytest.raises(AirflowFailException, match=r"(?s)it was unhealthy.*TABLE"):
         sensor.execute_complete({}, event("unhealthy", "watch"))
     with pytest.raises(AirflowSensorTimeout, match="it was timeout"):
@@ -473,6 +474,21 @@ def test_sensor_poke_keeps_the_window_between_pokes(spec_path: str, monkeypatch,
 DRIVER_TASK = {"dag_id": "eos_pipeline__orders", "run_id": "manual__1", "task_id": "submit_stream"}
 
 
+class PipelineTI:
+    """The task instance of a pipeline DAG's watch_stream as the sensor uses it: its ids and XComs."""
+
+    dag_id = "eos_pipeline__orders"
+
+    def __init__(self) -> None:
+        self.pushed: dict[str, Any] = {}
+
+    def xcom_push(self, key: str, value: Any) -> None:
+        self.pushed[key] = value
+
+    def xcom_pull(self, task_ids: str, key: str) -> Any:
+        return None  # submit_stream records no run input
+
+
 def _task_states(monkeypatch: pytest.MonkeyPatch, states: list[str | Exception]) -> list[dict[str, Any]]:
     """Script what the Task SDK answers for the driver's task, one answer per read."""
     from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
@@ -502,12 +518,68 @@ def test_watch_ends_as_soon_as_the_drivers_task_failed(spec_path: str, fake_prob
     assert reads[0] == {"dag_id": "eos_pipeline__orders", "run_ids": ["manual__1"], "task_ids": ["submit_stream"]}
 
 
-def test_a_running_or_successful_drivers_task_does_not_end_the_watch(spec_path: str, fake_probe, monkeypatch) -> None:
-    fake_probe([lambda: make_sample(committed=10, lso=10, marker=1, commit_ms=now_ms())])
-    _task_states(monkeypatch, ["running", "success"])
-    deadline = pendulum.now("UTC").add(seconds=0.4).isoformat()
-    payload = first_event(trigger(spec_path, watch="watch", timeout_at=deadline, driver_task=DRIVER_TASK))
-    assert payload["outcome"] == "timeout"
+def test_a_watch_ends_driver_stopped_once_the_drivers_task_succeeded(spec_path: str, fake_probe, monkeypatch) -> None:
+    """A driver that exited 0 (``eos stop``, SIGTERM) ends the watch: its run must end, not wait for a deadline."""
+    fake = fake_probe([lambda: make_sample(committed=10, lso=10, marker=1, commit_ms=now_ms())])
+    reads = _task_states(monkeypatch, ["running", "running", "success"])
+    payload = first_event(trigger(spec_path, watch="watch", driver_task=DRIVER_TASK))
+    assert payload["outcome"] == "driver_stopped"
+    assert "succeeded: the driver stopped cleanly" in payload["message"] and payload["report"]["status"] == "HEALTHY"
+    assert fake.calls == 3 and len(reads) == 3, "the sample after the success decides (a zombie would be UNHEALTHY)"
+
+
+def test_a_watch_beside_a_running_drivers_task_outlasts_any_deadline(spec_path: str, fake_probe, monkeypatch) -> None:
+    """The sensor hands a watch beside its driver's task no deadline; it watches on until that task ends."""
+    fake = fake_probe([lambda: make_sample(committed=10, lso=10, marker=1, commit_ms=now_ms())])
+    _task_states(monkeypatch, ["running"] * 30 + ["failed"])
+    payload = first_event(trigger(spec_path, watch="watch", timeout_at=None, driver_task=DRIVER_TASK))
+    assert payload["outcome"] == "driver_failed" and fake.calls == 30
+
+
+def test_sensor_defers_a_watch_beside_its_drivers_task_without_a_deadline(spec_path: str, monkeypatch,
+                                                                        kafka_answers) -> None:
+    from airflow.providers.common.compat.sdk import TaskDeferred
+
+    from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
+    from airflow_provider_eos.usecases import health as health_usecase
+
+    # Caught up, its last commit before the sensor started: wait_healthy waits for a newer one, watch watches on.
+    committed_before = now_ms() - 5_000
+    monkeypatch.setattr(health_usecase, "probe",
+                        lambda spec, **kw: make_sample(committed=10, lso=10, marker=1, commit_ms=committed_before))
+    _task_states(monkeypatch, ["running"])
+    context = {"ti": PipelineTI(), "run_id": "manual__1"}
+
+    def deferred(**kwargs: Any) -> Any:
+        sensor = StreamingQueryHealthSensor(task_id="watch_stream", spec_path=spec_path, poke_interval=30,
+                                            timeout=60, do_xcom_push=False, **kwargs)
+        with pytest.raises(TaskDeferred) as raised:
+            sensor.execute(context)
+        return raised.value
+
+    beside = deferred(watch="watch", driver_task_id="submit_stream")
+    assert beside.trigger.timeout_at is None and beside.timeout is None, "neither the trigger nor Airflow ends it"
+    assert beside.trigger.driver_task == DRIVER_TASK
+    alone = deferred(watch="watch")
+    assert alone.trigger.timeout_at is not None and alone.timeout.total_seconds() > 60
+    supervise = deferred(watch="wait_healthy", driver_task_id="submit_stream")
+    assert supervise.trigger.timeout_at is not None and supervise.timeout.total_seconds() > 60
+
+
+def test_a_poking_watch_beside_its_drivers_task_outlasts_its_timeout(spec_path: str, monkeypatch,
+                                                                     kafka_answers) -> None:
+    """Airflow's poke loop fails a sensor at its timeout with no outcome, and stop_stream would stop the stream."""
+    from airflow_provider_eos.sensors.health import StreamingQueryHealthSensor
+    from airflow_provider_eos.usecases import health as health_usecase
+
+    monkeypatch.setattr(health_usecase, "probe",
+                        lambda spec, **kw: make_sample(committed=10, lso=10, marker=1, commit_ms=now_ms()))
+    _task_states(monkeypatch, ["running"] * 8 + ["success"])
+    ti = PipelineTI()
+    sensor = StreamingQueryHealthSensor(task_id="watch_stream", spec_path=spec_path, watch="watch", deferrable=False,
+                                        poke_interval=0.05, timeout=0.1, driver_task_id="submit_stream")
+    report = sensor.execute({"ti": ti, "run_id": "manual__1"})
+    assert report["status"] == "HEALTHY" and ti.pushed["watch_outcome"] == "driver_stopped"
 
 
 def test_sensor_fails_without_retry_when_the_drivers_task_failed(spec_path: str) -> None:

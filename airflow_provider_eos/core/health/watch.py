@@ -20,6 +20,7 @@ __all__ = [
     "WATCH_OUTCOME_XCOM_KEY",
     "WatchMode",
     "WatchOutcome",
+    "ends_at_timeout",
     "no_input_waiting",
     "run_input_read",
     "stops_the_driver",
@@ -34,7 +35,8 @@ class WatchMode(enum.StrEnum):
     #: once its driver task succeeded, when the run's input is read: see :func:`watch_outcome`).
     WAIT_HEALTHY = "wait_healthy"
     #: Fail as soon as the pipeline is UNHEALTHY, once the job had its chance to commit (see
-    #: :func:`watch_outcome`); succeed when the watch period ends.
+    #: :func:`watch_outcome`); beside the driver's task, end with it (:func:`ends_at_timeout`);
+    #: otherwise succeed when the watch period ends.
     WATCH = "watch"
 
     @classmethod
@@ -61,6 +63,9 @@ class WatchOutcome(enum.StrEnum):
     ERROR = "error"
     #: The task that runs the watched driver failed: the stream no longer runs, nothing to watch.
     DRIVER_FAILED = "driver_failed"
+    #: ``watch``: the task that runs the watched driver succeeded, so the driver ended cleanly (a
+    #: requested stop, a SIGTERM): nothing left to watch, and nothing to stop or recover.
+    DRIVER_STOPPED = "driver_stopped"
 
 #: The XCom key under which a health sensor records how its watch ended (a :class:`WatchOutcome` value).
 WATCH_OUTCOME_XCOM_KEY = "watch_outcome"
@@ -84,8 +89,23 @@ def stops_the_driver(outcome: str | None) -> bool:
 #: Task states that mean the driver's task ended without success.
 DRIVER_TASK_FAILED_STATES = frozenset({"failed", "upstream_failed"})
 
-#: Task states that mean the driver's task ended successfully (an ``available_now`` run is done).
+#: Task states that mean the driver's task ended successfully (an ``available_now`` run is done; a
+#: processing-time driver stopped on request).
 DRIVER_TASK_SUCCEEDED_STATES = frozenset({"success"})
+
+
+def ends_at_timeout(mode: WatchMode, *, driver_watched: bool) -> bool:
+    """Whether the sensor's ``timeout`` ends its wait.
+
+    A ``watch`` beside the task that runs its driver (``driver_watched``) lasts as long as that task:
+    it ends when the driver's task fails (:attr:`WatchOutcome.DRIVER_FAILED`) or succeeds
+    (:attr:`WatchOutcome.DRIVER_STOPPED`), when the stream is UNHEALTHY, or when it cannot look
+    (``error``), never at a deadline. A watch that ended at its deadline while the driver ran left the
+    stream unsupervised for the rest of its life: nothing stops an unhealthy stream once its watcher
+    succeeded, and the run it belongs to stays open, so no new run (``max_active_runs=1``) watches it
+    again. Any other wait (``wait_healthy``, a watch of no driver task) ends at ``timeout``.
+    """
+    return not (mode is WatchMode.WATCH and driver_watched)
 
 
 def no_input_waiting(report: HealthReport) -> bool:
@@ -144,12 +164,17 @@ def watch_outcome(
       that is not ok) fails the watch at once, except those about the input's upstream producers
       (:data:`~.findings.UPSTREAM_SIGNALS`: a hanging input partition), which stopping the driver
       cannot help: the watch goes on (the report, and the scheduled health check, still show them).
+      Once the driver's task succeeded (``driver_succeeded``: the driver ended cleanly, on a
+      requested stop), :attr:`WatchOutcome.DRIVER_STOPPED`: lag and commit age judge a job that
+      should be reading, and this one was stopped; any other UNHEALTHY finding (a lingering
+      transaction, a verification that is not ok) still ends the watch UNHEALTHY, so recovery
+      looks at what the stopped run left.
 
     :param report: the newest report.
     :param mode: the sensor's mode.
     :param committed_after_ms: the watch's start: for ``wait_healthy``, the time a commit must be
         newer than; for ``watch``, where the new driver's chance to commit begins.
-    :param driver_succeeded: the task that ran the driver ended successfully (``wait_healthy`` only).
+    :param driver_succeeded: the task that ran the driver ended successfully.
     :param run_input: the input that run had to process, as its driver task recorded it (``None``:
         not recorded; then zero lag everywhere stands for it).
     """
@@ -160,13 +185,15 @@ def watch_outcome(
         if driver_succeeded and run_input_read(report, run_input) and _progress_only(unhealthy):
             return WatchOutcome.HEALTHY
         return None
+    if not _progress_only(unhealthy):
+        return WatchOutcome.UNHEALTHY
+    if driver_succeeded:
+        return WatchOutcome.DRIVER_STOPPED
     if not unhealthy:
         return None
     had_its_chance = (report.committed_since(committed_after_ms)
                       or report.evaluated_at_ms - committed_after_ms >= report.thresholds.stop_after_ms)
-    if had_its_chance or not _progress_only(unhealthy):
-        return WatchOutcome.UNHEALTHY
-    return None
+    return WatchOutcome.UNHEALTHY if had_its_chance else None
 
 
 def _unhealthy_findings(report: HealthReport) -> list[Finding]:
