@@ -48,7 +48,15 @@ def application_name(pipeline: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Load the spec, start Spark and run the pipeline; returns the process exit code."""
+    """Load the spec, start Spark and run the pipeline; returns the process exit code.
+
+    The SIGTERM handler comes first: a stop requested while Spark, the lease or the query starts ends
+    the driver cleanly at the next step (exit 0, its lease released), not by Python's default action.
+    """
+    from airflow_provider_eos.spark.stop_request import stop_on_sigterm, stopped_while_starting
+
+    # First: from here on a SIGTERM (stop_stream, on_kill, `eos run`) asks for a stop instead of killing.
+    stop = stop_on_sigterm()
     from airflow_provider_eos.core.spec import Mode
 
     parser = argparse.ArgumentParser(description="Run one exactly-once pipeline")
@@ -68,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     from airflow_provider_eos.spark.job import run_pipeline
 
     if pid_file := os.environ.get("EOS_DRIVER_PID_FILE"):
-        # `eos run` forwards SIGTERM here, to the driver that can stop between batches.
+        # `eos run` forwards SIGTERM here, to the driver that can stop between batches (its handler is installed).
         with open(pid_file, "w") as out:
             out.write(str(os.getpid()))
     found = local_spec_file(args.spec)
@@ -77,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     except EosError as exc:
         logging.getLogger("airflow_provider_eos.job").error("EOS-ERROR %s", exc)
         return 2
+    if stopped_while_starting(stop, "Spark started"):
+        return 0
     builder = SparkSession.builder
     spark = (builder.appName(application_name(spec.name)) if spec else builder).getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
@@ -86,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
 
             spec = PipelineSpec.load(SparkFiles.get(Path(args.spec).name))
         mode = args.mode or spec.mode
-        return run_pipeline(spark, spec, Mode(mode) if mode in {m.value for m in Mode} else mode)
+        return run_pipeline(spark, spec, Mode(mode) if mode in {m.value for m in Mode} else mode, stop=stop)
     except EosError as exc:
         logging.getLogger("airflow_provider_eos.job").error("EOS-ERROR %s", exc)
         return 2

@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-import signal
 import threading
 import warnings
 from collections.abc import Callable
@@ -28,6 +27,7 @@ from airflow_provider_eos.spark.driver_lease import LeaseKeeper
 from airflow_provider_eos.spark.sink import AtLeastOnceKafkaSink, ExactlyOnceKafkaSink
 from airflow_provider_eos.spark.sink_clients import driver_checkpoint
 from airflow_provider_eos.spark.sink_points import BatchSink, load_plugin
+from airflow_provider_eos.spark.stop_request import stop_on_sigterm, stopped_while_starting
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -230,29 +230,38 @@ def announce_application(spark: SparkSession) -> None:
     log.info(app_line(context.applicationId, context.uiWebUrl))
 
 
-def run_pipeline(spark: SparkSession, spec: PipelineSpec, mode: Mode | str = Mode.EXACTLY_ONCE) -> int:
+def run_pipeline(spark: SparkSession, spec: PipelineSpec, mode: Mode | str = Mode.EXACTLY_ONCE,
+                 stop: threading.Event | None = None) -> int:
     """Run until the query ends (available-now) or SIGTERM; returns a process exit code.
 
-    SIGTERM stops the query after the running batch completes, never in the middle of one. A
+    SIGTERM stops the query after the running batch completes, never in the middle of one; one that
+    arrives before the query started stops the driver there (exit 0, its lease released). A
     driver submitted with a driver token holds the lease in the checkpoint while it runs
     (:func:`driver_lease`): it starts no batch and commits nothing once it cannot renew it, and
     releases it once the query has stopped.
+
+    :param stop: the event the driver program's SIGTERM handler sets (:func:`.stop_request.stop_on_sigterm`,
+        installed before Spark started); ``None``: installed here.
     """
+    stop_requested = stop if stop is not None else stop_on_sigterm()
     announce_application(spark)
-    stop_requested = threading.Event()
     exporter = _metrics_exporter(spec)
     lease = driver_lease(spark, spec)
     if lease is not None:
         lease.acquire()
+    started = False
     try:
+        if stopped_while_starting(stop_requested, "the query started"):
+            return 0
         query, sink = start_query(spark, spec, mode, stop=stop_requested, guard=lease.guard if lease else None,
                                   exporter=exporter)
-    except BaseException:
-        if lease is not None:
-            lease.release(query_stopped=True)  # no query ever ran
-        if exporter is not None:
-            exporter.stop()
-        raise
+        started = True
+    finally:
+        if not started:
+            if lease is not None:
+                lease.release(query_stopped=True)  # no query ever ran
+            if exporter is not None:
+                exporter.stop()
     if lease is not None:
         lease.started_query(str(query.id), str(query.runId))
     exit_code = 1
@@ -288,8 +297,8 @@ def _active(query: StreamingQuery) -> bool:
 
 def _until_stopped(query: StreamingQuery, sink, spec: PipelineSpec, stop_requested: threading.Event,
                    lease: LeaseKeeper | None) -> int:
-    """Wait for the query to end, stopping it between batches on SIGTERM, its owner's end or a lapsed lease."""
-    signal.signal(signal.SIGTERM, lambda *_: stop_requested.set())
+    """Wait for the query to end, stopping it between batches on SIGTERM (``stop_requested``, set by the
+    handler the driver installed first), its owner's end or a lapsed lease."""
     announced = False
 
     def announce_stop() -> None:
