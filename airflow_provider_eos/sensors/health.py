@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 import pendulum
 
 # common-compat: the Task SDK's where this Airflow has it, core's on Airflow 3.1
-from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException, AirflowSensorTimeout
+from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 
 # The Task SDK's own module: Airflow 3.1's `airflow.sdk` (SDK 1.1) does not re-export BaseXCom yet.
@@ -72,6 +72,8 @@ from airflow_provider_eos.core.health import (
 from airflow_provider_eos.core.metrics.task_metrics import health_metrics
 from airflow_provider_eos.core.presentation import health_text
 from airflow_provider_eos.operators.run_input import pull_run_input
+from airflow_provider_eos.sensors.health_arguments import committed_after_moment, threshold_overrides
+from airflow_provider_eos.sensors.watch_results import result_of, task_failure
 from airflow_provider_eos.triggers.health import (
     StreamingQueryHealthTrigger,
     driver_task_state,
@@ -91,19 +93,8 @@ __all__ = ["StreamingQueryHealthSensor"]
 _DEFER_GRACE_S = 120
 
 
-def _task_failure(err: EosError) -> AirflowException:
-    return (AirflowException if err.retryable else AirflowFailException)(str(err))
-
-
 def _ms(moment: dt.datetime) -> int:
     return int(moment.timestamp() * 1000)
-
-
-def _integer_if_digits(value: Any) -> Any:
-    """A string of ASCII digits (a rendered template) as its integer; any other value as it is."""
-    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
-        return int(value.strip())
-    return value
 
 
 class StreamingQueryHealthSensor(BaseSensorOperator):
@@ -206,36 +197,10 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
         return self._started
 
     def _committed_after(self, context: Context) -> pendulum.DateTime:
-        value = self.committed_after
-        if value is None or (isinstance(value, str) and not value.strip()):
-            return self._started_at(context)
-        if isinstance(value, dt.datetime):
-            return pendulum.instance(value)
-        try:
-            parsed = pendulum.parse(str(value))
-        except (ValueError, TypeError) as err:
-            raise AirflowFailException(f"committed_after is {value!r}, not an ISO date-time") from err
-        if not isinstance(parsed, dt.datetime):
-            raise AirflowFailException(f"committed_after is {value!r}, not an ISO date-time")
-        return pendulum.instance(parsed)
+        return committed_after_moment(self.committed_after, self._started_at(context))
 
     def _threshold_overrides(self) -> dict[str, Any] | None:
-        """``thresholds`` as rendered, with each value that rendered as digits (a template's string) an integer.
-
-        Jinja renders a template to a string unless the DAG renders native objects; the rules take
-        integers only (:class:`~airflow_provider_eos.core.health.HealthThresholds`), and name any
-        other value that is not one.
-        """
-        value = self.thresholds
-        if value is None or (isinstance(value, str) and not value.strip()):
-            return None
-        if not isinstance(value, Mapping):
-            raise AirflowFailException(
-                f"thresholds is {value!r}, not a dict: template each threshold's value, e.g. "
-                "{'warn_after_ms': '{{ var.value.warn_ms }}'}, or render the whole dict with the DAG's "
-                "render_template_as_native_obj=True"
-            )
-        return {key: _integer_if_digits(item) for key, item in value.items()}
+        return threshold_overrides(self.thresholds)
 
     def _load(self) -> tuple[PipelineSpec, dict[str, Any]]:
         from airflow_provider_eos.hooks.checkpoint_storage import CheckpointStorageHook
@@ -269,7 +234,7 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
             # such, so that stop_stream leaves the stream alone, rather than fail without an outcome.
             self._record_outcome(context, WatchOutcome.ERROR)
             if isinstance(err, EosError):
-                raise _task_failure(err) from err
+                raise task_failure(err) from err
             if isinstance(err, AirflowException):
                 raise
             raise AirflowException(f"a health sample failed: {type(err).__name__}: {err}") from err
@@ -294,25 +259,8 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
 
     def _finish(self, context: Context, event: Mapping[str, Any]) -> dict[str, Any] | None:
         """Turn an outcome (a trigger event's payload) into the task's result or failure."""
-        outcome = WatchOutcome(event["outcome"])
-        mode = WatchMode(event["watch"])
-        report: dict[str, Any] | None = event.get("report")
-        table: str = event.get("table") or "(no health report: no sample succeeded)"
-        message: str = event.get("message", "")
-        self._record_outcome(context, outcome)
-        if outcome in (WatchOutcome.HEALTHY, WatchOutcome.DRIVER_STOPPED) or (
-            outcome is WatchOutcome.TIMEOUT and mode is WatchMode.WATCH
-        ):
-            self.log.info("%s\n%s", message, table)
-            return report
-        self._push_before_failing(context, report)
-        if outcome in (WatchOutcome.UNHEALTHY, WatchOutcome.DRIVER_FAILED):
-            raise AirflowFailException(f"{message}:\n{table}")
-        if outcome is WatchOutcome.TIMEOUT:
-            raise AirflowSensorTimeout(f"{message}\n{table}")
-        # An event of a trigger serialized before the key existed is retryable, as every error was then.
-        retryable = event.get("retryable", True)
-        raise (AirflowException if retryable else AirflowFailException)(f"{message}\n{table}")
+        self._record_outcome(context, WatchOutcome(event["outcome"]))
+        return result_of(event, self.log, push=lambda report: self._push_before_failing(context, report))
 
     def _driver_task(self, context: Context) -> dict[str, str] | None:
         if not self.driver_task_id:
