@@ -10,23 +10,18 @@ import pytest
 import yaml
 
 from airflow_provider_eos.core.checkpoint import CheckpointReader
-from airflow_provider_eos.core.driver import DRIVER_XCOM_KEY, DriverHandle, driver_token
+from airflow_provider_eos.core.driver import DriverHandle, driver_token
 from airflow_provider_eos.core.driver_lease import DriverLease, write_driver_lease
 from airflow_provider_eos.core.spec import PipelineSpec
+from tests.support.task_instances import SubmittedDriverTI
 
 pytestmark = pytest.mark.airflow
 
 RUN_ID = "manual__2026-11-27"
 
 
-class _TaskInstance:
-    dag_id = "eos_pipeline__orders"
-
-    def __init__(self, handle: DriverHandle) -> None:
-        self.handle = handle
-
-    def xcom_pull(self, task_ids: str, key: str = "return_value") -> Any:
-        return self.handle.model_dump(mode="json") if key == DRIVER_XCOM_KEY and task_ids == "submit_stream" else None
+class _TaskInstance(SubmittedDriverTI):
+    """The run's driver task failed."""
 
     def get_task_states(self, **_: Any) -> dict:
         return {RUN_ID: {"submit_stream": "failed"}}

@@ -18,7 +18,6 @@ import yaml
 
 from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.driver import (
-    DRIVER_XCOM_KEY,
     DriverHandle,
     EvidenceSource,
     HostIdentity,
@@ -33,6 +32,7 @@ from airflow_provider_eos.usecases.driver_liveness import (
     observe_driver_anywhere,
     wait_while_driver_alive,
 )
+from tests.support.task_instances import SubmittedDriverTI
 
 RUN_ID = "manual__2026-11-27"
 TOKEN = driver_token("orders", "eos_pipeline__orders", RUN_ID)
@@ -50,16 +50,6 @@ def _lease(now: dt.datetime, *, sequence: int, released: bool = False, age_s: fl
                        renewed_at=now - dt.timedelta(seconds=age_s), ttl_s=30, sequence=sequence, released=released)
 
 
-class _TaskInstance:
-    dag_id = "eos_pipeline__orders"
-
-    def __init__(self, handle: DriverHandle) -> None:
-        self.handle = handle
-
-    def xcom_pull(self, task_ids: str, key: str = "return_value") -> Any:
-        return self.handle.model_dump(mode="json") if key == DRIVER_XCOM_KEY and task_ids == "submit_stream" else None
-
-
 def _stop_stream(tmp_path: Path) -> tuple[Any, dict, CheckpointReader, dt.datetime]:
     from airflow_provider_eos.operators.driver import StopPipelineDriverOperator
 
@@ -71,7 +61,7 @@ def _stop_stream(tmp_path: Path) -> tuple[Any, dict, CheckpointReader, dt.dateti
     now = dt.datetime.now(dt.UTC)
     operator = StopPipelineDriverOperator(task_id="stop_stream", spec_path=str(spec_file),
                                           submit_task_ids=["submit_stream"], grace_period_s=20)
-    context = {"ti": _TaskInstance(_handle(now)), "run_id": RUN_ID}
+    context = {"ti": SubmittedDriverTI(_handle(now)), "run_id": RUN_ID}
     return operator, context, CheckpointReader(spec.checkpoint_location), now
 
 

@@ -21,11 +21,12 @@ import pytest
 import yaml
 
 from airflow_provider_eos.core.checkpoint import CheckpointReader
-from airflow_provider_eos.core.driver import DRIVER_XCOM_KEY, DriverHandle, driver_token
+from airflow_provider_eos.core.driver import DriverHandle, driver_token
 from airflow_provider_eos.core.driver_lease import DriverLease, write_driver_lease
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.spark.driver_processes import this_host_identity
 from airflow_provider_eos.usecases.cluster_stop import kill_yarn_application
+from tests.support.task_instances import SubmittedDriverTI
 
 pytestmark = pytest.mark.airflow
 
@@ -88,16 +89,6 @@ def resourcemanager() -> Iterator[ResourceManager]:
     rm.server.shutdown()
 
 
-class _TaskInstance:
-    dag_id = "eos_pipeline__orders"
-
-    def __init__(self, handle: DriverHandle) -> None:
-        self.handle = handle
-
-    def xcom_pull(self, task_ids: str, key: str = "return_value") -> Any:
-        return self.handle.model_dump(mode="json") if key == DRIVER_XCOM_KEY and task_ids == "submit_stream" else None
-
-
 def _handle(manager_url: str | None) -> DriverHandle:
     # Submitted from THIS worker, YARN cluster deploy mode, the ResourceManager's address recorded.
     return DriverHandle(pipeline="orders", token=TOKEN, master="yarn", deploy_mode="cluster",
@@ -129,7 +120,7 @@ def _stop_stream(tmp_path: Path, handle: DriverHandle) -> tuple[Any, dict, Check
     (tmp_path / "orders.yaml").write_text(yaml.safe_dump(spec.to_dict()))
     operator = StopPipelineDriverOperator(task_id="stop_stream", spec_path=str(tmp_path / "orders.yaml"),
                                           submit_task_ids=["submit_stream"], grace_period_s=30)
-    return operator, {"ti": _TaskInstance(handle), "run_id": RUN_ID}, CheckpointReader(spec.checkpoint_location)
+    return operator, {"ti": SubmittedDriverTI(handle), "run_id": RUN_ID}, CheckpointReader(spec.checkpoint_location)
 
 
 def test_stop_stream_kills_the_yarn_application_by_its_tag_then_finds_the_driver_gone(
