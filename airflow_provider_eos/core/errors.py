@@ -156,6 +156,38 @@ UNREACHABLE_FIX = (
 )
 
 
+class KafkaNoAnswerError(EosError):
+    """A broker was connected but gave no answer to a request within its deadline: names the brokers, the call, the fix.
+
+    A broker that accepts connections and never answers (its process paused or stuck, a host that
+    swaps) would otherwise hold a kafka-python admin call forever: the client retries the request
+    until the broker is back and has no overall deadline. Every such call runs under a deadline
+    (:func:`airflow_provider_eos.core.retry.within`) and ends with this error. Retryable: the broker
+    may answer by the next try.
+
+    :param brokers: the ``bootstrap.servers`` the client was connected to.
+    :param what: the request that got no answer (``DescribeTransactions``...).
+    :param timeout_s: how long it was waited for.
+    :param detail: the client's own word on it, when it gave up first (its request timeout).
+    """
+
+    def __init__(self, brokers: str, what: str, timeout_s: float, *, detail: str | None = None) -> None:
+        self.brokers, self.what, self.timeout_s, self.detail = brokers, what, timeout_s, detail
+        super().__init__(
+            f"{what}: no answer from the Kafka broker(s) at {brokers} within {timeout_s:g} s ("
+            + (detail or "connected, but the broker does not answer") + ")",
+            fix=NO_ANSWER_FIX,
+        )
+
+
+#: The fix of :class:`KafkaNoAnswerError`.
+NO_ANSWER_FIX = (
+    "check that the brokers are answering: a broker process paused or stuck (a long GC pause, a stopped JVM, "
+    "a host out of memory) accepts connections and answers nothing; its log and `kafka-broker-api-versions.sh "
+    "--bootstrap-server HOST:PORT` show it. The task's retry runs the call again once they answer"
+)
+
+
 class AclMissingError(EosError):
     """The broker refused a request for want of an ACL; names the request, the ACL it needs and who grants it.
 

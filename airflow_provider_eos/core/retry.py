@@ -10,6 +10,9 @@ not, because such waits report what is left rather than fail.
 A wait that lasts shows progress (:mod:`airflow_provider_eos.core.progress`): a line after two
 seconds, then every ten, so that a person at a terminal sees what is awaited and for how long.
 
+A call that can block without a bound of its own (a client that waits for an answer forever)
+runs under :func:`within`, which gives up on it after a deadline with the caller's typed error.
+
 The policies that recognise a client's errors live beside that client (for Kafka:
 :mod:`airflow_provider_eos.kafka.retriable`); this module knows no client.
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,10 +40,10 @@ from tenacity import (
 from tenacity.retry import retry_base
 from tenacity.stop import stop_base
 
-from airflow_provider_eos.core.errors import RetryExhaustedError
+from airflow_provider_eos.core.errors import EosError, RetryExhaustedError
 from airflow_provider_eos.core.progress import Cadence, say
 
-__all__ = ["RetryPolicy", "Settled", "never"]
+__all__ = ["RetryPolicy", "Settled", "never", "within"]
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -48,6 +52,39 @@ _T = TypeVar("_T")
 def never(_: BaseException) -> bool:
     """No error is retriable (polls that only wait for a condition)."""
     return False
+
+
+def within(fn: Callable[[], _T], *, timeout_s: float, on_timeout: Callable[[], EosError], name: str = "eos-call") -> _T:
+    """``fn()``, or ``on_timeout()`` raised once ``timeout_s`` passed without it returning.
+
+    For a blocking call with no deadline of its own (kafka-python's admin calls wait on their event
+    loop without a bound while a connected broker never answers). ``fn`` runs in a daemon thread,
+    which a call that gave up leaves behind: the caller ends it by closing the client ``fn`` waits
+    on (a closed kafka-python client fails its waiting calls), and it never keeps the process up.
+
+    :param timeout_s: the deadline of the whole call.
+    :param on_timeout: the typed error to raise when the deadline passes (retryable as it says).
+    :param name: the thread's name, for a thread dump.
+    :raises EosError: ``on_timeout()``, when ``fn`` did not return within ``timeout_s``.
+    """
+    outcome: list[tuple[bool, object]] = []
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome.append((True, fn()))
+        except BaseException as exc:  # re-raised in the caller's thread below
+            outcome.append((False, exc))
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    if not done.wait(timeout_s):
+        raise on_timeout()
+    returned, value = outcome[0]
+    if not returned:
+        raise value  # type: ignore[misc]  # the exception fn raised
+    return value  # type: ignore[return-value]  # what fn returned
 
 
 @dataclass(frozen=True)

@@ -188,9 +188,15 @@ def _end_txn_probe(admin: Any, txn_id: str) -> tuple[bool | None, str]:
 
     from kafka.errors import KafkaError as KafkaPythonError
 
+    from airflow_provider_eos.core.errors import KafkaNoAnswerError
+    from airflow_provider_eos.kafka.transactions_admin import answered_within
+
     what = f"EndTxn({txn_id!r}, producer id -1)"
     try:
-        code = manager.run(send).error_code
+        code = answered_within(admin, what, manager.run, send).error_code
+    except KafkaNoAnswerError as exc:
+        # kafka-python's retries of the request went on past the deadline: still no answer.
+        return None, f"{what}: no answer, {exc.message}"
     except KafkaPythonError as exc:
         # No response (the connection lost, the request timed out): the broker never said what it checked.
         return None, f"{what}: no answer, {_kafka_python_error(exc)}"
@@ -204,9 +210,15 @@ def _describe_transaction_probe(admin: Any, txn_id: str) -> tuple[bool | None, s
     from kafka.errors import BrokerResponseError, TransactionalIdAuthorizationFailedError
     from kafka.errors import KafkaError as KafkaPythonError
 
+    from airflow_provider_eos.core.errors import KafkaNoAnswerError
+    from airflow_provider_eos.kafka.transactions_admin import answered_within
+
     what = f"DescribeTransactions({txn_id!r})"
     try:
-        admin.describe_transactions([txn_id])
+        answered_within(admin, what, admin.describe_transactions, [txn_id])
+    except KafkaNoAnswerError as exc:
+        # kafka-python retries DescribeTransactions until the broker answers: the deadline ended the wait.
+        return None, f"{what}: no answer, {exc.message}"
     except TransactionalIdAuthorizationFailedError:
         return False, f"{what}: TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
     except KafkaPythonError as exc:

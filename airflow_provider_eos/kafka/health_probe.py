@@ -44,7 +44,7 @@ from airflow_provider_eos.core.acls import ResourceType
 from airflow_provider_eos.core.broker_protocol import BrokerProtocol
 from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.checkpoint.location import SPILL_FOLDER
-from airflow_provider_eos.core.errors import EosError
+from airflow_provider_eos.core.errors import EosError, KafkaNoAnswerError
 from airflow_provider_eos.core.health import (
     HealthSample,
     HealthThresholds,
@@ -220,10 +220,11 @@ def _waiting_ms(
 
 
 def _open_transactions(
-    spec: PipelineSpec, *, max_timeout: bool
+    spec: PipelineSpec, *, max_timeout: bool, timeout_s: float
 ) -> tuple[tuple[Transaction, ...], BrokerProtocol, int | None, str | None]:
     """The transactions under the prefix, the protocol the brokers run and, if ``max_timeout``, their
-    ``transaction.max.timeout.ms`` (``None`` when it cannot be read, with why); one kafka-python session."""
+    ``transaction.max.timeout.ms`` (``None`` when it cannot be read, with why); one kafka-python session,
+    each of its calls bounded by the sample's ``timeout_s`` (a broker that never answers fails the sample)."""
     from airflow_provider_eos.kafka.broker_protocol import read_broker_protocol
     from airflow_provider_eos.kafka.transactions_admin import (
         admin_client,
@@ -231,13 +232,15 @@ def _open_transactions(
         scan_prefix,
     )
 
-    with admin_client(spec) as admin:
+    with admin_client(spec, timeout_ms=int(timeout_s * 1000)) as admin:
         transactions = tuple(scan_prefix(admin, spec.transactional_id_prefix))
         protocol = read_broker_protocol(admin)
         limit, unread = None, None
         if max_timeout:
             try:
                 limit = broker_max_transaction_timeout_ms(admin)
+            except KafkaNoAnswerError:
+                raise  # the broker, not a permission: the sample fails as for the scan
             except EosError as err:
                 # The health role's set describes topics, the group and the prefix only; reading the brokers'
                 # configuration is an optional grant. Without it a pinned input partition is judged against
@@ -266,6 +269,7 @@ def probe(
     :raises HealthProbeError: if metadata or offsets cannot be read, or the checkpoint's storage fails (retryable).
     :raises GroupOffsetsError: if the group's offsets cannot be read.
     :raises TransactionsAdminError: if the transactions cannot be listed.
+    :raises KafkaNoAnswerError: if a connected broker did not answer a transaction call in time (retryable).
     :raises CheckpointError: if a checkpoint file is malformed.
     """
     taken_at = to_epoch_ms(pendulum.now("UTC"))
@@ -324,7 +328,8 @@ def probe(
         writers = writers_in_use(read_writers_choice(reader), spec.writers)
         in_flight = _in_flight(reader, last_committed) if exists else None
     transactions, protocol, max_timeout, max_timeout_unread = (
-        _open_transactions(spec, max_timeout=input_pinned) if include_transactions else ((), None, None, None)
+        _open_transactions(spec, max_timeout=input_pinned, timeout_s=timeout_s)
+        if include_transactions else ((), None, None, None)
     )
     return HealthSample(
         taken_at_ms=taken_at,

@@ -24,6 +24,7 @@ __all__ = [
     "OffsetsPending",
     "coordinator_not_ready",
     "kafka_error",
+    "kafka_python_no_answer",
     "local_queue_full",
     "offsets_pending",
     "raise_if_coordinator_not_ready",
@@ -86,6 +87,15 @@ def offsets_pending(error: object) -> bool:
     """A per-partition error of a ``require_stable`` read: a transaction holds the partition's offsets pending."""
     found = kafka_error(error)
     return found is not None and found.code() in UNSTABLE_OFFSETS_CODES
+
+
+def kafka_python_no_answer(exc: BaseException) -> bool:
+    """A kafka-python error that says the broker gave no answer: a request timed out, a connection was lost or not
+    made. Nothing the broker checked: the same call may go through once it answers again."""
+    from kafka import errors
+
+    return isinstance(exc, (errors.KafkaTimeoutError, errors.RequestTimedOutError, errors.KafkaConnectionError,
+                            errors.NodeNotReadyError))
 
 
 def retriable_kafka_error(exc: BaseException) -> bool:

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_eos.core import transactions as txn
 from airflow_provider_eos.core.acls import ResourceType
 from airflow_provider_eos.core.acls.denials import acl_missing
-from airflow_provider_eos.core.errors import AclMissingError, EosError, KafkaConfigError
+from airflow_provider_eos.core.errors import AclMissingError, EosError, KafkaConfigError, KafkaNoAnswerError
 from airflow_provider_eos.core.kafka_defaults import KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
+from airflow_provider_eos.core.retry import within
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.kafka.denials import raise_if_refused
 from airflow_provider_eos.kafka.login import check_login
@@ -39,6 +40,7 @@ __all__ = [
     "TransactionsAdminError",
     "admin_call",
     "admin_client",
+    "answered_within",
     "broker_max_transaction_timeout_ms",
     "describe_producers",
     "describe_transactions",
@@ -95,18 +97,59 @@ def _principal(admin: KafkaAdminClient) -> str | None:
     return f"User:{username}" if username and (mechanism == "PLAIN" or mechanism.startswith("SCRAM")) else None
 
 
+def call_deadline_s(admin: KafkaAdminClient) -> float:
+    """How long one admin call of ``admin`` may take: a reconnection (its bootstrap wait) and a request's timeout.
+
+    kafka-python bounds neither: a call waits on its event loop, whose retries of a request that got
+    no answer go on for as long as the broker stays connected and silent.
+    """
+    return (int(admin.config["bootstrap_timeout_ms"]) + int(admin.config["request_timeout_ms"])) / 1000
+
+
+def answered_within(admin: KafkaAdminClient, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` (a call of ``admin``, or a request sent through it), within :func:`call_deadline_s`.
+
+    Every kafka-python call of the package goes through here (mostly by :func:`admin_call`): a broker that
+    is connected and never answers (its process paused or stuck) would hold the call, and the task, the
+    trigger or the command waiting on it, forever. The call left behind ends when ``admin`` is closed
+    (:func:`admin_client` closes it on the way out).
+
+    :raises KafkaNoAnswerError: the call did not return within the deadline (retryable).
+    """
+    deadline_s = call_deadline_s(admin)
+    return within(lambda: fn(*args, **kwargs), timeout_s=deadline_s, name=f"eos-kafka-{what.split('(')[0]}",
+                  on_timeout=lambda: KafkaNoAnswerError(_brokers(admin), what, deadline_s))
+
+
+def raise_if_no_answer(admin: KafkaAdminClient, what: str, exc: BaseException) -> None:
+    """Raise :class:`KafkaNoAnswerError` from ``exc`` if kafka-python gave up waiting for the broker itself
+    (its request timeout, a lost connection): the same retryable error as the deadline's."""
+    from airflow_provider_eos.kafka.retriable import kafka_python_no_answer
+
+    if kafka_python_no_answer(exc):
+        raise KafkaNoAnswerError(_brokers(admin), what, int(admin.config["request_timeout_ms"]) / 1000,
+                                 detail=f"{type(exc).__name__}: {exc}") from exc
+
+
+def _brokers(admin: KafkaAdminClient) -> str:
+    servers = admin.config.get("bootstrap_servers")
+    return servers if isinstance(servers, str) else ",".join(servers or ())
+
+
 def admin_call(what: str, fn: Any, *args: Any, refused: Mapping[ResourceType, Iterable[str]] | None = None,
           **kwargs: Any) -> Any:
-    """``fn(*args, **kwargs)``, its Kafka errors typed: an authorization refusal of the resources in
-    ``refused`` (the request's, by type) as :class:`~airflow_provider_eos.core.errors.AclMissingError`."""
+    """``fn(*args, **kwargs)`` (a method of a kafka-python admin client) within its deadline, its Kafka errors
+    typed: an authorization refusal of the resources in ``refused`` (the request's, by type) as
+    :class:`~airflow_provider_eos.core.errors.AclMissingError`, no answer in time as
+    :class:`~airflow_provider_eos.core.errors.KafkaNoAnswerError` (:func:`answered_within`)."""
     from kafka.errors import KafkaError
 
+    admin = fn.__self__
     try:
-        return fn(*args, **kwargs)
+        return answered_within(admin, what, fn, *args, **kwargs)
     except KafkaError as exc:
-        admin = getattr(fn, "__self__", None)
-        raise_if_refused(exc, what.split("(")[0], refused or {},
-                         principal=_principal(admin) if admin is not None else None)
+        raise_if_no_answer(admin, what, exc)
+        raise_if_refused(exc, what.split("(")[0], refused or {}, principal=_principal(admin))
         raise TransactionsAdminError(
             f"{what} failed: {exc!r}",
             fix="check that the broker is reachable and that the principal may Describe (and, to "
@@ -167,11 +210,14 @@ def describe_transactions(admin: KafkaAdminClient, txn_ids: Iterable[str]) -> di
     result: dict[str, txn.Transaction | None] = {}
     for txn_id in wanted:
         try:
-            one = admin.describe_transactions([txn_id])
+            one = answered_within(admin, f"DescribeTransactions({txn_id!r})", admin.describe_transactions, [txn_id])
         except TransactionalIdNotFoundError:
             result[txn_id] = None
             continue
+        except KafkaNoAnswerError:
+            raise
         except Exception as exc:
+            raise_if_no_answer(admin, f"DescribeTransactions({txn_id!r})", exc)
             raise_if_refused(exc, "DescribeTransactions", {ResourceType.TRANSACTIONAL_ID: [txn_id]},
                              principal=_principal(admin))
             raise TransactionsAdminError(

@@ -9,6 +9,8 @@ paused broker) is tests/integration/test_acl_probe_no_answer.py.
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -20,16 +22,26 @@ from airflow_provider_eos.kafka.acl_probes import _describe_transaction_probe, _
 class _Admin:
     """A kafka-python admin client whose DescribeTransactions raises ``error`` and whose EndTxn raises it too."""
 
-    def __init__(self, error: Exception | None = None, end_txn_code: int = 51) -> None:
+    #: What the probes' deadline reads (kafka-python's own settings' names).
+    config = {"bootstrap_timeout_ms": 1_000, "request_timeout_ms": 1_000, "bootstrap_servers": "127.0.0.1:9"}
+
+    def __init__(self, error: Exception | None = None, end_txn_code: int = 51, *, hang: bool = False) -> None:
         self.error, self._manager = error, self
-        self.end_txn_code = end_txn_code
+        self.end_txn_code, self.hang = end_txn_code, hang
+        self.released = threading.Event()
+
+    def _wait(self) -> None:
+        if self.hang:  # a connected broker that never answers: kafka-python waits on its event loop
+            self.released.wait(30)
 
     def describe_transactions(self, _ids: list[str]) -> Any:
+        self._wait()
         if self.error is not None:
             raise self.error
         return {}
 
     def run(self, _send: Any) -> Any:
+        self._wait()
         if self.error is not None:
             raise self.error
         return type("Response", (), {"error_code": self.end_txn_code})()
@@ -73,3 +85,17 @@ def test_end_txn_probe_reads_the_brokers_code() -> None:
     assert _end_txn_probe(_Admin(end_txn_code=53), "x")[0] is False
     allowed, evidence = _end_txn_probe(_Admin(end_txn_code=51), "x")
     assert allowed is True and "error 51, past the ACL check" in evidence
+
+
+@pytest.mark.parametrize("probe", [_describe_transaction_probe, _end_txn_probe], ids=["DescribeTransactions", "EndTxn"])
+def test_a_probe_that_never_gets_an_answer_is_unverified_at_its_deadline(probe: Any) -> None:
+    admin = _Admin(hang=True)
+    started = time.monotonic()
+    try:
+        allowed, evidence = probe(admin, "orders-eos-eos-acl-probe")
+    finally:
+        admin.released.set()
+    seconds = time.monotonic() - started
+    assert allowed is None, evidence
+    assert 1.9 < seconds < 5, f"{seconds:.1f} s: the deadline is the bootstrap wait and the request timeout (2 s)"
+    assert "no answer" in evidence and "at 127.0.0.1:9 within 2 s" in evidence, evidence

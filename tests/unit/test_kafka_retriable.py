@@ -86,3 +86,17 @@ def test_the_sink_maps_client_errors_and_exhausted_retries_to_the_classification
     queue = RetryExhaustedError("produce: gave up", what="produce", attempts=3, elapsed_s=1.0,
                                 last_error=BufferError("Local: Queue full"))
     assert kafka_failure(queue, outlived_timeout=False).code == "_QUEUE_FULL"
+
+
+def test_kafka_pythons_no_answer_errors_are_told_from_a_brokers_answer() -> None:
+    from kafka import errors
+
+    from airflow_provider_eos.kafka.retriable import kafka_python_no_answer
+
+    for no_answer in (errors.KafkaTimeoutError("Timeout during ApiVersions check"),
+                      errors.RequestTimedOutError("Request timed out after 3000 ms"),
+                      errors.KafkaConnectionError("Connection lost"), errors.NodeNotReadyError(1)):
+        assert kafka_python_no_answer(no_answer), no_answer
+    for answer in (errors.TransactionalIdNotFoundError(), errors.TransactionalIdAuthorizationFailedError(),
+                   ValueError("not Kafka")):
+        assert not kafka_python_no_answer(answer), answer

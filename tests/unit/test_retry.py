@@ -155,3 +155,30 @@ def test_poll_retries_retriable_errors_and_raises_when_they_last() -> None:
         policy.poll(Flaky(Loading("a"), Loading("b"), Loading("c")), until=lambda v: True, what="rescan")
     with pytest.raises(Broken):
         policy.poll(Flaky(Broken("x")), until=lambda v: True, what="rescan")
+
+
+def test_within_returns_what_the_call_returns_and_raises_what_it_raises() -> None:
+    from airflow_provider_eos.core.retry import within
+
+    assert within(lambda: 42, timeout_s=5, on_timeout=lambda: EosError("late")) == 42
+
+    def broken() -> None:
+        raise Broken("no")
+
+    with pytest.raises(Broken, match="no"):
+        within(broken, timeout_s=5, on_timeout=lambda: EosError("late"))
+
+
+def test_within_raises_the_callers_error_at_the_deadline_of_a_call_that_never_returns() -> None:
+    import threading
+
+    from airflow_provider_eos.core.retry import within
+
+    released = threading.Event()
+    started = time.monotonic()
+    try:
+        with pytest.raises(EosError, match=r"no answer in 0\.3 s"):
+            within(lambda: released.wait(30), timeout_s=0.3, on_timeout=lambda: EosError("no answer in 0.3 s"))
+    finally:
+        released.set()  # the call left behind ends, as closing a client ends kafka-python's
+    assert time.monotonic() - started < 3

@@ -1,0 +1,168 @@
+"""A broker that accepts connections and never answers ends recovery, health and pre-flight calls at a deadline.
+
+The real secured broker (SASL/SCRAM over TLS) is paused (SIGSTOP) once a kafka-python admin client of the
+product is connected to it (the transaction scans of ``eos abort``, a health sample and pre-flight), as
+tests/integration/test_acl_probe_no_answer.py pauses it, and one request is left to time out first (a
+broker that stopped answering a while ago). kafka-python then reconnects for the product's next call, and
+its TLS and SASL handshake with a broker that never answers has no deadline: before the fix each call below
+waited until the broker was resumed (here by a safety timer at :data:`RESUME_AFTER_S`; in production,
+never). Now each kafka-python call has a deadline (its client's bootstrap wait and request timeout,
+2 x :data:`TIMEOUT_S` here) and ends with a retryable :class:`KafkaNoAnswerError` naming the broker and
+the call. The broker is always resumed (try/finally), then each test's client has been closed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka.errors import KafkaError as KafkaPythonError
+
+from airflow_provider_eos.core.errors import KafkaNoAnswerError
+from airflow_provider_eos.core.spec import PipelineSpec
+from airflow_provider_eos.devstack.broker import LocalKafka
+from airflow_provider_eos.devstack.broker_state import BrokerInfo
+from airflow_provider_eos.kafka import cluster_facts, transactions_admin
+from airflow_provider_eos.usecases import health
+from airflow_provider_eos.usecases.abort import abort
+from airflow_provider_eos.usecases.clients import PipelineClients
+
+pytestmark = pytest.mark.integration
+
+#: Each admin request's timeout and the clients' per-request timeout: a kafka-python call's deadline is both.
+TIMEOUT_S = 3
+#: The deadline of one kafka-python call (its bootstrap wait and its request timeout).
+DEADLINE_S = 2 * TIMEOUT_S
+#: Scheduling slack on a shared 2-core machine.
+SLACK_S = 6.0
+#: The safety timer: the broker is resumed after this long whatever happens, so a call without a deadline
+#: returns late (and the test fails on the time) instead of hanging the run.
+RESUME_AFTER_S = 40.0
+
+
+class PausedInScans:
+    """Pauses the broker once each transaction admin client is connected; resumes it when the client is closed."""
+
+    def __init__(self, broker: BrokerInfo) -> None:
+        self.kafka, self.node = LocalKafka(broker.state_dir), broker.every_node[0].node_id
+        self.paused_at: list[float] = []
+        self.closed_after_s: list[float] = []
+        self.timers: list[threading.Timer] = []
+
+    def resume(self) -> None:
+        self.kafka.fault("resume", self.node)
+
+    def wrap(self, real: Any) -> Any:
+        @contextlib.contextmanager
+        def paused_client(config: Any, **kwargs: Any) -> Iterator[Any]:
+            try:
+                with real(config, **kwargs) as admin:
+                    admin.list_topics()  # connected: the calls below go over this connection to the broker
+                    self.kafka.fault("pause", self.node)
+                    self.paused_at.append(time.monotonic())
+                    timer = threading.Timer(RESUME_AFTER_S, self.resume)
+                    self.timers.append(timer)
+                    timer.start()
+                    # A request left to time out (kafka-python closes the connection): the product's first
+                    # call then reconnects, whose handshake the paused broker never answers.
+                    with contextlib.suppress(KafkaPythonError):
+                        admin.describe_cluster()
+                    yield admin
+            finally:
+                # Closed while the broker is still paused: closing must not wait for it either.
+                if self.paused_at:
+                    self.closed_after_s.append(time.monotonic() - self.paused_at[-1])
+                self.resume()
+
+        return paused_client
+
+
+@pytest.fixture
+def paused_in_scans(secured_kafka: BrokerInfo, monkeypatch: pytest.MonkeyPatch) -> Iterator[PausedInScans]:
+    pauses = PausedInScans(secured_kafka)
+    monkeypatch.setattr(transactions_admin, "admin_client", pauses.wrap(transactions_admin.admin_client))
+    monkeypatch.setattr(cluster_facts, "admin_client", pauses.wrap(cluster_facts.admin_client))
+    try:
+        yield pauses
+    finally:
+        for timer in pauses.timers:
+            timer.cancel()
+        pauses.resume()  # always: the broker is shared by the run's other tests
+
+
+@pytest.fixture
+def spec(secured_admin_settings: dict[str, Any], tmp_path: Path) -> Iterator[PipelineSpec]:
+    name = f"sb{uuid.uuid4().hex[:8]}"
+    admin = AdminClient(dict(secured_admin_settings))
+    topics = [f"{name}-in", f"{name}-out"]
+    for future in admin.create_topics([NewTopic(t, 1, 1) for t in topics]).values():
+        future.result(30)
+    yield PipelineSpec.from_dict({
+        "name": name,
+        "kafka": {**secured_admin_settings, "socket.timeout.ms": TIMEOUT_S * 1000},
+        "input_topics": [topics[0]], "output_topic": topics[1], "group_id": f"{name}-sink",
+        "transactional_id_prefix": f"{name}-eos", "checkpoint_location": str(tmp_path / "checkpoint"),
+    })
+    admin.delete_topics(topics)
+
+
+@pytest.fixture
+def bootstrap(secured_admin_settings: dict[str, Any]) -> str:
+    return str(secured_admin_settings["bootstrap.servers"])
+
+
+def _no_answer_within_deadline(raised: BaseException, pauses: PausedInScans, bootstrap: str, call: str) -> None:
+    assert isinstance(raised, KafkaNoAnswerError), f"{type(raised).__name__}: {raised}"
+    assert raised.retryable, "the broker may answer by the next try"
+    assert len(pauses.paused_at) == 1, pauses.paused_at
+    waited = pauses.closed_after_s[0]
+    assert waited < DEADLINE_S + SLACK_S, f"{waited:.1f} s from the pause to the client closed"
+    message = str(raised)
+    assert f"no answer from the Kafka broker(s) at {bootstrap} within {DEADLINE_S:g} s" in message, message
+    assert message.startswith(call), message
+    assert "Fix: check that the brokers are answering" in message, message
+
+
+def test_a_health_sample_fails_at_the_deadline_when_the_broker_stops_answering(
+    spec: PipelineSpec, paused_in_scans: PausedInScans, bootstrap: str
+) -> None:
+    clients = PipelineClients(spec, timeout_s=TIMEOUT_S, connect_timeout_s=TIMEOUT_S)
+    with pytest.raises(KafkaNoAnswerError) as raised:
+        health.sample(clients)
+    _no_answer_within_deadline(raised.value, paused_in_scans, bootstrap, "DescribeTransactions")
+
+
+def test_eos_abort_ends_with_the_typed_error_at_the_deadline(
+    spec: PipelineSpec, paused_in_scans: PausedInScans, bootstrap: str
+) -> None:
+    clients = PipelineClients(spec, timeout_s=TIMEOUT_S, connect_timeout_s=TIMEOUT_S)
+    with pytest.raises(KafkaNoAnswerError) as raised:
+        abort(clients)
+    _no_answer_within_deadline(raised.value, paused_in_scans, bootstrap, "Metadata")
+
+
+def test_preflights_scan_is_not_read_at_the_deadline_and_the_preflight_goes_on(
+    spec: PipelineSpec, paused_in_scans: PausedInScans, bootstrap: str
+) -> None:
+    started = time.monotonic()
+    facts = cluster_facts.gather_facts(spec, timeout_s=TIMEOUT_S)
+    seconds = time.monotonic() - started
+    # A kafka-python session each: the transactions under the prefix, the brokers' protocol, and the probe of
+    # the job's transactional-id ACL its bindings do not show (the admin principal holds no ACLs).
+    pauses = len(paused_in_scans.paused_at)
+    assert pauses >= 2, paused_in_scans.paused_at
+    assert all(waited < DEADLINE_S + SLACK_S for waited in paused_in_scans.closed_after_s), \
+        paused_in_scans.closed_after_s
+    assert seconds < pauses * (DEADLINE_S + SLACK_S) + 30, f"pre-flight took {seconds:.1f} s"
+    assert facts.transactions is None
+    reason = facts.unavailable["transactions"]
+    assert f"no answer from the Kafka broker(s) at {bootstrap} within {DEADLINE_S:g} s" in reason, reason
+    assert "DescribeTransactions" in reason, reason
+    assert "no answer from the Kafka broker(s)" in facts.unavailable["broker_protocol"], facts.unavailable
