@@ -244,3 +244,55 @@ def test_preflight_judges_the_existing_transaction_log_by_its_own_min_isr(
         assert finding.fix and "--entity-name __transaction_state --add-config min.insync.replicas=3" in finding.fix
     finally:
         set_min_isr("2")
+
+
+def test_preflight_judges_the_existing_transaction_log_by_its_partitions_replicas(
+    kafka_cluster: BrokerInfo, tmp_path: Path
+) -> None:
+    """EOS203 once ``__transaction_state`` exists: each partition's replicas, not the brokers' replication factor.
+
+    The brokers' ``transaction.state.log.replication.factor`` (3) only gave the topic its first replicas. A
+    reassignment leaves partition 0 on one broker: losing that broker loses the state of the transactions
+    it coordinates, while the brokers' setting still says 3. Before the fix EOS203 read the setting and passed.
+    """
+    from kafka.structs import TopicPartition as KafkaTopicPartition
+
+    from airflow_provider_eos.kafka.transactions_admin import admin_client
+
+    topics = [f"rf-{uuid.uuid4().hex[:6]}-{kind}" for kind in ("in", "out")]
+    for name in topics:
+        create_topic(kafka_cluster.client_settings(), name, 1, replicas=3)
+    spec = PipelineSpec.from_dict({
+        "name": "rf", "kafka": kafka_cluster.client_settings(), "input_topics": [topics[0]],
+        "output_topic": topics[1], "group_id": f"{topics[0]}-g", "transactional_id_prefix": f"{topics[0]}-t",
+        "checkpoint_location": str(tmp_path / "cp"),
+    })
+    admin = _admin(kafka_cluster)
+
+    def replicas_of_0() -> list[int]:
+        return [r.id for r in next(p for p in _partitions(admin, "__transaction_state") if p.id == 0).replicas]
+
+    def reassign(replicas: list[int]) -> None:
+        with admin_client(kafka_cluster.client_settings()) as kafka_python:
+            kafka_python.alter_partition_reassignments({KafkaTopicPartition("__transaction_state", 0): replicas})
+        deadline = time.monotonic() + 60
+        while sorted(replicas_of_0()) != sorted(replicas):
+            assert time.monotonic() < deadline, f"__transaction_state-0 still on {replicas_of_0()}, not {replicas}"
+            time.sleep(0.5)
+
+    original = replicas_of_0()  # it exists (a request naming it creates it)
+    assert len(original) == 3, original
+    before = evaluate(gather_facts(spec, timeout_s=20)).finding("EOS203")
+    assert before.status is Status.PASS, before
+    reassign(original[:1])
+    try:
+        finding = evaluate(gather_facts(spec, timeout_s=20)).finding("EOS203")
+        assert finding.status is Status.FAIL, finding
+        assert "1 of __transaction_state's partitions have fewer than 3 replicas with 3 live brokers: " \
+            "__transaction_state-0 (1)" in finding.message, finding
+        assert "transaction.state.log.replication.factor 3 of brokers 1, 2, 3 applied only when it was created" \
+            in finding.message, finding
+        assert finding.fix and "kafka-reassign-partitions.sh" in finding.fix, finding
+    finally:
+        reassign(original)
+    assert "each of __transaction_state's partitions has at least 3 replicas" in before.message, before

@@ -5,7 +5,8 @@ They take writes: once they exist, by their in-sync replicas against their ``min
 restart blocks nothing that still has enough replicas in sync); before, by the brokers' replication
 factor against the live brokers. The transaction log's own min ISR fits its partitions' replicas once it
 exists (before, the brokers' ``transaction.state.log.min.isr`` fits the live brokers and their replication
-factor), and the log is replicated.
+factor), and the log is replicated: each partition of the existing topic, or the brokers' replication factor
+before it exists.
 """
 
 from __future__ import annotations
@@ -207,28 +208,67 @@ def _txn_log_min_isr(facts: PreflightFacts) -> Outcome:
     return passed(f"__transaction_state does not exist yet; {outcome.message}; replication factor {replication[0]}")
 
 
+def _existing_log_replication(facts: PreflightFacts, topic: InternalTopicFacts, recommended: int) -> Outcome:
+    """The existing ``__transaction_state``'s replicas per partition against the replication to expect.
+
+    Kafka gave each partition ``transaction.state.log.replication.factor`` replicas when it created the
+    topic; a reassignment may have changed them since, and the brokers' setting is never read again.
+    """
+    name = topic.name
+    fewest = min(topic.replicas.values(), default=0)
+    short = [f"{name}-{p} ({r})" for p, r in sorted(topic.replicas.items()) if r < recommended]
+    setting = broker_setting(facts, "transaction.state.log.replication.factor", min)
+    applies = "" if setting is None else \
+        f"; transaction.state.log.replication.factor {setting[0]} of {setting[1]} applied only when it was created"
+    if short:
+        return failed(
+            f"{len(short)} of {name}'s partitions have fewer than {recommended} replicas with {facts.live_brokers} "
+            f"live brokers: {_listed(short)}; losing a broker that holds one loses the state of the transactions "
+            f"it coordinates{applies}",
+            fix=f"reassign the listed partitions of {name} to {recommended} replicas (kafka-reassign-partitions.sh "
+            "--bootstrap-server HOST:PORT --reassignment-json-file FILE --execute); the brokers' "
+            "transaction.state.log.replication.factor does not change an existing topic",
+        )
+    single = " (a single broker, as in the devstack: nothing to replicate to)" if facts.live_brokers == 1 else ""
+    return passed(f"each of {name}'s partitions has at least {recommended} replicas ({fewest} at least){single}"
+                  f"{applies}")
+
+
 @rule(
     "EOS203",
     Severity.WARNING,
-    "transaction state log is replicated",
-    f"set transaction.state.log.replication.factor to {RECOMMENDED_REPLICATION} (or the broker count if "
-    "smaller) before __transaction_state is first created; once it exists, reassign its partitions",
+    "transaction state log is replicated (before it exists: the brokers' replication factor)",
+    f"once __transaction_state exists, reassign its partitions to {RECOMMENDED_REPLICATION} replicas (or the "
+    "broker count if smaller; kafka-reassign-partitions.sh); before, set transaction.state.log.replication.factor "
+    "to that",
 )
 def _txn_log_durability(facts: PreflightFacts) -> Outcome:
-    found = broker_setting(facts, "transaction.state.log.replication.factor", min)
-    if found is None:
-        return unknown(facts, "broker_configs", "the brokers' configs were")
     recommended = recommended_replication(facts)
     if recommended is None:
         return unknown(facts, "live_brokers", "the live broker count was")
+    # An existing topic keeps the replicas it was created with (or reassigned to): judge those, as EOS202 does.
+    if facts.internal_topics is None:
+        return unknown(facts, "internal_topics", "the metadata of __transaction_state was")
+    topic = facts.internal_topics.get("__transaction_state")
+    if topic is None:
+        reason = facts.unavailable.get("__transaction_state") or facts.unavailable.get("internal_topics")
+        return not_checked("not checked: whether __transaction_state exists was not read"
+                           + (f" ({reason})" if reason else ""))
+    if topic.exists:
+        return _existing_log_replication(facts, topic, recommended)
+    found = broker_setting(facts, "transaction.state.log.replication.factor", min)
+    if found is None:
+        return unknown(facts, "broker_configs", "the brokers' configs were")
     value, who = found
     if value < recommended:
         return failed(
-            f"transaction.state.log.replication.factor {value} of {who} with {facts.live_brokers} live brokers: "
-            "losing one broker loses the state of the transactions it coordinates"
+            f"__transaction_state does not exist yet; transaction.state.log.replication.factor {value} of {who} "
+            f"with {facts.live_brokers} live brokers: once created, losing one broker loses the state of the "
+            "transactions it coordinates"
         )
     single = " (a single broker, as in the devstack: nothing to replicate to)" if facts.live_brokers == 1 else ""
-    return passed(f"transaction.state.log.replication.factor {value} of {who}{single}")
+    return passed(f"__transaction_state does not exist yet; transaction.state.log.replication.factor {value} of "
+                  f"{who}{single}")
 
 
 @rule(

@@ -38,6 +38,10 @@ PASSES: list[Case] = [
     # The brokers' configs unread: the existing topic is still judged by what it has.
     ("EOS204", facts_(broker_configs=None), ["min.insync.replicas 2", "not compared"]),
     ("EOS203", single_broker, ["single broker"]),
+    # The existing log's 3 replicas per partition: the brokers' replication factor 1 is no longer used.
+    ("EOS203", broker("transaction.state.log.replication.factor", "1"),
+     ["each of __transaction_state's partitions has at least 3 replicas", "factor 1 of brokers 1, 2, 3 applied only"]),
+    ("EOS203", lambda f: no_internal("__transaction_state")(f), ["does not exist yet", "replication.factor 3"]),
     # The existing log's own min ISR 2 fits its 3 replicas: the brokers' min.isr 4 (> 3 live) is no longer used.
     ("EOS202", broker("transaction.state.log.min.isr", "4"),
      ["min.insync.replicas 2 <= the replicas of each of its partitions (at least 3)", "applied only when it was"]),
@@ -82,7 +86,16 @@ FAILS: list[Case] = [
       "transaction.state.log.min.isr 2 of brokers 1, 2, 3 applied only when it was created"]),
     ("EOS202", internal("__transaction_state", 3, min_isr=2, p9=(1, 1)),
      ["1 of its partitions: __transaction_state-9 (1)"]),
-    ("EOS203", broker("transaction.state.log.replication.factor", "1"), ["1", "3 live brokers"]),
+    # Before __transaction_state exists, the brokers' replication factor it will be created with ...
+    ("EOS203", lambda f: no_internal("__transaction_state")(broker("transaction.state.log.replication.factor", "1")(f)),
+     ["does not exist yet", "replication.factor 1", "3 live brokers"]),
+    # ... once it exists, its partitions' own replicas (a reassignment, or a topic created with other settings).
+    ("EOS203", internal("__transaction_state", 1),
+     ["50 of __transaction_state's partitions have fewer than 3 replicas with 3 live brokers",
+      "__transaction_state-0 (1)",
+      "transaction.state.log.replication.factor 3 of brokers 1, 2, 3 applied only when it was created"]),
+    ("EOS203", internal("__transaction_state", 3, p7=(2, 2)), ["1 of __transaction_state's partitions",
+                                                              "__transaction_state-7 (2)"]),
     ("EOS204", lambda f: no_internal("__consumer_offsets")(broker("offsets.topic.replication.factor", "5")(f)),
      ["5", "3 live"]),
     ("EOS204", internal("__consumer_offsets", 3, 1), ["50 partition(s) of __consumer_offsets", "1 of 3"]),
