@@ -25,7 +25,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.errors import KafkaError as KafkaPythonError
 
-from airflow_provider_eos.core.errors import KafkaNoAnswerError
+from airflow_provider_eos.core.errors import EosError, KafkaNoAnswerError
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.devstack.broker import LocalKafka
 from airflow_provider_eos.devstack.broker_state import BrokerInfo
@@ -33,6 +33,7 @@ from airflow_provider_eos.kafka import cluster_facts, transactions_admin
 from airflow_provider_eos.usecases import health
 from airflow_provider_eos.usecases.abort import abort
 from airflow_provider_eos.usecases.clients import PipelineClients
+from airflow_provider_eos.usecases.verify import verify
 
 pytestmark = pytest.mark.integration
 
@@ -166,3 +167,23 @@ def test_preflights_scan_is_not_read_at_the_deadline_and_the_preflight_goes_on(
     assert f"no answer from the Kafka broker(s) at {bootstrap} within {DEADLINE_S:g} s" in reason, reason
     assert "DescribeTransactions" in reason, reason
     assert "no answer from the Kafka broker(s)" in facts.unavailable["broker_protocol"], facts.unavailable
+
+
+def test_verify_ends_with_a_typed_retryable_error_when_the_broker_stops_answering(
+    spec: PipelineSpec, secured_kafka: BrokerInfo, bootstrap: str
+) -> None:
+    """verify reads through confluent-kafka only, each request bounded by the clients' timeout: a guard it stays so."""
+    kafka, node = LocalKafka(secured_kafka.state_dir), secured_kafka.every_node[0].node_id
+    clients = PipelineClients(spec, timeout_s=TIMEOUT_S, connect_timeout_s=TIMEOUT_S)
+    clients.require_kafka()  # the broker answered the first contact, then stops answering
+    kafka.fault("pause", node)
+    started = time.monotonic()
+    try:
+        with pytest.raises(EosError) as raised:
+            verify(clients)
+    finally:
+        kafka.fault("resume", node)
+    seconds = time.monotonic() - started
+    assert seconds < DEADLINE_S + SLACK_S, f"{seconds:.1f} s"
+    assert raised.value.retryable and bootstrap in str(raised.value), raised.value
+    assert raised.value.fix, raised.value
