@@ -46,6 +46,8 @@ SLACK_S = 6.0
 #: The safety timer: the broker is resumed after this long whatever happens, so a call without a deadline
 #: returns late (and the test fails on the time) instead of hanging the run.
 RESUME_AFTER_S = 40.0
+#: How long a broker resumed from a pause may take to create topics again.
+RECOVERY_S = 120
 
 
 class PausedInScans:
@@ -104,7 +106,8 @@ def spec(secured_admin_settings: dict[str, Any], tmp_path: Path) -> Iterator[Pip
     admin = AdminClient(dict(secured_admin_settings))
     topics = [f"{name}-in", f"{name}-out"]
     for future in admin.create_topics([NewTopic(t, 1, 1) for t in topics]).values():
-        future.result(30)
+        # The broker resumed by the test before may take a while to rejoin its controller (its heartbeats lapsed).
+        future.result(RECOVERY_S)
     yield PipelineSpec.from_dict({
         "name": name,
         "kafka": {**secured_admin_settings, "socket.timeout.ms": TIMEOUT_S * 1000},
