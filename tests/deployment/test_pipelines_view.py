@@ -104,7 +104,7 @@ def test_the_view_shows_the_pipeline_and_opens_its_recovery_form_prefilled(
     run_id = unquote(browser.page.url.split("/runs/", 1)[1].split("/", 1)[0])
     assert airflow_api.run(RECOVERY_DAG, run_id)["conf"] == {
         "pipeline": name, "action": "verify", "dry_run": True, "target_batch": None, "force": False,
-        "expected_plan": None, "confirmation": None,
+        "expected_plan": None, "in_flight_batch": None, "confirmation": None,
     }
     assert airflow_api.wait_for_run(RECOVERY_DAG, run_id, timeout_s=300) == "success"
 

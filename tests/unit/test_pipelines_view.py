@@ -188,6 +188,10 @@ def test_the_form_is_the_recovery_dags_params_with_the_links_values(tmp_path: Pa
     assert '<option value="verify" selected>' in html
     assert 'name="dry_run" id="param_dry_run" data-type="boolean" data-nullable="true" checked' in html
     assert 'name="confirmation" id="param_confirmation" data-type="string" data-nullable="true" value=""' in html
+    # A null choice is the empty option (sent as null), never the string "None" the param's enum refuses.
+    in_flight = html.split('id="param_in_flight_batch"', 1)[1].split("</select>", 1)[0]
+    assert '<option value="" selected></option>' in in_flight and "None" not in in_flight, in_flight
+    assert '<option value="written">written</option>' in in_flight
     assert f'data-api="/api/v2/dags/{RECOVERY_DAG_ID}/dagRuns"' in html
     assert f'data-runs="/dags/{RECOVERY_DAG_ID}/runs/"' in html
 

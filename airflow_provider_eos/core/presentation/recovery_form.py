@@ -62,6 +62,10 @@ def _help(param: FormParam) -> str:
     return escape(re.sub(r"[*`]", "", str(text))).replace("\n", "<br>")
 
 
+def _option(choice: Any) -> str:
+    return "" if choice is None else escape(str(choice))
+
+
 def _field(param: FormParam, value: Any) -> str:
     name = escape(param.name)
     types = _types(param)
@@ -70,7 +74,9 @@ def _field(param: FormParam, value: Any) -> str:
     attrs = f'name="{name}" id="param_{name}" data-type="{kind}" data-nullable="{str(nullable).lower()}"'
     enum = param.schema_.get("enum")
     if enum is not None:
-        options = "".join(f'<option value="{escape(str(o))}"{" selected" if o == value else ""}>{escape(str(o))}'
+        # A null choice is the empty option, which the script sends as null: "None" would be a string the
+        # param's enum refuses, and Airflow would refuse the run.
+        options = "".join(f'<option value="{_option(o)}"{" selected" if o == value else ""}>{_option(o)}'
                           "</option>" for o in enum)
         return f"<select {attrs}>{options}</select>"
     if kind == "boolean":
