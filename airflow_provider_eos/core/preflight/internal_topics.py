@@ -11,7 +11,7 @@ before it exists.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from airflow_provider_eos.core.preflight.facts import InternalTopicFacts, PreflightFacts
 from airflow_provider_eos.core.preflight.readings import (
@@ -146,11 +146,7 @@ def _existing_log_min_isr(facts: PreflightFacts, topic: InternalTopicFacts) -> O
             f"not checked: {name} exists, but its min.insync.replicas was not read" + (f" ({reason})" if reason else "")
         )
     min_isr = topic.min_insync_replicas
-    fewest = min(topic.replicas.values(), default=0)
-    short = [f"{name}-{p} ({r})" for p, r in sorted(topic.replicas.items()) if r < min_isr]
-    setting = broker_setting(facts, "transaction.state.log.min.isr", max)
-    applies = "" if setting is None else \
-        f"; transaction.state.log.min.isr {setting[0]} of {setting[1]} applied only when it was created"
+    fewest, short, applies = _partitions_below(facts, topic, min_isr, "transaction.state.log.min.isr", max)
     if short:
         return failed(
             f"{name}'s min.insync.replicas {min_isr} > the replicas of {len(short)} of its partitions: "
@@ -215,11 +211,8 @@ def _existing_log_replication(facts: PreflightFacts, topic: InternalTopicFacts, 
     topic; a reassignment may have changed them since, and the brokers' setting is never read again.
     """
     name = topic.name
-    fewest = min(topic.replicas.values(), default=0)
-    short = [f"{name}-{p} ({r})" for p, r in sorted(topic.replicas.items()) if r < recommended]
-    setting = broker_setting(facts, "transaction.state.log.replication.factor", min)
-    applies = "" if setting is None else \
-        f"; transaction.state.log.replication.factor {setting[0]} of {setting[1]} applied only when it was created"
+    fewest, short, applies = _partitions_below(facts, topic, recommended, "transaction.state.log.replication.factor",
+                                               min)
     if short:
         return failed(
             f"{len(short)} of {name}'s partitions have fewer than {recommended} replicas with {facts.live_brokers} "
@@ -286,3 +279,15 @@ def _offsets_replication(facts: PreflightFacts) -> Outcome:
         "the sink cannot commit offsets and batch markers",
         "the sink cannot commit offsets and batch markers to groups these partitions hold (NOT_ENOUGH_REPLICAS)",
     )
+
+
+def _partitions_below(facts: PreflightFacts, topic: InternalTopicFacts, bound: int, creation_setting: str,
+                      pick: Callable[[Iterable[int]], int]) -> tuple[int, list[str], str]:
+    """The fewest replicas of ``topic``'s partitions, those with fewer than ``bound`` (named with their
+    replicas), and the words on the brokers' ``creation_setting``, which applied only when Kafka created it."""
+    fewest = min(topic.replicas.values(), default=0)
+    short = [f"{topic.name}-{p} ({r})" for p, r in sorted(topic.replicas.items()) if r < bound]
+    setting = broker_setting(facts, creation_setting, pick)
+    applies = "" if setting is None else \
+        f"; {creation_setting} {setting[0]} of {setting[1]} applied only when it was created"
+    return fewest, short, applies
