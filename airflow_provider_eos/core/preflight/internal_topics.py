@@ -174,13 +174,9 @@ def _existing_log_min_isr(facts: PreflightFacts, topic: InternalTopicFacts) -> O
 )
 def _txn_log_min_isr(facts: PreflightFacts) -> Outcome:
     # An existing topic keeps the min.insync.replicas it was created with (or was altered to): judge that one.
-    if facts.internal_topics is None:
-        return unknown(facts, "internal_topics", "the metadata of __transaction_state was")
-    topic = facts.internal_topics.get("__transaction_state")
-    if topic is None:
-        reason = facts.unavailable.get("__transaction_state") or facts.unavailable.get("internal_topics")
-        return not_checked("not checked: whether __transaction_state exists was not read"
-                           + (f" ({reason})" if reason else ""))
+    topic = _transaction_log(facts)
+    if isinstance(topic, Outcome):
+        return topic
     if topic.exists:
         return _existing_log_min_isr(facts, topic)
     outcome = _setting_vs_live(
@@ -240,13 +236,9 @@ def _txn_log_durability(facts: PreflightFacts) -> Outcome:
     if recommended is None:
         return unknown(facts, "live_brokers", "the live broker count was")
     # An existing topic keeps the replicas it was created with (or reassigned to): judge those, as EOS202 does.
-    if facts.internal_topics is None:
-        return unknown(facts, "internal_topics", "the metadata of __transaction_state was")
-    topic = facts.internal_topics.get("__transaction_state")
-    if topic is None:
-        reason = facts.unavailable.get("__transaction_state") or facts.unavailable.get("internal_topics")
-        return not_checked("not checked: whether __transaction_state exists was not read"
-                           + (f" ({reason})" if reason else ""))
+    topic = _transaction_log(facts)
+    if isinstance(topic, Outcome):
+        return topic
     if topic.exists:
         return _existing_log_replication(facts, topic, recommended)
     found = broker_setting(facts, "transaction.state.log.replication.factor", min)
@@ -291,3 +283,15 @@ def _partitions_below(facts: PreflightFacts, topic: InternalTopicFacts, bound: i
     applies = "" if setting is None else \
         f"; {creation_setting} {setting[0]} of {setting[1]} applied only when it was created"
     return fewest, short, applies
+
+
+def _transaction_log(facts: PreflightFacts) -> InternalTopicFacts | Outcome:
+    """``__transaction_state``'s facts, or the outcome saying why whether it exists was not read."""
+    if facts.internal_topics is None:
+        return unknown(facts, "internal_topics", "the metadata of __transaction_state was")
+    topic = facts.internal_topics.get("__transaction_state")
+    if topic is None:
+        reason = facts.unavailable.get("__transaction_state") or facts.unavailable.get("internal_topics")
+        return not_checked("not checked: whether __transaction_state exists was not read"
+                           + (f" ({reason})" if reason else ""))
+    return topic
