@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.errors import KafkaError as KafkaPythonError
 
@@ -69,8 +70,10 @@ class PausedInScans:
         deadline, admin = time.monotonic() + RECOVERY_S, AdminClient(dict(self.admin_settings))
         while True:
             try:
-                admin.describe_cluster(request_timeout=5).result(10)  # the client held: a freed one fails its calls
-                return
+                # The client held: a freed one fails its calls. A broker fenced by the pause answers metadata
+                # before it has a controller again, and a topic's creation waits for one.
+                if admin.describe_cluster(request_timeout=5).result(10).controller is not None:
+                    return
             except Exception:
                 if time.monotonic() > deadline:
                     raise
@@ -121,9 +124,7 @@ def spec(secured_admin_settings: dict[str, Any], tmp_path: Path) -> Iterator[Pip
     name = f"sb{uuid.uuid4().hex[:8]}"
     admin = AdminClient(dict(secured_admin_settings))
     topics = [f"{name}-in", f"{name}-out"]
-    for future in admin.create_topics([NewTopic(t, 1, 1) for t in topics]).values():
-        # The broker resumed by the test before may take a while to rejoin its controller (its heartbeats lapsed).
-        future.result(RECOVERY_S)
+    _create_after_a_pause(admin, topics)
     yield PipelineSpec.from_dict({
         "name": name,
         "kafka": {**secured_admin_settings, "socket.timeout.ms": TIMEOUT_S * 1000},
@@ -131,6 +132,27 @@ def spec(secured_admin_settings: dict[str, Any], tmp_path: Path) -> Iterator[Pip
         "transactional_id_prefix": f"{name}-eos", "checkpoint_location": str(tmp_path / "checkpoint"),
     })
     admin.delete_topics(topics)
+
+
+def _create_after_a_pause(admin: AdminClient, topics: list[str]) -> None:
+    """Create ``topics``, trying again until :data:`RECOVERY_S`: the broker resumed by the test before may take a
+    while to rejoin its controller (its heartbeats lapsed), and one try's wait for the controller may time out
+    first (seen under CI's load: ``Failed while waiting for controller``)."""
+    deadline, missing = time.monotonic() + RECOVERY_S, list(topics)
+    while missing:
+        for topic, future in admin.create_topics([NewTopic(t, 1, 1) for t in missing]).items():
+            try:
+                future.result(RECOVERY_S)
+            except KafkaException as failed:
+                error = failed.args[0]
+                if error.code() == KafkaError.TOPIC_ALREADY_EXISTS:  # an earlier try's creation went through
+                    missing.remove(topic)
+                elif (not error.retriable() and error.code() != KafkaError._TIMED_OUT) or time.monotonic() > deadline:
+                    raise
+            else:
+                missing.remove(topic)
+        if missing:
+            time.sleep(0.5)
 
 
 @pytest.fixture
