@@ -47,7 +47,7 @@ def _up(args: argparse.Namespace) -> int:
                       kind=kind, statsd=args.statsd)
     report.line(f"Airflow {info.url} home={info.airflow_home} pids={','.join(str(d.pid) for d in info.daemons)}")
     _describe_kind(report, info)
-    report.line(f"pipelines={info.specs_dir} (put spec files here; the DAGs list them within seconds)")
+    report.line(f"pipelines={info.specs_dir} (put spec files here; the DAGs list them within 30 s)")
     kafka_line = f" kafka_default={broker.bootstrap_servers}" if broker else " (no devstack broker: no kafka_default)"
     master = info.spark_master or master  # as the deployment records it (one spelling)
     report.line(f"connections: spark_default={master}{kafka_line}")

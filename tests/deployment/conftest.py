@@ -103,6 +103,10 @@ def deploy_spec(deployment: AirflowDeploymentInfo, spec_file: Path, api: Airflow
     target = Path(deployment.specs_dir) / f"{name}{spec_file.suffix}"
     shutil.copy(spec_file, target)
     os.chmod(target, 0o600)
+    # The DAG files read the folder: a newer mtime has the dag-processor parse them now, not at its next
+    # round (every 30 s, which keeps an idle deployment's parsing cheap).
+    for dag_file in Path(deployment.dags_folder).glob("*.py"):
+        dag_file.touch()
     for dag_id in dag_ids:
         if pipeline_of_dag_id(dag_id) is not None:
             api.wait_for_dag(dag_id)
