@@ -26,6 +26,7 @@ from airflow_provider_eos.kafka.retriable import (
     OffsetsPending,
     offsets_pending,
     raise_if_coordinator_not_ready,
+    raise_if_unanswered,
 )
 
 if TYPE_CHECKING:
@@ -82,9 +83,9 @@ def offsets_pending_error(group_id: str, partitions: Iterable[str], *, waited_s:
     )
 
 
-def read_committed_offsets(
+def read_committed_offsets(  # noqa: PLR0913  # keyword-only options with defaults
     admin: AdminClient, group_id: str, partitions: Iterable[TopicPartition], *, transaction_timeout_ms: int,
-    timeout_s: float = 30, observer: bool = False,
+    timeout_s: float = 30, observer: bool = False, brokers: str | None = None,
 ) -> CommittedOffsets:
     """Committed offset and metadata per partition; ``None`` where the group has none.
 
@@ -100,7 +101,11 @@ def read_committed_offsets(
     :param observer: an observer's read (health, pre-flight's facts): it waits at most
         :data:`~airflow_provider_eos.core.transactions.stable_read.OBSERVER_STABLE_WAIT_MS`, reporting
         a commit pending that long instead of holding its sample for a whole transaction timeout.
+    :param brokers: the ``bootstrap.servers`` read from: given, a read no broker answered raises
+        :class:`~airflow_provider_eos.core.errors.KafkaNoAnswerError` naming them (as every kafka-python call
+        does), instead of :class:`GroupOffsetsError`.
     :raises GroupOffsetsError: naming the partitions still pending after the wait, or why the read failed.
+    :raises KafkaNoAnswerError: with ``brokers``, when the request got no answer within ``timeout_s`` (retryable).
     """
     wanted = sorted(set(partitions))
     if not wanted:
@@ -126,8 +131,8 @@ def read_committed_offsets(
             raise offsets_pending_error(group_id, exc.last_error.partitions, waited_s=exc.elapsed_s,
                                         transaction_timeout_ms=transaction_timeout_ms, observer=observer) from exc
         raise _read_error(group_id, exc, names) from exc
-    except KafkaException as exc:
-        raise _read_error(group_id, exc, names) from exc
+    except (KafkaException, TimeoutError) as exc:  # TimeoutError: the future's own wait ran out first
+        raise _read_error(group_id, exc, names, brokers=brokers, timeout_s=timeout_s) from exc
     found: CommittedOffsets = dict.fromkeys(wanted)
     for tp in result.topic_partitions:
         if tp.error is not None:
@@ -138,8 +143,11 @@ def read_committed_offsets(
     return found
 
 
-def _read_error(group_id: str, exc: KafkaException | RetryExhaustedError, names: Names) -> GroupOffsetsError:
+def _read_error(group_id: str, exc: Exception, names: Names, *, brokers: str | None = None,
+                timeout_s: float = 30) -> GroupOffsetsError:
     raise_if_refused(exc, "OffsetFetch", names)
+    if brokers is not None:
+        raise_if_unanswered(exc, brokers=brokers, what=f"OffsetFetch({group_id!r})", timeout_s=timeout_s)
     detail = exc.message if isinstance(exc, RetryExhaustedError) else exc  # its own fix is not this one
     return GroupOffsetsError(
         f"could not read committed offsets of group {group_id!r}: {detail}",
@@ -186,13 +194,17 @@ def verification_partitions(admin: AdminClient, spec: PipelineSpec, reader: Chec
     """The input partitions a verification compares: those of the input topics now, plus those the
     checkpoint's last committed and planned batches name, so a partition only one side knows is
     compared too. A topic missing from the cluster contributes only the checkpoint's partitions.
+
+    :raises KafkaNoAnswerError: when the brokers gave the metadata request no answer within ``timeout_s``.
     """
     partitions = reader.recent_partitions() if reader.exists() else set()
+    brokers = str(spec.kafka.get("bootstrap.servers"))
     try:
         metadata = admin.list_topics(timeout=timeout_s)
     except KafkaException as exc:
+        raise_if_unanswered(exc, brokers=brokers, what="Metadata", timeout_s=timeout_s)
         raise GroupOffsetsError(
-            f"could not read topic metadata from {spec.kafka.get('bootstrap.servers')!r}: {exc}",
+            f"could not read topic metadata from {brokers!r}: {exc}",
             fix="check that the broker is reachable with the spec's kafka settings",
         ) from exc
     for topic in spec.input_topics:
@@ -200,7 +212,11 @@ def verification_partitions(admin: AdminClient, spec: PipelineSpec, reader: Chec
         if found is not None and found.error is not None:
             raise_if_refused(found.error, "Metadata", {ResourceType.TOPIC: [topic]}, settings=spec.kafka)
         if found is None:
-            raise_if_topics_refused(admin, [topic], timeout_s=timeout_s, settings=spec.kafka)
+            try:
+                raise_if_topics_refused(admin, [topic], timeout_s=timeout_s, settings=spec.kafka)
+            except TimeoutError as exc:  # the DescribeTopics future's wait ran out
+                raise_if_unanswered(exc, brokers=brokers, what=f"Metadata({topic!r})", timeout_s=timeout_s)
+                raise
         if found is None or found.error is not None:
             log.warning("input topic %r is not in the cluster's metadata; comparing the checkpoint's partitions", topic)
             continue
@@ -210,7 +226,11 @@ def verification_partitions(admin: AdminClient, spec: PipelineSpec, reader: Chec
 
 def sink_group_offsets(admin: AdminClient, spec: PipelineSpec, reader: CheckpointReader,
                        *, timeout_s: float = 30) -> CommittedOffsets:
-    """The sink group's committed offsets and markers on every partition a verification compares."""
+    """The sink group's committed offsets and markers on every partition a verification compares.
+
+    :raises KafkaNoAnswerError: when a request got no answer within ``timeout_s``, naming the spec's brokers.
+    :raises GroupOffsetsError: when the group's offsets cannot be read for any other reason.
+    """
     partitions = verification_partitions(admin, spec, reader, timeout_s=timeout_s)
     return read_committed_offsets(admin, spec.group_id, partitions, transaction_timeout_ms=spec.transaction_timeout_ms,
-                                  timeout_s=timeout_s)
+                                  timeout_s=timeout_s, brokers=str(spec.kafka.get("bootstrap.servers")))

@@ -31,9 +31,11 @@ DEFAULT_CONNECT_TIMEOUT_S = 5.0
 def _no_answer_codes() -> frozenset[int]:
     from confluent_kafka import KafkaError
 
-    # The client's own verdicts about its connections; any other error came from a broker.
-    return frozenset({KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN,
-                      KafkaError._RESOLVE, KafkaError._DESTROY})
+    from airflow_provider_eos.kafka.retriable import NO_ANSWER_CODES
+
+    # The client's own verdicts about its connections; any other error came from a broker. Before a first
+    # answer, a name that does not resolve or a client torn down also mean that none came.
+    return NO_ANSWER_CODES | {KafkaError._RESOLVE, KafkaError._DESTROY}
 
 
 def _error_of(exc: BaseException | None) -> KafkaError | None:

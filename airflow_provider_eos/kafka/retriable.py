@@ -12,12 +12,14 @@ from collections.abc import Iterable
 
 from confluent_kafka import KafkaError, KafkaException
 
+from airflow_provider_eos.core.errors import KafkaNoAnswerError
 from airflow_provider_eos.core.retry import RetryPolicy
 
 __all__ = [
     "COORDINATOR_LOADING",
     "COORDINATOR_NOT_READY_CODES",
     "LOCAL_QUEUE_FULL",
+    "NO_ANSWER_CODES",
     "STABLE_OFFSETS",
     "TRANSACTION_COMMIT",
     "CoordinatorNotReady",
@@ -26,8 +28,10 @@ __all__ = [
     "kafka_error",
     "kafka_python_no_answer",
     "local_queue_full",
+    "no_answer",
     "offsets_pending",
     "raise_if_coordinator_not_ready",
+    "raise_if_unanswered",
     "retriable_kafka_error",
 ]
 
@@ -42,6 +46,10 @@ COORDINATOR_NOT_READY_CODES = frozenset(
 #: ended and the coordinator has not applied its marker yet, or it is still open (then the
 #: transaction timeout ends it at the latest).
 UNSTABLE_OFFSETS_CODES = frozenset({KafkaError.UNSTABLE_OFFSET_COMMIT})
+
+#: librdkafka's own verdicts that a request got no answer: it timed out, or the connection it went over failed,
+#: was lost or never came up. No broker checked the request, so nothing about it was refused.
+NO_ANSWER_CODES = frozenset({KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN})
 
 
 class CoordinatorNotReady(Exception):
@@ -96,6 +104,32 @@ def kafka_python_no_answer(exc: BaseException) -> bool:
 
     return isinstance(exc, (errors.KafkaTimeoutError, errors.RequestTimedOutError, errors.KafkaConnectionError,
                             errors.NodeNotReadyError))
+
+
+def no_answer(exc: BaseException) -> bool:
+    """A confluent-kafka failure that says the broker gave no answer (:data:`NO_ANSWER_CODES`), or the caller's
+    wait on a request's future ran out first (``concurrent.futures.TimeoutError``, the builtin ``TimeoutError``
+    since Python 3.11). The counterpart of :func:`kafka_python_no_answer`: the same call may go through once
+    the broker answers again."""
+    if isinstance(exc, TimeoutError):
+        return True
+    error = kafka_error(exc)
+    return error is not None and error.code() in NO_ANSWER_CODES
+
+
+def raise_if_unanswered(exc: BaseException, *, brokers: str, what: str, timeout_s: float) -> None:
+    """Raise :class:`~airflow_provider_eos.core.errors.KafkaNoAnswerError`, chained to ``exc``, if ``exc`` says the
+    broker gave no answer (:func:`no_answer`): the retryable error every kafka-python call ends with in that case
+    (``transactions_admin.answered_within``), so a silent broker reads the same whichever client met it.
+
+    :param brokers: the ``bootstrap.servers`` the client was connected to.
+    :param what: the request that got no answer (``Metadata``, ``OffsetFetch('g')``...).
+    :param timeout_s: the request's timeout.
+    """
+    if no_answer(exc):
+        error = kafka_error(exc)
+        detail = None if error is None else f"{error.name()}: {error.str()}"  # a future's own wait says nothing
+        raise KafkaNoAnswerError(brokers, what, timeout_s, detail=detail) from exc
 
 
 def retriable_kafka_error(exc: BaseException) -> bool:

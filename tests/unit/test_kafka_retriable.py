@@ -100,3 +100,30 @@ def test_kafka_pythons_no_answer_errors_are_told_from_a_brokers_answer() -> None
     for answer in (errors.TransactionalIdNotFoundError(), errors.TransactionalIdAuthorizationFailedError(),
                    ValueError("not Kafka")):
         assert not kafka_python_no_answer(answer), answer
+
+
+def test_librdkafkas_no_answer_errors_are_told_from_a_brokers_answer() -> None:
+    from concurrent.futures import TimeoutError as FutureTimeout
+
+    from airflow_provider_eos.kafka.retriable import no_answer
+
+    for code in (KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN):
+        assert no_answer(failing(code)), KafkaError(code).name()
+    assert no_answer(FutureTimeout()) and no_answer(TimeoutError())  # the caller's wait on a request ran out
+    for code in (KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError.COORDINATOR_NOT_AVAILABLE,
+                 KafkaError.INVALID_GROUP_ID, KafkaError.REQUEST_TIMED_OUT, KafkaError._INVALID_ARG):
+        assert not no_answer(failing(code)), KafkaError(code).name()
+    assert not no_answer(ValueError("not Kafka"))
+
+
+def test_an_unanswered_request_raises_the_no_answer_error_naming_the_brokers_and_the_request() -> None:
+    from airflow_provider_eos.core.errors import KafkaNoAnswerError
+    from airflow_provider_eos.kafka.retriable import raise_if_unanswered
+
+    timed_out = failing(KafkaError._TIMED_OUT)
+    with pytest.raises(KafkaNoAnswerError) as raised:
+        raise_if_unanswered(timed_out, brokers="b:9092", what="Metadata", timeout_s=3)
+    assert raised.value.message == "Metadata: no answer from the Kafka broker(s) at b:9092 within 3 s " \
+        "(_TIMED_OUT: broker says so)"
+    assert raised.value.__cause__ is timed_out and raised.value.retryable
+    raise_if_unanswered(failing(KafkaError.INVALID_GROUP_ID), brokers="b:9092", what="Metadata", timeout_s=3)

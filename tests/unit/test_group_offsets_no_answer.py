@@ -1,0 +1,121 @@
+"""verify's reads of the sink group: a request no broker answered ends as a kafka-python call's does.
+
+A broker that accepts connections and never answers (its process paused) fails librdkafka's requests with its
+own verdicts (``_TIMED_OUT``, ``_TRANSPORT``...), or the caller's wait on the request's future runs out first.
+verify (and align, rewind: :func:`sink_group_offsets`) then raises the retryable :class:`KafkaNoAnswerError`
+naming the brokers and the request, as every kafka-python call does; an answer of the broker (a refusal, an
+invalid group) stays what it was. The real paused broker: tests/integration/test_silent_broker.py.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from airflow_provider_eos.core.errors import AclMissingError, KafkaNoAnswerError
+from airflow_provider_eos.core.spec import PipelineSpec
+from airflow_provider_eos.core.topic_partition import TopicPartition
+from airflow_provider_eos.kafka.group_offsets import GroupOffsetsError, read_committed_offsets, sink_group_offsets
+from airflow_provider_eos.usecases.clients import PipelineClients
+from airflow_provider_eos.usecases.verify import verify
+
+BROKERS = "broker-1:9093,broker-2:9093"
+TIMED_OUT = KafkaException(KafkaError(KafkaError._TIMED_OUT, "Failed to get metadata: Local: Timed out"))
+TRANSPORT = KafkaException(KafkaError(KafkaError._TRANSPORT, "broker-1:9093/1: Connection reset by peer"))
+
+
+class _Admin:
+    """The two requests verify sends: Metadata (``list_topics``) and OffsetFetch, each failing as told."""
+
+    def __init__(self, *, metadata: BaseException | None = None, offsets: BaseException | None = None) -> None:
+        self.metadata, self.offsets = metadata, offsets
+
+    def list_topics(self, timeout: float) -> Any:
+        if self.metadata is not None:
+            raise self.metadata
+        return SimpleNamespace(topics={"orders": SimpleNamespace(error=None, partitions={0: None})})
+
+    def list_consumer_group_offsets(self, requests: list[Any], require_stable: bool) -> dict[str, Any]:
+        return {request.group_id: _Answer(self.offsets) for request in requests}
+
+
+class _Answer:
+    """A request's future: fails with ``error``, or its wait runs out (``TimeoutError``) as the caller's would."""
+
+    def __init__(self, error: BaseException | None) -> None:
+        self.error = error
+
+    def result(self, timeout: float) -> Any:
+        if isinstance(self.error, TimeoutError):
+            waited: Future[Any] = Future()
+            return waited.result(0)  # a wait that runs out: concurrent.futures' own TimeoutError
+        assert self.error is not None, "every case here fails the read"
+        raise self.error
+
+
+@pytest.fixture
+def spec(tmp_path: Path) -> PipelineSpec:
+    return PipelineSpec.from_dict({
+        "name": "orders", "kafka": {"bootstrap.servers": BROKERS}, "input_topics": ["orders"],
+        "output_topic": "orders-out", "group_id": "orders-eos", "transactional_id_prefix": "orders-eos",
+        "checkpoint_location": str(tmp_path / "checkpoint"),
+    })
+
+
+def _sink_group_offsets(spec: PipelineSpec, admin: _Admin) -> None:
+    clients = PipelineClients(spec)
+    sink_group_offsets(admin, spec, clients.checkpoint, timeout_s=3)  # type: ignore[arg-type]  # the fake
+
+
+def test_verify_ends_with_the_no_answer_error_naming_the_brokers_and_the_request(spec: PipelineSpec) -> None:
+    clients = PipelineClients(spec, timeout_s=3)
+    clients.__dict__["admin"] = _Admin(metadata=TIMED_OUT)  # the probed admin client, as require_kafka caches it
+    with pytest.raises(KafkaNoAnswerError) as raised:
+        verify(clients)
+    assert raised.value.retryable
+    assert raised.value.message == (
+        f"Metadata: no answer from the Kafka broker(s) at {BROKERS} within 3 s "
+        "(_TIMED_OUT: Failed to get metadata: Local: Timed out)")
+    assert raised.value.fix is not None and raised.value.fix.startswith("check that the brokers are answering")
+    assert raised.value.__cause__ is TIMED_OUT
+
+
+@pytest.mark.parametrize(("error", "detail"), [
+    (TRANSPORT, "_TRANSPORT: broker-1:9093/1: Connection reset by peer"),
+    (KafkaException(KafkaError(KafkaError._ALL_BROKERS_DOWN, "2/2 brokers are down")),
+     "_ALL_BROKERS_DOWN: 2/2 brokers are down"),
+    (TimeoutError(), "connected, but the broker does not answer"),  # the future's wait: the client said nothing
+])
+def test_the_group_offsets_request_unanswered_is_the_no_answer_error(
+    spec: PipelineSpec, error: BaseException, detail: str
+) -> None:
+    with pytest.raises(KafkaNoAnswerError) as raised:
+        _sink_group_offsets(spec, _Admin(offsets=error))
+    assert raised.value.message == (
+        f"OffsetFetch('orders-eos'): no answer from the Kafka broker(s) at {BROKERS} within 3 s ({detail})")
+
+
+def test_an_answer_of_the_broker_keeps_its_own_error(spec: PipelineSpec) -> None:
+    invalid = KafkaException(KafkaError(KafkaError.INVALID_GROUP_ID, "Broker: Invalid group.id"))
+    with pytest.raises(GroupOffsetsError, match="could not read committed offsets of group 'orders-eos'"):
+        _sink_group_offsets(spec, _Admin(offsets=invalid))
+    refused = KafkaException(KafkaError(KafkaError.GROUP_AUTHORIZATION_FAILED, "Broker: Group authorization failed"))
+    with pytest.raises(AclMissingError):
+        _sink_group_offsets(spec, _Admin(offsets=refused))
+    unknown = KafkaException(KafkaError(KafkaError._INVALID_ARG, "Local: Invalid argument or configuration"))
+    with pytest.raises(GroupOffsetsError, match="could not read topic metadata from 'broker-1:9093,broker-2:9093'"):
+        _sink_group_offsets(spec, _Admin(metadata=unknown))
+
+
+@pytest.mark.parametrize("error", [TIMED_OUT, TimeoutError()])
+def test_a_reader_that_names_no_brokers_gets_the_group_offsets_error(error: BaseException) -> None:
+    # The sink's own reads name none: their failure stays the group's typed error (a future's wait that ran out
+    # was an untyped TimeoutError before).
+    with pytest.raises(GroupOffsetsError, match="could not read committed offsets of group 'g'"):
+        read_committed_offsets(_Admin(offsets=error), "g", [TopicPartition("orders", 0)],  # type: ignore[arg-type]
+                               transaction_timeout_ms=60_000, timeout_s=3)
