@@ -80,18 +80,9 @@ def _internal_topic_rule(
             f"not checked: {name} exists, but its min.insync.replicas was not read" + (f" ({reason})" if reason else "")
         )
     min_isr = topic.min_insync_replicas
-    short = [
-        f"{name}-{p} ({topic.in_sync[p]} of {topic.replicas.get(p, 0)} replicas in sync)"
-        for p in sorted(topic.in_sync)
-        if topic.in_sync[p] < min_isr
-    ]
+    short = [p for p in sorted(topic.in_sync) if topic.in_sync[p] < min_isr]
     if short:
-        return failed(
-            f"{len(short)} partition(s) of {name} have fewer in-sync replicas than its min.insync.replicas {min_isr}: "
-            f"{_listed(short)}; {unwritable}",
-            fix=f"bring back the brokers holding those partitions' replicas and wait until they are in sync "
-            f"(kafka-topics.sh --describe --topic {name} --under-min-isr-partitions lists what is left)",
-        )
+        return _below_min_isr(topic, short, min_isr, unwritable)
     partitions = len(topic.in_sync)
     lowest = min(topic.in_sync.values(), default=0)
     behind = sum(1 for p, isr in topic.in_sync.items() if isr < topic.replicas.get(p, 0))
@@ -115,12 +106,52 @@ def _internal_topic_rule(
     return passed(f"{state}; {factor_key} {value} of {who} applies only at its creation")
 
 
+def _below_min_isr(topic: InternalTopicFacts, short: Sequence[int], min_isr: int, unwritable: str) -> Outcome:
+    """``topic``'s partitions ``short`` have fewer in-sync replicas than its ``min_isr``: their brokers are down,
+    or they have fewer replicas than that at all, which no broker coming back mends (the fix EOS202 gives)."""
+    name = topic.name
+    in_sync = [f"{name}-{p} ({topic.in_sync[p]} of {topic.replicas.get(p, 0)} replicas in sync)" for p in short]
+    message = (f"{len(short)} partition(s) of {name} have fewer in-sync replicas than its min.insync.replicas "
+               f"{min_isr}: {_listed(in_sync)}; {unwritable}")
+    too_few = [p for p in short if topic.replicas.get(p, 0) < min_isr]
+    if not too_few:
+        return failed(message, fix=f"bring back the brokers holding those partitions' replicas and wait until they "
+                      f"are in sync (kafka-topics.sh --describe --topic {name} --under-min-isr-partitions lists what "
+                      "is left)")
+    fewest = min(topic.replicas.get(p, 0) for p in too_few)
+    if len(too_few) == len(short):
+        cause = f"each has fewer replicas than min.insync.replicas {min_isr}"
+        fix = _lower_min_isr_or_reassign(name, fewest, min_isr, "those partitions")
+    else:
+        replicas = [f"{name}-{p} ({topic.replicas.get(p, 0)})" for p in too_few]
+        cause = f"{len(too_few)} of them have fewer replicas than min.insync.replicas {min_isr}: {_listed(replicas)}"
+        fix = (_lower_min_isr_or_reassign(name, fewest, min_isr, "the partitions with too few replicas")
+               + "; for the others, bring back the brokers holding their replicas and wait until they are in sync "
+               f"(kafka-topics.sh --describe --topic {name} --under-min-isr-partitions lists what is left)")
+    return failed(f"{message}; {cause}, so no broker coming back makes them writable", fix=fix)
+
+
+def _lower_min_isr_or_reassign(name: str, fewest: int, min_isr: int, which: str) -> str:
+    """The fix of ``name``'s partitions ``which`` having fewer replicas (``fewest`` at least) than its
+    ``min_isr``: lower the topic's ``min.insync.replicas``, or give them more replicas (EOS201, EOS202, EOS204)."""
+    lowest = max(fewest, 1)
+    return (f"lower {name}'s min.insync.replicas to {lowest} or less (kafka-configs.sh --bootstrap-server HOST:PORT "
+            f"--alter --entity-type topics --entity-name {name} --add-config min.insync.replicas={lowest}), or "
+            f"reassign {which} to {min_isr} replicas or more (kafka-reassign-partitions.sh)")
+
+
+#: The catalog's words on a partition that has fewer replicas than its topic's min.insync.replicas (EOS201, EOS204).
+_TOO_FEW_REPLICAS = ("; a partition with fewer replicas than the topic's min.insync.replicas takes no write whatever "
+                     "comes back: lower the topic's min.insync.replicas (kafka-configs.sh) or raise the partition's "
+                     "replication factor (kafka-reassign-partitions.sh)")
+
+
 @rule(
     "EOS201",
     Severity.ERROR,
     "__transaction_state takes writes (or can be created)",
     "bring back the brokers holding the replicas of the listed __transaction_state partitions; before the topic "
-    "exists, start more brokers or lower transaction.state.log.replication.factor",
+    "exists, start more brokers or lower transaction.state.log.replication.factor" + _TOO_FEW_REPLICAS,
 )
 def _txn_log_replication(facts: PreflightFacts) -> Outcome:
     return _internal_topic_rule(
@@ -152,11 +183,8 @@ def _existing_log_min_isr(facts: PreflightFacts, topic: InternalTopicFacts) -> O
             f"{name}'s min.insync.replicas {min_isr} > the replicas of {len(short)} of its partitions: "
             f"{_listed(short)}; writes to them can never reach enough in-sync replicas (NOT_ENOUGH_REPLICAS), so "
             f"the transactions they coordinate can neither initialize nor commit{applies}",
-            fix=f"lower {name}'s min.insync.replicas to {max(fewest, 1)} or less (kafka-configs.sh --bootstrap-server "
-            f"HOST:PORT --alter --entity-type topics --entity-name {name} --add-config "
-            f"min.insync.replicas={max(fewest, 1)}), or reassign the listed partitions to {min_isr} replicas or more "
-            "(kafka-reassign-partitions.sh); the brokers' transaction.state.log.min.isr does not change an existing "
-            "topic",
+            fix=_lower_min_isr_or_reassign(name, fewest, min_isr, "the listed partitions")
+            + "; the brokers' transaction.state.log.min.isr does not change an existing topic",
         )
     return passed(
         f"{name}'s min.insync.replicas {min_isr} <= the replicas of each of its partitions (at least {fewest}); "
@@ -261,7 +289,7 @@ def _txn_log_durability(facts: PreflightFacts) -> Outcome:
     Severity.ERROR,
     "__consumer_offsets takes writes (or can be created)",
     "bring back the brokers holding the replicas of the listed __consumer_offsets partitions; before the topic "
-    "exists, start more brokers or lower offsets.topic.replication.factor",
+    "exists, start more brokers or lower offsets.topic.replication.factor" + _TOO_FEW_REPLICAS,
 )
 def _offsets_replication(facts: PreflightFacts) -> Outcome:
     return _internal_topic_rule(

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from airflow_provider_eos.core.preflight import Severity, Status, evaluate
+from airflow_provider_eos.core.preflight import RULES, Severity, Status, evaluate
 from tests.unit.preflight.builders import (
     DAY_MS,
     Case,
@@ -137,6 +137,59 @@ def test_an_internal_topic_with_fewer_replicas_than_the_factor_only_warns() -> N
     # Below its min.insync.replicas it is an error again, whatever the replica count.
     report = evaluate(internal("__consumer_offsets", 2, 1)(good_facts()))
     assert report.finding("EOS204").severity is Severity.ERROR and not report.ok
+
+
+UNDER_MIN_ISR = "kafka-topics.sh --describe --topic {0} --under-min-isr-partitions lists what is left"
+
+
+def test_below_min_isr_the_fix_brings_back_the_brokers_only_where_the_partitions_have_the_replicas() -> None:
+    # Brokers down: each partition has its 3 replicas, 1 or 0 in sync; bringing them back mends it.
+    down = evaluate(internal("__transaction_state", p7=(3, 1), p12=(3, 0))(good_facts())).finding("EOS201")
+    assert down.fix == ("bring back the brokers holding those partitions' replicas and wait until they are in sync ("
+                        + UNDER_MIN_ISR.format("__transaction_state") + ")")
+    assert "no broker coming back" not in down.message
+    # A partition with 1 replica under min.insync.replicas 2: no broker coming back makes it writable; the fix is
+    # EOS202's (which fails on it too): lower the topic's min ISR, or give the partition more replicas.
+    for code, name in (("EOS201", "__transaction_state"), ("EOS204", "__consumer_offsets")):
+        too_few = evaluate(internal(name, 3, min_isr=2, p9=(1, 1))(good_facts())).finding(code)
+        assert too_few.status is Status.FAIL and too_few.severity is Severity.ERROR, too_few
+        assert too_few.message.startswith(
+            f"1 partition(s) of {name} have fewer in-sync replicas than its min.insync.replicas 2: "
+            f"{name}-9 (1 of 1 replicas in sync); "), too_few.message
+        assert too_few.message.endswith(
+            "; each has fewer replicas than min.insync.replicas 2, so no broker coming back makes them writable")
+        assert too_few.fix == (
+            f"lower {name}'s min.insync.replicas to 1 or less (kafka-configs.sh --bootstrap-server HOST:PORT --alter "
+            f"--entity-type topics --entity-name {name} --add-config min.insync.replicas=1), or reassign those "
+            "partitions to 2 replicas or more (kafka-reassign-partitions.sh)"), too_few.fix
+        assert "bring back" not in too_few.fix
+    # Both at once: each cause with its own fix.
+    mixed = evaluate(internal("__transaction_state", 3, min_isr=3, p2=(2, 2), p5=(3, 1))(good_facts()))
+    finding = mixed.finding("EOS201")
+    assert "2 partition(s) of __transaction_state" in finding.message, finding.message
+    assert finding.message.endswith("; 1 of them have fewer replicas than min.insync.replicas 3: __transaction_state-2 "
+                                    "(2), so no broker coming back makes them writable"), finding.message
+    assert finding.fix == (
+        "lower __transaction_state's min.insync.replicas to 2 or less (kafka-configs.sh --bootstrap-server HOST:PORT "
+        "--alter --entity-type topics --entity-name __transaction_state --add-config min.insync.replicas=2), or "
+        "reassign the partitions with too few replicas to 3 replicas or more (kafka-reassign-partitions.sh); for the "
+        "others, bring back the brokers holding their replicas and wait until they are in sync ("
+        + UNDER_MIN_ISR.format("__transaction_state") + ")"), finding.fix
+    # EOS202's own fix, which EOS201's now shares, is unchanged.
+    assert mixed.finding("EOS202").fix == (
+        "lower __transaction_state's min.insync.replicas to 2 or less (kafka-configs.sh --bootstrap-server HOST:PORT "
+        "--alter --entity-type topics --entity-name __transaction_state --add-config min.insync.replicas=2), or "
+        "reassign the listed partitions to 3 replicas or more (kafka-reassign-partitions.sh); the brokers' "
+        "transaction.state.log.min.isr does not change an existing topic")
+
+
+def test_the_catalog_fix_of_the_internal_topics_names_a_min_isr_above_the_replicas() -> None:
+    for code, name in (("EOS201", "__transaction_state"), ("EOS204", "__consumer_offsets")):
+        fix = next(r for r in RULES if r.code == code).fix
+        assert fix.startswith(f"bring back the brokers holding the replicas of the listed {name} partitions"), fix
+        assert fix.endswith("a partition with fewer replicas than the topic's min.insync.replicas takes no write "
+                            "whatever comes back: lower the topic's min.insync.replicas (kafka-configs.sh) or raise "
+                            "the partition's replication factor (kafka-reassign-partitions.sh)"), fix
 
 
 def test_an_unreadable_internal_topic_is_not_checked_naming_the_reason() -> None:
