@@ -162,8 +162,9 @@ class KafkaNoAnswerError(EosError):
     A broker that accepts connections and never answers (its process paused or stuck, a host that
     swaps) would otherwise hold a kafka-python admin call forever: the client retries the request
     until the broker is back and has no overall deadline. Every such call runs under a deadline
-    (:func:`airflow_provider_eos.core.retry.within`) and ends with this error. Retryable: the broker
-    may answer by the next try.
+    (:func:`airflow_provider_eos.core.retry.within`) and ends with this error. A confluent-kafka request that
+    timed out or lost its connection (verify's reads; :func:`airflow_provider_eos.kafka.retriable.raise_if_unanswered`)
+    ends with it too: the same fact, whichever client met it. Retryable: the broker may answer by the next try.
 
     :param brokers: the ``bootstrap.servers`` the client was connected to.
     :param what: the request that got no answer (``DescribeTransactions``...).

@@ -39,6 +39,8 @@ def verify(clients: PipelineClients) -> VerifyResult:
 
     :raises CheckpointError: if a checkpoint file the verdict needs is malformed.
     :raises GroupOffsetsError: if the group's offsets cannot be read.
+    :raises KafkaNoAnswerError: if a connected broker gave a request no answer within the clients' timeout
+        (retryable).
     """
     spec = clients.spec
     notes: tuple[str, ...] = ()
