@@ -25,7 +25,7 @@ def _acls(args: argparse.Namespace) -> int:
 
     specs_dir = args.specs_dir or configured_specs_directory()
     result = acls(PipelineSpec.load(args.spec), args.principal, args.role, admin_config=args.admin_config,
-                  apply=args.apply, hanging_abort=args.hanging_abort,
+                  apply=args.apply, hanging_abort=args.hanging_abort, broker_configs=args.broker_configs,
                   other_specs=None if specs_dir is None else load_specs(specs_dir), connect_timeout_s=args.timeout)
     return emit(args, result)
 
@@ -51,6 +51,12 @@ def register(commands: argparse._SubParsersAction) -> None:
         "--hanging-abort", action="store_true",
         help="recovery only: also grant what aborting a hanging transaction needs (ALTER on the cluster, which "
         "also allows creating ACLs: an administrator's right); without it hanging transactions are reported",
+    )
+    parser.add_argument(
+        "--broker-configs", action="store_true",
+        help="health only: also grant DESCRIBE_CONFIGS on the cluster (read-only: every broker's non-secret "
+        "settings), so that health judges a pinned input partition by the brokers' transaction.max.timeout.ms; "
+        "without it, by Kafka's default",
     )
     parser.add_argument(
         "--specs-dir",

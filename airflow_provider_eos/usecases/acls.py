@@ -61,6 +61,7 @@ def acls(  # noqa: PLR0913  # keyword-only options; the CLI and operator pass th
     admin_config: str | Path | None = None,
     apply: bool = False,
     hanging_abort: bool = False,
+    broker_configs: bool = False,
     other_specs: Iterable[PipelineSpec] | None = None,
     timeout_s: float = 30,
     connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
@@ -76,17 +77,21 @@ def acls(  # noqa: PLR0913  # keyword-only options; the CLI and operator pass th
     :param apply: create the set on the cluster; ``False`` only prints it.
     :param hanging_abort: recovery only: include the rights to abort hanging transactions
         (``ALTER`` on the cluster: an administrator's right; see :mod:`airflow_provider_eos.core.acls.roles`).
+    :param broker_configs: health only: include ``DESCRIBE_CONFIGS`` on the cluster, so that health reads the
+        brokers' ``transaction.max.timeout.ms`` (see :mod:`airflow_provider_eos.core.acls.roles`).
     :param other_specs: the other known pipelines (the specs folder); ``None``: not checked.
     :param timeout_s: per admin request of the apply.
     :param connect_timeout_s: how long the apply waits for any broker to answer
         (:class:`~airflow_provider_eos.core.errors.KafkaUnreachableError` after that).
-    :raises AclError: for a principal that is not ``User:NAME``, an unknown role, ``apply`` without
+    :raises AclError: for a principal that is not ``User:NAME``, an unknown role, an option of another role
+        (``hanging_abort``, ``broker_configs``), ``apply`` without
         a usable admin config, a set that covers another pipeline's ids with ``apply``, or a refused
         or unconfirmed apply.
     """
     check_principal(principal)
     checked_role = check_role(role)
-    wanted = required_acls(spec, principal, checked_role, hanging_abort=hanging_abort)
+    wanted = required_acls(spec, principal, checked_role, hanging_abort=hanging_abort,
+                           broker_configs=broker_configs)
     if admin_config is not None and not apply:
         raise AclError(f"--admin-config {str(admin_config)!r} was given without --apply",
                        fix="add --apply to create the ACLs, or drop --admin-config to only print them")

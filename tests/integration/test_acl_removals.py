@@ -253,9 +253,9 @@ def test_the_health_set_judges_a_pinned_input_partition_without_the_brokers_conf
     upstream.begin_transaction()
     upstream.produce(secured_pipeline.spec.input_topics[0], b"open upstream", partition=0)
     assert upstream.flush(30) == 0
-    broker_configs = Acl(principal=secured_pipeline.principal, resource_type=ResourceType.CLUSTER,
-                         name="kafka-cluster", pattern=PatternType.LITERAL, operation=Operation.DESCRIBE_CONFIGS,
-                         why="health: the brokers' transaction.max.timeout.ms (optional)")
+    # The opt-in's one ACL (`eos acls --role health --broker-configs`; the whole command: test_health_broker_configs).
+    opted = required_acls(secured_pipeline.spec, secured_pipeline.principal, "health", broker_configs=True)
+    (broker_configs,) = [a for a in opted if a.resource_type is ResourceType.CLUSTER]
     try:
         sample = probe(secured_pipeline.spec, timeout_s=20)
         apply_acls(secured_pipeline.admin, [broker_configs])
@@ -269,7 +269,7 @@ def test_the_health_set_judges_a_pinned_input_partition_without_the_brokers_conf
     (note,) = [n for n in report.notes if n.startswith("input_hang_after_ms is Kafka's default")]
     assert f"Refused: Kafka refused {secured_pipeline.principal} DescribeConfigs" in note, note
     assert "grant the health principal DESCRIBE_CONFIGS on the cluster, or set input_hang_after_ms" in note, note
-    # The grant the note names is enough: the brokers' own setting is read (the secured devstack keeps Kafka's).
+    # The opt-in's grant is enough: the brokers' own setting is read (the secured devstack keeps Kafka's).
     assert (granted.transaction_max_timeout_ms, granted.transaction_max_timeout_unread) == (900_000, None), granted
     assert not [n for n in evaluate(secured_pipeline.spec, LagWindow([granted])).notes if "input_hang" in n]
 

@@ -11,10 +11,10 @@ ones whose refusal the code expects and works around are left out, each with the
   whether the set is held, they do not need anything beyond it;
 - the login check (``kafka/login.py``) is DescribeCluster without authorized operations: never
   refused;
-- health's read of the brokers' ``transaction.max.timeout.ms`` (``kafka/health_probe.py``, only while
-  an input partition is pinned): DescribeConfigs on the cluster, which the health role's set does not hold
-  (an optional grant, docs/security.md); a refusal leaves Kafka's default as the input's hanging threshold,
-  and the report's note says so and how to grant it;
+- health without ``broker_configs``: its read of the brokers' ``transaction.max.timeout.ms``
+  (``kafka/health_probe.py``, only while an input partition is pinned) is DescribeConfigs on the cluster,
+  which the health role's set holds only with that opt-in (docs/security.md); a refusal leaves Kafka's
+  default as the input's hanging threshold, and the report's note says so and how to grant it;
 - the refusal paths (``raise_if_topics_refused``, ``TransactionalProducer._unauthorized_topics``)
   run only after a refusal, to name it;
 - recovery without ``hanging_abort``: find-hanging's ListTransactions by producer id leaves out
@@ -138,12 +138,15 @@ def _recovery(spec: PipelineSpec, *, hanging_abort: bool) -> list[Call]:
     return calls
 
 
-def _health(spec: PipelineSpec) -> list[Call]:
+def _health(spec: PipelineSpec, *, broker_configs: bool) -> list[Call]:
     inputs = _topics(*spec.input_topics)
     sink = _topics(spec.output_topic, spec.dlq_topic)
     group, ids = (Resource(spec.group_id),), (pipeline_ids(spec),)
     probe = "kafka/health_probe.py probe"
+    limit = f"{probe}: _open_transactions, broker_max_transaction_timeout_ms (while an input partition is pinned)"
+    opted = [Call("DescribeCluster", where=limit), Call("DescribeConfigs(BROKER)", where=limit)]
     return [
+        *(opted if broker_configs else []),
         Call("Metadata", {"TOPIC": inputs + sink}, f"{probe}: _topic_partitions"),
         Call("FindCoordinator(GROUP)", {"GROUP": group}, f"{probe}: _settled_read"),
         Call("OffsetFetch", {"GROUP": group, "TOPIC": inputs}, f"{probe}: _settled_read"),
@@ -154,9 +157,13 @@ def _health(spec: PipelineSpec) -> list[Call]:
     ]
 
 
-def calls_of(spec: PipelineSpec, role: str, *, hanging_abort: bool = False) -> list[Call]:
-    """The requests ``role``'s tasks send on the pipeline ``spec`` (recovery: with ``hanging_abort``, its opt-in)."""
+def calls_of(spec: PipelineSpec, role: str, *, hanging_abort: bool = False, broker_configs: bool = False) -> list[Call]:
+    """The requests ``role``'s tasks send on the pipeline ``spec``, with the role's opt-in: recovery's
+    ``hanging_abort``, health's ``broker_configs``."""
+    assert not hanging_abort or role == "recovery", "hanging_abort is recovery's"
+    assert not broker_configs or role == "health", "broker_configs is health's"
     if role == "recovery":
         return _recovery(spec, hanging_abort=hanging_abort)
-    assert not hanging_abort, "hanging_abort is recovery's"
-    return {"job": _job, "health": _health}[role](spec)
+    if role == "health":
+        return _health(spec, broker_configs=broker_configs)
+    return _job(spec)

@@ -21,38 +21,44 @@ from tests.support.role_requests import calls_of
 P = "User:orders-app"
 
 
-# (role, hanging_abort, spec overrides): every shape a set takes.
+# (role, the role's opt-in or None, spec overrides): every shape a set takes.
 CASES = [
-    ("job", False, {}),
-    ("job", False, {"dlq_topic": None}),
-    ("job", False, {"mode": "at-least-once"}),
-    ("job", False, {"mode": "at-least-once", "dlq_topic": None}),
-    ("recovery", False, {}),
-    ("recovery", False, {"dlq_topic": None}),
-    ("recovery", True, {}),
-    ("health", False, {}),
-    ("health", False, {"dlq_topic": None}),
+    ("job", None, {}),
+    ("job", None, {"dlq_topic": None}),
+    ("job", None, {"mode": "at-least-once"}),
+    ("job", None, {"mode": "at-least-once", "dlq_topic": None}),
+    ("recovery", None, {}),
+    ("recovery", None, {"dlq_topic": None}),
+    ("recovery", "hanging_abort", {}),
+    ("health", None, {}),
+    ("health", None, {"dlq_topic": None}),
+    ("health", "broker_configs", {}),
 ]
 
 
-def _id(case: tuple[str, bool, dict[str, Any]]) -> str:
-    role, hanging, overrides = case
-    return "-".join([role, *(["hanging-abort"] if hanging else []), *(f"{k}={v}" for k, v in overrides.items())])
+def _id(case: tuple[str, str | None, dict[str, Any]]) -> str:
+    role, opt_in, overrides = case
+    return "-".join([role, *([opt_in.replace("_", "-")] if opt_in else []),
+                     *(f"{k}={v}" for k, v in overrides.items())])
+
+
+def _options(opt_in: str | None) -> dict[str, bool]:
+    return {opt_in: True} if opt_in else {}
 
 
 def binding(acl: Acl) -> Binding:
     return Binding(acl.resource_type.value, acl.name, acl.pattern.value, acl.operation.value)
 
 
-def product_set(case: tuple[str, bool, dict[str, Any]]) -> list[Acl]:
-    role, hanging, overrides = case
-    return required_acls(spec(**overrides), P, role, hanging_abort=hanging)
+def product_set(case: tuple[str, str | None, dict[str, Any]]) -> list[Acl]:
+    role, opt_in, overrides = case
+    return required_acls(spec(**overrides), P, role, **_options(opt_in))
 
 
 @pytest.mark.parametrize("case", CASES, ids=_id)
 def test_each_roles_set_is_what_kafkas_table_gives_for_the_requests_its_code_sends(case) -> None:
-    role, hanging, overrides = case
-    expected = derive(calls_of(spec(**overrides), role, hanging_abort=hanging))
+    role, opt_in, overrides = case
+    expected = derive(calls_of(spec(**overrides), role, **_options(opt_in)))
     actual = [binding(a) for a in product_set(case)]
     missing = sorted(set(expected) - set(actual))
     extra = sorted(set(actual) - set(expected))
@@ -64,9 +70,9 @@ def test_each_roles_set_is_what_kafkas_table_gives_for_the_requests_its_code_sen
 
 @pytest.mark.parametrize("case", CASES, ids=_id)
 def test_no_acl_is_broader_than_a_request_of_the_role_needs(case) -> None:
-    role, hanging, overrides = case
+    role, opt_in, overrides = case
     s = spec(**overrides)
-    calls = calls_of(s, role, hanging_abort=hanging)
+    calls = calls_of(s, role, **_options(opt_in))
     acls = product_set(case)
     for acl in acls:
         needs = needed_by(calls, binding(acl))
@@ -79,8 +85,8 @@ def test_no_acl_is_broader_than_a_request_of_the_role_needs(case) -> None:
             assert acl.name == f"{s.transactional_id_prefix}-", acl.describe()
         if acl.name == "*":
             # The one wildcard: recovery's opt-in to tell another application's hanging transaction from ours.
-            assert (role, hanging, acl.resource_type, acl.operation) == (
-                "recovery", True, ResourceType.TRANSACTIONAL_ID, Operation.DESCRIBE), acl.describe()
+            assert (role, opt_in, acl.resource_type, acl.operation) == (
+                "recovery", "hanging_abort", ResourceType.TRANSACTIONAL_ID, Operation.DESCRIBE), acl.describe()
         # Its printed reason names a request that needs it (`eos acls` shows it to the administrator).
         requests = {need.split(" (")[0].split("(")[0] for need in needs}
         assert any(r in acl.why for r in requests), f"{acl.describe()}: {acl.why!r} names none of {requests}"

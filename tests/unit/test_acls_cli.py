@@ -75,7 +75,22 @@ def test_json_is_the_set_with_each_reason(capsys: pytest.CaptureFixture[str], sp
     assert [Acl.model_validate(a) for a in data["acls"]] == expected
 
 
+def test_broker_configs_adds_the_clusters_describe_configs_to_health(
+        capsys: pytest.CaptureFixture[str], spec_file: Path) -> None:
+    code, out, _ = run(capsys, "acls", "--spec", str(spec_file), "--principal", "User:orders-health", "--role",
+                       "health", "--broker-configs", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["outcome"] == "ok"
+    expected = required_acls(PipelineSpec.from_dict(SPEC), "User:orders-health", "health", broker_configs=True)
+    assert [Acl.model_validate(a) for a in data["acls"]] == expected
+    assert (expected[0].resource_type.value, expected[0].operation.value) == ("CLUSTER", "DESCRIBE_CONFIGS")
+
+
 @pytest.mark.parametrize(("extra", "words"), [
+    (["--principal", "User:orders-job", "--role", "job", "--broker-configs"],
+     ["not of 'job'", "--broker-configs only with --role health"]),
+    (["--principal", "User:orders-job", "--role", "recovery", "--broker-configs"],
+     ["not of 'recovery'", "--broker-configs only with --role health"]),
     (["--principal", "orders-job", "--role", "job"], ["'orders-job'", "User:NAME"]),
     (["--principal", "User:orders-job", "--role", "admin"], ["'admin'", "job, recovery, health"]),
     (["--principal", "User:*", "--role", "recovery", "--apply", "--admin-config", "x.json"],

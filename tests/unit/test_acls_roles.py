@@ -97,6 +97,20 @@ def test_aborting_hanging_transactions_is_an_opt_in_of_recovery_only() -> None:
         assert "--role recovery" in err.value.fix
 
 
+def test_reading_the_brokers_configuration_is_an_opt_in_of_health_only() -> None:
+    base = rows(required_acls(spec(), P, "health"))
+    extended = required_acls(spec(), P, "health", broker_configs=True)
+    assert rows(extended) == [("CLUSTER", "LITERAL", "kafka-cluster", "DESCRIBE_CONFIGS"), *base]
+    assert "transaction.max.timeout.ms" in extended[0].why and "--broker-configs" in extended[0].why
+    assert {a.operation for a in extended} == {Operation.DESCRIBE, Operation.DESCRIBE_CONFIGS}
+    # The job and recovery sets hold it already: the option is refused for them, never silently a no-op.
+    for role in ("job", "recovery"):
+        with pytest.raises(AclError, match=f"broker_configs is an option of the health role, not of '{role}'") as err:
+            required_acls(spec(), P, role, broker_configs=True)
+        assert "already holds DESCRIBE_CONFIGS on the cluster" in err.value.message
+        assert err.value.fix == "pass --broker-configs only with --role health"
+
+
 def test_the_dead_letter_topic_only_when_configured() -> None:
     for role in ("job", "recovery", "health"):
         names = {a.name for a in required_acls(spec(dlq_topic=None), P, role)}

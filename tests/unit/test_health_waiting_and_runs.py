@@ -168,7 +168,10 @@ def test_a_pinned_input_judged_by_kafkas_default_because_the_brokers_were_unread
                            "could not be read; grant the health principal DESCRIBE_CONFIGS on the cluster, or set "
                            "input_hang_after_ms to it."), note
     assert len(note.split(". Refused")[0]) <= 200, "the first sentence is what a card's note shows"
-    assert f"Refused: {refused}. Grant: `kafka-acls.sh" in note and "--operation DescribeConfigs --cluster`" in note
+    # The grant is `eos acls` with health's opt-in, the command that applies exactly it (design note 71).
+    assert (f"Refused: {refused}. Grant, as an administrator: `eos acls --spec FILE --principal User:NAME --role "
+            "health --broker-configs --apply --admin-config ADMIN_CONFIG.json`, FILE being the spec of 'p'") in note
+    assert "kafka-acls.sh" not in note
     assert "eos health --threshold input_hang_after_ms=MS" in note
     # Nothing to say: no input partition pinned, the brokers' value read, or a threshold the user set.
     assert not evaluate_spec(spec, LagWindow([taken(0, hwm=1000)])).notes

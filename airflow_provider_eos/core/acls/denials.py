@@ -100,9 +100,14 @@ def java_denial(text: str) -> tuple[ResourceType, tuple[str, ...]] | None:
     return _JAVA_TYPES[found.group(1)], names
 
 
-def apply_command(principal: str, role: Role | str, spec_ref: str = "FILE") -> str:
-    """The command an administrator runs to grant ``role``'s whole set to ``principal``."""
-    return f"eos acls --spec {spec_ref} --principal {principal} --role {role} --apply --admin-config ADMIN_CONFIG.json"
+def apply_command(principal: str, role: Role | str, spec_ref: str = "FILE", *, options: Iterable[str] = ()) -> str:
+    """The command an administrator runs to grant ``role``'s whole set to ``principal``.
+
+    :param options: the role's opt-ins to grant too (``--broker-configs``, ``--hanging-abort``).
+    """
+    opted = "".join(f" {option}" for option in options)
+    return (f"eos acls --spec {spec_ref} --principal {principal} --role {role}{opted} --apply "
+            "--admin-config ADMIN_CONFIG.json")
 
 
 def acl_missing(

@@ -19,7 +19,10 @@ for its metadata, offsets or the group's committed offsets on it.
   cluster, which also lets the principal create ACLs, i.e. grant itself anything. Without it,
   recovery still fences every lingering transaction (the common case after a crash) and reports
   hanging ones with the command an administrator runs.
-- **health** (sensors, the scheduled health check): describe only.
+- **health** (sensors, the scheduled health check): describe only. Reading the brokers'
+  ``transaction.max.timeout.ms`` (the age above which a pinned input partition is hanging) is
+  opt-in (``broker_configs``): ``DESCRIBE_CONFIGS`` on the cluster shows every broker's non-secret
+  settings, and the health check runs without it, judging by Kafka's default (design note 62).
 
 The transactional ids are granted with the ``PREFIXED`` pattern on ``<prefix>-``, the common
 head of every id :mod:`airflow_provider_eos.core.transactional_ids` builds: ``<prefix>`` alone
@@ -85,7 +88,9 @@ def covered_pipelines(spec: PipelineSpec, others: Iterable[PipelineSpec]) -> lis
     )
 
 
-def required_acls(spec: PipelineSpec, principal: str, role: Role | str, *, hanging_abort: bool = False) -> list[Acl]:
+def required_acls(
+    spec: PipelineSpec, principal: str, role: Role | str, *, hanging_abort: bool = False, broker_configs: bool = False,
+) -> list[Acl]:
     """The minimal ACLs ``principal`` needs to run ``role``'s tasks on the pipeline ``spec``.
 
     :param spec: the pipeline.
@@ -93,18 +98,27 @@ def required_acls(spec: PipelineSpec, principal: str, role: Role | str, *, hangi
     :param role: ``job``, ``recovery`` or ``health``.
     :param hanging_abort: recovery only: add what aborting a hanging transaction needs (``ALTER``
         on the cluster, ``DESCRIBE`` on every transactional id); see the module.
+    :param broker_configs: health only: add ``DESCRIBE_CONFIGS`` on the cluster, so that health reads
+        the brokers' ``transaction.max.timeout.ms`` instead of judging by Kafka's default; see the module.
     :return: the ACLs in a stable order (cluster, topics, group, transactional ids).
-    :raises AclError: for a principal that is not ``User:NAME``, an unknown role, or
-        ``hanging_abort`` for a role other than recovery.
+    :raises AclError: for a principal that is not ``User:NAME``, an unknown role, ``hanging_abort``
+        for a role other than recovery, or ``broker_configs`` for a role other than health.
     """
     check_principal(principal)
     checked = check_role(role)
     if hanging_abort and checked != "recovery":
         raise AclError(f"hanging_abort is a right of the recovery role, not of {checked!r}",
                        fix="pass --hanging-abort only with --role recovery")
+    if broker_configs and checked != "health":
+        # The job's and recovery's sets hold it already: the option would add nothing, and silently so.
+        raise AclError(f"broker_configs is an option of the health role, not of {checked!r}: the {checked} role's "
+                       "set already holds DESCRIBE_CONFIGS on the cluster",
+                       fix="pass --broker-configs only with --role health")
     if checked == "recovery":
         return _recovery(spec, principal, hanging_abort=hanging_abort)
-    return {"job": _job, "health": _health}[checked](spec, principal)
+    if checked == "health":
+        return _health(spec, principal, broker_configs=broker_configs)
+    return _job(spec, principal)
 
 
 def _acl(  # noqa: PLR0913  # an Acl's fields, forwarded by name
@@ -219,8 +233,14 @@ def _recovery(spec: PipelineSpec, principal: str, *, hanging_abort: bool) -> lis
     return acls
 
 
-def _health(spec: PipelineSpec, principal: str) -> list[Acl]:
+def _health(spec: PipelineSpec, principal: str, *, broker_configs: bool) -> list[Acl]:
     acls = [
+        _acl(principal, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME, Operation.DESCRIBE_CONFIGS,
+             "optional (--broker-configs): DescribeConfigs(BROKER) reads transaction.max.timeout.ms, the age above "
+             "which a pinned input partition is hanging (input_hang_after_ms); without it health "
+             "judges by Kafka's default"),
+    ] if broker_configs else []
+    acls += [
         _acl(principal, ResourceType.TOPIC, topic, Operation.DESCRIBE,
              "Metadata and ListOffsets (LSO, high watermark, log start) of the input partitions; OffsetFetch of the "
              "group's offsets on them")

@@ -55,7 +55,7 @@ def evaluate(
         *lingering,
         verification_finding(latest),
     ]
-    unread = unread_max_timeout_note(gaps, thresholds, latest)
+    unread = unread_max_timeout_note(gaps, thresholds, latest, pipeline=pipeline)
     # Worst first; the sort is stable, so findings of one status keep the order of the signals.
     findings.sort(key=lambda f: -f.status.severity)
     return HealthReport(

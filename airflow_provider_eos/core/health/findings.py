@@ -33,6 +33,7 @@ from typing import Literal
 import pendulum
 from pydantic import computed_field
 
+from airflow_provider_eos.core.acls.denials import apply_command
 from airflow_provider_eos.core.frozen_model import FrozenModel
 from airflow_provider_eos.core.health.samples import HealthSample
 from airflow_provider_eos.core.health.statuses import HealthStatus
@@ -181,13 +182,18 @@ def input_hang_source(th: HealthThresholds, transaction_max_timeout_ms: int | No
     return "input_hang_after_ms"
 
 
-def unread_max_timeout_note(gaps: Iterable[PartitionGap], th: HealthThresholds, latest: HealthSample) -> str | None:
+def unread_max_timeout_note(
+    gaps: Iterable[PartitionGap], th: HealthThresholds, latest: HealthSample, *, pipeline: str | None = None,
+) -> str | None:
     """What a pinned input partition is judged against when the brokers' maximum could not be read, and the fix.
 
     Only while an input partition is pinned (else no threshold of the input is in play) and the threshold is
     Kafka's default (an ``input_hang_after_ms`` the user set is theirs). Kafka's default is too short where the
     brokers allow longer transactions (a legitimate upstream transaction reported hanging) and too long where
-    they allow less (a hanging one reported late). Its first sentence fits a card's note.
+    they allow less (a hanging one reported late). Its first sentence fits a card's note. The grant is the
+    health role's set with its opt-in, as ``eos acls`` applies it (design note 71).
+
+    :param pipeline: the pipeline's name, so the grant's command names its spec.
     """
     reason = latest.transaction_max_timeout_unread
     pinned = any(gap.role == "input" and gap.state != "ok" for gap in gaps)
@@ -196,12 +202,13 @@ def unread_max_timeout_note(gaps: Iterable[PartitionGap], th: HealthThresholds, 
     if th.input_hang_after_ms != KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS:
         return None
     default = format_age(KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS)
+    grant = apply_command("User:NAME", "health", options=("--broker-configs",))
     return (
         f"input_hang_after_ms is Kafka's default ({default}): the brokers' transaction.max.timeout.ms could not be "
         "read; grant the health principal DESCRIBE_CONFIGS on the cluster, or set input_hang_after_ms to it. "
-        f"Refused: {reason.rstrip('.')}. Grant: `kafka-acls.sh --bootstrap-server HOST:PORT --add --allow-principal "
-        "User:NAME --operation DescribeConfigs --cluster` (docs/security.md); the threshold: the health sensor's "
-        "thresholds, or `eos health --threshold input_hang_after_ms=MS`"
+        f"Refused: {reason.rstrip('.')}. Grant, as an administrator: `{grant}`, FILE being the spec of "
+        f"{'the pipeline' if pipeline is None else repr(pipeline)} (docs/security.md); the threshold: the health "
+        "sensor's thresholds, or `eos health --threshold input_hang_after_ms=MS`"
     )
 
 
