@@ -207,8 +207,8 @@ def unread_max_timeout_note(
         f"input_hang_after_ms is Kafka's default ({default}): the brokers' transaction.max.timeout.ms could not be "
         "read; grant the health principal DESCRIBE_CONFIGS on the cluster, or set input_hang_after_ms to it. "
         f"Refused: {reason.rstrip('.')}. Grant, as an administrator: `{grant}`, FILE being the spec of "
-        f"{'the pipeline' if pipeline is None else repr(pipeline)} (docs/security.md); the threshold: the health "
-        "sensor's thresholds, or `eos health --threshold input_hang_after_ms=MS`"
+        f"{'the pipeline' if pipeline is None else repr(pipeline)} (docs/security.md); the threshold: the spec's "
+        "health_thresholds, the health sensor's thresholds, or `eos health --threshold input_hang_after_ms=MS`"
     )
 
 

@@ -77,18 +77,35 @@ class HealthThresholds(FrozenModel):
         last up to the brokers' ``transaction.max.timeout.ms``: that is the limit for a hanging input
         partition.
 
+        The spec's ``health_thresholds`` replace what is derived (design note 72).
+
         :param transaction_max_timeout_ms: the brokers' ``transaction.max.timeout.ms`` (the largest
             among them), as a sample read it; ``None``: not read, Kafka's default applies.
         """
         budget = spec.batch_budget_ms or spec.transaction_timeout_ms
         cycle = max(spec.trigger_interval_ms or 0, budget)
-        return cls(
+        derived = cls(
             warn_after_ms=2 * cycle,
             stop_after_ms=4 * cycle,
             hang_after_ms=spec.transaction_timeout_ms,
             lingering_after_ms=spec.transaction_timeout_ms,
             input_hang_after_ms=transaction_max_timeout_ms or KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
         )
+        # The spec's own thresholds are the user's word, so they beat what is derived (the brokers'
+        # maximum too); a caller's overrides (the sensor's, the CLI's) are applied after, and beat both.
+        return derived.with_overrides(spec.health_thresholds)
+
+    @classmethod
+    def check_overrides(cls, overrides: Mapping[str, Any]) -> None:
+        """Refuse overrides by their names and values alone, as :meth:`with_overrides` would on any thresholds.
+
+        What a spec's ``health_thresholds`` is checked with on load, before anything is derived.
+
+        :raises HealthError: naming an unknown key or an invalid value.
+        """
+        # The one rule across thresholds is min_samples >= 2, which its own default passes: any
+        # positive stand-ins for the derived values give the same verdict as the real ones.
+        cls(warn_after_ms=1, stop_after_ms=1, hang_after_ms=1, lingering_after_ms=1).with_overrides(overrides)
 
     def with_overrides(self, overrides: Mapping[str, Any] | None) -> HealthThresholds:
         """A copy with some thresholds replaced.

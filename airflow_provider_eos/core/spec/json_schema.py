@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from airflow_provider_eos.core.health.thresholds import HealthThresholds
 from airflow_provider_eos.core.spec.field_rules import JAVA_INT_MAX, MIN_TRANSACTION_TIMEOUT_MS
 from airflow_provider_eos.core.spec.kafka_keys import RESERVED_KAFKA_KEYS
 from airflow_provider_eos.core.spec.observability import MetricsSettings
@@ -93,6 +94,12 @@ def spec_json_schema() -> dict[str, Any]:
             if option.get("type") == "integer":
                 option["exclusiveMinimum"] = 0
     properties["transaction_timeout_ms"].update(minimum=MIN_TRANSACTION_TIMEOUT_MS, maximum=JAVA_INT_MAX)
+    # The names the health thresholds have, each a positive integer (min_samples at least 2).
+    properties["health_thresholds"].update(
+        propertyNames={"enum": list(HealthThresholds.model_fields)},
+        additionalProperties={"type": "integer", "exclusiveMinimum": 0},
+        properties={"min_samples": {"type": "integer", "minimum": 2}},
+    )
     rest = {key: value for key, value in schema.items() if key not in ("title", "description")}
     return {
         "$schema": JSON_SCHEMA_DIALECT,

@@ -24,6 +24,7 @@ from airflow_provider_eos.core.spec import field_rules
 from airflow_provider_eos.core.spec.bounded_yaml import LocationMap
 from airflow_provider_eos.core.spec.document import read_spec_document
 from airflow_provider_eos.core.spec.field_rules import TRIGGER_AVAILABLE_NOW, parse_interval_ms
+from airflow_provider_eos.core.spec.health_thresholds import check_health_thresholds
 from airflow_provider_eos.core.spec.kafka_keys import check_kafka_keys, check_kafka_value_types
 from airflow_provider_eos.core.spec.observability import MetricsSettings
 from airflow_provider_eos.core.spec.submission import Connector, check_python_environment
@@ -139,6 +140,10 @@ class PipelineSpec(BaseModel):
     #: ``{prometheus_port: PORT}``: the driver serves the sink's metrics (and, by default, turns on
     #: Spark's streaming metrics) for Prometheus while it runs (docs/observability.md); ``null``: none.
     metrics: MetricsSettings | None = None
+    #: Health thresholds replacing those derived from the spec (docs/runbook.md, "Health"): ``warn_after_ms``,
+    #: ``stop_after_ms``, ``hang_after_ms``, ``input_hang_after_ms``, ``lingering_after_ms`` (milliseconds),
+    #: ``min_samples``. The health sensor's ``thresholds`` and ``eos health --threshold`` still win over them.
+    health_thresholds: dict[str, int] = {}
 
     # -- field validation (pydantic runs these in field order, so later fields see earlier ones) --
 
@@ -281,6 +286,11 @@ class PipelineSpec(BaseModel):
     @classmethod
     def _check_python_environment(cls, value: str | None) -> str | None:
         return check_python_environment(value)
+
+    @field_validator("health_thresholds", mode="before")
+    @classmethod
+    def _check_health_thresholds(cls, value: Any) -> Any:
+        return check_health_thresholds(value)
 
     @field_validator("spark_conf", mode="before")
     @classmethod
