@@ -56,7 +56,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         action="append",
         type=_threshold,
         metavar="NAME=MS",
-        help="override a threshold derived from the spec (warn_after_ms, stop_after_ms, hang_after_ms, "
-        "input_hang_after_ms, lingering_after_ms, min_samples); repeatable",
+        help="override a threshold derived from the spec or set in its health_thresholds (warn_after_ms, "
+        "stop_after_ms, hang_after_ms, input_hang_after_ms, lingering_after_ms, min_samples); repeatable",
     )
     health.add_argument("--strict", action="store_true", help="exit 1 for DEGRADED too")

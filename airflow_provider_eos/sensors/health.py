@@ -107,8 +107,8 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
         poke/reschedule mode. (templated)
     :param committed_after: ISO time a commit must be newer than for ``wait_healthy``; default:
         when the sensor started. (templated)
-    :param thresholds: overrides of the thresholds derived from the spec, in milliseconds
-        (``warn_after_ms``, ``stop_after_ms``, ``hang_after_ms``, ``input_hang_after_ms``,
+    :param thresholds: overrides of the thresholds derived from the spec (and of its ``health_thresholds``),
+        in milliseconds (``warn_after_ms``, ``stop_after_ms``, ``hang_after_ms``, ``input_hang_after_ms``,
         ``lingering_after_ms``, ``min_samples``). Each value may be a template: one that renders digits only
         (``"{{ var.value.warn_ms }}"`` -> ``"5000"``) counts as that integer; anything else that is
         not a positive integer fails the task, naming the threshold. The whole dict as one template
