@@ -14,6 +14,7 @@ import time
 from typing import TYPE_CHECKING
 
 from airflow_provider_eos.core.errors import CheckpointError
+from airflow_provider_eos.core.metrics.failure_kind import failure_kind
 from airflow_provider_eos.core.metrics.updates import (
     BatchReport,
     ExecutorTaskTally,
@@ -135,5 +136,7 @@ class SinkMetrics:
         if self.exporter is None:
             return
         self.exporter.transaction_closed()
-        self.exporter.apply(failure_updates(self.pipeline, type(error).__name__,
-                                            self.driver_producer.counts - self._counts_before, self.writers, tasks))
+        # A Python executor writer's task failure reaches here wrapped by Spark; its kind is the task's error.
+        kind = failure_kind(type(error).__name__, str(error))
+        self.exporter.apply(failure_updates(self.pipeline, kind, self.driver_producer.counts - self._counts_before,
+                                            self.writers, tasks))

@@ -68,7 +68,8 @@ JOB_METRICS: tuple[MetricDefinition, ...] = (
                      (_P, _W, "action")),
     MetricDefinition("eos_batch_failures_total", MetricKind.COUNTER,
                      "micro-batches the sink refused or failed, by the error's type (`kind`, e.g. "
-                     "InconsistentOffsetsError, ProducerFencedError); the query stops on each",
+                     "InconsistentOffsetsError, ProducerFencedError; for a failed write task, the error the task "
+                     "raised, with either executor writer); the query stops on each",
                      (_P, "kind")),
     MetricDefinition("eos_last_committed_batch", MetricKind.GAUGE,
                      "the id of the last batch whose output and offsets are committed in Kafka (produced or found "
@@ -137,7 +138,9 @@ TASK_METRICS: tuple[MetricDefinition, ...] = (
                      "records behind, summed over the input partitions (read_committed end offsets, the LSO, minus "
                      "the sink group's committed offsets)"),
     MetricDefinition("eos.health.{pipeline}.{topic}.{partition}.lag", MetricKind.GAUGE,
-                     "records behind on one input partition (a `.` in the topic's name becomes `_`)"),
+                     "records behind on one input partition (a `.` in the topic's name becomes `_`; a topic's name "
+                     "over 100 characters keeps its first 91, then `-` and 8 hex digits of its SHA-256, so the "
+                     "name stays under Airflow's limit)"),
     MetricDefinition("eos.health.{pipeline}.commit_age_seconds", MetricKind.GAUGE,
                      "seconds since the checkpoint's newest commit (`commits/N`); not emitted before the first"),
     MetricDefinition("eos.health.{pipeline}.open_transactions", MetricKind.GAUGE,

@@ -7,6 +7,7 @@ operators, the sensor and the trigger hand them to Airflow's ``Stats``
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 
@@ -17,10 +18,15 @@ from airflow_provider_eos.core.transactions.abort_report import AbortReport
 from airflow_provider_eos.core.verification.report import VerificationReport
 from airflow_provider_eos.core.verification.verdict import Verdict
 
-__all__ = ["TaskMetric", "abort_metrics", "health_metrics", "verification_metrics"]
+__all__ = ["PART_MAX_LENGTH", "TaskMetric", "abort_metrics", "health_metrics", "name_part", "verification_metrics"]
 
 # StatsD splits a name at dots, and Airflow's name check allows only these characters.
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+#: The longest a name's part may be. Airflow drops (logs and does not send) a StatsD name over 250 characters and an
+#: OpenTelemetry one whose prefix, a dot and the name exceed 255; a Kafka topic may have 249. With every part at
+#: most this long (a pipeline's name has at most 64), every name stays under 200, leaving room for the prefix.
+PART_MAX_LENGTH = 100
+_DIGEST_LENGTH = 8
 
 
 @dataclass(frozen=True)
@@ -32,9 +38,25 @@ class TaskMetric:
     value: float
 
 
+def name_part(value: object) -> str:
+    """``value`` as one part of a metric's name: one StatsD level of the characters Airflow allows, and short.
+
+    A ``.`` (a topic's) becomes ``_``: within one cluster Kafka refuses a topic whose name differs from an
+    existing one's only by ``.`` against ``_``, and a pipeline's name has neither ``.`` nor other characters to
+    replace, so no two of a pipeline's parts become one. A part longer than :data:`PART_MAX_LENGTH` keeps its
+    beginning and ends in ``-`` and a digest of the whole value, so it stays apart from every other.
+    """
+    text = str(value)
+    part = _UNSAFE.sub("_", text)
+    if len(part) <= PART_MAX_LENGTH:
+        return part
+    digest = hashlib.sha256(text.encode()).hexdigest()[:_DIGEST_LENGTH]
+    return f"{part[:PART_MAX_LENGTH - _DIGEST_LENGTH - 1]}-{digest}"
+
+
 def _metric(template: str, value: float, **parts: object) -> TaskMetric:
     definition = task_metric(template)
-    name = template.format(**{key: _UNSAFE.sub("_", str(part)) for key, part in parts.items()})
+    name = template.format(**{key: name_part(part) for key, part in parts.items()})
     return TaskMetric(name, definition.kind, float(value))
 
 

@@ -3,15 +3,29 @@
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
+import pytest
 import yaml
+from pydantic import ValidationError
 
+from airflow_provider_eos.airflow_stats import emit
+from airflow_provider_eos.core.health.report import HealthReport
 from airflow_provider_eos.core.metrics.catalog import TASK_METRICS, MetricKind
-from airflow_provider_eos.core.metrics.task_metrics import abort_metrics, health_metrics, verification_metrics
+from airflow_provider_eos.core.metrics.task_metrics import (
+    PART_MAX_LENGTH,
+    abort_metrics,
+    health_metrics,
+    name_part,
+    verification_metrics,
+)
+from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.transactions import AbortReport, Outcome, SafetyCheck, plan_abort
 from airflow_provider_eos.core.verification import Verdict, VerificationReport
+from airflow_provider_eos.devstack.broker_config import free_port
 from tests.support.health_samples import rich_sample, run
+from tests.support.statsd import StatsdListener
 from tests.unit.transactions.builders import NOW, txn
 
 
@@ -37,6 +51,68 @@ def test_a_topic_with_dots_keeps_one_statsd_level() -> None:
         type(row).model_validate({**row.model_dump(), "topic": "eu.orders"}) for row in report.partitions)})
     names = [m.name for m in health_metrics(dotted) if m.name.endswith(".lag") and "eu" in m.name]
     assert names and all(name.startswith("eos.health.orders.eu_orders.") for name in names), names
+
+
+def _with_names(report: HealthReport, pipeline: str, topic: str) -> HealthReport:
+    """``report`` of pipeline ``pipeline`` whose input partitions are all of ``topic``."""
+    return report.model_copy(update={"pipeline": pipeline, "partitions": tuple(
+        type(row).model_validate({**row.model_dump(), "topic": topic, "partition": i})
+        for i, row in enumerate(report.partitions))})
+
+
+@pytest.fixture
+def airflow_statsd(monkeypatch: pytest.MonkeyPatch) -> StatsdListener:
+    """Airflow's own ``Stats`` sending to a StatsD listener, as ``[metrics] statsd_on`` configures it."""
+    import statsd
+    from airflow.sdk._shared.observability.metrics import stats
+    from airflow.sdk._shared.observability.metrics.statsd_logger import get_statsd_logger
+
+    port = free_port()
+    for name in ("_factory", "_backend", "_export_legacy_names"):
+        monkeypatch.setattr(stats, name, getattr(stats, name))  # restored after the test
+    stats.initialize(factory=lambda: get_statsd_logger(stats_class=statsd.StatsClient, host="127.0.0.1", port=port,
+                                                       prefix="airflow"), export_legacy_names=False)
+    with StatsdListener("127.0.0.1", port) as listener:
+        yield listener
+
+
+def test_the_longest_names_a_spec_allows_reach_statsd_through_airflow(airflow_statsd: StatsdListener) -> None:
+    # A 64-character pipeline (the spec's longest) reading a 249-character topic (Kafka's longest): the per-partition
+    # lag's name would be 333 characters, which Airflow's name check drops (it logs and sends nothing).
+    pipeline, topic = "p" * 64, "orders." + "t" * 242
+    metrics = health_metrics(_with_names(run([rich_sample(0)]), pipeline, topic))
+    assert max(len(m.name) for m in metrics) < 200, [m.name for m in metrics if len(m.name) >= 200]
+    emit(metrics)
+    expected = {f"airflow.{m.name}" for m in metrics}
+    deadline = time.monotonic() + 10
+    while not expected <= {line.name for line in airflow_statsd.lines} and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert expected - {line.name for line in airflow_statsd.lines} == set()
+    per_partition = [m.name for m in metrics if m.name.count(".") == 5]
+    assert len(per_partition) == 2 and all(n.startswith(f"eos.health.{pipeline}.orders_ttt") for n in per_partition)
+
+
+def test_a_long_part_keeps_its_beginning_and_a_digest_of_the_whole_value() -> None:
+    base = "orders." + "t" * 200
+    one, other = name_part(base + "a"), name_part(base + "b")
+    assert len(one) == len(other) == PART_MAX_LENGTH and one != other
+    assert one.startswith("orders_ttt") and re.fullmatch(r"[A-Za-z0-9_-]+", one)
+    assert name_part(base + "a") == one  # the same topic gets the same name at every emission
+    assert name_part("t" * PART_MAX_LENGTH) == "t" * PART_MAX_LENGTH  # up to the limit, as it is
+
+
+def test_distinct_pipeline_names_give_distinct_metric_names() -> None:
+    # A pipeline's name is [A-Za-z0-9_-] (a `.` is refused at spec load), which the name keeps as it is: `a_b` and
+    # `a-b` stay apart, and no name becomes another's after sanitising.
+    fields = {"kafka": {"bootstrap.servers": "localhost:9092"}, "input_topics": ["in"], "output_topic": "out",
+              "group_id": "g", "transactional_id_prefix": "t", "checkpoint_location": "/tmp/c"}
+    with pytest.raises(ValidationError, match=r"name 'a\.b' is not identifier-like"):
+        PipelineSpec(name="a.b", **fields)
+    report = run([rich_sample(0)])
+    names = {p: {m.name for m in health_metrics(report.model_copy(update={"pipeline": PipelineSpec(
+        name=p, **fields).name}))} for p in ("a_b", "a-b", "A_b")}
+    assert all(name_part(p) == p for p in names)
+    assert not names["a_b"] & names["a-b"] and not names["a_b"] & names["A_b"]
 
 
 def test_a_health_report_without_a_verdict_or_a_commit_emits_neither() -> None:
