@@ -200,7 +200,8 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
                                    deploy_mode=connection["deploy_mode"], master=connection["master"],
                                    python_environment=self.python_environment, connector=self.connector,
                                    properties_file=Path(self.properties_file) if self.properties_file else None,
-                                   extra_conf=self._conf_with_openlineage(context), driver_token=token)
+                                   extra_conf=self._conf_with_openlineage(context), driver_token=token,
+                                   env_vars=self._env_with_driver_token(token, connection["deploy_mode"]))
             self.application = str(plan.application)
             self.application_args = plan.application_args
             self.jars = _joined(plan.jars, self.jars)
@@ -209,9 +210,10 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
             self._archives = _joined(plan.archives, self._archives)
             # The plan holds the DAG author's conf too, split like the spec's: only public settings here.
             self.conf = plan.conf
-            # The secret settings (spec's and DAG author's), in a private file, not on spark-submit's command line.
+            # The secret settings (spec's and DAG author's) and the env vars a driver on the cluster gets, in a
+            # private file, not on spark-submit's command line (the hook builds its command without env vars).
             self.properties_file = str(plan.properties_file) if plan.properties_file else None
-            self.env_vars = {**plan.environment(), **(self.env_vars or {})}
+            self.env_vars = plan.environment()
             self.name = f"eos-{spec.name}"
             # PySpark's own spark-submit: its version is the one the connector jars were resolved for.
             self._spark_binary = self._spark_binary or spark_submit_executable()
@@ -294,8 +296,20 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         """Where spark-submit's Hadoop configuration is named (``HADOOP_CONF_DIR``, ``YARN_CONF_DIR``)."""
         return {**os.environ, **{key: str(value) for key, value in (self.env_vars or {}).items()}}
 
+    def _env_with_driver_token(self, token: str, deploy_mode: str | None) -> dict[str, str]:
+        """The DAG author's ``env_vars`` and the driver token; in client mode also this task's pid.
+
+        Every process of the submission carries the token; a client-mode driver stops by itself once
+        the task's process (``EOS_DRIVER_OWNER_PID``) is gone.
+        """
+        env = {key: str(value) for key, value in (self.env_vars or {}).items()}
+        env[DRIVER_TOKEN_ENV] = token
+        if str(deploy_mode or "client") != "cluster":
+            env[DRIVER_OWNER_PID_ENV] = str(os.getpid())
+        return env
+
     def _record_driver(self, context: Context, pipeline: str) -> None:
-        """Tag the submission's processes with the run's driver token and record where they run.
+        """Start spark-submit, its processes tagged with the run's driver token, and record where they run.
 
         The XCom ``driver`` is what the recovery branch reads to stop the driver and to establish
         that it is gone before it aborts anything (docs/architecture.md, recovery). spark-submit's output
@@ -303,11 +317,8 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         ``spark_application_url``: :mod:`~airflow_provider_eos.operators.application_links`).
         """
         token = driver_token(pipeline, context["ti"].dag_id, context["run_id"])
-        self.env_vars = {**(self.env_vars or {}), DRIVER_TOKEN_ENV: token}
-        client_mode = str(self._get_hook()._connection["deploy_mode"] or "client") != "cluster"
-        if client_mode:
-            self.env_vars[DRIVER_OWNER_PID_ENV] = str(os.getpid())
         self._hook = self._get_hook()
+        client_mode = str(self._hook._connection["deploy_mode"] or "client") != "cluster"
         # The identity beyond the host name (boot, pid namespace, user): an observer elsewhere cannot mistake
         # a live driver for a gone one (docs/architecture.md, recovery).
         handle = DriverHandle(

@@ -1,10 +1,12 @@
 """How the submit operator has the Spark provider's hook start spark-submit and follow its output.
 
-Three changes to the hook's own ``submit``, made by wrapping its steps (the provider has no
-arguments for them): spark-submit's environment is the allow-list, not the worker's; in client
-deploy mode it runs in a session of its own; and each line of its output is also handed to the
-operator (for the links to the Spark application, :mod:`~airflow_provider_eos.operators.application_links`)
-before the hook reads it as it always does.
+Four changes to the hook's own ``submit``, made by wrapping its steps (the provider has no
+arguments for them): its command carries none of the env vars (on YARN and Kubernetes the provider
+would make each a ``--conf``, secrets too; the plan put them in the private properties file);
+spark-submit's environment is the allow-list, not the worker's; in client deploy mode it runs in a
+session of its own; and each line of its output is also handed to the operator (for the links to
+the Spark application, :mod:`~airflow_provider_eos.operators.application_links`) before the hook
+reads it as it always does.
 """
 
 from __future__ import annotations
@@ -33,11 +35,16 @@ def launch_spark_submit(hook: SparkSubmitHook, *, own_session: bool, on_line: Ca
                         on_end: Callable[[], None] | None = None) -> None:
     """Have ``hook`` start spark-submit with the allow-listed environment and, in client mode, in a session of its own.
 
+    Command: on YARN and Kubernetes the provider's command builder writes every env var as
+    ``--conf spark.yarn.appMasterEnv.K=V`` (``spark.kubernetes.driverEnv.K=V``), where ``ps`` shows
+    it; it builds the command without them. The plan wrote those a driver on the cluster needs to
+    the private properties file (:func:`~airflow_provider_eos.spark.submit_command.driver_environment_conf`).
+
     Environment: the provider's ``submit`` starts spark-submit with a copy of this worker's whole
-    environment plus the hook's env vars whenever it has env vars (it always has: the driver
-    token), and with its ``env`` argument otherwise. So once the command is built (which reads
-    the env vars: YARN's ``appMasterEnv`` settings) the hook's env vars are held aside until
-    spark-submit has started, and ``env`` carries them over the allow-listed environment.
+    environment plus its ``_env`` (on YARN and in client mode, the env vars) whenever that is set,
+    and with its ``env`` argument otherwise. So ``_env`` is empty until spark-submit has started,
+    ``env`` carries the env vars over the allow-listed environment, and then ``_env`` holds them
+    for the provider's ``yarn application -kill``, as the provider's builder would have left it.
 
     Session: Airflow 3's supervisor signals a killed task's whole process group, SIGKILL 5 s
     after SIGTERM: spark-submit's JVM would stop its SparkContext mid-batch. Out of the group,
@@ -51,8 +58,12 @@ def launch_spark_submit(hook: SparkSubmitHook, *, own_session: bool, on_line: Ca
     held: dict[str, dict[str, Any] | None] = {}
 
     def build_holding_env(application: str) -> list[str]:
-        command = build(application)
-        held["env"], hook._env = hook._env, None
+        env_vars, hook._env_vars = hook._env_vars, None
+        try:
+            command = build(application)
+        finally:
+            hook._env_vars = env_vars
+        held["env"], hook._env = (dict(env_vars) if env_vars else None), None
         return command
 
     def follow_with_env(lines: Any) -> None:

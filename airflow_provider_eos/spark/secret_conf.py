@@ -103,7 +103,7 @@ def write_secret_properties(secret: Mapping[str, str], work_dir: Path, defaults:
     with os.fdopen(descriptor, "w", encoding="utf-8") as out:
         if defaults is not None:
             out.write(f"# from {defaults}\n{defaults.read_text(encoding='utf-8')}\n")
-        out.write("# the spec's secret spark_conf settings\n")
+        out.write("# the secret Spark settings, and the environment of the driver on the cluster\n")
         for key, value in sorted(secret.items()):
             out.write(f"{_escape(key, key=True)}={_escape(str(value), key=False)}\n")
     return path

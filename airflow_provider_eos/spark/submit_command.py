@@ -5,7 +5,8 @@ packed environment). With a packed environment (``eos package``) executors run t
 interpreter (``--archives ENV#environment``, ``spark.pyspark.python=./environment/bin/python``);
 without one, today's local setup: driver and executors run this machine's interpreter.
 Nothing secret goes on the command line: the spec (with any connection secrets) is a file, and
-secret Spark settings (the spec's or the caller's) go to a private properties file (:mod:`.secret_conf`).
+secret Spark settings (the spec's or the caller's) go to a private properties file (:mod:`.secret_conf`),
+as do the environment variables a driver on the cluster gets (:func:`driver_environment_conf`).
 """
 
 from __future__ import annotations
@@ -42,6 +43,12 @@ PACKAGES_SHIPPED = DISTRIBUTION_PACKAGES
 ENTRY_PACKAGE = "spark_jobs"
 #: The application tags YARN lists an application under (``/ws/v1/cluster/apps?applicationTags=``).
 YARN_TAGS_KEY = "spark.yarn.tags"
+#: The settings that set an environment variable of YARN's application master (in cluster deploy mode the
+#: driver), and of a Kubernetes driver pod.
+YARN_DRIVER_ENV_PREFIX = "spark.yarn.appMasterEnv."
+K8S_DRIVER_ENV_PREFIX = "spark.kubernetes.driverEnv."
+#: The variables Spark's YARN application master passes on to the executors it launches (``ExecutorRunnable``).
+EXECUTOR_INHERITED_ENV_PREFIX = "SPARK"
 #: The settings Spark hides by (``Utils.redact``); a user's own value, wherever set, is kept.
 REDACTION_REGEX_KEY = "spark.redaction.regex"
 #: Whether the Spark UI's kill links work (Spark's default: yes); a user's own value, wherever set, is kept.
@@ -79,7 +86,8 @@ class SubmitPlan:
     :param archives: ``ARCHIVE#alias`` entries for ``--archives`` (the packed environment).
     :param conf: ``--conf`` settings (none of them secret).
     :param env: environment variables of the spark-submit process.
-    :param properties_file: ``--properties-file``: the secret settings (owner-only), or ``None``.
+    :param properties_file: ``--properties-file``: the secret settings and the environment of a driver on
+        the cluster (owner-only), or ``None``.
     """
 
     application: Path
@@ -160,6 +168,7 @@ def plan_submit(  # noqa: PLR0913  # the spec plus each override a caller may gi
     properties_file: Path | None = None,
     extra_conf: Mapping[str, str] | None = None,
     driver_token: str | None = None,
+    env_vars: Mapping[str, str] | None = None,
 ) -> SubmitPlan:
     """The spark-submit plan of ``spec``.
 
@@ -183,6 +192,9 @@ def plan_submit(  # noqa: PLR0913  # the spec plus each override a caller may gi
     :param driver_token: the run's driver token (:func:`~airflow_provider_eos.core.driver.driver_token`):
         the driver finds it in its settings in every deploy mode (for its lease), and YARN lists the
         application under it as a tag (:func:`driver_tagging`).
+    :param env_vars: environment variables the caller gives spark-submit beyond the plan's (they win); on YARN
+        and Kubernetes they reach a driver on the cluster through the private properties file
+        (:func:`driver_environment_conf`), never through the command line.
     :raises SubmissionError: a local jar or archive named does not exist; cluster deploy mode on a standalone master.
     :raises SpecError: a ``kafka`` setting librdkafka refuses (the job's sink would, after Spark started).
     """
@@ -209,9 +221,12 @@ def plan_submit(  # noqa: PLR0913  # the spec plus each override a caller may gi
         conf["spark.pyspark.python"] = EXECUTOR_PYTHON
         # A client-mode driver runs here, where the archive is not unpacked; a cluster-mode one runs beside it.
         conf["spark.pyspark.driver.python"] = EXECUTOR_PYTHON if cluster else sys.executable
+    env = {**env, **(env_vars or {})}
     spec_arg = spec_file.name if cluster else str(spec_file)
     given = {**spec.spark_conf, **(extra_conf or {})}
     public, secret = split_secret_conf({**conf, **given, **driver_tagging(driver_token, given)})
+    # Any variable may be a secret (AWS_SECRET_ACCESS_KEY): all of them go to the private file.
+    secret.update(driver_environment_conf(env, master, deploy_mode))
     return SubmitPlan(
         application=entry_script(),
         application_args=["--spec", spec_arg, "--mode", run_mode],
@@ -253,6 +268,32 @@ def driver_tagging(token: str | None, given: Mapping[str, str]) -> dict[str, str
         return {}
     tags = [tag for tag in given.get(YARN_TAGS_KEY, "").split(",") if tag.strip() and tag.strip() != token]
     return {DRIVER_TOKEN_CONF: token, YARN_TAGS_KEY: ",".join([*tags, token])}
+
+
+def driver_environment_conf(env: Mapping[str, str], master: str | None, deploy_mode: str | None) -> dict[str, str]:
+    """The settings that give the job's processes on the cluster the variables of ``env`` they need.
+
+    The Spark provider's hook puts every ``env_vars`` entry on spark-submit's command line as
+    ``--conf spark.yarn.appMasterEnv.K=V`` (Kubernetes: ``spark.kubernetes.driverEnv.K=V``), where
+    ``ps`` shows it to every user; the plan writes them to the private properties file instead, and
+    the operator keeps them from the hook's command (design note 70). Masters are told apart as the
+    provider does.
+
+    Cluster deploy mode: the driver runs in YARN's application master or in the driver pod, so it
+    gets all of ``env``. Client mode: the driver is spark-submit's own process and has ``env`` from
+    its environment; on YARN the application master only launches executors and passes on to them
+    the variables named ``SPARK*`` alone, so only those go (no secret the driver needs leaves this
+    machine); on Kubernetes there is no driver pod, so none go.
+    """
+    if not master or not env:
+        return {}
+    cluster = (deploy_mode or "client") == "cluster"
+    if "yarn" in master:
+        return {f"{YARN_DRIVER_ENV_PREFIX}{name}": str(value) for name, value in env.items()
+                if cluster or name.startswith(EXECUTOR_INHERITED_ENV_PREFIX)}
+    if "k8s" in master and cluster:
+        return {f"{K8S_DRIVER_ENV_PREFIX}{name}": str(value) for name, value in env.items()}
+    return {}
 
 
 def _existing(location: str, what: str) -> str:

@@ -50,12 +50,12 @@ def hdfs_harness(bootstrap: str, tmp_path: Path, info: YarnClusterInfo, **settin
     return harness.with_overrides(checkpoint_location=f"{info.namenode_url}/eos/{harness.name}/checkpoint")
 
 
-def submit_operator(harness: PipelineHarness, info: YarnClusterInfo):
+def submit_operator(harness: PipelineHarness, info: YarnClusterInfo, env_vars: dict[str, str] | None = None):
     from airflow_provider_eos.operators.spark_submit import EosSparkSubmitOperator
 
     conf = {**same_machine_conf(info), "spark.app.name": f"eos-{harness.name}"}
     return EosSparkSubmitOperator(task_id="submit", spec_path=str(harness.spec_file), conn_id=SPARK_CONN, conf=conf,
-                                  status_poll_interval=2)
+                                  status_poll_interval=2, env_vars=env_vars)
 
 
 class RunningSubmit:

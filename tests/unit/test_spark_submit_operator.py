@@ -258,3 +258,39 @@ def test_openlineage_transport_properties_take_the_secret_split(tmp_path, monkey
     assert "spark.openlineage.transport.url=http://lineage.example.com:5000" in run["argv"]
     assert f"spark.openlineage.transport.auth.apiKey={api_key}" in run["properties"]
     assert run["properties_mode"] == 0o600
+
+
+AWS_SECRET = "aws-secret-3e8f0d"
+
+
+@pytest.mark.parametrize("deploy_mode", ["client", "cluster"])
+def test_a_secret_in_env_vars_is_never_on_the_command_line_on_yarn(tmp_path, monkeypatch, submitted, deploy_mode):
+    """The provider turns each ``env_vars`` entry into ``--conf spark.yarn.appMasterEnv.K=V`` (``ps`` shows it).
+
+    Cluster mode: the driver is the application master, so the entries go to the private properties file.
+    Client mode: the driver is spark-submit's own process and gets them from its environment; the
+    application master (only the executor launcher) needs none but the ``SPARK*`` ones, which Spark's
+    executor launcher passes on to the executors.
+    """
+    from airflow_provider_eos.core.driver import DRIVER_TOKEN_ENV
+    from airflow_provider_eos.operators.spark_submit import EosSparkSubmitOperator
+
+    spec_path = tmp_path / "orders.yaml"
+    spec_path.write_text(yaml.safe_dump(SPEC))
+    monkeypatch.setenv("AIRFLOW_CONN_EOS_SPARK", json.dumps({"conn_type": "spark", "host": "yarn", "extra": {
+        "deploy-mode": deploy_mode, "yarn_resourcemanager_webapp_address": "127.0.0.1:9"}}))
+    operator = EosSparkSubmitOperator(task_id="submit", spec_path=str(spec_path), conn_id="eos_spark", durable=False,
+                                      env_vars={"AWS_SECRET_ACCESS_KEY": AWS_SECRET, "SPARK_LOCAL_DIRS": "/data"})
+    operator.execute({"ti": RecordingTaskInstance(), "run_id": unique_run_id()})
+
+    (run,) = submitted
+    assert not any(AWS_SECRET in arg for arg in run["argv"]), run["argv"]
+    assert not any("appMasterEnv" in arg for arg in run["argv"]), run["argv"]
+    assert run["env"]["AWS_SECRET_ACCESS_KEY"] == AWS_SECRET, "spark-submit's environment (a client-mode driver's)"
+    assert run["properties_mode"] == 0o600
+    assert "spark.yarn.appMasterEnv.SPARK_LOCAL_DIRS=/data" in run["properties"]
+    if deploy_mode == "cluster":
+        assert f"spark.yarn.appMasterEnv.AWS_SECRET_ACCESS_KEY={AWS_SECRET}" in run["properties"]
+        assert f"spark.yarn.appMasterEnv.{DRIVER_TOKEN_ENV}=" in run["properties"]
+    else:
+        assert AWS_SECRET not in run["properties"], "the executor launcher got the driver's secret"

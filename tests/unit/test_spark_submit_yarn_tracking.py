@@ -81,3 +81,31 @@ def test_without_an_address_the_submit_is_refused_naming_the_extra_and_the_folde
     assert "HADOOP_CONF_DIR or YARN_CONF_DIR" in refused.value.message
     assert "eos_spark" in refused.value.fix and "HADOOP_CONF_DIR" in refused.value.fix
     assert not operator._yarn_track_via_rm_api
+
+
+def test_the_hook_starts_spark_submit_with_env_vars_in_its_environment_not_on_its_command_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The provider's ``submit`` starts a stand-in spark-submit; the env vars stay for ``yarn application -kill``."""
+    import sys
+
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+    from airflow_provider_eos.operators.spark_submit_launch import launch_spark_submit
+
+    secret, seen = "aws-secret-5d2a7e", tmp_path / "seen.json"
+    stand_in = tmp_path / "spark-submit"
+    stand_in.write_text(f"#!{sys.executable}\nimport json, os, sys\njson.dump({{'argv': sys.argv, "
+                        f"'secret': os.environ.get('AWS_SECRET_ACCESS_KEY')}}, open({str(seen)!r}, 'w'))\n")
+    stand_in.chmod(0o755)
+    monkeypatch.setenv("AIRFLOW_CONN_EOS_SPARK", json.dumps(
+        {"conn_type": "spark", "host": "yarn", "extra": {"deploy-mode": "client"}}))
+    env_vars = {"AWS_SECRET_ACCESS_KEY": secret}
+    hook = SparkSubmitHook(conn_id="eos_spark", env_vars=env_vars, spark_binary=str(stand_in))
+    launch_spark_submit(hook, own_session=False)
+    hook.submit("job.py")
+
+    started = json.loads(seen.read_text())
+    assert started["secret"] == secret, "the client-mode driver's environment lacks the env var"
+    assert not any(secret in arg or "appMasterEnv" in arg for arg in started["argv"]), started["argv"]
+    assert hook._env == env_vars, "the provider's yarn application -kill runs with the env vars"

@@ -308,3 +308,35 @@ def test_the_spark_ui_the_metrics_turn_on_cannot_kill_stages_unless_the_user_say
     given = tmp_path / "mine.properties"
     given.write_text("spark.ui.killEnabled true\n")
     assert "spark.ui.killEnabled" not in submitted(spec, properties_file=given)
+
+
+@pytest.mark.parametrize(("master", "deploy_mode", "to_the_cluster"), [
+    ("yarn", "cluster", {"spark.yarn.appMasterEnv.AWS_SECRET_ACCESS_KEY", "spark.yarn.appMasterEnv.SPARK_LOCAL_DIRS"}),
+    ("yarn", "client", {"spark.yarn.appMasterEnv.SPARK_LOCAL_DIRS"}),
+    ("k8s://https://kube:6443", "cluster", {"spark.kubernetes.driverEnv.AWS_SECRET_ACCESS_KEY",
+                                           "spark.kubernetes.driverEnv.SPARK_LOCAL_DIRS"}),
+    ("k8s://https://kube:6443", "client", set()),
+    ("spark://m:7077", "client", set()),
+])
+def test_env_vars_reach_a_driver_on_the_cluster_through_the_private_file_only(
+    spec_file, tmp_path, jar, master, deploy_mode, to_the_cluster
+):
+    """A client-mode driver is spark-submit's process (its environment); YARN's executor launcher takes SPARK*."""
+    from airflow_provider_eos.spark.secret_conf import properties_keys
+
+    (tmp_path / "work").mkdir()
+    given = tmp_path / "mine.properties"
+    given.write_text("spark.foo bar\n")
+    secret = "aws-secret-0c9b4e"
+    submit = plan(spec_file, tmp_path, connector=Connector(jars=[jar]), master=master, deploy_mode=deploy_mode,
+                  properties_file=given, env_vars={"AWS_SECRET_ACCESS_KEY": secret, "SPARK_LOCAL_DIRS": "/data"})
+    command = submit.command("spark-submit", master)
+    assert not any(secret in arg for arg in command), command
+    assert submit.environment()["AWS_SECRET_ACCESS_KEY"] == secret
+    written = properties_keys(submit.properties_file) - {"spark.foo"}
+    assert {key for key in written if key.endswith(("AWS_SECRET_ACCESS_KEY", "SPARK_LOCAL_DIRS"))} == to_the_cluster
+    if to_the_cluster:
+        assert submit.properties_file != given and oct(submit.properties_file.stat().st_mode & 0o777) == "0o600"
+        assert "spark.foo bar" in submit.properties_file.read_text(), "the given properties file comes first"
+    else:
+        assert submit.properties_file == given
