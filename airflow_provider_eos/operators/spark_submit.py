@@ -139,7 +139,8 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
     :param kill_grace_period_s: how long the driver of a killed task may take to finish its running
         batch before its process group is SIGKILLed (client mode).
     :param env_vars: variables spark-submit gets beyond the allow-list (the worker's environment does
-        not reach it): whatever the job or a transform needs, e.g. ``AWS_PROFILE``.
+        not reach it): whatever the job or a transform needs, e.g. ``AWS_PROFILE``. Never on the command
+        line: a cluster-mode driver on YARN or Kubernetes gets them through the private properties file.
     :param kwargs: anything else :class:`SparkSubmitOperator` accepts (``executor_memory``, ...).
     """
 
