@@ -276,7 +276,7 @@ def driver_environment_conf(env: Mapping[str, str], master: str | None, deploy_m
     The Spark provider's hook puts every ``env_vars`` entry on spark-submit's command line as
     ``--conf spark.yarn.appMasterEnv.K=V`` (Kubernetes: ``spark.kubernetes.driverEnv.K=V``), where
     ``ps`` shows it to every user; the plan writes them to the private properties file instead, and
-    the operator keeps them from the hook's command (design note 70). Masters are told apart as the
+    the operator keeps them from the hook's command (design note 74). Masters are told apart as the
     provider does.
 
     Cluster deploy mode: the driver runs in YARN's application master or in the driver pod, so it
