@@ -238,30 +238,40 @@ def _jars(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import datetime as dt
     import os
     import signal
     import subprocess
     import tempfile
     from pathlib import Path
 
+    from airflow_provider_eos.core.driver import DRIVER_TOKEN_ENV, run_driver_token, submission_environment
     from airflow_provider_eos.core.errors import SubmissionError
     from airflow_provider_eos.core.spark_master import checked_master
     from airflow_provider_eos.core.spec import PipelineSpec
     from airflow_provider_eos.core.submit_environment import submit_environment
+    from airflow_provider_eos.spark.driver_processes import this_host
     from airflow_provider_eos.spark.submit_command import plan_submit, spark_submit_executable
 
     # One spelling (Spark refuses " local[2]", "LOCAL[2]" and "spark://host:7077/"), as `eos airflow up` records it.
     master = checked_master(args.master, option="--master", error=SubmissionError)
     spec_file = Path(args.spec).resolve()
     spec = PipelineSpec.load(spec_file)
+    # Tagged as the submit operator tags a DAG run's driver: it takes the pipeline's lease, so every liveness
+    # check sees it and no second driver starts beside it (design note 75). A token given in the environment
+    # is kept (a caller that observes the driver by it).
+    token = os.environ.get(DRIVER_TOKEN_ENV) or run_driver_token(spec.name, this_host(), os.getpid(),
+                                                                 dt.datetime.now(dt.UTC))
     with tempfile.TemporaryDirectory(prefix="eos-run-") as work_dir:
         plan = plan_submit(spec_file, spec, mode=args.mode or spec.mode, work_dir=Path(work_dir),
-                           python_environment=args.environment)
+                           python_environment=args.environment, driver_token=token)
         command = plan.command(spark_submit_executable(), master)
         print(" ".join(command), file=sys.stderr)
+        print(f"driver token {token}", file=sys.stderr)
         pid_file = Path(work_dir) / "driver.pid"
         # The allow-list, not this shell's whole environment: what else the job needs is set for it explicitly.
-        env = submit_environment(os.environ, {**plan.environment(), "EOS_DRIVER_PID_FILE": str(pid_file)})
+        tags = submission_environment(token, owner_pid=os.getpid())
+        env = submit_environment(os.environ, {**plan.environment(), **tags, "EOS_DRIVER_PID_FILE": str(pid_file)})
         process = subprocess.Popen(command, env=env)
 
         def forward_sigterm(*_: object) -> None:

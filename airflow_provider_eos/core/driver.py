@@ -64,6 +64,25 @@ def driver_token(pipeline: str, dag_id: str, run_id: str) -> str:
     return f"eos-{readable}-{digest}"
 
 
+def run_driver_token(pipeline: str, host: str, pid: int, started_at: dt.datetime) -> str:
+    """The token of a driver that ``eos run`` starts: one per invocation, shaped as a DAG run's.
+
+    ``eos run`` knows no DAG run; the host, its process id and the time name the invocation, so its
+    driver takes the lease and is seen by every liveness check as a DAG's is.
+    """
+    return driver_token(pipeline, "eos run", f"{host}\0{pid}\0{started_at.isoformat()}")
+
+
+def submission_environment(token: str, *, owner_pid: int | None) -> dict[str, str]:
+    """The variables that tag a submission's processes with its driver token (the driver takes its lease by it).
+
+    :param owner_pid: the process that submitted a client-mode driver (an Airflow task, ``eos run``):
+        the driver stops after its running batch once that process is gone. ``None`` in cluster
+        deploy mode, where the driver runs elsewhere.
+    """
+    return {DRIVER_TOKEN_ENV: token, **({DRIVER_OWNER_PID_ENV: str(owner_pid)} if owner_pid is not None else {})}
+
+
 def is_driver_token(value: str) -> bool:
     """Whether ``value`` has the shape :func:`driver_token` produces."""
     return bool(_TOKEN.match(value))

@@ -36,7 +36,7 @@ from airflow_provider_eos.core.driver import (
     HostIdentity,
     Liveness,
 )
-from airflow_provider_eos.core.errors import CheckpointError
+from airflow_provider_eos.core.errors import CheckpointError, DriverLeaseHeldError
 from airflow_provider_eos.core.frozen_model import FrozenModel
 
 if TYPE_CHECKING:
@@ -46,7 +46,10 @@ __all__ = [
     "CLOCK_SKEW_MARGIN",
     "LEASE_RECORD",
     "LEASE_WAIT_MARGIN",
+    "PID_REUSE_MARGIN",
     "DriverLease",
+    "held_lease_refusal",
+    "holder_exited_here",
     "judge_lease",
     "lease_expiry_wait_s",
     "lease_holder",
@@ -265,4 +268,59 @@ def lease_sign_of_life(
         f"the driver lease of {lease.token} (host {lease.host!r}, pid {lease.pid}, application {app}) was renewed "
         f"{lease.renewed_at.isoformat(timespec='seconds')}, {age:.0f}s ago, within its ttl {lease.ttl_s:.0f}s + "
         f"{skew.total_seconds():.0f}s and not released: the driver may still run its query, even if idle"
+    )
+
+
+#: How much later than a lease's last renewal a process must have started to be another one under the
+#: holder's pid: process start times are read from boot time (whole seconds) and clock ticks.
+PID_REUSE_MARGIN = dt.timedelta(seconds=2)
+
+
+def holder_exited_here(lease: DriverLease, *, here: HostIdentity, running: bool,
+                       running_since: dt.datetime | None) -> bool:
+    """Whether this host's process table shows that the lease's driver process has exited.
+
+    Only the driver's own host can tell (the same host, boot, pid namespace and user: another
+    user's processes may be hidden, ``hidepid``), and only by the lease's own pid, which is the
+    driver's Python process in either deploy mode: no process there, or one that started after
+    the lease's last renewal (the pid was reused). A lease of an older version, without boot id or
+    pid namespace, is never judged: its driver may have run in another container of the same name.
+    So a driver killed on this host does not hold the next one back for ttl + 10 s; elsewhere its
+    lease has to expire.
+
+    :param here: the identity of the observer.
+    :param running: whether a process (not a zombie) with the lease's pid runs here.
+    :param running_since: when that process started, ``None`` if unknown (then it counts as the holder).
+    """
+    if None in (lease.boot_id, lease.pid_namespace, lease.uid) or lease.identity != here:
+        return False
+    if not running:
+        return True
+    return running_since is not None and running_since > lease.renewed_at + PID_REUSE_MARGIN
+
+
+def held_lease_refusal(
+    checkpoint: CheckpointReader, lease: DriverLease, *, observed_at: dt.datetime,
+    skew: dt.timedelta = CLOCK_SKEW_MARGIN,
+) -> DriverLeaseHeldError:
+    """Why a starting driver does not take the lease ``lease`` holds, naming the holder and the fix.
+
+    For a lease that :meth:`DriverLease.holds_at` ``observed_at`` and whose holder was not seen to
+    exit (:func:`holder_exited_here`): a second driver would fence the first's transactions (the
+    same transactional ids) and run a second query on its checkpoint.
+    """
+    expires = lease.renewed_at + dt.timedelta(seconds=lease.ttl_s) + skew
+    app = lease.app_id or "unknown application"
+    query = f", query {lease.query_id}" if lease.query_id else ""
+    return DriverLeaseHeldError(
+        f"another driver holds the pipeline's lease {eos_record_display(checkpoint, LEASE_RECORD[1])}: "
+        f"{lease.token} (host {lease.host!r}, pid {lease.pid}, application {app}{query}), renewed "
+        f"{lease.renewed_at.isoformat(timespec='seconds')}, "
+        f"{max((observed_at - lease.renewed_at).total_seconds(), 0.0):.0f}s ago, not released; this driver does "
+        "not start beside it (two drivers fence each other's transactions and share one checkpoint)",
+        fix=f"stop that driver first: SIGTERM to pid {lease.pid} on {lease.host!r} (or its `eos run`) ends it "
+        "after its running batch, a DAG run's driver is stopped by its stop_stream task or by killing its "
+        f"application; then start this one again. If it crashed, its lease expires at "
+        f"{expires.isoformat(timespec='seconds')} (ttl {lease.ttl_s:.0f}s + {skew.total_seconds():.0f}s after its "
+        "last renewal): start again after that",
     )

@@ -290,6 +290,15 @@ class DriverLeaseError(EosError):
     """The driver could not take or renew its lease in the checkpoint, so it commits nothing more (it fenced itself)."""
 
 
+class DriverLeaseHeldError(DriverLeaseError):
+    """Another driver holds the pipeline's lease and has not been seen to end: this one does not start beside it.
+
+    Two drivers of one pipeline fence each other's transactions (the same transactional ids) and run
+    two queries on one checkpoint. Names the holder (token, host, pid, application) and when its
+    lease expires. Retryable: the holder may stop, or its lease expire, before the next try.
+    """
+
+
 class MetricsExporterError(EosError):
     """The driver cannot serve its metrics (``metrics.prometheus_port`` in use or not bindable)."""
 

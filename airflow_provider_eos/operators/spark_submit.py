@@ -52,13 +52,7 @@ from airflow.providers.common.compat.openlineage.utils.spark import (
 from airflow.sdk.log import mask_secret
 
 from airflow_provider_eos.core.application_links import LinkScanner
-from airflow_provider_eos.core.driver import (
-    DRIVER_OWNER_PID_ENV,
-    DRIVER_TOKEN_ENV,
-    DRIVER_XCOM_KEY,
-    DriverHandle,
-    driver_token,
-)
+from airflow_provider_eos.core.driver import DRIVER_XCOM_KEY, DriverHandle, driver_token, submission_environment
 from airflow_provider_eos.core.errors import SpecError
 from airflow_provider_eos.core.secrets import is_secret_setting
 from airflow_provider_eos.core.spec import PipelineSpec
@@ -303,11 +297,9 @@ class EosSparkSubmitOperator(SparkSubmitOperator):
         Every process of the submission carries the token; a client-mode driver stops by itself once
         the task's process (``EOS_DRIVER_OWNER_PID``) is gone.
         """
-        env = {key: str(value) for key, value in (self.env_vars or {}).items()}
-        env[DRIVER_TOKEN_ENV] = token
-        if str(deploy_mode or "client") != "cluster":
-            env[DRIVER_OWNER_PID_ENV] = str(os.getpid())
-        return env
+        client_mode = str(deploy_mode or "client") != "cluster"
+        return {**{key: str(value) for key, value in (self.env_vars or {}).items()},
+                **submission_environment(token, owner_pid=os.getpid() if client_mode else None)}
 
     def _record_driver(self, context: Context, pipeline: str) -> None:
         """Start spark-submit, its processes tagged with the run's driver token, and record where they run.

@@ -4,7 +4,9 @@ The record, its rules and the observer's judgement are the core's
 (:mod:`airflow_provider_eos.core.driver_lease`). Here: :class:`LeaseKeeper` writes the record through
 the driver's own checkpoint reader (:func:`~.sink_clients.driver_checkpoint`, so ``hdfs://``
 finds WebHDFS as the sink does), and answers, at every point where the driver would start a
-batch or commit, whether it still may (:meth:`LeaseKeeper.guard`).
+batch or commit, whether it still may (:meth:`LeaseKeeper.guard`). It takes no lease that another
+driver holds (:meth:`LeaseKeeper.acquire`): never two drivers on one checkpoint and one set of
+transactional ids.
 
 A driver may commit while its last *successful* renewal, timed from before the write, is younger
 than :func:`~airflow_provider_eos.core.driver_lease.self_fence_after_s`. Once it is older, the
@@ -26,12 +28,15 @@ from airflow_provider_eos.core.checkpoint.eos_records import eos_record_display
 from airflow_provider_eos.core.driver_lease import (
     LEASE_RECORD,
     DriverLease,
+    held_lease_refusal,
+    holder_exited_here,
+    read_driver_lease,
     renewal_interval_s,
     self_fence_after_s,
     write_driver_lease,
 )
-from airflow_provider_eos.core.errors import DriverLeaseError
-from airflow_provider_eos.spark.driver_processes import this_host_identity
+from airflow_provider_eos.core.errors import CheckpointError, DriverLeaseError
+from airflow_provider_eos.spark.driver_processes import process_running, this_host_identity
 
 if TYPE_CHECKING:
     from airflow_provider_eos.core.checkpoint import CheckpointReader
@@ -70,10 +75,18 @@ class LeaseKeeper:
     # -- life cycle -----------------------------------------------------------------------------
 
     def acquire(self) -> None:
-        """Write the first record, then renew it from a daemon thread every ``ttl / 3``.
+        """Take the lease unless another driver holds it; then renew it from a daemon thread every ``ttl / 3``.
 
-        :raises DriverLeaseError: the first write failed: the driver would start without evidence of life.
+        A lease held (not released, within ``ttl`` + the clock margin of its renewal) is another
+        driver's, of any token, while it runs: only this host's process table can show sooner that
+        it exited (:func:`~airflow_provider_eos.core.driver_lease.holder_exited_here`). A malformed
+        lease is no evidence either way and is written over, as its error's fix says.
+
+        :raises DriverLeaseHeldError: a live driver holds it (names it, and when its lease expires).
+        :raises DriverLeaseError: the lease could not be read, or the first write failed: the driver would
+            start without evidence of life.
         """
+        self._refuse_a_held_lease()
         try:
             self._renew()
         except Exception as err:
@@ -86,6 +99,27 @@ class LeaseKeeper:
         log.info("EOS-LEASE taken by %s (ttl %.0fs, renewed every %.1fs)", self._lease.token, self.ttl_s,
                  renewal_interval_s(self.ttl_s))
 
+    def _refuse_a_held_lease(self) -> None:
+        observed_at = self.now()  # before the read: a renewal landing during it must not meet a later time
+        where = eos_record_display(self.checkpoint, LEASE_RECORD[1])
+        try:
+            held = read_driver_lease(self.checkpoint)
+        except CheckpointError as err:
+            log.warning("EOS-LEASE %s is malformed (%s); written over", where, err.message)
+            return
+        except Exception as err:
+            raise DriverLeaseError(
+                f"the driver could not read the lease {where} (another driver may hold it): {err}",
+                fix="check that the driver can read and write the spec's checkpoint_location",
+            ) from err
+        if held is None or not held.holds_at(observed_at):
+            return
+        if _holder_exited(held):
+            log.warning("EOS-LEASE of %s (pid %d on %r) taken over: its lease was not released, but no process "
+                        "runs under its pid on this host", held.token, held.pid, held.host)
+            return
+        raise held_lease_refusal(self.checkpoint, held, observed_at=observed_at)
+
     def started_query(self, query_id: str, run_id: str) -> None:
         """Name the query in the next renewals."""
         with self._lock:
@@ -96,12 +130,18 @@ class LeaseKeeper:
 
         :param query_stopped: whether the query has stopped. If it may still run (the driver leaves
             through an error), the lease is left to expire: the driver has stopped renewing, so it
-            fences itself, and the observer says gone only after ``ttl`` plus the clock margin.
+            fences itself, and the observer says gone only after ``ttl`` plus the clock margin. A
+            lapsed lease is left to expire too: another driver may have taken it since.
         """
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=renewal_interval_s(self.ttl_s) + 5)
         if not query_stopped:
+            return
+        if self.lapsed() is not None:
+            # As for a renewal: a successor may hold the lease by now, and "released" over its record would hide it.
+            log.info("EOS-LEASE not released: it lapsed (%s); it expires %.0fs after its last renewal", self._lapsed,
+                     self.ttl_s)
             return
         try:
             with self._write_lock:
@@ -153,6 +193,10 @@ class LeaseKeeper:
                 return
 
     def _renew(self) -> None:
+        if self.lapsed() is not None:
+            # Lapsed for good (a paused driver wakes here): an observer may have found the lease expired and a
+            # successor taken it since, so a write now would cover the successor's lease with a dead one's.
+            return
         stamped_mono, stamped = self.clock(), self.now()
         with self._lock:
             lease = self._lease.model_copy(update={"renewed_at": stamped, "sequence": self._lease.sequence + 1})
@@ -171,3 +215,9 @@ class LeaseKeeper:
                                 f"stamped, more than {self_fence_after_s(self.ttl_s):.1f}s")
             if self._lapsed is None:
                 self._renewed_mono = stamped_mono
+
+
+def _holder_exited(lease: DriverLease) -> bool:
+    """Whether this host's process table shows the driver of ``lease`` exited (never for another host's)."""
+    running, since = process_running(lease.pid)
+    return holder_exited_here(lease, here=this_host_identity(), running=running, running_since=since)

@@ -95,6 +95,24 @@ def processes_with_token(token: str, proc: Path | None = None) -> ProcessTable |
     return ProcessTable(carrying=tuple(carrying), unreadable=tuple(unreadable))
 
 
+def process_running(pid: int, proc: Path | None = None) -> tuple[bool, dt.datetime | None]:
+    """Whether a process with ``pid`` runs on this host (a zombie has exited), and when it started (``None``: unknown).
+
+    For the lease's holder (:func:`~airflow_provider_eos.core.driver_lease.holder_exited_here`): a
+    process that cannot be looked at counts as running.
+    """
+    entry = (proc or _PROC) / str(pid)
+    try:
+        state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False, None
+    except (OSError, ValueError, IndexError):
+        return True, None
+    if state == "Z":
+        return False, None
+    return True, _started_at(entry, _booted_at(proc or _PROC))
+
+
 def _user_ids(entry: Path) -> tuple[int, ...]:
     """The real, effective, saved and filesystem uids of a process (``status`` is readable by all, unless hidepid)."""
     try:

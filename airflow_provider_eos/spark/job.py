@@ -208,7 +208,11 @@ def _owner_watch() -> Callable[[], bool]:
 
 
 def driver_lease(spark: SparkSession, spec: PipelineSpec) -> LeaseKeeper | None:
-    """The lease keeper of a driver submitted with a driver token; ``None`` without one (``eos run``).
+    """The lease keeper of a driver submitted with a driver token; ``None`` without one.
+
+    The submit operator and ``eos run`` give every driver one
+    (:func:`~airflow_provider_eos.core.driver.submission_environment`); only a spark-submit of the
+    job by hand may leave it out, and its driver then holds no lease.
 
     The token is in the environment (client deploy mode: spark-submit's, inherited) or in the
     Spark settings (cluster deploy mode, where the driver does not inherit spark-submit's environment).
@@ -245,12 +249,14 @@ def run_pipeline(spark: SparkSession, spec: PipelineSpec, mode: Mode | str = Mod
     """
     stop_requested = stop if stop is not None else stop_on_sigterm()
     announce_application(spark)
-    exporter = _metrics_exporter(spec)
+    # The lease first: a driver refused beside a live one must not meet that one's metrics port before its refusal.
     lease = driver_lease(spark, spec)
     if lease is not None:
         lease.acquire()
+    exporter: PrometheusExporter | None = None
     started = False
     try:
+        exporter = _metrics_exporter(spec)
         if stopped_while_starting(stop_requested, "the query started"):
             return 0
         query, sink = start_query(spark, spec, mode, stop=stop_requested, guard=lease.guard if lease else None,

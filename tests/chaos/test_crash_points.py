@@ -3,11 +3,17 @@ at-least-once control that proves the duplicate check can see duplicates."""
 
 from __future__ import annotations
 
+import contextlib
 import random
+import subprocess
 import time
+from pathlib import Path
 
+import psutil
 import pytest
 
+from airflow_provider_eos.core.driver_lease import read_driver_lease
+from airflow_provider_eos.usecases.liveness import lease_signs_of_life
 from tests.chaos.test_recovery_verdicts import verify
 from tests.integration.test_driver_writer_streamed import spill_files
 from tests.support.pipeline import (
@@ -43,6 +49,17 @@ def _marks(point: str, writers: str) -> tuple[pytest.MarkDecorator, ...]:
         return (pytest.mark.long,)
     # The driver writer's crash is in the broker-version matrix (`make compat`), beside the JVM writer's.
     return (pytest.mark.smoke,) if writers == "executors" else (pytest.mark.compat,)
+
+
+def python_driver(job: subprocess.Popen) -> psutil.Process:
+    """The Python driver of a running ``eos run`` (the process that wrote ``$EOS_DRIVER_PID_FILE``)."""
+    for child in psutil.Process(job.pid).children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if pid_file := child.environ().get("EOS_DRIVER_PID_FILE"):
+                text = Path(pid_file).read_text().strip()
+                if text.isdigit():
+                    return psutil.Process(int(text))
+    raise AssertionError(f"no Python driver found under {job.pid}")
 
 
 def _harness(bootstrap, tmp_path, writers: str, **kwargs) -> PipelineHarness:
@@ -163,20 +180,39 @@ def test_at_least_once_control_duplicates_after_crash(bootstrap, tmp_path):
                                      for w in WRITERS])
 def test_zombie_driver_is_fenced_and_output_stays_exact(bootstrap, tmp_path, writers):
     harness = _harness(bootstrap, tmp_path, writers, transaction_timeout_ms=60_000)
+    harness.with_overrides(driver_lease_ttl_s=10)  # the frozen zombie's lease expires 20 s after its last renewal
     records, valid_ids, malformed = json_events(1500, malformed_every=31)
     harness.produce_input(records)
 
     # Driver A stalls inside batch 1's open transaction (for the timeout plus 8 s); driver B starts meanwhile.
     zombie, zombie_log = harness.start(fault="slow_transaction@1")
+    driver: psutil.Process | None = None
     try:
         faults = zombie_log.with_suffix(".faults")
         assert wait_for(lambda: faults.exists() and "slow_transaction batch 1" in faults.read_text(), 180)
+        # A zombie: its Python driver frozen (a long pause, a frozen VM) stops renewing its lease. A driver
+        # renewing it would refuse B (design note 75): B starts once the lease has expired.
+        driver, held = python_driver(zombie), read_driver_lease(harness.checkpoint())
+        assert held is not None and not held.released, held
+        driver.suspend()
+        assert wait_for(lambda: not lease_signs_of_life(harness.checkpoint()), 60), read_driver_lease(
+            harness.checkpoint())
         # Driver B takes over the same spec: its init_transactions aborts A's transaction and fences A.
         successor = harness.run()
         assert successor.returncode == 0, successor.log[-3000:]
+        driver.resume()
         assert zombie.wait(180) != 0
+        # A's lease lapsed for good: once awake it wrote nothing over B's released lease.
+        ended = read_driver_lease(harness.checkpoint())
+        assert ended is not None and ended.released and ended.token != held.token, ended
     finally:
+        if driver is not None:
+            with contextlib.suppress(psutil.Error):
+                driver.resume()
         kill_group(zombie)
     zombie_text = zombie_log.read_text(errors="replace")
-    assert "batch 1 was not written" in zombie_text and "fenced" in zombie_text.lower(), zombie_text[-3000:]
+    # Fenced by the broker (B's init_transactions, or the timeout's abort), or by itself: a driver that wakes
+    # with its lease lapsed commits nothing (the driver writer checks it right before its commit).
+    stopped = "fenced" in zombie_text.lower() or "EOS-LEASE lapsed" in zombie_text
+    assert "batch 1 was not written" in zombie_text and stopped, zombie_text[-3000:]
     assert_exactly_once(harness, valid_ids, malformed)

@@ -63,3 +63,26 @@ def test_eos_run_gives_spark_submit_the_master_in_one_spelling_and_refuses_a_bla
     assert _eos_run(spec_file, "  ") == 2
     refused = capsys.readouterr().err
     assert "--master '  ' is empty." in refused and "local[2]" in refused, refused
+
+
+def test_eos_run_tags_its_driver_as_the_submit_operator_does(tmp_path, monkeypatch, capsys) -> None:
+    """A token of its own (so the driver takes the pipeline's lease), in the environment and the Spark settings,
+    and ``eos run`` as the driver's owner; a token already in the environment is kept."""
+    import re
+
+    from airflow_provider_eos.core.driver import DRIVER_OWNER_PID_ENV, DRIVER_TOKEN_CONF, DRIVER_TOKEN_ENV
+    from tests.support.env_dump import names_seen
+
+    spec_file = _spec_with_stand_in_submit(tmp_path, monkeypatch)
+    monkeypatch.delenv(DRIVER_TOKEN_ENV, raising=False)
+    assert _eos_run(spec_file, "local[1]") == 0
+    assert {DRIVER_TOKEN_ENV, DRIVER_OWNER_PID_ENV} <= names_seen(spec_file)
+    started = capsys.readouterr().err
+    (token,) = re.findall(r"^driver token (eos-orders-[0-9a-f]{20})$", started, re.MULTILINE)
+    assert f"{DRIVER_TOKEN_CONF}={token}" in started, started
+    assert _eos_run(spec_file, "local[1]") == 0
+    assert token not in capsys.readouterr().err, "two invocations shared a token"
+
+    monkeypatch.setenv(DRIVER_TOKEN_ENV, "eos-orders-0123456789abcdef0123")
+    assert _eos_run(spec_file, "local[1]") == 0
+    assert "driver token eos-orders-0123456789abcdef0123\n" in capsys.readouterr().err

@@ -62,8 +62,8 @@ def test_a_driver_that_could_not_renew_fences_itself_and_a_late_renewal_does_not
     clocks.advance(2)  # the renewals in between failed
     with pytest.raises(DriverLeaseError, match="EOS-LEASE lapsed"):
         keeper.guard()
-    keeper._renew()  # lands now: an observer may have read the expired record meanwhile
-    assert read_driver_lease(checkpoint).sequence == 1
+    keeper._renew()  # would land now: an observer may have read the expired record, and a successor taken it
+    assert read_driver_lease(checkpoint).sequence == 0, "a lapsed driver wrote its lease again"
     with pytest.raises(DriverLeaseError):
         keeper.guard()
     keeper.release(query_stopped=False)  # the query may still run: the lease is left to expire
@@ -119,3 +119,19 @@ def test_a_driver_killed_while_renewing_leaves_the_previous_lease_whole(tmp_path
     renewed = read_driver_lease(checkpoint)
     assert renewed is not None and renewed.renewed_at > before.renewed_at
     assert sorted(p.name for p in (tmp_path / "checkpoint" / "eos").iterdir()) == ["driver-lease.json"]
+
+
+def test_a_lapsed_driver_writes_nothing_more_not_even_its_release(tmp_path: Path) -> None:
+    """A paused driver wakes lapsed: a successor may hold the lease by now, and its record must stay."""
+    clocks = Clocks()
+    keeper, checkpoint = _keeper(tmp_path, clocks)
+    keeper.acquire()
+    clocks.advance(TTL + 11)  # frozen past its fence and its lease's expiry; meanwhile a successor took it
+    successor = LeaseKeeper(checkpoint, "eos-orders-fedcba9876543210fedc", TTL, app_id="local-2",
+                            clock=lambda: clocks.mono, now=lambda: clocks.wall)
+    successor.acquire()
+    taken = read_driver_lease(checkpoint)
+    keeper._renew()
+    keeper.release(query_stopped=True)
+    assert read_driver_lease(checkpoint) == taken
+    successor.release(query_stopped=True)

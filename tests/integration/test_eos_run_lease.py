@@ -1,0 +1,95 @@
+"""An ``eos run`` driver holds the pipeline's lease, and no second driver starts beside a live holder.
+
+A reviewer's suspicion, reproduced with the real parts: ``eos run`` started its driver with no
+driver token, so it took no lease, and no liveness check saw an idle ``eos run`` stream (the
+recovery gate's, the submit operator's check for a running driver); and the lease keeper wrote
+its lease over a live holder's, so a DAG's driver started beside it, two writers on the same
+transactional ids and two queries on one checkpoint. Here: a real broker, local Spark, a plain
+``eos run`` stream, then a driver tagged as the submit operator tags it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from airflow_provider_eos.core.dag_ids import pipeline_dag_id
+from airflow_provider_eos.core.driver import DRIVER_TOKEN_ENV, DriverHandle, Liveness, driver_token, is_driver_token
+from airflow_provider_eos.core.driver_lease import read_driver_lease
+from airflow_provider_eos.spark.driver_processes import this_host_identity
+from airflow_provider_eos.usecases.driver_liveness import observe_driver_anywhere
+from airflow_provider_eos.usecases.liveness import lease_signs_of_life
+from tests.support.observers import another_worker
+from tests.support.pipeline import PipelineHarness, assert_exactly_once, json_events, kill_group, wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+
+def _dag_token(harness: PipelineHarness) -> str:
+    """The token a new run of the pipeline's DAG gives its driver (the submit operator's)."""
+    return driver_token(harness.spec.name, pipeline_dag_id(harness.spec.name), f"manual__{time.time()}")
+
+
+def test_a_dag_driver_is_refused_beside_a_live_eos_run_stream_which_releases_the_lease_when_it_stops(
+    bootstrap: str, tmp_path: Path
+) -> None:
+    harness = PipelineHarness(bootstrap, tmp_path, trigger="2 seconds", max_offsets_per_trigger=100,
+                              writers="driver", transform=None, master="local[1]")
+    records, valid, malformed = json_events(200)
+    harness.produce_input(records)
+    checkpoint = harness.checkpoint()
+
+    stream, stream_log = harness.start()  # plain `eos run`: no token in its environment
+    try:
+        drained = wait_for(lambda: stream.poll() is not None or (checkpoint.latest_committed_batch() or 0) >= 1, 240)
+        assert drained and stream.poll() is None, stream_log.read_text(errors="replace")[-4000:]
+        # Idle now: no batch, no transaction. Only its lease says that it runs.
+        held = read_driver_lease(checkpoint)
+        assert held is not None and not held.released, f"`eos run` took no lease: {held}"
+        assert is_driver_token(held.token) and held.app_id, held
+        assert lease_signs_of_life(checkpoint), "the recovery gate sees no sign of the idle `eos run` stream"
+        now = dt.datetime.now(dt.UTC)
+        dag_driver = DriverHandle(pipeline=harness.spec.name, token=_dag_token(harness), master="local[2]",
+                                  submitted_at=now, earliest_start=now, **this_host_identity().model_dump())
+        seen = observe_driver_anywhere(dag_driver, checkpoint, here=another_worker())
+        assert seen.liveness is Liveness.ALIVE, f"the submit's check sees no driver running: {seen.evidence}"
+
+        # A driver of the DAG, tagged as the submit operator tags it, must not start beside the stream.
+        second, second_log = harness.start(env_extra={DRIVER_TOKEN_ENV: dag_driver.token})
+        try:
+            returncode = second.wait(300)
+        finally:
+            kill_group(second)
+        refusal = second_log.read_text(errors="replace")
+        assert returncode == 2, f"a second driver ran beside the stream (exit {returncode}):\n{refusal[-4000:]}"
+        assert "DriverLeaseError" in refusal or "EOS-ERROR" in refusal, refusal[-4000:]
+        assert held.token in refusal and f"pid {held.pid}" in refusal and "Fix:" in refusal, refusal[-4000:]
+        assert stream.poll() is None, "the refused driver stopped the stream"
+        still = read_driver_lease(checkpoint)
+        assert still is not None and still.token == held.token and not still.released, still
+
+        # The stream's clean end (SIGTERM to `eos run`, forwarded to its driver) releases its lease.
+        stream.send_signal(signal.SIGTERM)
+        assert stream.wait(120) == 0, stream_log.read_text(errors="replace")[-4000:]
+    finally:
+        kill_group(stream)
+    released = read_driver_lease(checkpoint)
+    assert released is not None and released.token == held.token and released.released, released
+    assert not lease_signs_of_life(checkpoint)
+
+    # Now the DAG's driver starts, drains what is left and ends; exactly once across the two drivers.
+    harness.produce_input(json_events(50, prefix="late")[0])
+    harness.with_overrides(trigger="available_now")
+    third, third_log = harness.start(env_extra={DRIVER_TOKEN_ENV: dag_driver.token})
+    try:
+        assert third.wait(300) == 0, third_log.read_text(errors="replace")[-4000:]
+    finally:
+        kill_group(third)
+    ended = read_driver_lease(checkpoint)
+    assert ended is not None and ended.token == dag_driver.token and ended.released, ended
+    late = json_events(50, prefix="late")
+    assert_exactly_once(harness, valid + late[1], malformed + late[2])
