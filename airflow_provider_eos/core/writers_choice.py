@@ -27,7 +27,7 @@ from airflow_provider_eos.core.checkpoint.eos_records import (
 from airflow_provider_eos.core.checkpoint.location import EOS_FOLDER
 from airflow_provider_eos.core.errors import CheckpointError
 from airflow_provider_eos.core.frozen_model import FrozenModel
-from airflow_provider_eos.core.spec.pipeline_spec import Writers
+from airflow_provider_eos.core.spec.sink_modes import Writers
 
 if TYPE_CHECKING:
     from airflow_provider_eos.core.checkpoint import CheckpointReader

@@ -4,9 +4,10 @@ A spec is written as YAML or JSON (or built in Python) and validated completely 
 typo fails the DAG parse or the first task with a message naming the field, the value and the
 fix, instead of failing inside Spark or Kafka later.
 
-- :mod:`.pipeline_spec`: :class:`PipelineSpec` (fields, validators, derived values, JSON), :class:`Mode`
-  :class:`Writers` and :class:`ExecutorWriter`;
-- :mod:`.field_rules`: the rules for names, topics, trigger, starting offsets, transform;
+- :mod:`.pipeline_spec`: :class:`PipelineSpec` (fields, validators, derived values, JSON);
+- :mod:`.sink_modes`: the sink's settings :class:`Mode`, :class:`Writers` and :class:`ExecutorWriter`;
+- :mod:`.field_rules`: the rules for names, numbers, trigger, checkpoint, transform;
+- :mod:`.topic_rules`: the rules for the topics: names, the parts they play, starting offsets;
 - :mod:`.kafka_keys`: the rules for the shared ``kafka`` client config;
 - :mod:`.validation_errors`: pydantic's errors as one :class:`SpecError`;
 - :mod:`.observability`: the ``metrics`` settings (:class:`MetricsSettings`);
@@ -26,7 +27,8 @@ from airflow_provider_eos.core.spec.folder import (
 )
 from airflow_provider_eos.core.spec.kafka_keys import RESERVED_KAFKA_KEYS
 from airflow_provider_eos.core.spec.observability import MetricsSettings
-from airflow_provider_eos.core.spec.pipeline_spec import ExecutorWriter, Mode, PipelineSpec, Writers
+from airflow_provider_eos.core.spec.pipeline_spec import PipelineSpec
+from airflow_provider_eos.core.spec.sink_modes import ExecutorWriter, Mode, Writers
 
 __all__ = [
     "RESERVED_KAFKA_KEYS",

@@ -1,33 +1,41 @@
-"""The rules for single spec fields that need more than a type: names, topics, trigger, offsets, transform.
+"""The rules for single spec fields that need more than a type: names, numbers, trigger, checkpoint, transform.
 
 Each check takes the field's value and returns it (possibly normalized) or raises
 ``ValueError("<what is wrong>; <fix>")``; :class:`~airflow_provider_eos.core.spec.PipelineSpec`'s
 validators call them and :mod:`.validation_errors` turns the messages into one
 :class:`~airflow_provider_eos.core.errors.SpecError`. The rules follow what Kafka and Spark
-accept, so a spec that validates here does not fail later inside Spark or Kafka.
+accept, so a spec that validates here does not fail later inside Spark or Kafka. The topics'
+rules are :mod:`.topic_rules`.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
+from airflow_provider_eos.core import transactional_ids
+from airflow_provider_eos.core.errors import EosError
+
 __all__ = [
     "JAVA_INT_MAX",
     "JAVA_LONG_MAX",
+    "MAX_LEASE_TTL_S",
+    "MIN_LEASE_TTL_S",
     "MIN_TRANSACTION_TIMEOUT_MS",
     "TRIGGER_AVAILABLE_NOW",
     "check_checkpoint_location",
+    "check_driver_lease_ttl",
+    "check_group_id",
     "check_name",
+    "check_positive_or_none",
     "check_spark_conf",
-    "check_starting_offsets",
-    "check_topic",
     "check_transaction_timeout",
+    "check_transactional_id_prefix",
     "check_transform",
     "check_trigger",
     "parse_interval_ms",
+    "reject_bool",
     "stringify_spark_conf",
 ]
 
@@ -41,10 +49,15 @@ JAVA_LONG_MAX = 2**63 - 1
 #: The Java producer reads any int and the brokers refuse only 0 or less, but the driver writer's producer and
 #: the settings check pre-flight and every submission run first are librdkafka's: a smaller timeout never runs.
 MIN_TRANSACTION_TIMEOUT_MS = 1000
+#: The shortest driver lease: renewed every second, written at most once a second to the checkpoint.
+MIN_LEASE_TTL_S = 3
+#: The longest driver lease: recovery after a crash waits ttl + 25 s for a killed driver's lease to
+#: expire before it may act (:func:`~airflow_provider_eos.core.driver_lease.lease_expiry_wait_s`), so
+#: the ttl is how long a crashed pipeline stays down; an hour is far beyond what a slow checkpoint
+#: store needs (renewals every ttl / 3), and a year would be no recovery at all.
+MAX_LEASE_TTL_S = 3600
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
-# Kafka's own rule (org.apache.kafka.common.internals.Topic): legal chars and at most 249 long.
-_TOPIC_RE = re.compile(r"[A-Za-z0-9._-]{1,249}")
 _TRANSFORM_RE = re.compile(
     r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
 )
@@ -78,16 +91,6 @@ def check_name(value: str) -> str:
     return value
 
 
-def check_topic(value: str, field: str) -> str:
-    """``value`` is a legal Kafka topic name; ``field`` names it in the message."""
-    if not isinstance(value, str) or not _TOPIC_RE.fullmatch(value) or value in {".", ".."}:
-        raise ValueError(
-            f"{field} {value!r} is not a valid Kafka topic name; use 1-249 characters from "
-            "[A-Za-z0-9._-], not '.' or '..'"
-        )
-    return value
-
-
 def check_trigger(value: str) -> str:
     """The trigger is ``available_now`` or an interval Spark parses."""
     if value != TRIGGER_AVAILABLE_NOW and parse_interval_ms(value) is None:
@@ -99,61 +102,47 @@ def check_trigger(value: str) -> str:
     return value
 
 
-def check_starting_offsets(value: str, input_topics: list[str]) -> str:
-    """``earliest``, ``latest`` or Spark's JSON ``{"topic":{"0":42}}`` naming every input topic and no other.
-
-    :param input_topics: the spec's input topics; empty when they failed validation (then topic
-        names are not checked).
-    """
-    if value in ("earliest", "latest"):
-        return value
-    example = '\'{"orders":{"0":42,"1":-2}}\''
-    try:
-        parsed = json.loads(value)
-    except json.JSONDecodeError:
+def check_group_id(value: str) -> str:
+    """The sink group is a name without surrounding spaces, used only by this pipeline's sink."""
+    if not value.strip() or value != value.strip():
         raise ValueError(
-            f"starting_offsets {value!r} is not 'earliest', 'latest' or JSON; use one of those, e.g. {example}"
-        ) from None
-    if not isinstance(parsed, dict) or not parsed:
-        raise ValueError(f"starting_offsets {value!r} must be a JSON object of topics, e.g. {example}")
-    for topic, partitions in parsed.items():
-        _check_topic_offsets(topic, partitions, input_topics, example)
-    # Spark asserts that specific offsets cover every subscribed partition ("you must specify all
-    # TopicPartitions") when the query starts; a missing topic is the part that shows without the broker.
-    missing = [topic for topic in input_topics if topic not in parsed]
-    if missing:
-        raise ValueError(
-            f"starting_offsets gives no offsets for input topics {missing}; Spark needs one for every "
-            "partition of every input topic: add them, -2 for earliest or -1 for latest"
+            f"group_id {value!r} is empty or has surrounding spaces; set a group name used only "
+            "by this pipeline's sink"
         )
     return value
 
 
-def _check_topic_offsets(topic: str, partitions: Any, input_topics: list[str], example: str) -> None:
-    """One topic's entry of ``starting_offsets``: an input topic's object of partition -> offset."""
-    if input_topics and topic not in input_topics:
+def check_transactional_id_prefix(value: str) -> str:
+    """A prefix the transactional ids' scheme accepts.
+
+    :func:`~airflow_provider_eos.core.transactional_ids.validate_prefix` owns the rule; its error's
+    message and fix become the field's message.
+    """
+    try:
+        return transactional_ids.validate_prefix(value)
+    except EosError as err:
+        raise ValueError(f"{err.message}; {err.fix}") from err
+
+
+def reject_bool(value: Any, field_name: str) -> Any:
+    """An integer field given ``true`` or ``false`` is refused, before pydantic would read it as a number."""
+    # pydantic's lax mode turns `true` into 1, which would hide a YAML slip in a timeout.
+    if isinstance(value, bool):
+        raise ValueError(f"{field_name} is {value!r}; use an integer")
+    return value
+
+
+def check_positive_or_none(value: int | None, field_name: str) -> int | None:
+    """``max_offsets_per_trigger`` or ``batch_budget_ms``: positive or ``None`` (the former also a Java long)."""
+    if value is not None and value <= 0:
+        raise ValueError(f"{field_name} is {value}; use a positive integer or null")
+    if field_name == "max_offsets_per_trigger" and value is not None and value > JAVA_LONG_MAX:
+        # Spark parses it as a long when the query starts: a larger value fails there, not here.
         raise ValueError(
-            f"starting_offsets names topic {topic!r}, which is not in input_topics {input_topics}; "
-            "list only input topics"
+            f"max_offsets_per_trigger is {value}, above Spark's limit {JAVA_LONG_MAX} "
+            "(a Java long); use a smaller number, or null for no limit"
         )
-    if not isinstance(partitions, dict) or not partitions:
-        raise ValueError(
-            f"starting_offsets[{topic!r}] is {partitions!r}; use an object of partition -> "
-            f"offset, e.g. {example}"
-        )
-    for partition, offset in partitions.items():
-        # ASCII digits only: Python's int() takes '٣', Spark's JSON reader (String.toInt) refuses it at start.
-        ascii_digits = partition.isascii() and partition.isdecimal()
-        if not ascii_digits or isinstance(offset, bool) or not isinstance(offset, int):
-            raise ValueError(
-                f"starting_offsets[{topic!r}][{partition!r}] = {offset!r}; partitions are "
-                "decimal strings and offsets integers (-2 earliest, -1 latest)"
-            )
-        if offset < -2:
-            raise ValueError(
-                f"starting_offsets[{topic!r}][{partition!r}] = {offset}; use an offset >= 0, "
-                "-2 for earliest or -1 for latest"
-            )
+    return value
 
 
 def check_transaction_timeout(value: int, max_default_ms: int) -> int:
@@ -172,6 +161,21 @@ def check_transaction_timeout(value: int, max_default_ms: int) -> int:
         raise ValueError(
             f"transaction_timeout_ms is {value}, above the Kafka producer's limit {JAVA_INT_MAX} (a Java int); "
             f"use at most the brokers' transaction.max.timeout.ms ({max_default_ms} by default)"
+        )
+    return value
+
+
+def check_driver_lease_ttl(value: int, field_name: str) -> int:
+    """``driver_lease_ttl_s``: from :data:`MIN_LEASE_TTL_S` to :data:`MAX_LEASE_TTL_S` seconds."""
+    if value < MIN_LEASE_TTL_S:
+        raise ValueError(f"{field_name} is {value}; use at least {MIN_LEASE_TTL_S} seconds (the driver renews "
+                         "its lease every third of it)")
+    if value > MAX_LEASE_TTL_S:
+        raise ValueError(
+            f"{field_name} is {value}; use at most {MAX_LEASE_TTL_S} seconds (an hour): recovery after a "
+            "crash waits the ttl plus 25 s for the killed driver's lease to expire before it may act, so the ttl "
+            "is how long a crashed pipeline stays down; 30 (the default) to a few minutes rides out a slow "
+            "checkpoint store"
         )
     return value
 

@@ -1,8 +1,10 @@
 """The pipeline spec model: its fields, their validation, derived values and (de)serialization.
 
 Pydantic runs the field validators in field order, so a later field's rule sees the earlier
-fields (``output_topic`` is checked against ``input_topics``). Rules longer than a few lines
-live in :mod:`.field_rules` and :mod:`.kafka_keys`; reading a file is :mod:`.document`, and
+fields (``output_topic`` is checked against ``input_topics``). The validators only route each
+field to its rule: the topics' in :mod:`.topic_rules`, the ``kafka`` config's in :mod:`.kafka_keys`,
+the others' in :mod:`.field_rules` (and :mod:`.health_thresholds`, :mod:`.submission`). The
+sink's enumerated settings are :mod:`.sink_modes`; reading a file is :mod:`.document`, and
 turning pydantic's errors into one :class:`SpecError` is :mod:`.validation_errors`.
 """
 
@@ -10,14 +12,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 
 from airflow_provider_eos.core import transactional_ids
-from airflow_provider_eos.core.errors import EosError, SpecError
+from airflow_provider_eos.core.errors import SpecError
 from airflow_provider_eos.core.kafka_defaults import KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 from airflow_provider_eos.core.secrets import redact_config, redact_text
 from airflow_provider_eos.core.spec import field_rules
@@ -27,47 +28,17 @@ from airflow_provider_eos.core.spec.field_rules import TRIGGER_AVAILABLE_NOW, pa
 from airflow_provider_eos.core.spec.health_thresholds import check_health_thresholds
 from airflow_provider_eos.core.spec.kafka_keys import check_kafka_keys, check_kafka_value_types
 from airflow_provider_eos.core.spec.observability import MetricsSettings
+from airflow_provider_eos.core.spec.sink_modes import ExecutorWriter, Mode, Writers
 from airflow_provider_eos.core.spec.submission import Connector, check_python_environment
+from airflow_provider_eos.core.spec.topic_rules import (
+    check_dlq_topic,
+    check_input_topics,
+    check_output_topic,
+    check_starting_offsets,
+)
 from airflow_provider_eos.core.spec.validation_errors import spec_error
 
-__all__ = ["ExecutorWriter", "Mode", "PipelineSpec", "Writers"]
-
-#: The shortest driver lease: renewed every second, written at most once a second to the checkpoint.
-MIN_LEASE_TTL_S = 3
-#: The longest driver lease: recovery after a crash waits ttl + 25 s for a killed driver's lease to
-#: expire before it may act (:func:`~airflow_provider_eos.core.driver_lease.lease_expiry_wait_s`), so
-#: the ttl is how long a crashed pipeline stays down; an hour is far beyond what a slow checkpoint
-#: store needs (renewals every ttl / 3), and a year would be no recovery at all.
-MAX_LEASE_TTL_S = 3600
-
-
-class Mode(StrEnum):
-    """The delivery guarantee of the sink: the one spelling the spec, the CLI and the job share."""
-
-    EXACTLY_ONCE = "exactly-once"
-    AT_LEAST_ONCE = "at-least-once"
-
-
-class Writers(StrEnum):
-    """Where the exactly-once sink writes: the driver, the executors, or chosen per plan (docs/architecture.md)."""
-
-    AUTO = "auto"
-    DRIVER = "driver"
-    EXECUTORS = "executors"
-
-
-class ExecutorWriter(StrEnum):
-    """What runs the sink's tasks on the executors (docs/architecture.md, "The writers"; design notes 32 and 43).
-
-    ``python``: PySpark's Python workers (``mapInArrow``): confluent-kafka producers for the executor
-    writers, pyarrow for the driver writer's spill. ``jvm``: the executor JVM (the ``jvm/`` module's
-    data sources): the Kafka Java client, and Spark's own Arrow writer for the spill. Same
-    transactional ids, markers, task order and spill files; the protocol's decisions stay in Python
-    either way.
-    """
-
-    PYTHON = "python"
-    JVM = "jvm"
+__all__ = ["PipelineSpec"]
 
 
 class PipelineSpec(BaseModel):
@@ -156,10 +127,7 @@ class PipelineSpec(BaseModel):
                      mode="before")
     @classmethod
     def _reject_bool(cls, value: Any, info: ValidationInfo) -> Any:
-        # pydantic's lax mode turns `true` into 1, which would hide a YAML slip in a timeout.
-        if isinstance(value, bool):
-            raise ValueError(f"{info.field_name} is {value!r}; use an integer")
-        return value
+        return field_rules.reject_bool(value, info.field_name)
 
     @field_validator("kafka", mode="before")
     @classmethod
@@ -174,60 +142,27 @@ class PipelineSpec(BaseModel):
     @field_validator("input_topics")
     @classmethod
     def _check_input_topics(cls, value: list[str]) -> list[str]:
-        if not value:
-            raise ValueError("input_topics is empty; list at least one topic to read")
-        for topic in value:
-            field_rules.check_topic(topic, "input topic")
-        duplicates = sorted({t for t in value if value.count(t) > 1})
-        if duplicates:
-            raise ValueError(f"input_topics lists {duplicates} more than once; list each topic once")
-        return value
+        return check_input_topics(value)
 
     @field_validator("output_topic")
     @classmethod
     def _check_output_topic(cls, value: str, info: ValidationInfo) -> str:
-        field_rules.check_topic(value, "output_topic")
-        if value in (info.data.get("input_topics") or []):
-            raise ValueError(
-                f"output_topic {value!r} is also an input topic; a pipeline reading its own output "
-                "loops forever, so choose a different output_topic"
-            )
-        return value
+        return check_output_topic(value, info.data.get("input_topics") or [])
 
     @field_validator("dlq_topic")
     @classmethod
     def _check_dlq_topic(cls, value: str | None, info: ValidationInfo) -> str | None:
-        if value is None:
-            return None
-        field_rules.check_topic(value, "dlq_topic")
-        if value == info.data.get("output_topic"):
-            raise ValueError(
-                f"dlq_topic {value!r} equals output_topic; dead letters must not mix with output, "
-                "so choose a separate dlq_topic (or omit it)"
-            )
-        if value in (info.data.get("input_topics") or []):
-            raise ValueError(
-                f"dlq_topic {value!r} is also an input topic; choose a dlq_topic the pipeline does not read"
-            )
-        return value
+        return check_dlq_topic(value, info.data.get("output_topic"), info.data.get("input_topics") or [])
 
     @field_validator("group_id")
     @classmethod
     def _check_group_id(cls, value: str) -> str:
-        if not value.strip() or value != value.strip():
-            raise ValueError(
-                f"group_id {value!r} is empty or has surrounding spaces; set a group name used only "
-                "by this pipeline's sink"
-            )
-        return value
+        return field_rules.check_group_id(value)
 
     @field_validator("transactional_id_prefix")
     @classmethod
     def _check_prefix(cls, value: str) -> str:
-        try:
-            return transactional_ids.validate_prefix(value)
-        except EosError as err:
-            raise ValueError(f"{err.message}; {err.fix}") from err
+        return field_rules.check_transactional_id_prefix(value)
 
     @field_validator("checkpoint_location")
     @classmethod
@@ -242,15 +177,7 @@ class PipelineSpec(BaseModel):
     @field_validator("max_offsets_per_trigger", "batch_budget_ms")
     @classmethod
     def _check_positive_or_none(cls, value: int | None, info: ValidationInfo) -> int | None:
-        if value is not None and value <= 0:
-            raise ValueError(f"{info.field_name} is {value}; use a positive integer or null")
-        if info.field_name == "max_offsets_per_trigger" and value is not None and value > field_rules.JAVA_LONG_MAX:
-            # Spark parses it as a long when the query starts: a larger value fails there, not here.
-            raise ValueError(
-                f"max_offsets_per_trigger is {value}, above Spark's limit {field_rules.JAVA_LONG_MAX} "
-                "(a Java long); use a smaller number, or null for no limit"
-            )
-        return value
+        return field_rules.check_positive_or_none(value, info.field_name)
 
     @field_validator("transaction_timeout_ms")
     @classmethod
@@ -260,22 +187,12 @@ class PipelineSpec(BaseModel):
     @field_validator("driver_lease_ttl_s")
     @classmethod
     def _check_lease_ttl(cls, value: int, info: ValidationInfo) -> int:
-        if value < MIN_LEASE_TTL_S:
-            raise ValueError(f"{info.field_name} is {value}; use at least {MIN_LEASE_TTL_S} seconds (the driver renews "
-                             "its lease every third of it)")
-        if value > MAX_LEASE_TTL_S:
-            raise ValueError(
-                f"{info.field_name} is {value}; use at most {MAX_LEASE_TTL_S} seconds (an hour): recovery after a "
-                "crash waits the ttl plus 25 s for the killed driver's lease to expire before it may act, so the ttl "
-                "is how long a crashed pipeline stays down; 30 (the default) to a few minutes rides out a slow "
-                "checkpoint store"
-            )
-        return value
+        return field_rules.check_driver_lease_ttl(value, info.field_name)
 
     @field_validator("starting_offsets")
     @classmethod
     def _check_starting_offsets(cls, value: str, info: ValidationInfo) -> str:
-        return field_rules.check_starting_offsets(value, info.data.get("input_topics") or [])
+        return check_starting_offsets(value, info.data.get("input_topics") or [])
 
     @field_validator("transform")
     @classmethod

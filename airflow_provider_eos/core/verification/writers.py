@@ -24,7 +24,7 @@ import enum
 from pydantic import computed_field
 
 from airflow_provider_eos.core.frozen_model import FrozenModel
-from airflow_provider_eos.core.spec.pipeline_spec import Writers
+from airflow_provider_eos.core.spec.sink_modes import Writers
 from airflow_provider_eos.core.writers_choice import WritersChoice
 
 __all__ = ["WritersInUse", "WritersSource", "writers_in_use"]
