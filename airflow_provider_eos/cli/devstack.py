@@ -345,7 +345,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         "HADOOP_CONF_DIR=... before the last line (for spark-submit --master yarn)",
     )
 
-    from airflow_provider_eos.devstack.broker import NODE_FAULTS
+    from airflow_provider_eos.devstack.broker_faults import NODE_FAULTS
 
     broker = devstack_commands.add_parser(
         "broker", help="fault one broker of a --brokers 3 devstack by node id: kill (SIGKILL), pause (SIGSTOP), "

@@ -4,9 +4,15 @@ Used by ``eos devstack``, by the test fixtures, the demo, the bench and the soak
 so the tests exercise exactly what users start. Configured for transactions. PLAINTEXT by
 default; SASL/SCRAM with ACLs (and TLS) on request, see :mod:`airflow_provider_eos.devstack.security`.
 With ``brokers=3`` every node is broker and controller (:mod:`.broker_config`), and one node at
-a time can be killed, paused, resumed, stopped and restarted by its node id (:meth:`LocalKafka.fault`).
+a time can be killed, paused, resumed, stopped and restarted by its node id (:meth:`LocalKafka.fault`,
+:mod:`.broker_faults`).
 The state folder is a :class:`~airflow_provider_eos.devstack.state_folder.StateFolder`: ``up``
 claims it, ``down`` removes only the broker's own files (:data:`BROKER_ENTRIES`) from it.
+
+This module is the devstack's broker as a whole: its state file, ``up`` (ports chosen anew when a
+node lost one; each attempt is :mod:`.broker_start`), ``status``, ``down`` and the reaper. The
+nodes' processes are :mod:`.broker_nodes`, their config :mod:`.broker_config`, their readiness
+:mod:`.broker_ready`, what is recorded of them :mod:`.broker_state`.
 """
 
 from __future__ import annotations
@@ -14,34 +20,17 @@ from __future__ import annotations
 import base64
 import contextlib
 import logging
-import signal
-import subprocess
 import time
 import uuid
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
 
 from airflow_provider_eos.core.errors import DevstackError
 from airflow_provider_eos.core.kafka_defaults import KAFKA_DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
-from airflow_provider_eos.core.retry import RetryPolicy
-from airflow_provider_eos.devstack.broker_config import (
-    NodeLayout,
-    bind_failed,
-    choose_layouts,
-    server_properties,
-    taken_ports,
-)
-from airflow_provider_eos.devstack.broker_nodes import (
-    JVM_OPTIONS_ENV,
-    jvm_command,
-    jvm_options,
-    pid_alive,
-    send,
-    start_node,
-    terminate,
-)
-from airflow_provider_eos.devstack.broker_ready import listening, log_tail, registered, wait_transactional
+from airflow_provider_eos.devstack.broker_config import bind_failed, choose_layouts, taken_ports
+from airflow_provider_eos.devstack.broker_faults import NodeFault, check_fault, fault_node
+from airflow_provider_eos.devstack.broker_nodes import pid_alive, terminate
+from airflow_provider_eos.devstack.broker_ready import log_tail, wait_transactional
+from airflow_provider_eos.devstack.broker_start import StartSettings, start_nodes, stop_nodes
 from airflow_provider_eos.devstack.broker_state import BrokerDown, BrokerInfo, NodeInfo
 from airflow_provider_eos.devstack.jars import (
     KAFKA_VERSION,
@@ -50,7 +39,6 @@ from airflow_provider_eos.devstack.jars import (
     kafka_classpath,
     require_java,
 )
-from airflow_provider_eos.devstack.private_files import write_private
 from airflow_provider_eos.devstack.process_groups import start_reaper
 from airflow_provider_eos.devstack.security import (
     CLIENT_CONFIG,
@@ -60,11 +48,10 @@ from airflow_provider_eos.devstack.security import (
 )
 from airflow_provider_eos.devstack.state_folder import StateFolder
 from airflow_provider_eos.devstack.state_lock import hold_state_folder_to_reap
-from airflow_provider_eos.subprocesses import run_bounded
 
 log = logging.getLogger(__name__)
 
-__all__ = ["BROKER_ENTRIES", "LocalKafka", "NodeFault", "default_state_dir", "reap"]
+__all__ = ["BROKER_ENTRIES", "LocalKafka", "default_state_dir", "reap"]
 
 _STATE_FILE = "devstack.json"
 #: A single node's config, data and logs, a cluster's node folders: what a start on new ports writes anew.
@@ -74,25 +61,6 @@ _NODE_ENTRIES = ("server.properties", "data", "logs", "node-[0-9]*")
 BROKER_ENTRIES = (_STATE_FILE, *_NODE_ENTRIES, "ca.pem", "broker.keystore.pem", CLIENT_CONFIG, "format.args")
 #: Starts on newly chosen ports when a node lost one to another program between choice and bind.
 START_ATTEMPTS = 3
-#: What ``eos devstack broker ACTION ID`` does to one node.
-NodeFault = Literal["kill", "pause", "resume", "stop", "restart"]
-NODE_FAULTS: tuple[NodeFault, ...] = ("kill", "pause", "resume", "stop", "restart")
-
-#: Seconds Kafka's storage formatter (a short JVM run) may take; a hung one must not hang `up`.
-FORMAT_TIMEOUT_S = 180.0
-NODE_REJOINS = RetryPolicy(waiting_for="the broker to rejoin the cluster", timeout_s=120, first_delay_s=0.5,
-                           max_delay_s=1.0)
-
-
-@dataclass(frozen=True)
-class _StartSettings:
-    """What every start attempt of :meth:`LocalKafka.up` runs the nodes with."""
-
-    java: str
-    classpath: str
-    transaction_max_timeout_ms: int
-    kafka_version: str
-    secured: BrokerSecrets | None
 
 
 def default_state_dir() -> Path:
@@ -179,10 +147,11 @@ class LocalKafka:
             # The metadata log holds the SCRAM verifiers, enough to log in as a user: owner only.
             self.state_dir.chmod(0o700)
         secured = BrokerSecrets(self.state_dir, self.security) if self.security != "plaintext" else None
-        settings = _StartSettings(java, classpath, transaction_max_timeout_ms, kafka_version, secured)
+        settings = StartSettings(java, classpath, transaction_max_timeout_ms, kafka_version, self.state_dir,
+                                 self.heap, self.security, secured)
         return self._start(brokers, settings, timeout_s, stop_with_pid)
 
-    def _start(self, brokers: int, settings: _StartSettings, timeout_s: float, stop_with_pid: int | None) -> BrokerInfo:
+    def _start(self, brokers: int, settings: StartSettings, timeout_s: float, stop_with_pid: int | None) -> BrokerInfo:
         """Format and start the nodes on free ports; choose new ones when a node lost its port (:data:`START_ATTEMPTS`).
 
         A port is free when chosen and bound by the node's JVM seconds later: another program (a test
@@ -194,7 +163,7 @@ class LocalKafka:
         tried: list[str] = []
         for attempt in range(1, START_ATTEMPTS + 1):
             layouts = choose_layouts(self.state_dir, brokers)
-            info, processes = self._start_nodes(layouts, cluster_id, settings)
+            info, processes = start_nodes(layouts, cluster_id, settings, self._state_file)
             if stop_with_pid is not None and attempt == 1:
                 start_reaper(__name__, stop_with_pid, self.state_dir)
             try:
@@ -208,7 +177,7 @@ class LocalKafka:
             except BaseException:
                 self.down()
                 raise
-            self._stop_nodes(processes)
+            stop_nodes(processes)
             tried.append(", ".join(f"{n.port}/{n.controller_port}" + "".join(f" ({p} taken)" for p in taken_ports(n))
                                    for n in layouts))
             if attempt < START_ATTEMPTS:
@@ -223,67 +192,6 @@ class LocalKafka:
             f"{self.state_dir}` removes what the failed start left).",
         )
 
-    def _start_nodes(self, layouts: list[NodeLayout], cluster_id: str,
-                     settings: _StartSettings) -> tuple[BrokerInfo, list[subprocess.Popen]]:
-        """Format each node's storage, start the nodes, record them in the state file."""
-        for node in layouts:
-            self._format(settings.java, settings.classpath, node, layouts, cluster_id,
-                         settings.transaction_max_timeout_ms, settings.secured)
-        processes = [start_node(jvm_command(settings.java, self.heap, settings.classpath, node.log_dir), node)
-                     for node in layouts]
-        nodes = tuple(NodeInfo(n.node_id, p.pid, n.port, n.controller_port, n.folder)
-                      for n, p in zip(layouts, processes, strict=True))
-        client_config = None if settings.secured is None else str(settings.secured.write_client_config(
-            ",".join(f"127.0.0.1:{n.port}" for n in nodes)))
-        info = BrokerInfo(nodes[0].pid, nodes[0].port, nodes[0].controller_port, str(self.state_dir),
-                          settings.transaction_max_timeout_ms, self.security, client_config, nodes,
-                          settings.kafka_version)
-        self._state_file.write_text(info.to_json())
-        return info, processes
-
-    @staticmethod
-    def _stop_nodes(processes: list[subprocess.Popen]) -> None:
-        """Stop the nodes of a failed attempt that still run; reap those that exited."""
-        for process in processes:
-            if process.poll() is None:
-                terminate(process.pid, 30)
-
-    def _format(  # noqa: PLR0913  # dev-stack helper with one call site
-        self, java: str, classpath: str, node: NodeLayout, layouts: list[NodeLayout], cluster_id: str,
-        transaction_max_timeout_ms: int, secured: BrokerSecrets | None,
-    ) -> None:
-        node.log_dir.mkdir(parents=True, exist_ok=True)
-        if secured is None:
-            node.config_file.write_text(server_properties(node, layouts, transaction_max_timeout_ms))
-        else:  # it holds the broker's password
-            write_private(node.config_file, server_properties(node, layouts, transaction_max_timeout_ms,
-                                                              secured.server_properties(node.port,
-                                                                                        node.controller_port)))
-        jvm = jvm_command(java, self.heap, classpath, node.log_dir)
-        command = ["kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}", "-c", str(node.config_file)]
-        # The JVM options first in the message would hide the tool behind the classpath.
-        fix = f"check that Java 17+ runs ({java} -version) and that {node.folder} is writable, then retry."
-
-        def run(args: list[str]) -> subprocess.CompletedProcess:
-            return run_bounded(args, timeout_s=FORMAT_TIMEOUT_S, error=DevstackError, fix=fix, capture_output=True,
-                               text=True, stdin=subprocess.DEVNULL)
-
-        if secured is None:
-            fmt = run([*jvm, *command])
-        else:
-            argfile = secured.format_argfile(command)  # the SCRAM passwords, off the command line
-            try:
-                fmt = run([*jvm, f"@{argfile}"])
-            finally:
-                argfile.unlink()
-        if fmt.returncode != 0:
-            extra = " ".join(jvm_options())
-            raise DevstackError(
-                f"Formatting KRaft storage in {node.folder} failed: {fmt.stderr or fmt.stdout}",
-                fix=f"run `eos devstack down --state-dir {self.state_dir}` and retry; check that Java 17+ runs"
-                    + (f" and takes {JVM_OPTIONS_ENV}={extra!r}." if extra else "."),
-            )
-
     # -- faults of one node ------------------------------------------------------------------
 
     def fault(self, action: NodeFault, node_id: int, *, timeout_s: float = 120) -> NodeInfo:
@@ -295,53 +203,12 @@ class LocalKafka:
         :returns: the node as recorded afterwards (``restart``: its new pid).
         :raises DevstackError: no devstack runs here, no such node, or the restart did not rejoin.
         """
-        if action not in NODE_FAULTS:
-            raise DevstackError(f"unknown broker action {action!r}", fix=f"use one of {', '.join(NODE_FAULTS)}")
+        check_fault(action)
         info = self._recorded()
         if info is None or not info.nodes:
             raise DevstackError(f"no devstack runs from {self.state_dir}",
                                 fix="start one: eos devstack up --brokers 3 --state-dir DIR")
-        node = info.node(node_id)
-        if action != "restart" and node.pid_reused():
-            raise DevstackError(f"broker {node_id} (pid {node.pid}) is not running: that pid now runs another "
-                                "program, which is left alone.",
-                                fix=f"start the broker again: eos devstack broker restart {node_id} --state-dir "
-                                f"{self.state_dir}")
-        if action == "kill":
-            terminate(node.pid, 0.1, sig=signal.SIGKILL)
-        elif action == "pause":
-            send(node.pid, signal.SIGSTOP)
-        elif action == "resume":
-            send(node.pid, signal.SIGCONT)
-        elif action == "stop":
-            terminate(node.pid, 30)
-        else:
-            return self._restart(info, node, timeout_s)
-        return node
-
-    def _restart(self, info: BrokerInfo, node: NodeInfo, timeout_s: float) -> NodeInfo:
-        if node.running():
-            terminate(node.pid, 30)
-        process = start_node(jvm_command(require_java(), self.heap, kafka_classpath(info.kafka_version),
-                                         node.layout.log_dir),
-                             node.layout)
-        restarted = replace(node, pid=process.pid)
-        nodes = tuple(restarted if n.node_id == node.node_id else n for n in info.nodes)
-        updated = replace(info, nodes=nodes, pid=nodes[0].pid)
-        self._state_file.write_text(updated.to_json())
-
-        def rejoined() -> bool:
-            if process.poll() is not None:
-                raise DevstackError(f"broker {node.node_id} exited with code {process.returncode} on restart.\n"
-                                    f"{log_tail(node.layout)}", fix=f"read {node.layout.log_file}")
-            return listening(node.port) and registered(updated, {node.node_id})
-
-        back = NODE_REJOINS.bounded(timeout_s=timeout_s).poll(rejoined, until=bool,
-                                                              what=f"restart of broker {node.node_id}")
-        if not back.settled:
-            raise DevstackError(f"broker {node.node_id} did not rejoin the cluster within {timeout_s:.0f}s",
-                                fix=f"read {node.layout.log_file}")
-        return restarted
+        return fault_node(info, action, node_id, heap=self.heap, state_file=self._state_file, timeout_s=timeout_s)
 
     # -- stop everything ---------------------------------------------------------------------
 

@@ -70,15 +70,16 @@ def test_run_bounded_returns_what_a_prompt_command_did(tmp_path: Path) -> None:
 
 
 def test_kafka_storage_format_has_a_deadline(tmp_path: Path, monkeypatch) -> None:
-    from airflow_provider_eos.devstack import broker
+    from airflow_provider_eos.devstack import broker_start
     from airflow_provider_eos.devstack.broker_config import NodeLayout
 
-    monkeypatch.setattr(broker, "FORMAT_TIMEOUT_S", SHORT_S, raising=False)
+    monkeypatch.setattr(broker_start, "FORMAT_TIMEOUT_S", SHORT_S, raising=False)
     node = NodeLayout(1, 1, 2, str(tmp_path / "node"))
+    settings = broker_start.StartSettings(str(sleeper(tmp_path, "java")), "cp", 1000, "4.0.0", tmp_path / "node",
+                                          "512m", "plaintext", None)
     began = time.monotonic()
     with pytest.raises(DevstackError, match=r"kafka\.tools\.StorageTool format.* did not finish within 0.5s") as raised:
-        broker.LocalKafka(tmp_path / "node")._format(str(sleeper(tmp_path, "java")), "cp", node, [node], "id", 1000,
-                                                     None)
+        broker_start.format_storage(node, [node], "id", settings)
     assert "java" in raised.value.fix.lower()
     assert_stopped_quickly(began, tmp_path, "java")
 
