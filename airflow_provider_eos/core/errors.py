@@ -172,20 +172,41 @@ class KafkaNoAnswerError(EosError):
     :param detail: the client's own word on it, when it gave up first (its request timeout).
     """
 
+    #: What the message adds about the request's effect (none: a read changed nothing).
+    effect: ClassVar[str] = ""
+    #: What to do once the brokers answer again.
+    then: ClassVar[str] = "The task's retry runs the call again once they answer"
+
     def __init__(self, brokers: str, what: str, timeout_s: float, *, detail: str | None = None) -> None:
         self.brokers, self.what, self.timeout_s, self.detail = brokers, what, timeout_s, detail
         super().__init__(
             f"{what}: no answer from the Kafka broker(s) at {brokers} within {timeout_s:g} s ("
-            + (detail or "connected, but the broker does not answer") + ")",
-            fix=NO_ANSWER_FIX,
+            + (detail or "connected, but the broker does not answer") + ")" + self.effect,
+            fix=f"{NO_ANSWER_CHECK}. {self.then}",
         )
 
 
-#: The fix of :class:`KafkaNoAnswerError`.
-NO_ANSWER_FIX = (
+class KafkaWriteNoAnswerError(KafkaNoAnswerError):
+    """A write no broker answered within its deadline: it may have gone through or not, and nobody knows which.
+
+    The broker may have applied the request and lost only its answer (align's OffsetCommit to the sink
+    group: :func:`airflow_provider_eos.kafka.group_offsets.write_committed_offsets`). Not retryable: a retry
+    would act on a state nobody read; the operator reads what Kafka holds (``eos verify``) first.
+    """
+
+    retryable = False
+    effect = "; the write may have gone through: what the group holds now is unknown"
+    then = (
+        "Then, before repeating the repair, run `eos verify --spec <spec file>` to read what the group holds: the "
+        "write may have gone through, and verify's next step says whether anything is still to do"
+    )
+
+
+#: What to check when a broker gives no answer (:class:`KafkaNoAnswerError`'s fix).
+NO_ANSWER_CHECK = (
     "check that the brokers are answering: a broker process paused or stuck (a long GC pause, a stopped JVM, "
     "a host out of memory) accepts connections and answers nothing; its log and `kafka-broker-api-versions.sh "
-    "--bootstrap-server HOST:PORT` show it. The task's retry runs the call again once they answer"
+    "--bootstrap-server HOST:PORT` show it"
 )
 
 

@@ -157,7 +157,8 @@ class _Gatherer:
     def group_offsets(self, partitions: set[TopicPartition]) -> CommittedOffsets | None:
         try:
             return read_committed_offsets(self.admin, self.spec.group_id, partitions, timeout_s=self.timeout_s,
-                                          transaction_timeout_ms=self.spec.transaction_timeout_ms, observer=True)
+                                          transaction_timeout_ms=self.spec.transaction_timeout_ms, observer=True,
+                                          brokers=self.spec.brokers)
         except EosError as exc:
             self.gaps.missing("group_offsets", exc)
             return None

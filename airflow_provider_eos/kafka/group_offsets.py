@@ -11,7 +11,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
 from airflow_provider_eos.core.acls import ResourceType
-from airflow_provider_eos.core.errors import EosError, RetryExhaustedError
+from airflow_provider_eos.core.errors import EosError, KafkaWriteNoAnswerError, RetryExhaustedError
 from airflow_provider_eos.core.markers import CommittedOffset, CommittedOffsets
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.core.transactions.stable_read import (
@@ -101,9 +101,9 @@ def read_committed_offsets(  # noqa: PLR0913  # keyword-only options with defaul
     :param observer: an observer's read (health, pre-flight's facts): it waits at most
         :data:`~airflow_provider_eos.core.transactions.stable_read.OBSERVER_STABLE_WAIT_MS`, reporting
         a commit pending that long instead of holding its sample for a whole transaction timeout.
-    :param brokers: the ``bootstrap.servers`` read from: given, a read no broker answered raises
-        :class:`~airflow_provider_eos.core.errors.KafkaNoAnswerError` naming them (as every kafka-python call
-        does), instead of :class:`GroupOffsetsError`.
+    :param brokers: the ``bootstrap.servers`` read from (``spec.brokers``): given, a read no broker answered
+        raises :class:`~airflow_provider_eos.core.errors.KafkaNoAnswerError` naming them (as every kafka-python
+        call does), instead of :class:`GroupOffsetsError`. Every reader of the package names them (note 70, 76).
     :raises GroupOffsetsError: naming the partitions still pending after the wait, or why the read failed.
     :raises KafkaNoAnswerError: with ``brokers``, when the request got no answer within ``timeout_s`` (retryable).
     """
@@ -157,9 +157,17 @@ def _read_error(group_id: str, exc: Exception, names: Names, *, brokers: str | N
 
 
 def write_committed_offsets(
-    admin: AdminClient, group_id: str, offsets: Mapping[TopicPartition, tuple[int, str]], *, timeout_s: float = 30
+    admin: AdminClient, group_id: str, offsets: Mapping[TopicPartition, tuple[int, str]], *, timeout_s: float = 30,
+    brokers: str | None = None,
 ) -> None:
-    """Commit ``{partition: (offset, metadata)}`` for a group without members (repairs only)."""
+    """Commit ``{partition: (offset, metadata)}`` for a group without members (repairs only).
+
+    :param brokers: the ``bootstrap.servers`` written to (``spec.brokers``), as a no-answer error names them.
+    :raises KafkaWriteNoAnswerError: the OffsetCommit got no answer within ``timeout_s``: the broker may have
+        applied it, so what the group holds is unknown until verify reads it (not retryable as is).
+    :raises AclMissingError: the principal may not commit to the group or the topics.
+    :raises GroupOffsetsError: the group refused the offsets, or the coordinator stayed unavailable.
+    """
     request = ConsumerGroupTopicPartitions(
         group_id, [KafkaTopicPartition(t, p, off, meta) for (t, p), (off, meta) in sorted(offsets.items())]
     )
@@ -181,8 +189,11 @@ def write_committed_offsets(
 
     try:
         COORDINATOR_LOADING.bounded(timeout_s=timeout_s).call(alter, what=what)
-    except (KafkaException, RetryExhaustedError) as exc:
+    except (KafkaException, RetryExhaustedError, TimeoutError) as exc:  # TimeoutError: the future's wait ran out
         raise_if_refused(exc, "OffsetCommit", names)
+        # Unlike a refusal, no answer says nothing about the write: the broker may have applied it.
+        raise_if_unanswered(exc, brokers=brokers or "the admin client's bootstrap.servers",
+                            what=f"OffsetCommit({group_id!r})", timeout_s=timeout_s, error=KafkaWriteNoAnswerError)
         raise GroupOffsetsError(
             f"could not write offsets of group {group_id!r}: {exc}",
             fix="the group must have no active members (stop the job first)",
@@ -198,7 +209,7 @@ def verification_partitions(admin: AdminClient, spec: PipelineSpec, reader: Chec
     :raises KafkaNoAnswerError: when the brokers gave the metadata request no answer within ``timeout_s``.
     """
     partitions = reader.recent_partitions() if reader.exists() else set()
-    brokers = str(spec.kafka.get("bootstrap.servers"))
+    brokers = spec.brokers
     try:
         metadata = admin.list_topics(timeout=timeout_s)
     except KafkaException as exc:
@@ -233,4 +244,4 @@ def sink_group_offsets(admin: AdminClient, spec: PipelineSpec, reader: Checkpoin
     """
     partitions = verification_partitions(admin, spec, reader, timeout_s=timeout_s)
     return read_committed_offsets(admin, spec.group_id, partitions, transaction_timeout_ms=spec.transaction_timeout_ms,
-                                  timeout_s=timeout_s, brokers=str(spec.kafka.get("bootstrap.servers")))
+                                  timeout_s=timeout_s, brokers=spec.brokers)

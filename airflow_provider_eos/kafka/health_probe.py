@@ -62,6 +62,7 @@ from airflow_provider_eos.kafka.denials import raise_if_refused, raise_if_topics
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
 from airflow_provider_eos.kafka.log_offsets import list_log_offsets
 from airflow_provider_eos.kafka.login import connected_admin
+from airflow_provider_eos.kafka.retriable import raise_if_unanswered
 from airflow_provider_eos.kafka.settings import admin_config
 
 if TYPE_CHECKING:
@@ -77,12 +78,19 @@ _VERIFY_ATTEMPTS = 4
 
 
 class HealthProbeError(EosError):
-    """The cluster could not be read for a health sample; the message names the request."""
+    """The cluster could not be read for a health sample; the message names the request.
+
+    A request no broker answered is not this error but
+    :class:`~airflow_provider_eos.core.errors.KafkaNoAnswerError`, as everywhere (design notes 70, 76).
+    """
 
 
-def _kafka_error(what: str, spec: PipelineSpec, exc: BaseException) -> HealthProbeError:
+def _kafka_error(what: str, spec: PipelineSpec, exc: BaseException, *, request: str,
+                 timeout_s: float) -> HealthProbeError:
+    """The sample's error for a failed read ``what``; raises the no-answer error instead when no broker answered."""
+    raise_if_unanswered(exc, brokers=spec.brokers, what=request, timeout_s=timeout_s)
     return HealthProbeError(
-        f"{what} failed against {spec.kafka.get('bootstrap.servers')!r}: {exc}",
+        f"{what} failed against {spec.brokers!r}: {exc}",
         fix="check that the broker is reachable with the spec's kafka settings and that the principal may "
         "Describe the topics and the group",
     )
@@ -109,7 +117,7 @@ def _topic_partitions(
     try:
         metadata = admin.list_topics(timeout=timeout_s)
     except KafkaException as exc:
-        raise _kafka_error("reading topic metadata", spec, exc) from exc
+        raise _kafka_error("reading topic metadata", spec, exc, request="Metadata", timeout_s=timeout_s) from exc
     missing: list[str] = []
 
     def partitions(topic: str) -> list[TopicPartition]:
@@ -126,7 +134,12 @@ def _topic_partitions(
     outputs = [(tp, "output") for tp in partitions(spec.output_topic)]
     if spec.dlq_topic:
         outputs += [(tp, "dlq") for tp in partitions(spec.dlq_topic)]
-    raise_if_topics_refused(admin, missing, timeout_s=timeout_s, settings=spec.kafka)
+    try:
+        raise_if_topics_refused(admin, missing, timeout_s=timeout_s, settings=spec.kafka)
+    except TimeoutError as exc:  # the DescribeTopics future's wait ran out: no answer
+        raise_if_unanswered(exc, brokers=spec.brokers, what=f"DescribeTopics({', '.join(map(repr, missing))})",
+                            timeout_s=timeout_s)
+        raise
     return inputs, outputs, missing
 
 
@@ -138,12 +151,13 @@ def _list_offsets(
     isolation: IsolationLevel,
     timeout_s: float,
 ) -> dict[TopicPartition, int]:
+    request = f"ListOffsets ({isolation.name.lower()})"
     try:
         return list_log_offsets(admin, partitions, offset_spec=offset_spec, isolation=isolation, timeout_s=timeout_s)
-    except KafkaException as exc:
+    except (KafkaException, TimeoutError) as exc:  # TimeoutError: a partition's future's wait ran out
         raise_if_refused(exc, "ListOffsets", {ResourceType.TOPIC: sorted({tp.topic for tp in partitions})},
                          settings=spec.kafka)
-        raise _kafka_error(f"ListOffsets ({isolation.name.lower()})", spec, exc) from exc
+        raise _kafka_error(request, spec, exc, request=request, timeout_s=timeout_s) from exc
 
 
 def _checkpoint_facts(reader: CheckpointReader) -> tuple[bool, str | None, int | None, int | None]:
@@ -174,13 +188,15 @@ def _settled_read(
 ) -> tuple[CommittedOffsets, tuple[bool, str | None, int | None, int | None], VerificationSample]:
     """Read group, checkpoint and verdict so that the group did not change under the verdict."""
     before = read_committed_offsets(admin, spec.group_id, partitions, timeout_s=timeout_s,
-                                    transaction_timeout_ms=spec.transaction_timeout_ms, observer=True)
+                                    transaction_timeout_ms=spec.transaction_timeout_ms, observer=True,
+                                    brokers=spec.brokers)
     for _ in range(_VERIFY_ATTEMPTS):
         with _reading_checkpoint(spec):
             facts = _checkpoint_facts(reader)
             report = verify_checkpoint(reader, before, spec_writers=spec.writers)
         after = read_committed_offsets(admin, spec.group_id, partitions, timeout_s=timeout_s,
-                                       transaction_timeout_ms=spec.transaction_timeout_ms, observer=True)
+                                       transaction_timeout_ms=spec.transaction_timeout_ms, observer=True,
+                                       brokers=spec.brokers)
         if after == before:
             verification = VerificationSample(verdict=report.overall.value, ok=report.ok, next_step=report.next_step)
             return after, facts, verification
@@ -269,7 +285,7 @@ def probe(
     :raises HealthProbeError: if metadata or offsets cannot be read, or the checkpoint's storage fails (retryable).
     :raises GroupOffsetsError: if the group's offsets cannot be read.
     :raises TransactionsAdminError: if the transactions cannot be listed.
-    :raises KafkaNoAnswerError: if a connected broker did not answer a transaction call in time (retryable).
+    :raises KafkaNoAnswerError: if a connected broker did not answer a request in time (retryable).
     :raises CheckpointError: if a checkpoint file is malformed.
     """
     taken_at = to_epoch_ms(pendulum.now("UTC"))
@@ -357,6 +373,7 @@ def probe_run_input(spec: PipelineSpec, admin: AdminClient, *, timeout_s: float 
     partition to list: the job fails on it, not this read).
 
     :raises HealthProbeError: if metadata or offsets cannot be read.
+    :raises KafkaNoAnswerError: if a connected broker did not answer a request in time (retryable).
     :raises AclMissingError: if the principal may not describe an input topic.
     """
     read_at = to_epoch_ms(pendulum.now("UTC"))

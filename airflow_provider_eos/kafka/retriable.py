@@ -117,7 +117,8 @@ def no_answer(exc: BaseException) -> bool:
     return error is not None and error.code() in NO_ANSWER_CODES
 
 
-def raise_if_unanswered(exc: BaseException, *, brokers: str, what: str, timeout_s: float) -> None:
+def raise_if_unanswered(exc: BaseException, *, brokers: str, what: str, timeout_s: float,
+                        error: type[KafkaNoAnswerError] = KafkaNoAnswerError) -> None:
     """Raise :class:`~airflow_provider_eos.core.errors.KafkaNoAnswerError`, chained to ``exc``, if ``exc`` says the
     broker gave no answer (:func:`no_answer`): the retryable error every kafka-python call ends with in that case
     (``transactions_admin.answered_within``), so a silent broker reads the same whichever client met it.
@@ -125,11 +126,13 @@ def raise_if_unanswered(exc: BaseException, *, brokers: str, what: str, timeout_
     :param brokers: the ``bootstrap.servers`` the client was connected to.
     :param what: the request that got no answer (``Metadata``, ``OffsetFetch('g')``...).
     :param timeout_s: the request's timeout.
+    :param error: the type raised; a write's is
+        :class:`~airflow_provider_eos.core.errors.KafkaWriteNoAnswerError` (it may have gone through).
     """
     if no_answer(exc):
-        error = kafka_error(exc)
-        detail = None if error is None else f"{error.name()}: {error.str()}"  # a future's own wait says nothing
-        raise KafkaNoAnswerError(brokers, what, timeout_s, detail=detail) from exc
+        found = kafka_error(exc)
+        detail = None if found is None else f"{found.name()}: {found.str()}"  # a future's own wait says nothing
+        raise error(brokers, what, timeout_s, detail=detail) from exc
 
 
 def retriable_kafka_error(exc: BaseException) -> bool:

@@ -104,7 +104,7 @@ class DriverWriter:
         clients = self.clients
         spec, checkpoint = clients.spec, clients.checkpoint
         committed = read_committed_offsets(clients.admin, spec.group_id, end,
-                                           transaction_timeout_ms=spec.transaction_timeout_ms)
+                                           transaction_timeout_ms=spec.transaction_timeout_ms, brokers=spec.brokers)
         return decide_batch(clients.planned_batch(query_id, batch_id, checkpoint.start_offsets(batch_id), end),
                             committed, spec.group_id)
 

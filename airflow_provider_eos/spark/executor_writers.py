@@ -225,7 +225,7 @@ class ExecutorWriters:
         spec, writer = clients.spec, clients.driver_producer
         writer.producer(batch_id)
         committed = read_committed_offsets(clients.admin, spec.group_id, {tp: end[tp] for tp in without},
-                                           transaction_timeout_ms=spec.transaction_timeout_ms)
+                                           transaction_timeout_ms=spec.transaction_timeout_ms, brokers=spec.brokers)
         pending = [
             tp for tp in without
             if decide_partition(tp, planned, committed.get(tp), spec.group_id) is BatchAction.PRODUCE

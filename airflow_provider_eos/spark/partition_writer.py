@@ -239,7 +239,8 @@ class PartitionWriteTask:
     def _decide(self, clients: _WorkerClients, input_range: InputRange) -> BatchAction:
         tp = input_range.tp
         committed = read_committed_offsets(clients.admin, self.spec.group_id, {tp: self.end[tp]},
-                                           transaction_timeout_ms=self.spec.transaction_timeout_ms)
+                                           transaction_timeout_ms=self.spec.transaction_timeout_ms,
+                                           brokers=self.spec.brokers)
         planned = PlannedBatch.of(query_id=self.query_id, batch_id=self.batch_id, start=self.start, end=self.end,
                                   expiry=self.expiry)
         return decide_partition(tp, planned, committed.get(tp), self.spec.group_id)

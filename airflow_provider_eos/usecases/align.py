@@ -80,7 +80,8 @@ def align(
     if executed:
         check_expected_plan(plan.fingerprint, expected_plan, repair="align")
         safety = check_not_alive(clients, action="align", force=force)
-        write_committed_offsets(clients.admin, spec.group_id, plan.offsets_with_metadata(), timeout_s=clients.timeout_s)
+        write_committed_offsets(clients.admin, spec.group_id, plan.offsets_with_metadata(), timeout_s=clients.timeout_s,
+                                brokers=spec.brokers)
     # Read back from Kafka rather than trusting the plan, so "after" is what the group holds.
     after = verify_checkpoint(reader, clients.committed_offsets(), spec_writers=spec.writers, retention=retention)
     disagrees = executed and not after.ok

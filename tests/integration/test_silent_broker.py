@@ -30,7 +30,7 @@ from airflow_provider_eos.core.errors import EosError, KafkaNoAnswerError
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.devstack.broker import LocalKafka
 from airflow_provider_eos.devstack.broker_state import BrokerInfo
-from airflow_provider_eos.kafka import cluster_facts, transactions_admin
+from airflow_provider_eos.kafka import cluster_facts, health_probe, transactions_admin
 from airflow_provider_eos.usecases import health
 from airflow_provider_eos.usecases.abort import abort
 from airflow_provider_eos.usecases.clients import PipelineClients
@@ -104,19 +104,45 @@ class PausedInScans:
 
         return paused_client
 
+    def wrap_call(self, real: Any) -> Any:
+        """``real`` (a confluent-kafka read of the product) with the broker paused for its first call only: the
+        client connected before (the sample's, pre-flight's metadata went through), and the broker is resumed once
+        the call returned or raised, so the rest of the product's reads meet a broker that answers."""
+
+        def paused_call(*args: Any, **kwargs: Any) -> Any:
+            if self.paused_at:
+                return real(*args, **kwargs)
+            self.kafka.fault("pause", self.node)
+            self.paused_at.append(time.monotonic())
+            timer = threading.Timer(RESUME_AFTER_S, self.resume)
+            self.timers.append(timer)
+            timer.start()
+            try:
+                return real(*args, **kwargs)
+            finally:
+                self.closed_after_s.append(time.monotonic() - self.paused_at[-1])  # the call's end
+                self.resume()
+                self.answering()
+
+        return paused_call
+
 
 @pytest.fixture
-def paused_in_scans(secured_kafka: BrokerInfo, secured_admin_settings: dict[str, Any],
-                    monkeypatch: pytest.MonkeyPatch) -> Iterator[PausedInScans]:
+def pauses(secured_kafka: BrokerInfo, secured_admin_settings: dict[str, Any]) -> Iterator[PausedInScans]:
     pauses = PausedInScans(secured_kafka, secured_admin_settings)
-    monkeypatch.setattr(transactions_admin, "admin_client", pauses.wrap(transactions_admin.admin_client))
-    monkeypatch.setattr(cluster_facts, "admin_client", pauses.wrap(cluster_facts.admin_client))
     try:
         yield pauses
     finally:
         for timer in pauses.timers:
             timer.cancel()
         pauses.resume()  # always: the broker is shared by the run's other tests
+
+
+@pytest.fixture
+def paused_in_scans(pauses: PausedInScans, monkeypatch: pytest.MonkeyPatch) -> PausedInScans:
+    monkeypatch.setattr(transactions_admin, "admin_client", pauses.wrap(transactions_admin.admin_client))
+    monkeypatch.setattr(cluster_facts, "admin_client", pauses.wrap(cluster_facts.admin_client))
+    return pauses
 
 
 @pytest.fixture
@@ -235,3 +261,45 @@ def test_verify_ends_with_a_typed_retryable_error_when_the_broker_stops_answerin
     assert f"no answer from the Kafka broker(s) at {bootstrap} within {TIMEOUT_S:g} s" in message, message
     assert message.startswith("Metadata:"), message  # verify's first request: its input topics' partitions
     assert "Fix: check that the brokers are answering" in message, message
+
+
+def _read_unanswered(raised: BaseException | str, pauses: PausedInScans, bootstrap: str, request: str) -> None:
+    """A confluent-kafka read ended at its request timeout with the no-answer error (or, pre-flight, its reason)."""
+    if not isinstance(raised, str):
+        assert isinstance(raised, KafkaNoAnswerError), f"{type(raised).__name__}: {raised}"
+        assert raised.retryable, "the broker may answer by the next try"
+        assert "Fix: check that the brokers are answering" in str(raised), raised
+    assert len(pauses.paused_at) == 1, pauses.paused_at
+    assert pauses.closed_after_s[0] < TIMEOUT_S + SLACK_S, f"{pauses.closed_after_s[0]:.1f} s from the pause"
+    message = raised if isinstance(raised, str) else raised.message
+    assert message.startswith(f"{request}: no answer from the Kafka broker(s) at {bootstrap} within {TIMEOUT_S:g} s"), \
+        message
+
+
+@pytest.mark.parametrize(("reader", "request_name"), [
+    ("read_committed_offsets", "OffsetFetch({group!r})"),  # before: GroupOffsetsError, the brokers unnamed
+    ("list_log_offsets", "ListOffsets (read_committed)"),  # before: HealthProbeError, the brokers unnamed
+])
+def test_a_health_samples_offset_reads_end_with_the_typed_error_when_the_broker_stops_answering(
+    spec: PipelineSpec, pauses: PausedInScans, bootstrap: str, monkeypatch: pytest.MonkeyPatch, reader: str,
+    request_name: str,
+) -> None:
+    """The sample's own confluent-kafka reads (design note 76): the broker answers the sample's metadata, then
+    is paused for its read of the sink group's offsets, or of the logs' last stable offsets."""
+    monkeypatch.setattr(health_probe, reader, pauses.wrap_call(getattr(health_probe, reader)))
+    clients = PipelineClients(spec, timeout_s=TIMEOUT_S, connect_timeout_s=TIMEOUT_S)
+    with pytest.raises(EosError) as raised:
+        health.sample(clients)
+    _read_unanswered(raised.value, pauses, bootstrap, request_name.format(group=spec.group_id))
+
+
+def test_preflights_read_of_the_group_is_not_read_naming_the_brokers_when_the_broker_stops_answering(
+    spec: PipelineSpec, pauses: PausedInScans, bootstrap: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pre-flight records the group's offsets as not read, with the no-answer error's words (before: "could not
+    read committed offsets of group ...", the brokers unnamed), and goes on once the broker answers again."""
+    monkeypatch.setattr(cluster_facts, "read_committed_offsets", pauses.wrap_call(cluster_facts.read_committed_offsets))
+    facts = cluster_facts.gather_facts(spec, timeout_s=TIMEOUT_S)
+    assert facts.group_offsets is None
+    _read_unanswered(facts.unavailable["group_offsets"], pauses, bootstrap, f"OffsetFetch({spec.group_id!r})")
+    assert facts.topics is not None, facts.unavailable  # the reads before the pause went through

@@ -9,10 +9,7 @@ invalid group) stays what it was. The real paused broker: tests/integration/test
 
 from __future__ import annotations
 
-from concurrent.futures import Future
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
@@ -23,39 +20,8 @@ from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.kafka.group_offsets import GroupOffsetsError, read_committed_offsets, sink_group_offsets
 from airflow_provider_eos.usecases.clients import PipelineClients
 from airflow_provider_eos.usecases.verify import verify
-
-BROKERS = "broker-1:9093,broker-2:9093"
-TIMED_OUT = KafkaException(KafkaError(KafkaError._TIMED_OUT, "Failed to get metadata: Local: Timed out"))
-TRANSPORT = KafkaException(KafkaError(KafkaError._TRANSPORT, "broker-1:9093/1: Connection reset by peer"))
-
-
-class _Admin:
-    """The two requests verify sends: Metadata (``list_topics``) and OffsetFetch, each failing as told."""
-
-    def __init__(self, *, metadata: BaseException | None = None, offsets: BaseException | None = None) -> None:
-        self.metadata, self.offsets = metadata, offsets
-
-    def list_topics(self, timeout: float) -> Any:
-        if self.metadata is not None:
-            raise self.metadata
-        return SimpleNamespace(topics={"orders": SimpleNamespace(error=None, partitions={0: None})})
-
-    def list_consumer_group_offsets(self, requests: list[Any], require_stable: bool) -> dict[str, Any]:
-        return {request.group_id: _Answer(self.offsets) for request in requests}
-
-
-class _Answer:
-    """A request's future: fails with ``error``, or its wait runs out (``TimeoutError``) as the caller's would."""
-
-    def __init__(self, error: BaseException | None) -> None:
-        self.error = error
-
-    def result(self, timeout: float) -> Any:
-        if isinstance(self.error, TimeoutError):
-            waited: Future[Any] = Future()
-            return waited.result(0)  # a wait that runs out: concurrent.futures' own TimeoutError
-        assert self.error is not None, "every case here fails the read"
-        raise self.error
+from tests.support.silent_admin import BROKERS, TIMED_OUT, TRANSPORT
+from tests.support.silent_admin import SilentAdmin as _Admin
 
 
 @pytest.fixture
@@ -114,8 +80,9 @@ def test_an_answer_of_the_broker_keeps_its_own_error(spec: PipelineSpec) -> None
 
 @pytest.mark.parametrize("error", [TIMED_OUT, TimeoutError()])
 def test_a_reader_that_names_no_brokers_gets_the_group_offsets_error(error: BaseException) -> None:
-    # The sink's own reads name none: their failure stays the group's typed error (a future's wait that ran out
-    # was an untyped TimeoutError before).
+    # Every reader of the package names them (tests/unit/test_offset_readers_no_answer.py); a caller that names
+    # none (a test's own read) gets the group's typed error (a future's wait that ran out was an untyped
+    # TimeoutError before).
     with pytest.raises(GroupOffsetsError, match="could not read committed offsets of group 'g'"):
         read_committed_offsets(_Admin(offsets=error), "g", [TopicPartition("orders", 0)],  # type: ignore[arg-type]
                                transaction_timeout_ms=60_000, timeout_s=3)

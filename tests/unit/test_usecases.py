@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from airflow_provider_eos.cli.output import ExitCode, emit, emit_error
-from airflow_provider_eos.core.errors import CheckpointError, RepairError, UnsafeToActError
+from airflow_provider_eos.core.errors import CheckpointError, KafkaWriteNoAnswerError, RepairError, UnsafeToActError
 from airflow_provider_eos.core.markers import BatchMarker, CommittedOffset, CommittedOffsets
 from airflow_provider_eos.core.offsets_expiry import RetentionReading
 from airflow_provider_eos.core.preflight import KAFKA_BROKER_DEFAULTS
@@ -36,6 +36,7 @@ from airflow_provider_eos.usecases.result import Outcome
 from airflow_provider_eos.usecases.rewind import rewind
 from airflow_provider_eos.usecases.verify import verify
 from tests.support.checkpoints import batch_end_offsets, write_checkpoint
+from tests.support.silent_admin import TIMED_OUT, SilentAdmin
 
 TOPIC = "orders-in"
 PARTITIONS = 2
@@ -188,6 +189,24 @@ def test_an_execution_holds_the_plan_to_the_fingerprint_the_dry_run_showed(tmp_p
     unheld = align(clients(tmp_path / "u", nothing(), group_at(2)), execute=True)
     assert unheld.notes == ("executed without an expected plan fingerprint: the plan carried out is the one made in "
                             "this call, not one a person read",)
+
+
+def test_an_align_whose_write_got_no_answer_says_the_write_may_have_gone_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The commit's OffsetCommit unanswered (a broker paused): the typed error names the spec's brokers and says what
+    the group holds is unknown, so no retry acts before verify has read it (design note 76)."""
+    silent = SilentAdmin(commit=TIMED_OUT)
+    real = align_module.write_committed_offsets
+    monkeypatch.setattr(align_module, "write_committed_offsets",
+                        lambda admin, *args, **kwargs: real(silent, *args, **kwargs))  # align's own arguments
+    with pytest.raises(KafkaWriteNoAnswerError) as raised:
+        align(clients(tmp_path, nothing()), execute=True)
+    assert not raised.value.retryable
+    assert raised.value.message.startswith("OffsetCommit('orders-sink'): no answer from the Kafka broker(s) at "
+                                           "localhost:1 within 30 s"), raised.value.message
+    assert "the write may have gone through" in raised.value.message
+    assert "run `eos verify --spec <spec file>`" in str(raised.value.fix)
 
 
 @pytest.mark.parametrize(("outcome", "code"), [(Outcome.OK, 0), (Outcome.FINDING, 1), (Outcome.ERROR, 2)])

@@ -241,6 +241,11 @@ class PipelineSpec(BaseModel):
             return None
         return parse_interval_ms(self.trigger)
 
+    @property
+    def brokers(self) -> str:
+        """The ``bootstrap.servers`` the pipeline's Kafka clients start from, as its errors name them."""
+        return str(self.kafka.get("bootstrap.servers"))
+
     def ships_jvm_jar(self, mode: Mode | str | None = None) -> bool:
         """Whether the ``jvm/`` module's jar must go with the job: an exactly-once run that reads the
         batch's plan (``writers`` ``auto`` or ``executors``: the plan reader is in the jar) or may run
