@@ -2,8 +2,10 @@
 
 Started by the first pytest-xdist worker to need it and stopped by the last one out
 (``tests.support.shared_services``). Its DAGs folder is the repository's DAGs plus this package's
-test DAGs (``dags/``). Its tests take :func:`worker_hosts` while they use the workers: one of them
-kills a worker on purpose and starts it anew before it lets go.
+test DAGs (``dags/``). Every test here holds :func:`worker_hosts` (autouse) while it runs: some kill a
+worker on purpose and start it anew before they let go, and every other one runs tasks on both workers
+(the cross-worker pipeline's driver on worker-1, its recovery on worker-2), which such a kill on the
+other pytest-xdist worker would break.
 """
 
 from __future__ import annotations
@@ -55,10 +57,16 @@ def celery_api(celery_deployment: AirflowDeploymentInfo) -> Iterator[AirflowApi]
         yield api
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def worker_hosts(celery_deployment: AirflowDeploymentInfo, tmp_path_factory: pytest.TempPathFactory,
                  ) -> Iterator[LocalAirflow]:
-    """The deployment's workers, for this test alone (an flock beside the deployment's folder)."""
+    """The deployment's workers, for this test alone (an flock beside the deployment's folder).
+
+    Autouse: a test that does not kill a worker still has its tasks on them. CI's two pytest-xdist
+    workers take the package's tests in turn, so the cross-worker pipeline test (its driver's task on
+    worker-1 for minutes) could otherwise run while the other test SIGKILLs worker-1 and then stops its
+    old host, driver included.
+    """
     folder = Path(celery_deployment.airflow_home).parent
     with (folder.parent / f"{SERVICE}.workers.lock").open("a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
