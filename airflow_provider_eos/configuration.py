@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["OPTIONS", "SECTION", "Option", "provider_config", "setting"]
+__all__ = ["OPTIONS", "SECTION", "Option", "positive_seconds", "provider_config", "setting"]
 
 SECTION = "eos"
 
@@ -74,6 +74,9 @@ OPTIONS: dict[str, Option] = {
                "`eos_pipeline__<name>` DAG), e.g. a Celery queue of the workers that may run Spark drivers. "
                "Empty: Airflow's default queue.",
                example="spark-drivers"),
+        Option("health_check_interval_s", "EOS_HEALTH_CHECK_INTERVAL_S",
+               "Seconds between the three samples the scheduled health check (`eos_health_check`) takes of "
+               "each pipeline; its lag trends compare them. A positive number.", default="10", example="30"),
         Option("queue_recovery", "EOS_QUEUE_RECOVERY",
                "The executor queue of the pipelines' recovery tasks (`stop_stream`, `confirm_driver_gone`, "
                "`recover_abort`, `recover_verify` of each `eos_pipeline__<name>` DAG). They judge the driver "
@@ -140,3 +143,23 @@ def setting(key: str) -> str | None:
     """
     option = OPTIONS[key]
     return os.environ.get(option.env) or _from_airflow(key) or option.default or None
+
+
+def positive_seconds(key: str) -> float:
+    """The value of ``[eos] <key>`` (:func:`setting`) as a positive number of seconds.
+
+    :raises SettingError: when it is not one, naming the option, its variable and the value.
+    """
+    from airflow_provider_eos.core.errors import SettingError
+
+    option = OPTIONS[key]
+    value = setting(key) or option.default
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0 or seconds == float("inf"):
+        raise SettingError(f"[{SECTION}] {key} is {value!r}, not a positive number of seconds",
+                           fix=f"set {option.env} or [{SECTION}] {key} to a positive number such as "
+                               f"{option.default}, or leave both empty for the default ({option.default})")
+    return seconds

@@ -54,6 +54,12 @@ class AirflowDeploymentError(DevstackError):
     """The devstack's Airflow deployment could not be started or stopped; names the log file to read."""
 
 
+class SettingError(EosError):
+    """An ``[eos]`` option (or its ``EOS_*`` variable) holds a value the provider cannot use; names both."""
+
+    retryable = False
+
+
 class SpecError(EosError):
     """The pipeline spec is invalid; the message names the field."""
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pendulum
 from airflow.sdk import DAG
 
+from airflow_provider_eos.configuration import positive_seconds
 from airflow_provider_eos.core.dag_ids import HEALTH_DAG_ID, HEALTH_TASK_ID
 from airflow_provider_eos.operators.health import PipelineHealthReportOperator
 from airflow_provider_eos.role_connections import kafka_conn_id
@@ -20,9 +21,9 @@ DOC_MD = """\
 eos_health_check: every 15 minutes, one health report per configured pipeline.
 
 Each mapped task (labelled ``<pipeline>: <status>`` once it reported) samples its pipeline three
-times (commit age, lag trend, LSO pinned below the high watermark, lingering transactions, the
-verification verdict) and fails when the pipeline is UNHEALTHY, so alerting on task failure
-alerts on the pipeline.
+times, ``[eos] health_check_interval_s`` apart (10 s by default): commit age, lag trend, LSO pinned
+below the high watermark, lingering transactions, the verification verdict. It fails when the
+pipeline is UNHEALTHY, so alerting on task failure alerts on the pipeline.
 
 **Where to read a report:** open a mapped task; its *Rendered Templates* tab shows `result`, a
 compact card: the status, the findings worst first, the input partitions by lag (worst first),
@@ -57,7 +58,8 @@ def health_check_dag(pipelines: str | Path) -> DAG:
             task_id=HEALTH_TASK_ID,
             kafka_conn_id=health,
             samples=3,
-            interval_s=10,
+            # [eos] health_check_interval_s: a deployment's own sampling window (design note 78).
+            interval_s=positive_seconds("health_check_interval_s"),
             map_index_template="{{ pipeline_name }}",
         ).expand(spec_path=[str(path) for path in specs.values()])
     return dag

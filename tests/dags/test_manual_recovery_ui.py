@@ -21,7 +21,7 @@ from confluent_kafka import Producer
 from airflow_provider_eos.core.markers import BatchMarker
 from tests.support.checkpointed_pipeline import LAST_COMMITTED, PARTITIONS, CheckpointedPipeline, checkpointed_pipeline
 from tests.support.checkpoints import date_batch_back, tree, write_checkpoint
-from tests.support.dag_runner import DagRunResult, run_dag
+from tests.support.dag_runner import DagRunResult, run_dag, run_dags
 
 pytestmark = [pytest.mark.airflow, pytest.mark.integration]
 
@@ -38,6 +38,15 @@ def recover(pipeline: CheckpointedPipeline, tmp_path: Path, name: str, **conf: o
     env = {"EOS_SPECS_DIR": str(pipeline.spec_path.parent)}
     return run_dag("eos_manual_recovery", {"pipeline": pipeline.spec.name, **conf}, tmp_path / f"{name}.json",
                    env=env, timeout_s=600)
+
+
+def recover_in_a_row(pipeline: CheckpointedPipeline, tmp_path: Path,
+                     requests: dict[str, dict[str, object]]) -> list[DagRunResult]:
+    """:func:`recover` for each ``{name: conf}``, one run after the other in one child (``run_dags``): for runs
+    with nothing done between them, which then pay Airflow's start in a child (~18 s) once."""
+    env = {"EOS_SPECS_DIR": str(pipeline.spec_path.parent)}
+    return run_dags([("eos_manual_recovery", {"pipeline": pipeline.spec.name, **conf}, tmp_path / f"{name}.json")
+                     for name, conf in requests.items()], env=env, timeout_s=600)
 
 
 def result_of(run: DagRunResult, task_id: str, outcome: str) -> str:
@@ -66,7 +75,9 @@ def test_verify_runs_without_a_confirmation_and_shows_the_verdict_table(
     pipeline.commit_group(LAST_COMMITTED)
 
     # The form sends null for an empty Confirmation; the REST API may leave it out: both run.
-    run = recover(pipeline, tmp_path, "verify", action="verify", dry_run=True, confirmation=None)
+    # Then an abort's dry run (below), which changes nothing: both runs in one child.
+    run, scanned = recover_in_a_row(pipeline, tmp_path, {
+        "verify": {"action": "verify", "dry_run": True, "confirmation": None}, "abort": {"action": "abort"}})
 
     assert run.state == "success", run.log[-6000:]
     assert run.states == {"validate_request": "success", "verify": "success", "refused": "skipped",
@@ -86,7 +97,6 @@ def test_verify_runs_without_a_confirmation_and_shows_the_verdict_table(
     assert run.xcoms["verify"]["overall"] == "IN_SYNC"
 
     # An abort's dry run reads the transactions with kafka-python, whose INFO lines stay out of the log.
-    scanned = recover(pipeline, tmp_path, "abort", action="abort")
     assert scanned.states["abort"] == "success", scanned.log[-6000:]
     abort_card = result_of(scanned, "abort", "OK")
     assert "(dry run: nothing changed)" in abort_card and f"`{pipeline.prefix}`: 0 transaction(s)" in abort_card
@@ -218,8 +228,9 @@ def test_health_check_shows_the_report_as_a_card_without_kafka_client_chatter(
     pipeline.produce_input_of(LAST_COMMITTED)
     pipeline.commit_group(LAST_COMMITTED)
 
-    run = run_dag("eos_health_check", {}, tmp_path / "health.json",
-                  env={"EOS_SPECS_DIR": str(pipeline.spec_path.parent)}, timeout_s=600)
+    # Three samples 1 s apart, not 10 ([eos] health_check_interval_s): the card is what this test reads.
+    run = run_dag("eos_health_check", {}, tmp_path / "health.json", timeout_s=600,
+                  env={"EOS_SPECS_DIR": str(pipeline.spec_path.parent), "EOS_HEALTH_CHECK_INTERVAL_S": "1"})
 
     (state,) = run.states.values()
     assert state in {"success", "failed"}, run.log[-6000:]
@@ -256,14 +267,14 @@ def test_a_refused_abort_says_why_and_a_forced_one_shows_what_it_aborted(
     confirmed = {"action": "abort", "dry_run": False, "confirmation": f"abort {pipeline.spec.name}"}
     forced_request = {**confirmed, "confirmation": f"abort {pipeline.spec.name} force"}
 
-    # The transaction is young and the checkpoint committed recently: the job looks alive.
-    refused = recover(pipeline, tmp_path, "alive", **confirmed)
+    # The transaction is young and the checkpoint committed recently: the job looks alive. The refused
+    # request, then the forced one, nothing done between them: both runs in one child.
+    refused, forced = recover_in_a_row(pipeline, tmp_path, {"alive": confirmed,
+                                                            "forced": {**forced_request, "force": True}})
 
     assert refused.states["abort"] == "failed" and refused.states["refused"] == "skipped", refused.log[-6000:]
     card = result_of(refused, "abort", "REFUSED")
     assert "Error (UnsafeToActError): refusing to abort transactions" in card and "\nFix: " in card, card
-
-    forced = recover(pipeline, tmp_path, "forced", **forced_request, force=True)
 
     assert forced.state == "success", forced.log[-6000:]
     card = result_of(forced, "abort", "OK")

@@ -116,3 +116,25 @@ def test_the_pipeline_dag_puts_its_submit_and_recovery_tasks_on_the_configured_q
     monkeypatch.delenv("EOS_QUEUE_RECOVERY")
     (dag,) = pipeline_dags(tmp_path).values()
     assert {task.queue for task in dag.tasks} == {default}  # empty: the default queue
+
+
+def test_the_health_check_samples_its_pipelines_the_configured_seconds_apart(monkeypatch, tmp_path):
+    from airflow_provider_eos.core.errors import SettingError
+    from airflow_provider_eos.dags.health_check import health_check_dag
+
+    shutil.copy(Path(__file__).parents[2] / "dags" / "pipelines" / "orders_enrich.yaml", tmp_path)
+
+    def sampling() -> tuple[int, float]:
+        (task,) = health_check_dag(tmp_path).tasks
+        return task.partial_kwargs["samples"], task.partial_kwargs["interval_s"]
+
+    assert sampling() == (3, 10.0)  # the default: three samples 10 s apart
+    monkeypatch.setenv("AIRFLOW__EOS__HEALTH_CHECK_INTERVAL_S", "30")
+    assert sampling() == (3, 30.0)
+    monkeypatch.setenv("EOS_HEALTH_CHECK_INTERVAL_S", "1.5")
+    assert sampling() == (3, 1.5)
+    for wrong in ("0", "-2", "ten", "nan", "inf"):
+        monkeypatch.setenv("EOS_HEALTH_CHECK_INTERVAL_S", wrong)
+        with pytest.raises(SettingError, match=rf"\[eos\] health_check_interval_s is '{wrong}', not a positive") as err:
+            sampling()
+        assert "EOS_HEALTH_CHECK_INTERVAL_S" in err.value.fix
