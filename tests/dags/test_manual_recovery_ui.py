@@ -200,17 +200,19 @@ def test_a_rewind_of_a_pipeline_that_looks_alive_runs_only_forced_with_force_in_
     before = tree(pipeline.checkpoint)
     request = {"action": "rewind", "dry_run": False, "target_batch": 1}
 
-    # Before each run the checkpoint is dated as committed just now: the query looks alive.
+    # Before each rewind that gets past the form the checkpoint is dated as committed just now: the query
+    # looks alive. The forced request without "force" in its confirmation is refused by the form, before
+    # anything is read or changed: it runs in the same child, right after the refused rewind.
     pipeline.age_commits(0)
-    alive = recover(pipeline, tmp_path, "alive", **request, confirmation=f"rewind {name}")
+    alive, unnamed = recover_in_a_row(pipeline, tmp_path, {
+        "alive": {**request, "confirmation": f"rewind {name}"},
+        "unnamed": {**request, "force": True, "confirmation": f"rewind {name}"}})
     assert alive.states["rewind"] == "failed" and alive.states["refused"] == "skipped", alive.log[-6000:]
     card = result_of(alive, "rewind", "REFUSED")
     assert "Error (UnsafeToActError): refusing to rewind the checkpoint" in card and "newest commit" in card, card
-    assert tree(pipeline.checkpoint) == before
-
-    unnamed = recover(pipeline, tmp_path, "unnamed", **request, force=True, confirmation=f"rewind {name}")
     assert unnamed.states["refused"] == "success" and unnamed.states["rewind"] == "skipped", unnamed.log[-6000:]
     assert f"Force is on, so the confirmation must read exactly 'rewind {name} force'" in unnamed.xcoms["refused"]
+    # Neither changed the checkpoint (the second reached no action, so nothing the first did is undone).
     assert tree(pipeline.checkpoint) == before
 
     pipeline.age_commits(0)
