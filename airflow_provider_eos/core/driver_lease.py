@@ -301,19 +301,23 @@ def holder_exited_here(lease: DriverLease, *, here: HostIdentity, running: bool,
 
 def held_lease_refusal(
     checkpoint: CheckpointReader, lease: DriverLease, *, observed_at: dt.datetime,
-    skew: dt.timedelta = CLOCK_SKEW_MARGIN,
+    skew: dt.timedelta = CLOCK_SKEW_MARGIN, claimed_in: str | None = None,
 ) -> DriverLeaseHeldError:
     """Why a starting driver does not take the lease ``lease`` holds, naming the holder and the fix.
 
     For a lease that :meth:`DriverLease.holds_at` ``observed_at`` and whose holder was not seen to
     exit (:func:`holder_exited_here`): a second driver would fence the first's transactions (the
     same transactional ids) and run a second query on its checkpoint.
+
+    :param claimed_in: where the holder's claim is, when ``lease`` is the claim of a driver that is
+        taking the lease and has not written it yet (:mod:`~airflow_provider_eos.core.lease_claim`).
     """
     expires = lease.renewed_at + dt.timedelta(seconds=lease.ttl_s) + skew
     app = lease.app_id or "unknown application"
     query = f", query {lease.query_id}" if lease.query_id else ""
+    claimed = f" (claimed in {claimed_in}, being taken)" if claimed_in else ""
     return DriverLeaseHeldError(
-        f"another driver holds the pipeline's lease {eos_record_display(checkpoint, LEASE_RECORD[1])}: "
+        f"another driver holds the pipeline's lease {eos_record_display(checkpoint, LEASE_RECORD[1])}{claimed}: "
         f"{lease.token} (host {lease.host!r}, pid {lease.pid}, application {app}{query}), renewed "
         f"{lease.renewed_at.isoformat(timespec='seconds')}, "
         f"{max((observed_at - lease.renewed_at).total_seconds(), 0.0):.0f}s ago, not released; this driver does "

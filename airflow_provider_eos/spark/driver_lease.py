@@ -16,6 +16,7 @@ already have read the expired record and declared the driver gone.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import os
@@ -30,12 +31,20 @@ from airflow_provider_eos.core.driver_lease import (
     DriverLease,
     held_lease_refusal,
     holder_exited_here,
-    read_driver_lease,
     renewal_interval_s,
     self_fence_after_s,
     write_driver_lease,
 )
-from airflow_provider_eos.core.errors import CheckpointError, DriverLeaseError
+from airflow_provider_eos.core.errors import DriverLeaseError
+from airflow_provider_eos.core.lease_claim import (
+    claim_name,
+    create_lease_claim,
+    drop_lease_claims,
+    lease_base,
+    newest_lease_claim,
+    read_lease_text,
+    withdraw_lease_claim,
+)
 from airflow_provider_eos.spark.driver_processes import process_running, this_host_identity
 
 if TYPE_CHECKING:
@@ -44,6 +53,9 @@ if TYPE_CHECKING:
 __all__ = ["LeaseKeeper"]
 
 log = logging.getLogger("airflow_provider_eos.job")
+
+#: How many times a taker reads the lease again after another taker changed it under its claim.
+CLAIM_ATTEMPTS = 5
 
 
 class LeaseKeeper:
@@ -80,45 +92,105 @@ class LeaseKeeper:
         A lease held (not released, within ``ttl`` + the clock margin of its renewal) is another
         driver's, of any token, while it runs: only this host's process table can show sooner that
         it exited (:func:`~airflow_provider_eos.core.driver_lease.holder_exited_here`). A malformed
-        lease is no evidence either way and is written over, as its error's fix says.
+        lease is no evidence either way and is written over, as its error's fix says. A free lease
+        is claimed first (:mod:`~airflow_provider_eos.core.lease_claim`): of two drivers starting
+        together, exactly one takes it and the other is refused as beside a held lease.
 
-        :raises DriverLeaseHeldError: a live driver holds it (names it, and when its lease expires).
+        :raises DriverLeaseHeldError: a live driver holds it, or is taking it (names it, and when its lease expires).
         :raises DriverLeaseError: the lease could not be read, or the first write failed: the driver would
             start without evidence of life.
         """
-        self._refuse_a_held_lease()
-        try:
-            self._renew()
-        except Exception as err:
-            raise DriverLeaseError(
-                f"the driver could not write its lease to {eos_record_display(self.checkpoint, LEASE_RECORD[1])}: "
-                f"{err}", fix="check that the driver can write to the spec's checkpoint_location",
-            ) from err
-        self._thread = threading.Thread(target=self._run, name="eos-driver-lease", daemon=True)
-        self._thread.start()
-        log.info("EOS-LEASE taken by %s (ttl %.0fs, renewed every %.1fs)", self._lease.token, self.ttl_s,
-                 renewal_interval_s(self.ttl_s))
-
-    def _refuse_a_held_lease(self) -> None:
-        observed_at = self.now()  # before the read: a renewal landing during it must not meet a later time
         where = eos_record_display(self.checkpoint, LEASE_RECORD[1])
         try:
-            held = read_driver_lease(self.checkpoint)
-        except CheckpointError as err:
-            log.warning("EOS-LEASE %s is malformed (%s); written over", where, err.message)
-            return
+            base, generation, claimed_mono = self._claim()
+        except DriverLeaseError:
+            raise
         except Exception as err:
             raise DriverLeaseError(
                 f"the driver could not read the lease {where} (another driver may hold it): {err}",
                 fix="check that the driver can read and write the spec's checkpoint_location",
             ) from err
-        if held is None or not held.holds_at(observed_at):
-            return
-        if _holder_exited(held):
-            log.warning("EOS-LEASE of %s (pid %d on %r) taken over: its lease was not released, but no process "
-                        "runs under its pid on this host", held.token, held.pid, held.host)
-            return
-        raise held_lease_refusal(self.checkpoint, held, observed_at=observed_at)
+        # The claim promised this driver's lease before the claim expires: the fence counts from it, so a
+        # first write that lands too late (a successor may have taken the claim over) lapses the keeper.
+        self._renewed_mono = claimed_mono
+        try:
+            self._renew()
+            if self.lapsed() is not None:
+                raise DriverLeaseError(f"the driver's lease {where} was not written in time after its claim: "
+                                       f"{self._lapsed}",
+                                       fix="check that the checkpoint's storage answers; start again")
+        except Exception as err:
+            # Not started: its live claim would refuse the next driver until it expired. Nobody took it over
+            # (it is live), so withdrawing it leaves the claims as they were before it.
+            with contextlib.suppress(Exception):
+                withdraw_lease_claim(self.checkpoint, base, generation)
+            if isinstance(err, DriverLeaseError):
+                raise
+            raise DriverLeaseError(
+                f"the driver could not write its lease to {where}: {err}",
+                fix="check that the driver can write to the spec's checkpoint_location",
+            ) from err
+        try:  # the lease has left the state claimed: nobody reads these claims again
+            drop_lease_claims(self.checkpoint, base, generation)
+        except Exception as err:
+            log.warning("EOS-LEASE claims on %s could not be deleted (%s): harmless, never read again", base, err)
+        self._thread = threading.Thread(target=self._run, name="eos-driver-lease", daemon=True)
+        self._thread.start()
+        log.info("EOS-LEASE taken by %s (ttl %.0fs, renewed every %.1fs)", self._lease.token, self.ttl_s,
+                 renewal_interval_s(self.ttl_s))
+
+    def _claim(self) -> tuple[str, int, float]:
+        """Claim the free lease: the state claimed, the claim's generation and its monotonic stamp.
+
+        :raises DriverLeaseHeldError: the lease is held, or another driver's live claim is on it.
+        """
+        for _ in range(CLAIM_ATTEMPTS):
+            observed_at = self.now()  # before the reads: a renewal landing during them must not meet a later time
+            text, held, problem = read_lease_text(self.checkpoint)
+            if problem is not None:
+                log.warning("EOS-LEASE %s is malformed (%s); written over", eos_record_display(
+                    self.checkpoint, LEASE_RECORD[1]), problem.message)
+            if held is not None and self._holds(held, observed_at, "lease"):
+                raise held_lease_refusal(self.checkpoint, held, observed_at=observed_at)
+            base = lease_base(text)
+            newest = newest_lease_claim(self.checkpoint, base)
+            generation = 0
+            if newest is not None:
+                generation, claimant = newest[0] + 1, newest[1]
+                if claimant is not None and self._holds(claimant, observed_at, "claim"):
+                    raise held_lease_refusal(self.checkpoint, claimant, observed_at=observed_at, claimed_in=(
+                        eos_record_display(self.checkpoint, claim_name(base, newest[0]))))
+            stamped_mono, stamped = self.clock(), self.now()
+            with self._lock:
+                claim = self._lease.model_copy(update={"renewed_at": stamped})
+            try:
+                created = create_lease_claim(self.checkpoint, base, generation, claim)
+            except Exception as err:
+                where = eos_record_display(self.checkpoint, claim_name(base, generation))
+                raise DriverLeaseError(f"the driver could not write its lease's claim {where}: {err}",
+                                       fix="check that the driver can write to the spec's checkpoint_location",
+                                       ) from err
+            if not created:
+                continue  # another taker was first: read again, its claim or lease refuses this one
+            if read_lease_text(self.checkpoint)[0] == text:
+                return base, generation, stamped_mono
+            # Taken since the first read: this claim is of a state gone, and the next read finds the new holder.
+            withdraw_lease_claim(self.checkpoint, base, generation)
+        raise DriverLeaseError(
+            f"the lease {eos_record_display(self.checkpoint, LEASE_RECORD[1])} changed under this driver "
+            f"{CLAIM_ATTEMPTS} times while it claimed it",
+            fix="other drivers of the pipeline are starting and stopping: stop them, then start this one again",
+        )
+
+    def _holds(self, lease: DriverLease, observed_at: dt.datetime, what: str) -> bool:
+        """Whether ``lease`` (a lease or a claim) still holds: within its ttl and not seen exited on this host."""
+        if not lease.holds_at(observed_at):
+            return False
+        if _holder_exited(lease):
+            log.warning("EOS-LEASE %s of %s (pid %d on %r) taken over: it was not released, but no process "
+                        "runs under its pid on this host", what, lease.token, lease.pid, lease.host)
+            return False
+        return True
 
     def started_query(self, query_id: str, run_id: str) -> None:
         """Name the query in the next renewals."""

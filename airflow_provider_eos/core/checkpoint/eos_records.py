@@ -9,6 +9,10 @@ through a record rewritten in place (:func:`read_through_rewrite`) is this modul
 
 from __future__ import annotations
 
+import contextlib
+import os
+import time
+import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar, cast
 
@@ -19,10 +23,14 @@ from airflow_provider_eos.core.retry import RetryPolicy
 if TYPE_CHECKING:
     from airflow_provider_eos.core.checkpoint.reader import CheckpointReader
 
-__all__ = ["RECORD_REWRITE_REREAD", "eos_record_display", "read_eos_record", "read_through_rewrite",
-           "write_eos_record"]
+__all__ = ["CREATE_CONFIRM_BEAT_S", "RECORD_REWRITE_REREAD", "create_eos_record", "delete_eos_record",
+           "eos_record_display", "read_eos_record", "read_through_rewrite", "write_eos_record"]
 
 _T = TypeVar("_T")
+
+#: On a store with no create-if-absent (object stores), how long a writer waits before it reads its
+#: record back to confirm that no other writer's landed over it: far longer than a small put takes.
+CREATE_CONFIRM_BEAT_S = 2.0
 
 #: A record written in place (HDFS cannot rename over a file) reads empty, half-written or as a
 #: missing block while its writer rewrites it, for as long as a write takes (a few hundred ms on
@@ -115,3 +123,84 @@ def write_eos_record(checkpoint: CheckpointReader, name: str, text: str, *, writ
             f"{eos_record_display(checkpoint, name)} ({problem}); the record there is the previous one",
             fix="check that the checkpoint's eos folder is writable by this user, delete the .tmp file and retry",
         )
+
+
+def create_eos_record(checkpoint: CheckpointReader, name: str, text: str, *, writer: str) -> bool:
+    """Create the record only if none is there: ``True`` when this call created it, ``False`` when one was there.
+
+    Of two writers creating one record at the same instant exactly one gets ``True`` (design note 76):
+
+    - local: the record is staged whole in ``<name>.<writer>.<random>.tmp`` and hard-linked to its name;
+      ``link`` fails when the name exists, atomically, and a reader never meets half a record;
+    - WebHDFS (``hdfs://``): its ``CREATE`` with ``overwrite=false``, which the NameNode refuses when
+      the file exists (fsspec's ``webhdfs`` always overwrites, so the two HTTP steps are made here);
+      a reader may meet the record empty while its DataNode writes it (read it through
+      :func:`read_through_rewrite`);
+    - elsewhere (object stores: no create-if-absent through fsspec): write, wait
+      :data:`CREATE_CONFIRM_BEAT_S`, read it back; the writer whose record is there won. Two puts
+      that land within the beat of each other both read the later one's.
+
+    :param writer: who creates (a lease token): concurrent writers stage under different names.
+    :raises OSError: the filesystem refused the write for another reason than an existing record.
+    """
+    checkpoint.fs.makedirs(checkpoint.path(EOS_FOLDER), exist_ok=True)
+    path = checkpoint.path(EOS_FOLDER, name)
+    if checkpoint.is_local:
+        # Staged under a name of this call alone: a run's attempts share one token.
+        staged = checkpoint.path(EOS_FOLDER, f"{name}.{writer}.{uuid.uuid4().hex[:8]}.tmp")
+        return _link_exclusive(checkpoint, path, staged, text)
+    if "webhdfs" in _protocols(checkpoint):
+        return _webhdfs_create_exclusive(checkpoint, path, text)
+    checkpoint.fs.invalidate_cache(checkpoint.path(EOS_FOLDER))
+    if checkpoint.fs.exists(path):
+        return False
+    with checkpoint.fs.open(path, "w") as out:
+        out.write(text)
+    time.sleep(CREATE_CONFIRM_BEAT_S)
+    checkpoint.fs.invalidate_cache(checkpoint.path(EOS_FOLDER))
+    try:
+        return bool(checkpoint.read_text(path, "a record just created") == text)
+    except CheckpointError:  # deleted since: whoever deleted it saw it, and this writer's claim is void
+        return False
+
+
+def delete_eos_record(checkpoint: CheckpointReader, name: str) -> None:
+    """Delete the record if it is there (one already gone is no error: another cleaner was first)."""
+    with contextlib.suppress(FileNotFoundError):
+        checkpoint.fs.rm_file(checkpoint.path(EOS_FOLDER, name))
+
+
+def _protocols(checkpoint: CheckpointReader) -> tuple[str, ...]:
+    protocol = checkpoint.fs.protocol
+    return (protocol,) if isinstance(protocol, str) else tuple(protocol)
+
+
+def _link_exclusive(checkpoint: CheckpointReader, path: str, staged: str, text: str) -> bool:
+    with checkpoint.fs.open(staged, "w") as out:
+        out.write(text)
+    try:
+        os.link(staged, path)  # POSIX link(2): fails with EEXIST, never replaces
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        os.unlink(staged)
+
+
+def _webhdfs_create_exclusive(checkpoint: CheckpointReader, path: str, text: str) -> bool:
+    fs = checkpoint.fs
+    # Step 1: the NameNode names a DataNode (it does not check the path yet); step 2: the DataNode creates the
+    # file with overwrite=false, and refuses with FileAlreadyExistsException when it is there.
+    located = fs._call("CREATE", method="put", path=path, redirect=False, overwrite="false")
+    created = fs.session.put(fs._apply_proxy(located.headers["Location"]), data=text.encode("utf-8"),
+                             headers={"content-type": "application/octet-stream"})
+    if created.status_code == 201:
+        return True
+    try:
+        exception = created.json()["RemoteException"]["exception"]
+    except (ValueError, KeyError, TypeError):
+        exception = ""
+    if exception == "FileAlreadyExistsException":
+        return False
+    raise OSError(f"WebHDFS could not create {checkpoint.display(path)}: HTTP {created.status_code} "
+                  f"{created.text[:300]}")
