@@ -190,7 +190,8 @@ def _link_exclusive(checkpoint: CheckpointReader, path: str, staged: str, text: 
 def _webhdfs_create_exclusive(checkpoint: CheckpointReader, path: str, text: str) -> bool:
     fs = checkpoint.fs
     # Step 1: the NameNode names a DataNode (it does not check the path yet); step 2: the DataNode creates the
-    # file with overwrite=false, and refuses with FileAlreadyExistsException when it is there.
+    # file with overwrite=false, and refuses with FileAlreadyExistsException when it is there, or with
+    # AlreadyBeingCreatedException while another client's create of it is still open (measured on the MiniCluster).
     located = fs._call("CREATE", method="put", path=path, redirect=False, overwrite="false")
     created = fs.session.put(fs._apply_proxy(located.headers["Location"]), data=text.encode("utf-8"),
                              headers={"content-type": "application/octet-stream"})
@@ -200,7 +201,8 @@ def _webhdfs_create_exclusive(checkpoint: CheckpointReader, path: str, text: str
         exception = created.json()["RemoteException"]["exception"]
     except (ValueError, KeyError, TypeError):
         exception = ""
-    if exception == "FileAlreadyExistsException":
+    # AlreadyBeingCreatedException: the other creator's file is still open (its DataNode writes it): it exists.
+    if exception in ("FileAlreadyExistsException", "AlreadyBeingCreatedException"):
         return False
     raise OSError(f"WebHDFS could not create {checkpoint.display(path)}: HTTP {created.status_code} "
                   f"{created.text[:300]}")
