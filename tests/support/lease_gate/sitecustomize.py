@@ -32,22 +32,32 @@ def _gated(acquire):
     return acquire_together
 
 
+class _GatingLoader(importlib.abc.Loader):
+    """The keeper module's own loader, which then gates ``LeaseKeeper.acquire``.
+
+    A wrapper, not a patch of that loader: a ``--py-files`` zip's one ``zipimporter`` loads every module of it.
+    """
+
+    def __init__(self, loader: importlib.abc.Loader) -> None:
+        self.loader = loader
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module) -> None:
+        self.loader.exec_module(module)
+        module.LeaseKeeper.acquire = _gated(module.LeaseKeeper.acquire)
+
+
 class _GateFinder(importlib.abc.MetaPathFinder):
-    """Finds the keeper's module as usual, and gates its ``LeaseKeeper.acquire`` once it is executed."""
+    """Finds the keeper's module as usual, through :class:`_GatingLoader`."""
 
     def find_spec(self, name, path, target=None):
         if name != _KEEPER_MODULE:
             return None
         sys.meta_path.remove(self)
         spec = importlib.util.find_spec(name)
-        loader = spec.loader
-        execute = loader.exec_module
-
-        def exec_module(module) -> None:
-            execute(module)
-            module.LeaseKeeper.acquire = _gated(module.LeaseKeeper.acquire)
-
-        loader.exec_module = exec_module
+        spec.loader = _GatingLoader(spec.loader)
         return spec
 
 
