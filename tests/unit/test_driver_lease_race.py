@@ -172,3 +172,47 @@ def _then_overwrite(close, checkpoint: CheckpointReader, path: str):
         checkpoint.fs.pipe_file(path, b"theirs\n")
 
     return closing
+
+
+_TAKER = """
+import sys
+from airflow_provider_eos.core.checkpoint import CheckpointReader
+from airflow_provider_eos.core.errors import DriverLeaseHeldError
+from airflow_provider_eos.spark.driver_lease import LeaseKeeper
+
+keeper = LeaseKeeper(CheckpointReader(sys.argv[1]), sys.argv[2], 300.0)
+try:
+    keeper.acquire()
+except DriverLeaseHeldError as err:
+    print(f"refused: {err}", flush=True)
+    sys.exit(2)
+print("won", flush=True)
+sys.stdin.read()  # holds the lease (a live process) until the test closes stdin
+keeper.release(query_stopped=True)
+"""
+
+
+def test_two_driver_processes_held_at_the_tests_lease_gate_take_the_lease_once(tmp_path: Path) -> None:
+    """Processes, not threads, through the gate the real ``eos run`` race test holds its drivers at."""
+    import os
+
+    from tests.support.pipeline import REPO_ROOT
+
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    env = {**os.environ, "EOS_TEST_LEASE_GATE": str(gate), "EOS_TEST_LEASE_GATE_PARTIES": "2",
+           "PYTHONPATH": f"{REPO_ROOT / 'tests' / 'support' / 'lease_gate'}:{REPO_ROOT}"}
+    tokens = ("eos-orders-proc0aaaaaaaaaaaaaaaa", "eos-orders-proc0bbbbbbbbbbbbbbbb")
+    takers = [subprocess.Popen([sys.executable, "-c", _TAKER, str(tmp_path / "checkpoint"), token], env=env,
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) for token in tokens]
+    try:
+        said = [taker.stdout.readline().strip() for taker in takers]
+        assert len(list(gate.iterdir())) == 2, "a taker did not pass the gate"
+        assert sorted(line.split(":")[0] for line in said) == ["refused", "won"], said
+        winner = tokens[said.index("won")]
+        assert winner in said[1 - said.index("won")], said
+        assert read_driver_lease(_checkpoint(tmp_path)).token == winner
+    finally:
+        for taker in takers:
+            taker.communicate(timeout=60)
+    assert read_driver_lease(_checkpoint(tmp_path)).released
