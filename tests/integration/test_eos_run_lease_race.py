@@ -61,4 +61,11 @@ def test_of_two_eos_run_drivers_started_together_on_one_checkpoint_exactly_one_r
             kill_group(process)
     released = read_driver_lease(checkpoint)
     assert released is not None and released.token == held.token and released.released, released
+    # What the winner left unread (it was stopped after its first batches) is drained by one more run.
+    harness.with_overrides(trigger="available_now")
+    drain, drain_log = harness.start()
+    try:
+        assert drain.wait(300) == 0, drain_log.read_text(errors="replace")[-4000:]
+    finally:
+        kill_group(drain)
     assert_exactly_once(harness, valid, malformed)
