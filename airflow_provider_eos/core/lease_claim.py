@@ -1,4 +1,4 @@
-"""Taking a free driver lease exclusively: a claim created once, before the lease is written (design note 76).
+"""Taking a free driver lease exclusively: a claim created once, before the lease is written (design note 79).
 
 The lease record itself is rewritten by every renewal, so "create it only if absent" cannot guard
 it: a free lease is usually there (released or expired). A starting driver that finds the lease

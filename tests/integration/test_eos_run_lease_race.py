@@ -1,7 +1,7 @@
 """Two ``eos run`` drivers that take one checkpoint's free lease at the same instant: exactly one runs.
 
 Reading the lease and then writing it was no compare-and-set: two drivers that both read "free" both
-wrote, and both ran on one checkpoint and one set of transactional ids (design note 76). Here: a
+wrote, and both ran on one checkpoint and one set of transactional ids (design note 79). Here: a
 real broker, local Spark, two plain ``eos run`` streams of one pipeline started together and held
 at their lease by the tests' gate (``tests/support/lease_gate``) until both drivers are there, so
 they take it within a millisecond of each other, not seconds apart as their JVMs start.

@@ -1,4 +1,4 @@
-"""Two lease keepers taking one checkpoint's lease at the same instant (design note 76)."""
+"""Two lease keepers taking one checkpoint's lease at the same instant (design note 79)."""
 
 from __future__ import annotations
 

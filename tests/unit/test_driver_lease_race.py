@@ -1,4 +1,4 @@
-"""Two drivers that start together on one checkpoint: exactly one takes the free lease (design note 76).
+"""Two drivers that start together on one checkpoint: exactly one takes the free lease (design note 79).
 
 Reading the lease and then writing it is no compare-and-set: two takers that both read "free" both
 wrote, and both ran on one checkpoint and one set of transactional ids. A free lease is now claimed

@@ -1,4 +1,4 @@
-"""Two drivers taking one free lease on HDFS at the same instant: exactly one takes it (design note 76).
+"""Two drivers taking one free lease on HDFS at the same instant: exactly one takes it (design note 79).
 
 On HDFS the claim is WebHDFS's ``CREATE`` with ``overwrite=false``, which the NameNode refuses when
 the file exists (fsspec's ``webhdfs`` always overwrites). Real HDFS (the session's

@@ -128,7 +128,7 @@ def write_eos_record(checkpoint: CheckpointReader, name: str, text: str, *, writ
 def create_eos_record(checkpoint: CheckpointReader, name: str, text: str, *, writer: str) -> bool:
     """Create the record only if none is there: ``True`` when this call created it, ``False`` when one was there.
 
-    Of two writers creating one record at the same instant exactly one gets ``True`` (design note 76):
+    Of two writers creating one record at the same instant exactly one gets ``True`` (design note 79):
 
     - local: the record is staged whole in ``<name>.<writer>.<random>.tmp`` and hard-linked to its name;
       ``link`` fails when the name exists, atomically, and a reader never meets half a record;

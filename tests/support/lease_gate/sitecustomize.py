@@ -4,7 +4,7 @@ Put this folder first on a driver's ``PYTHONPATH`` with ``EOS_TEST_LEASE_GATE=<f
 ``EOS_TEST_LEASE_GATE_PARTIES=<n>``: when the driver imports the lease keeper, its ``acquire`` first
 writes ``<folder>/<pid>`` and waits (polling every 0.2 ms, at most 180 s) until ``n`` such files are
 there, so ``n`` drivers whose JVMs started seconds apart take the lease within a millisecond of each
-other (design note 76). Without the variable this module does nothing.
+other (design note 79). Without the variable this module does nothing.
 """
 
 from __future__ import annotations
