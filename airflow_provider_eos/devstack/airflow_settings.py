@@ -186,6 +186,11 @@ def _local_environment(info: AirflowDeploymentInfo, home: Path, jwt_secret: str,
         # spec shows at the next parse; touching a DAG file has it parsed at once (its mtime is newer).
         "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "30",
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "10",
+        # Airflow's default, 30 s, is how soon a parsed DAG may be written again (and how long the api-server
+        # and scheduler serve their cached copy unchecked): a spec added right after a parse reached the forms
+        # and the health check's list only 30-60 s later, touched DAG file or not. Parses are what bound the
+        # writes (a DAG is written only when it changed), so a short window costs one indexed lookup a lookup.
+        "AIRFLOW__CORE__MIN_SERIALIZED_DAG_UPDATE_INTERVAL": "2",
         "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "False",
         "AIRFLOW__TRIGGERER__CAPACITY": "50",
         "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(home / "logs"),

@@ -22,6 +22,10 @@ from tests.support.airflow_api import AirflowApi
 from tests.support.checkpointed_pipeline import LAST_COMMITTED, CheckpointedPipeline, checkpointed_pipeline
 from tests.support.shared_services import shared_service
 
+#: The health check samples each pipeline 1 s apart, not 10: these tests' pipelines are caught up and idle,
+#: and what they assert (the report, its metrics, the view's row) does not depend on the trend's span.
+EOS_SETTINGS = {"health_check_interval_s": "1"}
+
 
 @pytest.fixture(scope="package")
 def airflow_deployment(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Iterator[AirflowDeploymentInfo]:
@@ -37,7 +41,8 @@ def airflow_deployment(tmp_path_factory: pytest.TempPathFactory, worker_id: str)
         assert not locked, f"SQLite could not keep up with the deployment's parallel tasks: {locked}"
 
     with shared_service(tmp_path_factory, worker_id, "airflow-deployment",
-                        lambda folder, owner: LocalAirflow(folder).up(stop_with_pid=owner, statsd=_statsd_address()),
+                        lambda folder, owner: LocalAirflow(folder).up(stop_with_pid=owner, statsd=_statsd_address(),
+                                                                      eos_settings=EOS_SETTINGS),
                         stop) as info:
         yield info
 

@@ -323,9 +323,15 @@ class Browser:
 
     def wait_for_run_state(self, dag_id: str, run_id: str, until: frozenset[str] | set[str] = TERMINAL_RUN_STATES,
                            timeout_s: float = 300, poll_s: float = 3) -> str:
-        """Watch the run's page (reloading it) until its state is one of ``until``; return that state."""
+        """Watch the run's page until its state is one of ``until``; return that state.
+
+        The badge is read every half second (Airflow's page refreshes a running run's state itself) and the
+        page reloaded every ``poll_s`` seconds, in case it does not: a reload costs the browser and the
+        api-server far more than a read of the page.
+        """
         deadline = time.monotonic() + timeout_s
         self.open_run(dag_id, run_id)
+        reloaded = time.monotonic()
         state = ""
         while True:
             state = self.header_state()
@@ -333,9 +339,11 @@ class Browser:
                 return state
             if time.monotonic() > deadline:
                 raise AssertionError(f"run {run_id} of {dag_id} still {state!r} after {timeout_s:.0f}s")
-            self.page.wait_for_timeout(poll_s * 1000)
-            self.page.reload()
-            self.page.wait_for_load_state("networkidle")
+            self.page.wait_for_timeout(500)
+            if time.monotonic() - reloaded >= poll_s:
+                self.page.reload()
+                self.page.wait_for_load_state("networkidle")
+                reloaded = time.monotonic()
 
     def task_state(self, dag_id: str, run_id: str, task_id: str) -> str:
         """The task instance's state as its page shows it."""
