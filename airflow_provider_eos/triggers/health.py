@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -66,7 +67,15 @@ from airflow_provider_eos.usecases.clients import DEFAULT_CONNECT_TIMEOUT_S, Pip
 if TYPE_CHECKING:
     from airflow_provider_eos.core.spec import PipelineSpec
 
-__all__ = ["StreamingQueryHealthTrigger", "driver_task_state", "event_payload", "healthy_message", "outcome_message"]
+__all__ = ["DRIVER_STATE_EVERY_S", "StreamingQueryHealthTrigger", "driver_task_state", "event_payload",
+           "healthy_message", "outcome_message"]
+
+
+#: How often a watch reads its driver task's state between samples: a driver task that failed (a SIGKILLed
+#: driver, a task marked failed) ends the watch, and so starts the pipeline's recovery, within this, not a
+#: whole ``poke_interval`` (30 s in the pipeline DAG) later. One Task SDK read: the sample's Kafka and
+#: checkpoint reads keep their own interval (design note 81).
+DRIVER_STATE_EVERY_S = 5.0
 
 
 def _to_ms(moment: str) -> int:
@@ -167,7 +176,8 @@ class StreamingQueryHealthTrigger(BaseTrigger):
     :param checkpoint_conn_id: an Airflow connection with the checkpoint storage credentials.
     :param max_probe_failures: failed samples in a row before an ``error`` event.
     :param driver_task: ``{"dag_id", "run_id", "task_id"}`` of the task that runs the driver;
-        its state is read through the Task SDK before each sample (its failure ends the watch; for
+        its state is read through the Task SDK before each sample and, between samples, every
+        :data:`DRIVER_STATE_EVERY_S` (its failure ends the watch at once; for
         ``wait_healthy``, its success lets the run's input all read count as healthy). ``None``: not watched.
     :param kafka_connect_timeout_s: how long each sample waits for any broker to answer before it
         fails with ``KafkaUnreachableError`` (the operators' parameter of the same name).
@@ -296,7 +306,22 @@ class StreamingQueryHealthTrigger(BaseTrigger):
         )
         return f"{message}; the last sample failed: {last_error}" if last_error else message
 
-    async def run(  # noqa: C901  # the trigger's event loop: each of its exits yields one event
+    async def _pause_watching_the_driver(self, pause_s: float) -> str | None:
+        """Wait ``pause_s`` seconds before the next sample; the driver task's state read last.
+
+        With a ``driver_task``, its state is read every :data:`DRIVER_STATE_EVERY_S` meanwhile, and a
+        failed one ends the wait early. Without one, one sleep.
+        """
+        end = time.monotonic() + max(pause_s, 0.0)
+        while True:
+            left = end - time.monotonic()
+            if left > 0:
+                await asyncio.sleep(min(left, DRIVER_STATE_EVERY_S) if self.driver_task else left)
+            state = await sync_to_async(driver_task_state)(self.driver_task)
+            if state in DRIVER_TASK_FAILED_STATES or time.monotonic() >= end:
+                return state
+
+    async def run(  # the trigger's event loop: each of its exits yields one event
         self,
     ) -> AsyncIterator[TriggerEvent]:
         """Sample every ``poke_interval`` seconds and yield one event (see the module docstring)."""
@@ -313,9 +338,7 @@ class StreamingQueryHealthTrigger(BaseTrigger):
             pause = self.poke_interval
             if deadline_ms is not None:
                 pause = min(pause, (deadline_ms - _now_ms()) / 1000)
-            if pause > 0:
-                await asyncio.sleep(pause)
-            driver_state = await sync_to_async(driver_task_state)(self.driver_task)
+            driver_state = await self._pause_watching_the_driver(pause)
             driver_succeeded = driver_state in DRIVER_TASK_SUCCEEDED_STATES
             if driver_state in DRIVER_TASK_FAILED_STATES:
                 assert self.driver_task is not None

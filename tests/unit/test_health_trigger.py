@@ -518,6 +518,25 @@ def test_watch_ends_as_soon_as_the_drivers_task_failed(spec_path: str, fake_prob
     assert reads[0] == {"dag_id": "eos_pipeline__orders", "run_ids": ["manual__1"], "task_ids": ["submit_stream"]}
 
 
+def test_a_failed_drivers_task_ends_the_watch_between_samples_not_a_poke_interval_later(
+    spec_path: str, fake_probe, monkeypatch
+) -> None:
+    """The pipeline DAG's watch samples every 30 s; its driver's task failing (a SIGKILLed driver) must start the
+    recovery within DRIVER_STATE_EVERY_S, not at the next sample (before: up to 30 s later)."""
+    import time
+
+    from airflow_provider_eos.triggers import health as health_trigger
+
+    monkeypatch.setattr(health_trigger, "DRIVER_STATE_EVERY_S", 0.05)
+    fake = fake_probe([lambda: make_sample(committed=10, lso=10, marker=1, commit_ms=now_ms())])
+    reads = _task_states(monkeypatch, ["running", "running", "running", "failed"])
+    started = time.monotonic()
+    payload = first_event(trigger(spec_path, watch="watch", poke_interval=30, driver_task=DRIVER_TASK), timeout_s=20)
+    assert payload["outcome"] == "driver_failed", payload
+    assert time.monotonic() - started < 10, "ended at the failed read, not at the 30 s sample"
+    assert len(reads) == 4 and fake.calls == 0, "the state is read between samples; no sample was due yet"
+
+
 def test_a_watch_ends_driver_stopped_once_the_drivers_task_succeeded(spec_path: str, fake_probe, monkeypatch) -> None:
     """A driver that exited 0 (``eos stop``, SIGTERM) ends the watch: its run must end, not wait for a deadline."""
     fake = fake_probe([lambda: make_sample(committed=10, lso=10, marker=1, commit_ms=now_ms())])
