@@ -81,15 +81,21 @@ def _java_detail(text: str) -> str:
     return (found.group(0) if found else text.splitlines()[0]).strip()[:300]
 
 
-def raise_if_topics_refused(admin: AdminClient, topics: Iterable[str], *, timeout_s: float,
+def raise_if_topics_refused(admin: AdminClient, topics: Iterable[str], *, timeout_s: float, brokers: str,
                             settings: Mapping[str, Any] | None = None) -> None:
     """Raise the missing-ACL error for any of ``topics`` the principal may not describe.
 
     The cluster's metadata lists only the topics a principal may ``DESCRIBE``: one absent from it
     may not exist or may be refused. DescribeTopics on it tells which, without creating anything
-    (a Metadata request naming the topic could auto-create it).
+    (a Metadata request naming the topic could auto-create it). A DescribeTopics no broker answered
+    says neither: it raises :class:`~airflow_provider_eos.core.errors.KafkaNoAnswerError` (before, the
+    client's own ``_TIMED_OUT`` passed as "may not exist", and the topic was reported missing).
+
+    :param brokers: the ``bootstrap.servers`` the admin client is connected to (named by a no-answer).
     """
     from confluent_kafka import KafkaException, TopicCollection
+
+    from airflow_provider_eos.kafka.retriable import raise_if_unanswered
 
     wanted = sorted(set(topics))
     if not wanted:
@@ -97,5 +103,7 @@ def raise_if_topics_refused(admin: AdminClient, topics: Iterable[str], *, timeou
     for topic, future in admin.describe_topics(TopicCollection(wanted), request_timeout=timeout_s).items():
         try:
             future.result(timeout_s)
-        except KafkaException as exc:
-            raise_if_refused(exc, "Metadata", {ResourceType.TOPIC: [topic]}, settings=settings)
+        except (KafkaException, TimeoutError) as exc:
+            raise_if_unanswered(exc, brokers=brokers, what=f"DescribeTopics({topic!r})", timeout_s=timeout_s)
+            if isinstance(exc, KafkaException):
+                raise_if_refused(exc, "Metadata", {ResourceType.TOPIC: [topic]}, settings=settings)

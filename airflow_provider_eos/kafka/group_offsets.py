@@ -223,11 +223,7 @@ def verification_partitions(admin: AdminClient, spec: PipelineSpec, reader: Chec
         if found is not None and found.error is not None:
             raise_if_refused(found.error, "Metadata", {ResourceType.TOPIC: [topic]}, settings=spec.kafka)
         if found is None:
-            try:
-                raise_if_topics_refused(admin, [topic], timeout_s=timeout_s, settings=spec.kafka)
-            except TimeoutError as exc:  # the DescribeTopics future's wait ran out
-                raise_if_unanswered(exc, brokers=brokers, what=f"Metadata({topic!r})", timeout_s=timeout_s)
-                raise
+            raise_if_topics_refused(admin, [topic], timeout_s=timeout_s, brokers=brokers, settings=spec.kafka)
         if found is None or found.error is not None:
             log.warning("input topic %r is not in the cluster's metadata; comparing the checkpoint's partitions", topic)
             continue

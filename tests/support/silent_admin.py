@@ -35,12 +35,14 @@ class Answer:
 
 class SilentAdmin:
     """Metadata (``list_topics``: topics ``orders`` and ``orders-out``, one partition each) answered unless
-    ``metadata`` fails it; OffsetFetch, OffsetCommit and ListOffsets failing with ``offsets``, ``commit`` and
-    ``list_offsets``."""
+    ``metadata`` fails it; OffsetFetch, OffsetCommit, ListOffsets and DescribeTopics failing with ``offsets``,
+    ``commit``, ``list_offsets`` and ``describe``."""
 
     def __init__(self, *, metadata: BaseException | None = None, offsets: BaseException | None = None,
-                 commit: BaseException | None = None, list_offsets: BaseException | None = None) -> None:
+                 commit: BaseException | None = None, list_offsets: BaseException | None = None,
+                 describe: BaseException | None = None) -> None:
         self.metadata, self.offsets, self.commit, self.failed_list_offsets = metadata, offsets, commit, list_offsets
+        self.describe = describe
 
     def list_topics(self, timeout: float) -> Any:
         if self.metadata is not None:
@@ -53,6 +55,9 @@ class SilentAdmin:
 
     def alter_consumer_group_offsets(self, requests: list[Any]) -> dict[str, Any]:
         return {request.group_id: Answer(self.commit) for request in requests}
+
+    def describe_topics(self, topics: Any, request_timeout: float) -> dict[str, Any]:
+        return {topic: Answer(self.describe) for topic in topics.topic_names}
 
     def list_offsets(self, request: dict[Any, Any], **_: Any) -> dict[Any, Any]:
         return {tp: Answer(self.failed_list_offsets) for tp in request}
