@@ -9,14 +9,26 @@ A broker that accepts connections and never answers fails librdkafka's requests 
 from __future__ import annotations
 
 from concurrent.futures import Future
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
+from airflow_provider_eos.core.spec import PipelineSpec
+
 BROKERS = "broker-1:9093,broker-2:9093"
 TIMED_OUT = KafkaException(KafkaError(KafkaError._TIMED_OUT, "Failed to get metadata: Local: Timed out"))
 TRANSPORT = KafkaException(KafkaError(KafkaError._TRANSPORT, "broker-1:9093/1: Connection reset by peer"))
+
+
+def silent_spec(folder: Path) -> PipelineSpec:
+    """The pipeline ``orders`` on :data:`BROKERS`, its checkpoint in ``folder``."""
+    return PipelineSpec.from_dict({
+        "name": "orders", "kafka": {"bootstrap.servers": BROKERS}, "input_topics": ["orders"],
+        "output_topic": "orders-out", "group_id": "orders-eos", "transactional_id_prefix": "orders-eos",
+        "checkpoint_location": str(folder / "checkpoint"),
+    })
 
 
 class Answer:

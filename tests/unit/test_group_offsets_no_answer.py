@@ -20,17 +20,13 @@ from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.kafka.group_offsets import GroupOffsetsError, read_committed_offsets, sink_group_offsets
 from airflow_provider_eos.usecases.clients import PipelineClients
 from airflow_provider_eos.usecases.verify import verify
-from tests.support.silent_admin import BROKERS, TIMED_OUT, TRANSPORT
+from tests.support.silent_admin import BROKERS, TIMED_OUT, TRANSPORT, silent_spec
 from tests.support.silent_admin import SilentAdmin as _Admin
 
 
 @pytest.fixture
 def spec(tmp_path: Path) -> PipelineSpec:
-    return PipelineSpec.from_dict({
-        "name": "orders", "kafka": {"bootstrap.servers": BROKERS}, "input_topics": ["orders"],
-        "output_topic": "orders-out", "group_id": "orders-eos", "transactional_id_prefix": "orders-eos",
-        "checkpoint_location": str(tmp_path / "checkpoint"),
-    })
+    return silent_spec(tmp_path)
 
 
 def _sink_group_offsets(spec: PipelineSpec, admin: _Admin) -> None:

@@ -32,7 +32,7 @@ from airflow_provider_eos.kafka.health_probe import HealthProbeError, probe, pro
 from airflow_provider_eos.spark.driver_writer import DriverWriter
 from airflow_provider_eos.spark.executor_writers import ExecutorWriters
 from airflow_provider_eos.spark.partition_writer import PartitionWriteTask
-from tests.support.silent_admin import BROKERS, TIMED_OUT, TRANSPORT, SilentAdmin
+from tests.support.silent_admin import BROKERS, TIMED_OUT, TRANSPORT, SilentAdmin, silent_spec
 
 TP = TopicPartition("orders", 0)
 TIMED_OUT_DETAIL = "_TIMED_OUT: Failed to get metadata: Local: Timed out"
@@ -43,11 +43,7 @@ WRITERS_TIMEOUT_S = 30
 
 @pytest.fixture
 def spec(tmp_path: Path) -> PipelineSpec:
-    return PipelineSpec.from_dict({
-        "name": "orders", "kafka": {"bootstrap.servers": BROKERS}, "input_topics": ["orders"],
-        "output_topic": "orders-out", "group_id": "orders-eos", "transactional_id_prefix": "orders-eos",
-        "checkpoint_location": str(tmp_path / "checkpoint"),
-    })
+    return silent_spec(tmp_path)
 
 
 def _no_answer(raised: BaseException, request: str, timeout_s: float, detail: str) -> None:
