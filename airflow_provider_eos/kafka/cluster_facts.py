@@ -46,7 +46,7 @@ from airflow_provider_eos.kafka.broker_configs import describe_broker_configs
 from airflow_provider_eos.kafka.broker_protocol import read_broker_protocol
 from airflow_provider_eos.kafka.fact_gaps import FactGaps, reason
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
-from airflow_provider_eos.kafka.login import connected_admin
+from airflow_provider_eos.kafka.login import connected_admin, destroy_admin
 from airflow_provider_eos.kafka.retriable import COORDINATOR_LOADING
 from airflow_provider_eos.kafka.settings import admin_config, sink_producer_config
 from airflow_provider_eos.kafka.topic_facts import TopicReads
@@ -224,6 +224,18 @@ def gather_facts(  # noqa: PLR0913  # keyword-only options with defaults
     :raises PreflightError: if the cluster cannot be described at all.
     """
     gatherer = _Gatherer(spec, timeout_s)
+    try:
+        return _gather(gatherer, spec, storage_options=storage_options, other_specs=other_specs, specs_dir=specs_dir,
+                       master=master, longest_expected_pause_ms=longest_expected_pause_ms)
+    finally:
+        destroy_admin(gatherer.admin)  # in this thread: a read that timed out left its request pending
+
+
+def _gather(  # noqa: PLR0913  # gather_facts' options, passed on
+    gatherer: _Gatherer, spec: PipelineSpec, *, storage_options: Mapping[str, Any] | None,
+    other_specs: Iterable[PipelineSpec] | None, specs_dir: str | Path | None, master: str | None,
+    longest_expected_pause_ms: int,
+) -> PreflightFacts:
     brokers = gatherer.cluster()
     broker_configs = gatherer.broker_configs(brokers)
     topics, partitions = gatherer.topics()

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from confluent_kafka import KafkaError
     from confluent_kafka.admin import AdminClient
 
-__all__ = ["LOGIN_TIMEOUT_S", "check_login", "connected_admin", "described_admin", "has_login", "login_refused"]
+__all__ = ["LOGIN_TIMEOUT_S", "check_login", "connected_admin", "described_admin", "destroy_admin", "has_login",
+           "login_refused"]
 
 #: How long to wait for the first answer before leaving the outcome to the caller's own requests.
 LOGIN_TIMEOUT_S = 15.0
@@ -105,3 +106,16 @@ def described_admin(
 def check_login(settings: Mapping[str, Any], *, timeout_s: float = LOGIN_TIMEOUT_S) -> None:
     """Raise :class:`KafkaLoginError` if the cluster refuses ``settings``' login (before another client's calls)."""
     connected_admin("probe-admin", settings, timeout_s=timeout_s)
+
+
+def destroy_admin(admin: AdminClient) -> None:
+    """Destroy ``admin`` now, in this thread, once its owner is done with it.
+
+    Left to the garbage collector, an admin client in a reference cycle (an exception's traceback holding
+    the frame that made it) may be collected on one of librdkafka's own threads: a request whose caller
+    gave up (its deadline passed) completes there later and runs Python, which can start a collection.
+    librdkafka aborts the whole process when a client is destroyed from its own thread (a triggerer, a
+    test worker: confluent-kafka-python PR 2131). After this the client's requests fail; its pending
+    futures are never completed.
+    """
+    admin.__exit__(None, None, None)

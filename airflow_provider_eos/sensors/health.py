@@ -225,8 +225,9 @@ class StreamingQueryHealthSensor(BaseSensorOperator):
         try:
             spec, options = self._load()
             # New clients per sample: each asks again whether a broker answers (the answer is cached in them).
-            if self._window.add(sample(PipelineClients(spec, options, connect_timeout_s=self.kafka_connect_timeout_s),
-                                       thresholds=self._threshold_overrides())) and self._window.latest is not None:
+            with PipelineClients(spec, options, connect_timeout_s=self.kafka_connect_timeout_s) as clients:
+                taken = sample(clients, thresholds=self._threshold_overrides())
+            if self._window.add(taken) and self._window.latest is not None:
                 self.log.warning("Health window: %s", self._window.latest.notes[-1])
             report = evaluate(spec, self._window, thresholds=self._threshold_overrides())
         except Exception as err:

@@ -272,8 +272,10 @@ class StreamingQueryHealthTrigger(BaseTrigger):
         """Take one sample (blocking); new clients each time, so that each sample asks whether a broker answers."""
         from airflow_provider_eos.usecases.health import sample
 
-        return sample(PipelineClients(self._loaded(), self._storage_options or {},
-                                      connect_timeout_s=self.kafka_connect_timeout_s), thresholds=self.thresholds)
+        # Closed here: a sample that timed out leaves its request pending (PipelineClients.close says why).
+        with PipelineClients(self._loaded(), self._storage_options or {},
+                             connect_timeout_s=self.kafka_connect_timeout_s) as clients:
+            return sample(clients, thresholds=self.thresholds)
 
     def _evaluate(self, window: LagWindow) -> HealthReport:
         from airflow_provider_eos.usecases.health import evaluate

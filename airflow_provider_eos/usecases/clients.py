@@ -88,6 +88,21 @@ class PipelineClients:
 
         return reachable_admin("admin", admin_config(self.spec), timeout_s=self.connect_timeout_s)
 
+    def __enter__(self) -> PipelineClients:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Destroy the admin client if one was made (:func:`~airflow_provider_eos.kafka.login.destroy_admin`): in the
+        owner's thread, never on a librdkafka thread through the garbage collector. The next use makes a new one."""
+        admin = self.__dict__.pop("admin", None)
+        if admin is not None:
+            from airflow_provider_eos.kafka.login import destroy_admin
+
+            destroy_admin(admin)
+
     def require_kafka(self) -> None:
         """Fail now, within ``connect_timeout_s``, unless a broker answers: call before any Kafka client of a use case.
 

@@ -17,7 +17,7 @@ import contextlib
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +146,22 @@ def paused_in_scans(pauses: PausedInScans, monkeypatch: pytest.MonkeyPatch) -> P
 
 
 @pytest.fixture
+def clients_of() -> Iterator[Callable[[PipelineSpec], PipelineClients]]:
+    """Each test's clients, closed after it: a request the paused broker answers late completes on librdkafka's
+    thread, where a collection of an admin client left in the test's exception cycle would abort the worker
+    (PipelineClients.close)."""
+    made: list[PipelineClients] = []
+
+    def make(spec: PipelineSpec) -> PipelineClients:
+        made.append(PipelineClients(spec, timeout_s=TIMEOUT_S, connect_timeout_s=TIMEOUT_S))
+        return made[-1]
+
+    yield make
+    for clients in made:
+        clients.close()
+
+
+@pytest.fixture
 def spec(secured_admin_settings: dict[str, Any], tmp_path: Path) -> Iterator[PipelineSpec]:
     name = f"sb{uuid.uuid4().hex[:8]}"
     admin = AdminClient(dict(secured_admin_settings))
@@ -199,18 +215,20 @@ def _no_answer_within_deadline(raised: BaseException, pauses: PausedInScans, boo
 
 
 def test_a_health_sample_fails_at_the_deadline_when_the_broker_stops_answering(
-    spec: PipelineSpec, paused_in_scans: PausedInScans, bootstrap: str
+    spec: PipelineSpec, paused_in_scans: PausedInScans, bootstrap: str,
+    clients_of: Callable[[PipelineSpec], PipelineClients],
 ) -> None:
-    clients = PipelineClients(spec, timeout_s=TIMEOUT_S, connect_timeout_s=TIMEOUT_S)
+    clients = clients_of(spec)
     with pytest.raises(KafkaNoAnswerError) as raised:
         health.sample(clients)
     _no_answer_within_deadline(raised.value, paused_in_scans, bootstrap, "DescribeTransactions")
 
 
 def test_eos_abort_ends_with_the_typed_error_at_the_deadline(
-    spec: PipelineSpec, paused_in_scans: PausedInScans, bootstrap: str
+    spec: PipelineSpec, paused_in_scans: PausedInScans, bootstrap: str,
+    clients_of: Callable[[PipelineSpec], PipelineClients],
 ) -> None:
-    clients = PipelineClients(spec, timeout_s=TIMEOUT_S, connect_timeout_s=TIMEOUT_S)
+    clients = clients_of(spec)
     with pytest.raises(KafkaNoAnswerError) as raised:
         abort(clients)
     _no_answer_within_deadline(raised.value, paused_in_scans, bootstrap, "Metadata")
@@ -237,13 +255,14 @@ def test_preflights_scan_is_not_read_at_the_deadline_and_the_preflight_goes_on(
 
 
 def test_verify_ends_with_a_typed_retryable_error_when_the_broker_stops_answering(
-    spec: PipelineSpec, secured_kafka: BrokerInfo, bootstrap: str
+    spec: PipelineSpec, secured_kafka: BrokerInfo, bootstrap: str,
+    clients_of: Callable[[PipelineSpec], PipelineClients],
 ) -> None:
     """verify reads through confluent-kafka only, each request bounded by the clients' timeout, and its no answer
     ends as a kafka-python call's does: KafkaNoAnswerError naming the brokers and the request (before, the typed
     but different GroupOffsetsError, whose fix spoke of the spec's settings)."""
     kafka, node = LocalKafka(secured_kafka.state_dir), secured_kafka.every_node[0].node_id
-    clients = PipelineClients(spec, timeout_s=TIMEOUT_S, connect_timeout_s=TIMEOUT_S)
+    clients = clients_of(spec)
     clients.require_kafka()  # the broker answered the first contact, then stops answering
     kafka.fault("pause", node)
     started = time.monotonic()
@@ -283,11 +302,12 @@ def _read_unanswered(raised: BaseException | str, pauses: PausedInScans, bootstr
 def test_a_health_samples_offset_reads_end_with_the_typed_error_when_the_broker_stops_answering(
     spec: PipelineSpec, pauses: PausedInScans, bootstrap: str, monkeypatch: pytest.MonkeyPatch, reader: str,
     request_name: str,
+    clients_of: Callable[[PipelineSpec], PipelineClients],
 ) -> None:
     """The sample's own confluent-kafka reads (design note 76): the broker answers the sample's metadata, then
     is paused for its read of the sink group's offsets, or of the logs' last stable offsets."""
     monkeypatch.setattr(health_probe, reader, pauses.wrap_call(getattr(health_probe, reader)))
-    clients = PipelineClients(spec, timeout_s=TIMEOUT_S, connect_timeout_s=TIMEOUT_S)
+    clients = clients_of(spec)
     with pytest.raises(EosError) as raised:
         health.sample(clients)
     _read_unanswered(raised.value, pauses, bootstrap, request_name.format(group=spec.group_id))
