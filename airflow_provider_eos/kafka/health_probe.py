@@ -61,7 +61,7 @@ from airflow_provider_eos.core.writers_choice import read_writers_choice
 from airflow_provider_eos.kafka.denials import raise_if_refused, raise_if_topics_refused
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
 from airflow_provider_eos.kafka.log_offsets import list_log_offsets
-from airflow_provider_eos.kafka.login import connected_admin
+from airflow_provider_eos.kafka.login import connected_admin, destroy_admin
 from airflow_provider_eos.kafka.retriable import raise_if_unanswered
 from airflow_provider_eos.kafka.settings import admin_config
 
@@ -285,6 +285,17 @@ def probe(
     """
     taken_at = to_epoch_ms(pendulum.now("UTC"))
     admin = connected_admin("probe-admin", {**admin_config(spec), "log_level": 3})
+    try:
+        return _sample_with(admin, spec, taken_at=taken_at, storage_options=storage_options, timeout_s=timeout_s,
+                            include_transactions=include_transactions, input_ages_ms=input_ages_ms)
+    finally:
+        destroy_admin(admin)  # here, not by the garbage collector on librdkafka's thread (design note 83)
+
+
+def _sample_with(  # noqa: PLR0913  # probe's options, passed on
+    admin: AdminClient, spec: PipelineSpec, *, taken_at: int, storage_options: Mapping[str, Any] | None,
+    timeout_s: float, include_transactions: bool, input_ages_ms: Sequence[int] | None,
+) -> HealthSample:
     inputs, outputs, missing = _topic_partitions(admin, spec, timeout_s)
     notes = [f"topic {topic!r} does not exist" for topic in missing]
     reader = CheckpointReader(spec.checkpoint_location, storage_options)

