@@ -153,7 +153,7 @@ def positive_seconds(key: str) -> float:
     from airflow_provider_eos.core.errors import SettingError
 
     option = OPTIONS[key]
-    value = setting(key) or option.default
+    value = setting(key) or ""  # setting() already falls back to the option's default
     try:
         seconds = float(value)
     except ValueError:
