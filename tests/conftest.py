@@ -5,6 +5,7 @@ A missing prerequisite fails the test with what to install; nothing here skips s
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import subprocess
@@ -148,6 +149,42 @@ def secured_kafka(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> I
 def secured_admin_settings(secured_kafka) -> dict:
     """The admin super user's librdkafka settings (the secured broker's ``client.config``). Holds its password."""
     return secured_kafka.client_settings()
+
+
+@pytest.fixture(scope="session")
+def _pausable_secured_kafka(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Iterator:
+    from airflow_provider_eos.devstack.broker import LocalKafka
+
+    with shared_service(tmp_path_factory, worker_id, "pausable-secured-kafka",
+                        lambda folder, owner: LocalKafka(folder, heap="384m", security="sasl_ssl").up(
+                            stop_with_pid=owner, kafka_version=kafka_version_under_test()),
+                        lambda folder: LocalKafka(folder, security="sasl_ssl").down()) as info:
+        yield info
+
+
+@pytest.fixture
+def pausable_secured_kafka(_pausable_secured_kafka, tmp_path_factory: pytest.TempPathFactory,
+                           worker_id: str) -> Iterator:
+    """A secured broker (as ``secured_kafka``) for the tests that pause it (SIGSTOP), held by one test at a time.
+
+    Not the shared secured broker: a pause there stalls whatever the other xdist worker runs on it (the
+    secured pipeline's transactions, another silent-broker test's deadlines; CI failed on both). Its turn is
+    an ``flock`` beside the service, held from before the test's setup to after its teardown.
+    """
+    base = tmp_path_factory.getbasetemp()
+    turn = (base.parent if worker_id != "master" else base) / "pausable-secured-kafka.turn"
+    with turn.open("a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield _pausable_secured_kafka
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@pytest.fixture
+def pausable_admin_settings(pausable_secured_kafka) -> dict:
+    """The pausable secured broker's admin super user's librdkafka settings. Holds its password."""
+    return pausable_secured_kafka.client_settings()
 
 
 @pytest.fixture(scope="session")

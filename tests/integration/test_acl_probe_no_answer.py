@@ -1,7 +1,8 @@
 """A transactional-id ACL probe that gets no answer from the broker is unverified, never an exception or a grant.
 
-On the real secured broker (SASL/SCRAM over TLS, StandardAuthorizer) a principal holding exactly the
-job's set, without DESCRIBE on the cluster, so pre-flight probes its ACLs. The broker is paused
+On a real secured broker (SASL/SCRAM over TLS, StandardAuthorizer), the pausing tests' own
+(``pausable_secured_kafka``), a principal holding exactly the job's set, without DESCRIBE on the cluster,
+so pre-flight probes its ACLs. The broker is paused
 (SIGSTOP) while the probe's kafka-python admin client is connected, so EndTxn and
 DescribeTransactions get no answer and kafka-python raises its own ``KafkaError`` (a request
 timeout: ``socket.timeout.ms`` becomes its ``request_timeout_ms``), which is no confluent-kafka
@@ -40,37 +41,39 @@ PAUSE_S = 9.0
 
 
 @pytest.fixture
-def job_spec(secured_admin_settings: dict[str, Any], tmp_path: Path) -> Iterator[PipelineSpec]:
+def job_spec(pausable_admin_settings: dict[str, Any], tmp_path: Path) -> Iterator[PipelineSpec]:
     """A pipeline whose principal holds exactly the job's ACL set (no DESCRIBE on the cluster: it is probed)."""
     from airflow_provider_eos.devstack.security import add_scram_user
 
     name = f"np{uuid.uuid4().hex[:8]}"
-    password = add_scram_user(secured_admin_settings, f"{name}-user")
-    admin = AdminClient(dict(secured_admin_settings))
+    password = add_scram_user(pausable_admin_settings, f"{name}-user")
+    admin = AdminClient(dict(pausable_admin_settings))
     topics = [f"{name}-in", f"{name}-out"]
     for future in admin.create_topics([NewTopic(t, 1, 1) for t in topics]).values():
         future.result(30)
     spec = PipelineSpec.from_dict({
         "name": name,
-        "kafka": {**secured_admin_settings, "sasl.username": f"{name}-user", "sasl.password": password,
+        "kafka": {**pausable_admin_settings, "sasl.username": f"{name}-user", "sasl.password": password,
                   "socket.timeout.ms": REQUEST_TIMEOUT_MS},
         "input_topics": [topics[0]], "output_topic": topics[1], "group_id": f"{name}-sink",
         "transactional_id_prefix": f"{name}-eos", "checkpoint_location": str(tmp_path / "checkpoint"),
     })
-    apply_acls(acl_admin(secured_admin_settings), required_acls(spec, f"User:{name}-user", "job"))
+    apply_acls(acl_admin(pausable_admin_settings), required_acls(spec, f"User:{name}-user", "job"))
     yield spec
     admin.delete_topics(topics)
 
 
 @pytest.fixture
-def broker_paused_in_probes(secured_kafka: BrokerInfo, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+def broker_paused_in_probes(
+    pausable_secured_kafka: BrokerInfo, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[list[str]]:
     """Pause the broker for a while once each transactional-id probe's kafka-python client is connected.
 
     The probes open their client through ``transactions_admin.admin_client``; this wraps it: connect
     for real, open the client's connection to the broker (a Metadata request), SIGSTOP the broker and
     SIGCONT it :data:`PAUSE_S` later, longer than the client's request timeout. Yields the probes paused.
     """
-    broker, node = LocalKafka(secured_kafka.state_dir), secured_kafka.every_node[0].node_id
+    broker, node = LocalKafka(pausable_secured_kafka.state_dir), pausable_secured_kafka.every_node[0].node_id
     real = transactions_admin.admin_client
     paused: list[str] = []
     timers: list[threading.Timer] = []

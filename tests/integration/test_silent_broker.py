@@ -1,6 +1,7 @@
 """A broker that accepts connections and never answers ends recovery, health and pre-flight calls at a deadline.
 
-The real secured broker (SASL/SCRAM over TLS) is paused (SIGSTOP) once a kafka-python admin client of the
+A real secured broker (SASL/SCRAM over TLS), the pausing tests' own (``pausable_secured_kafka``), is paused
+(SIGSTOP) once a kafka-python admin client of the
 product is connected to it (the transaction scans of ``eos abort``, a health sample and pre-flight), as
 tests/integration/test_acl_probe_no_answer.py pauses it, and one request is left to time out first (a
 broker that stopped answering a while ago). kafka-python then reconnects for the product's next call, and
@@ -128,14 +129,16 @@ class PausedInScans:
 
 
 @pytest.fixture
-def pauses(secured_kafka: BrokerInfo, secured_admin_settings: dict[str, Any]) -> Iterator[PausedInScans]:
-    pauses = PausedInScans(secured_kafka, secured_admin_settings)
+def pauses(
+    pausable_secured_kafka: BrokerInfo, pausable_admin_settings: dict[str, Any]
+) -> Iterator[PausedInScans]:
+    pauses = PausedInScans(pausable_secured_kafka, pausable_admin_settings)
     try:
         yield pauses
     finally:
         for timer in pauses.timers:
             timer.cancel()
-        pauses.resume()  # always: the broker is shared by the run's other tests
+        pauses.resume()  # always: the next pausing test takes the broker over
 
 
 @pytest.fixture
@@ -162,14 +165,14 @@ def clients_of() -> Iterator[Callable[[PipelineSpec], PipelineClients]]:
 
 
 @pytest.fixture
-def spec(secured_admin_settings: dict[str, Any], tmp_path: Path) -> Iterator[PipelineSpec]:
+def spec(pausable_admin_settings: dict[str, Any], tmp_path: Path) -> Iterator[PipelineSpec]:
     name = f"sb{uuid.uuid4().hex[:8]}"
-    admin = AdminClient(dict(secured_admin_settings))
+    admin = AdminClient(dict(pausable_admin_settings))
     topics = [f"{name}-in", f"{name}-out"]
     _create_after_a_pause(admin, topics)
     yield PipelineSpec.from_dict({
         "name": name,
-        "kafka": {**secured_admin_settings, "socket.timeout.ms": TIMEOUT_S * 1000},
+        "kafka": {**pausable_admin_settings, "socket.timeout.ms": TIMEOUT_S * 1000},
         "input_topics": [topics[0]], "output_topic": topics[1], "group_id": f"{name}-sink",
         "transactional_id_prefix": f"{name}-eos", "checkpoint_location": str(tmp_path / "checkpoint"),
     })
@@ -198,8 +201,8 @@ def _create_after_a_pause(admin: AdminClient, topics: list[str]) -> None:
 
 
 @pytest.fixture
-def bootstrap(secured_admin_settings: dict[str, Any]) -> str:
-    return str(secured_admin_settings["bootstrap.servers"])
+def bootstrap(pausable_admin_settings: dict[str, Any]) -> str:
+    return str(pausable_admin_settings["bootstrap.servers"])
 
 
 def _no_answer_within_deadline(raised: BaseException, pauses: PausedInScans, bootstrap: str, call: str) -> None:
@@ -255,13 +258,13 @@ def test_preflights_scan_is_not_read_at_the_deadline_and_the_preflight_goes_on(
 
 
 def test_verify_ends_with_a_typed_retryable_error_when_the_broker_stops_answering(
-    spec: PipelineSpec, secured_kafka: BrokerInfo, bootstrap: str,
+    spec: PipelineSpec, pausable_secured_kafka: BrokerInfo, bootstrap: str,
     clients_of: Callable[[PipelineSpec], PipelineClients],
 ) -> None:
     """verify reads through confluent-kafka only, each request bounded by the clients' timeout, and its no answer
     ends as a kafka-python call's does: KafkaNoAnswerError naming the brokers and the request (before, the typed
     but different GroupOffsetsError, whose fix spoke of the spec's settings)."""
-    kafka, node = LocalKafka(secured_kafka.state_dir), secured_kafka.every_node[0].node_id
+    kafka, node = LocalKafka(pausable_secured_kafka.state_dir), pausable_secured_kafka.every_node[0].node_id
     clients = clients_of(spec)
     clients.require_kafka()  # the broker answered the first contact, then stops answering
     kafka.fault("pause", node)
