@@ -45,8 +45,8 @@ from airflow_provider_eos.kafka.acl_probes import read_permissions
 from airflow_provider_eos.kafka.broker_configs import describe_broker_configs
 from airflow_provider_eos.kafka.broker_protocol import read_broker_protocol
 from airflow_provider_eos.kafka.fact_gaps import FactGaps, reason
-from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
 from airflow_provider_eos.kafka.login import connected_admin, destroy_admin
+from airflow_provider_eos.kafka.observed_group_offsets import read_observed_offsets
 from airflow_provider_eos.kafka.retriable import COORDINATOR_LOADING
 from airflow_provider_eos.kafka.settings import admin_config, sink_producer_config
 from airflow_provider_eos.kafka.topic_facts import TopicReads
@@ -156,9 +156,13 @@ class _Gatherer:
 
     def group_offsets(self, partitions: set[TopicPartition]) -> CommittedOffsets | None:
         try:
-            return read_committed_offsets(self.admin, self.spec.group_id, partitions, timeout_s=self.timeout_s,
-                                          transaction_timeout_ms=self.spec.transaction_timeout_ms, observer=True,
-                                          brokers=self.spec.brokers)
+            if not partitions:
+                return {}
+            # kafka-python, never librdkafka: a lost connection under librdkafka's read aborts the process
+            # (design note 84).
+            with admin_client(self.spec, timeout_ms=int(self.timeout_s * 1000)) as admin:
+                return read_observed_offsets(admin, self.spec.group_id, partitions,
+                                             transaction_timeout_ms=self.spec.transaction_timeout_ms)
         except EosError as exc:
             self.gaps.missing("group_offsets", exc)
             return None

@@ -32,8 +32,7 @@ could not look has found nothing against the stream.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pendulum
@@ -52,38 +51,23 @@ from airflow_provider_eos.core.health import (
     InputPartitionSample,
     OutputPartitionSample,
     RunInput,
-    VerificationSample,
 )
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.core.transactions import Transaction, to_epoch_ms
-from airflow_provider_eos.core.verification import verify_checkpoint, writers_in_use
+from airflow_provider_eos.core.verification import writers_in_use
 from airflow_provider_eos.core.writers_choice import read_writers_choice
 from airflow_provider_eos.kafka.denials import raise_if_refused, raise_if_topics_refused
-from airflow_provider_eos.kafka.group_offsets import read_committed_offsets
+from airflow_provider_eos.kafka.health_settled_read import HealthProbeError, reading_checkpoint, settled_read
 from airflow_provider_eos.kafka.log_offsets import list_log_offsets
 from airflow_provider_eos.kafka.login import connected_admin, destroy_admin
 from airflow_provider_eos.kafka.retriable import raise_if_unanswered
 from airflow_provider_eos.kafka.settings import admin_config
 
 if TYPE_CHECKING:
-    from airflow_provider_eos.core.markers import CommittedOffsets
     from airflow_provider_eos.core.spec import PipelineSpec
 
 
 __all__ = ["HealthProbeError", "probe", "probe_run_input"]
-
-# Reads of the group and the checkpoint before the verdict is reported as not settled; a job
-# commits at most once per trigger interval, so two quiet reads in a row come quickly.
-_VERIFY_ATTEMPTS = 4
-
-
-class HealthProbeError(EosError):
-    """The cluster could not be read for a health sample; the message names the request.
-
-    A request no broker answered is not this error but
-    :class:`~airflow_provider_eos.core.errors.KafkaNoAnswerError`, as everywhere (design notes 70, 76).
-    """
-
 
 def _kafka_error(what: str, spec: PipelineSpec, exc: BaseException, *, request: str,
                  timeout_s: float) -> HealthProbeError:
@@ -94,20 +78,6 @@ def _kafka_error(what: str, spec: PipelineSpec, exc: BaseException, *, request: 
         fix="check that the broker is reachable with the spec's kafka settings and that the principal may "
         "Describe the topics and the group",
     )
-
-
-@contextlib.contextmanager
-def _reading_checkpoint(spec: PipelineSpec) -> Iterator[None]:
-    """Turn a storage failure of the checkpoint's reads inside into a retryable :class:`HealthProbeError`."""
-    try:
-        yield
-    except OSError as exc:
-        raise HealthProbeError(
-            f"reading the checkpoint at {spec.checkpoint_location!r} failed: {type(exc).__name__}: {exc}",
-            fix="a transient failure of the checkpoint's storage (network, NameNode, object store) passes, and "
-            "the next sample reads it again; if it persists, check that the storage answers with the checkpoint "
-            "connection's settings",
-        ) from exc
 
 
 def _topic_partitions(
@@ -155,16 +125,6 @@ def _list_offsets(
         raise _kafka_error(request, spec, exc, request=request, timeout_s=timeout_s) from exc
 
 
-def _checkpoint_facts(reader: CheckpointReader) -> tuple[bool, str | None, int | None, int | None]:
-    """``(exists, query id, newest committed batch, its commit time in ms)``; reads no offsets file."""
-    if not reader.exists():
-        return False, None, None, None
-    query_id = reader.query_id_if_known()
-    last = reader.latest_committed_batch()
-    when = None if last is None else to_epoch_ms(reader.commit_time(last))
-    return True, query_id, last, when
-
-
 def _in_flight(reader: CheckpointReader, last_committed: int | None) -> InFlightBatch | None:
     """The batch planned and not committed, and how much of it the driver writer's tasks have spilled so far."""
     planned = reader.latest_planned_batch()
@@ -176,30 +136,6 @@ def _in_flight(reader: CheckpointReader, last_committed: int | None) -> InFlight
         found = {}
     sizes = [int(info.get("size") or 0) for info in found.values() if info.get("type") == "file"]
     return InFlightBatch(batch=planned, spill_files=len(sizes), spill_bytes=sum(sizes))
-
-
-def _settled_read(
-    admin: AdminClient, spec: PipelineSpec, reader: CheckpointReader, partitions: set[TopicPartition], timeout_s: float
-) -> tuple[CommittedOffsets, tuple[bool, str | None, int | None, int | None], VerificationSample]:
-    """Read group, checkpoint and verdict so that the group did not change under the verdict."""
-    before = read_committed_offsets(admin, spec.group_id, partitions, timeout_s=timeout_s,
-                                    transaction_timeout_ms=spec.transaction_timeout_ms, observer=True,
-                                    brokers=spec.brokers)
-    for _ in range(_VERIFY_ATTEMPTS):
-        with _reading_checkpoint(spec):
-            facts = _checkpoint_facts(reader)
-            report = verify_checkpoint(reader, before, spec_writers=spec.writers)
-        after = read_committed_offsets(admin, spec.group_id, partitions, timeout_s=timeout_s,
-                                       transaction_timeout_ms=spec.transaction_timeout_ms, observer=True,
-                                       brokers=spec.brokers)
-        if after == before:
-            verification = VerificationSample(verdict=report.overall.value, ok=report.ok, next_step=report.next_step)
-            return after, facts, verification
-        before = after
-    note = f"not settled: the group committed during each of {_VERIFY_ATTEMPTS} reads (the job is alive)"
-    with _reading_checkpoint(spec):
-        facts = _checkpoint_facts(reader)
-    return before, facts, VerificationSample(verdict=None, ok=None, note=note)
 
 
 def _waiting_ms(
@@ -299,9 +235,9 @@ def _sample_with(  # noqa: PLR0913  # probe's options, passed on
     inputs, outputs, missing = _topic_partitions(admin, spec, timeout_s)
     notes = [f"topic {topic!r} does not exist" for topic in missing]
     reader = CheckpointReader(spec.checkpoint_location, storage_options)
-    with _reading_checkpoint(spec):
+    with reading_checkpoint(spec):
         group_partitions = set(inputs) | (reader.recent_partitions() if reader.exists() else set())
-    committed, facts, verification = _settled_read(admin, spec, reader, group_partitions, timeout_s)
+    committed, facts, verification = settled_read(spec, reader, group_partitions, timeout_s)
     exists, query_id, last_committed, last_commit_ms = facts
     if not exists:
         notes.append(f"no checkpoint at {spec.checkpoint_location!r} yet")
@@ -346,7 +282,7 @@ def _sample_with(  # noqa: PLR0913  # probe's options, passed on
         )
     output_samples = [OutputPartitionSample(tp=tp, role=role, lso=lso[tp], hwm=hwm[tp]) for tp, role in outputs]
     input_pinned = any(lso[tp] < hwm[tp] for tp in inputs)
-    with _reading_checkpoint(spec):
+    with reading_checkpoint(spec):
         writers = writers_in_use(read_writers_choice(reader), spec.writers)
         in_flight = _in_flight(reader, last_committed) if exists else None
     transactions, protocol, max_timeout, max_timeout_unread = (

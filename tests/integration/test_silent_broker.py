@@ -31,7 +31,7 @@ from airflow_provider_eos.core.errors import EosError, KafkaNoAnswerError
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.devstack.broker import LocalKafka
 from airflow_provider_eos.devstack.broker_state import BrokerInfo
-from airflow_provider_eos.kafka import cluster_facts, health_probe, transactions_admin
+from airflow_provider_eos.kafka import cluster_facts, health_probe, health_settled_read, transactions_admin
 from airflow_provider_eos.usecases import health
 from airflow_provider_eos.usecases.abort import abort
 from airflow_provider_eos.usecases.clients import PipelineClients
@@ -224,7 +224,8 @@ def test_a_health_sample_fails_at_the_deadline_when_the_broker_stops_answering(
     clients = clients_of(spec)
     with pytest.raises(KafkaNoAnswerError) as raised:
         health.sample(clients)
-    _no_answer_within_deadline(raised.value, paused_in_scans, bootstrap, "DescribeTransactions")
+    # The sample's first kafka-python session is its read of the group (design note 84), before the scan's.
+    _no_answer_within_deadline(raised.value, paused_in_scans, bootstrap, "OffsetFetch")
 
 
 def test_eos_abort_ends_with_the_typed_error_at_the_deadline(
@@ -285,55 +286,50 @@ def test_verify_ends_with_a_typed_retryable_error_when_the_broker_stops_answerin
     assert "Fix: check that the brokers are answering" in message, message
 
 
-def _read_unanswered(raised: BaseException | str, pauses: PausedInScans, bootstrap: str, request: str) -> None:
-    """A confluent-kafka read ended at its request timeout with the no-answer error (or, pre-flight, its reason)."""
+def _read_unanswered(raised: BaseException | str, pauses: PausedInScans, bootstrap: str, request: str,
+                     deadline_s: float) -> None:
+    """A read ended at its deadline with the no-answer error (or, pre-flight, its reason): a confluent-kafka read at
+    its request timeout, a kafka-python one at its call's deadline; the process lives on."""
     if not isinstance(raised, str):
         assert isinstance(raised, KafkaNoAnswerError), f"{type(raised).__name__}: {raised}"
         assert raised.retryable, "the broker may answer by the next try"
         assert "Fix: check that the brokers are answering" in str(raised), raised
     assert len(pauses.paused_at) == 1, pauses.paused_at
-    assert pauses.closed_after_s[0] < TIMEOUT_S + SLACK_S, f"{pauses.closed_after_s[0]:.1f} s from the pause"
+    assert pauses.closed_after_s[0] < deadline_s + SLACK_S, f"{pauses.closed_after_s[0]:.1f} s from the pause"
     message = raised if isinstance(raised, str) else raised.message
-    assert message.startswith(f"{request}: no answer from the Kafka broker(s) at {bootstrap} within {TIMEOUT_S:g} s"), \
-        message
+    expected = f"{request}: no answer from the Kafka broker(s) at {bootstrap} within {deadline_s:g} s"
+    assert message.startswith(expected), message
 
 
-#: librdkafka 2.16 aborts the whole process when a coordinator-targeted admin request (ListConsumerGroupOffsets) loses
-#: its connection: `rd_kafka_enq_once_del_source_return: Assertion 'eonce->refcnt > 0' failed` (confluentinc/librdkafka
-#: issue 4605, its fix PR 5397 unreleased). Pausing the broker under the group's offset read hits it (this session's CI
-#: lost a test worker to it). The readers' classification of that read is unit-tested in
-#: tests/unit/test_offset_readers_no_answer.py; design note 83.
-LIBRDKAFKA_COORDINATOR_ABORT = pytest.mark.skip(
-    reason="librdkafka 2.16 aborts the process when a ListConsumerGroupOffsets loses its connection "
-           "(confluentinc/librdkafka#4605); classification unit-tested in tests/unit/test_offset_readers_no_answer.py")
-
-
-@pytest.mark.parametrize(("reader", "request_name"), [
-    pytest.param("read_committed_offsets", "OffsetFetch({group!r})", marks=LIBRDKAFKA_COORDINATOR_ABORT),
-    ("list_log_offsets", "ListOffsets (read_committed)"),  # before: HealthProbeError, the brokers unnamed
+@pytest.mark.parametrize(("reader", "request_name", "deadline_s"), [
+    # Over kafka-python since design note 84 (its call's deadline): under librdkafka's read this pause aborted the
+    # process (librdkafka 2.16, confluentinc/librdkafka#4605).
+    ("read_observed_offsets", "OffsetFetch({group!r})", DEADLINE_S),
+    ("list_log_offsets", "ListOffsets (read_committed)", TIMEOUT_S),  # before: HealthProbeError, brokers unnamed
 ])
 def test_a_health_samples_offset_reads_end_with_the_typed_error_when_the_broker_stops_answering(
     spec: PipelineSpec, pauses: PausedInScans, bootstrap: str, monkeypatch: pytest.MonkeyPatch, reader: str,
-    request_name: str,
+    request_name: str, deadline_s: float,
     clients_of: Callable[[PipelineSpec], PipelineClients],
 ) -> None:
-    """The sample's own confluent-kafka reads (design note 76): the broker answers the sample's metadata, then
-    is paused for its read of the sink group's offsets, or of the logs' last stable offsets."""
-    monkeypatch.setattr(health_probe, reader, pauses.wrap_call(getattr(health_probe, reader)))
+    """The sample's own reads (design note 76): the broker answers the sample's metadata, then is paused for its
+    read of the sink group's offsets (kafka-python, note 84), or of the logs' last stable offsets (confluent-kafka)."""
+    module = health_settled_read if reader == "read_observed_offsets" else health_probe
+    monkeypatch.setattr(module, reader, pauses.wrap_call(getattr(module, reader)))
     clients = clients_of(spec)
     with pytest.raises(EosError) as raised:
         health.sample(clients)
-    _read_unanswered(raised.value, pauses, bootstrap, request_name.format(group=spec.group_id))
+    _read_unanswered(raised.value, pauses, bootstrap, request_name.format(group=spec.group_id), deadline_s)
 
 
-@LIBRDKAFKA_COORDINATOR_ABORT
 def test_preflights_read_of_the_group_is_not_read_naming_the_brokers_when_the_broker_stops_answering(
     spec: PipelineSpec, pauses: PausedInScans, bootstrap: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Pre-flight records the group's offsets as not read, with the no-answer error's words (before: "could not
     read committed offsets of group ...", the brokers unnamed), and goes on once the broker answers again."""
-    monkeypatch.setattr(cluster_facts, "read_committed_offsets", pauses.wrap_call(cluster_facts.read_committed_offsets))
+    monkeypatch.setattr(cluster_facts, "read_observed_offsets", pauses.wrap_call(cluster_facts.read_observed_offsets))
     facts = cluster_facts.gather_facts(spec, timeout_s=TIMEOUT_S)
     assert facts.group_offsets is None
-    _read_unanswered(facts.unavailable["group_offsets"], pauses, bootstrap, f"OffsetFetch({spec.group_id!r})")
+    _read_unanswered(facts.unavailable["group_offsets"], pauses, bootstrap, f"OffsetFetch({spec.group_id!r})",
+                     DEADLINE_S)
     assert facts.topics is not None, facts.unavailable  # the reads before the pause went through

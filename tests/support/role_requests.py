@@ -66,7 +66,7 @@ def _job(spec: PipelineSpec) -> list[Call]:
         Call("DescribeConfigs(TOPIC)", {"TOPIC": internal}, f"{topic_reads}: internal_topics (min.insync.replicas)"),
         Call("FindCoordinator(GROUP)", {"GROUP": group}, f"{preflight}: describe_consumer_groups"),
         Call("DescribeGroups", {"GROUP": group}, f"{preflight}: describe_consumer_groups"),
-        Call("OffsetFetch", {"GROUP": group, "TOPIC": inputs}, f"{preflight}: read_committed_offsets"),
+        Call("OffsetFetch", {"GROUP": group, "TOPIC": inputs}, f"{preflight}: read_observed_offsets"),
         Call("FindCoordinator(TRANSACTION)", {"TRANSACTIONAL_ID": ids}, f"{preflight}: scan_prefix"),
         Call("DescribeTransactions", {"TRANSACTIONAL_ID": ids}, f"{preflight}: scan_prefix"),
         Call("ListTransactions", {"TRANSACTIONAL_ID": ids}, f"{preflight}: scan_prefix"),

@@ -25,14 +25,13 @@ from airflow_provider_eos.core.errors import (
 )
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.topic_partition import TopicPartition
-from airflow_provider_eos.kafka import cluster_facts, health_probe
-from airflow_provider_eos.kafka.fact_gaps import FactGaps
+from airflow_provider_eos.kafka import health_probe
 from airflow_provider_eos.kafka.group_offsets import GroupOffsetsError, write_committed_offsets
 from airflow_provider_eos.kafka.health_probe import HealthProbeError, probe, probe_run_input
 from airflow_provider_eos.spark.driver_writer import DriverWriter
 from airflow_provider_eos.spark.executor_writers import ExecutorWriters
 from airflow_provider_eos.spark.partition_writer import PartitionWriteTask
-from tests.support.silent_admin import BROKERS, TIMED_OUT, TRANSPORT, SilentAdmin, silent_spec
+from tests.support.silent_admin import BROKERS, TIMED_OUT, SilentAdmin, silent_spec
 
 TP = TopicPartition("orders", 0)
 TIMED_OUT_DETAIL = "_TIMED_OUT: Failed to get metadata: Local: Timed out"
@@ -103,9 +102,7 @@ def _sample(spec: PipelineSpec, admin: SilentAdmin, monkeypatch: pytest.MonkeyPa
 
 @pytest.mark.parametrize(("admin", "request_name", "detail"), [
     (SilentAdmin(metadata=TIMED_OUT), "Metadata", TIMED_OUT_DETAIL),  # before: HealthProbeError
-    (SilentAdmin(offsets=TRANSPORT), "OffsetFetch('orders-eos')",  # before: GroupOffsetsError
-     "_TRANSPORT: broker-1:9093/1: Connection reset by peer"),
-    (SilentAdmin(offsets=TimeoutError()), "OffsetFetch('orders-eos')", SILENT_DETAIL),
+    # The group's offsets: over kafka-python since design note 84 (tests/unit/test_observed_group_offsets.py).
 ])
 def test_a_health_sample_ends_with_the_no_answer_error(
     spec: PipelineSpec, monkeypatch: pytest.MonkeyPatch, admin: SilentAdmin, request_name: str, detail: str
@@ -133,19 +130,6 @@ def test_an_answer_of_the_broker_stays_the_health_probes_error(
         _sample(spec, SilentAdmin(metadata=invalid), monkeypatch)
     with pytest.raises(HealthProbeError, match=r"ListOffsets \(read_committed\) failed against"):
         probe_run_input(spec, SilentAdmin(list_offsets=invalid), timeout_s=3)  # type: ignore[arg-type]
-
-
-# -- pre-flight --------------------------------------------------------------------------------------------------
-
-
-def test_preflights_read_of_the_group_records_the_no_answer_naming_the_brokers(spec: PipelineSpec) -> None:
-    gatherer = object.__new__(cluster_facts._Gatherer)
-    gatherer.spec, gatherer.timeout_s, gatherer.gaps = spec, 3, FactGaps()
-    gatherer.admin = SilentAdmin(offsets=TIMED_OUT)  # type: ignore[assignment]
-    assert gatherer.group_offsets({TP}) is None
-    # Before: "could not read committed offsets of group 'orders-eos': ...", the brokers unnamed.
-    assert gatherer.gaps.unavailable["group_offsets"] == (
-        f"OffsetFetch('orders-eos'): no answer from the Kafka broker(s) at {BROKERS} within 3 s ({TIMED_OUT_DETAIL})")
 
 
 # -- align's write -----------------------------------------------------------------------------------------------

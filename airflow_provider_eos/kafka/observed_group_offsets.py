@@ -1,0 +1,153 @@
+"""The sink group's committed offsets as an observer reads them (health samples, pre-flight): over kafka-python.
+
+librdkafka 2.16 aborts the whole process when a coordinator-targeted admin request (its
+ListConsumerGroupOffsets) loses its connection: ``rd_kafka_enq_once_del_source_return: Assertion
+'eonce->refcnt > 0' failed`` (confluentinc/librdkafka issue 4605, design notes 83 and 84). A writer's
+read is inside the job, whose failure is the job's own; an observer runs inside processes the package
+does not own: the triggerer, which holds every DAG's triggers, and the workers. Its read goes over
+kafka-python instead, whose lost connection is an exception: the same OffsetFetch with
+``require_stable`` (KIP-447), each attempt bounded by
+:func:`~airflow_provider_eos.kafka.transactions_admin.answered_within`, retried while a transaction holds
+the offsets pending for at most the observer's wait, and read back as librdkafka reads the markers
+(:func:`~airflow_provider_eos.kafka.group_offsets.metadata_read_back`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_eos.core.acls import ResourceType
+from airflow_provider_eos.core.errors import RetryExhaustedError
+from airflow_provider_eos.core.markers import CommittedOffset, CommittedOffsets
+from airflow_provider_eos.core.topic_partition import TopicPartition
+from airflow_provider_eos.core.transactions.stable_read import observer_stable_read_timeout_ms
+from airflow_provider_eos.kafka.denials import raise_if_refused
+from airflow_provider_eos.kafka.group_offsets import GroupOffsetsError, metadata_read_back, offsets_pending_error
+from airflow_provider_eos.kafka.retriable import STABLE_OFFSETS, CoordinatorNotReady, OffsetsPending
+from airflow_provider_eos.kafka.transactions_admin import answered_within, call_deadline_s, raise_if_no_answer
+
+if TYPE_CHECKING:
+    from kafka.admin import KafkaAdminClient
+
+__all__ = ["read_observed_offsets"]
+
+#: OffsetFetch v7 (Kafka 2.5+) is the first with ``require_stable`` and the last naming one group per request.
+_OFFSET_FETCH_VERSION = 7
+#: Kafka's error codes an answer may carry that this read acts on.
+_UNSTABLE_OFFSET_COMMIT = 88
+_COORDINATOR_NOT_READY = frozenset({14, 15, 16})  # COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_COORDINATOR
+
+
+def read_observed_offsets(
+    admin: KafkaAdminClient, group_id: str, partitions: Iterable[TopicPartition], *, transaction_timeout_ms: int
+) -> CommittedOffsets:
+    """Committed offset and metadata per partition of ``group_id``; ``None`` where the group has none.
+
+    :param admin: a connected kafka-python admin client (:func:`~airflow_provider_eos.kafka.transactions_admin.
+        admin_client`); each attempt's deadline is its :func:`~airflow_provider_eos.kafka.transactions_admin.
+        call_deadline_s`.
+    :param transaction_timeout_ms: the spec's, which bounds how long a pending commit is waited for
+        (:func:`~airflow_provider_eos.core.transactions.stable_read.observer_stable_read_timeout_ms`).
+    :raises KafkaNoAnswerError: no broker answered an attempt within its deadline (retryable).
+    :raises AclMissingError: the principal may not describe the group or read a topic's offsets.
+    :raises GroupOffsetsError: offsets still pending after the observer's wait, or the group's own error.
+    """
+    from kafka.errors import KafkaError as KafkaPythonError
+
+    wanted = sorted(set(partitions))
+    if not wanted:
+        return {}
+    what = f"OffsetFetch({group_id!r})"
+    names = {ResourceType.GROUP: [group_id], ResourceType.TOPIC: sorted({t for t, _ in wanted})}
+    request = _request(group_id, wanted)
+
+    def attempt() -> CommittedOffsets:
+        try:
+            response = answered_within(admin, what, admin._manager.run, _fetch, admin, group_id, request)
+        except KafkaPythonError as exc:
+            raise_if_no_answer(admin, what, exc)
+            raise_if_refused(exc, "OffsetFetch", names)
+            if getattr(exc, "errno", None) in _COORDINATOR_NOT_READY:
+                _forget_coordinator(admin, group_id)
+                raise CoordinatorNotReady(f"{what}: {type(exc).__name__}") from exc
+            raise
+        return _offsets(admin, group_id, wanted, response, names)
+
+    stable_s = observer_stable_read_timeout_ms(transaction_timeout_ms) / 1000
+    try:
+        return STABLE_OFFSETS.bounded(timeout_s=max(call_deadline_s(admin), stable_s)).call(attempt, what=what)
+    except RetryExhaustedError as exc:
+        if isinstance(exc.last_error, OffsetsPending):
+            raise offsets_pending_error(group_id, exc.last_error.partitions, waited_s=exc.elapsed_s,
+                                        transaction_timeout_ms=transaction_timeout_ms, observer=True) from exc
+        raise _read_error(group_id, exc.message) from exc
+    except KafkaPythonError as exc:
+        raise _read_error(group_id, f"{type(exc).__name__}: {exc}") from exc
+
+
+def _request(group_id: str, wanted: list[TopicPartition]) -> Any:
+    from kafka.protocol.consumer.group import OffsetFetchRequest
+
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in wanted:
+        by_topic.setdefault(topic, []).append(partition)
+    topics = [OffsetFetchRequest.OffsetFetchRequestTopic(name=topic, partition_indexes=indexes)
+              for topic, indexes in by_topic.items()]
+    return OffsetFetchRequest(group_id=group_id, topics=topics, require_stable=True,
+                              min_version=_OFFSET_FETCH_VERSION, max_version=_OFFSET_FETCH_VERSION)
+
+
+async def _fetch(admin: KafkaAdminClient, group_id: str, request: Any) -> Any:
+    coordinator = await admin._find_coordinator_id(group_id)
+    return await admin._manager.send(request, node_id=coordinator)
+
+
+def _forget_coordinator(admin: KafkaAdminClient, group_id: str) -> None:
+    """Drop kafka-python's cached coordinator of ``group_id``: a moved one is looked up again next attempt."""
+    from kafka.protocol.metadata import CoordinatorType
+
+    coordinators = getattr(getattr(admin._manager, "cluster", None), "_coordinators", None)
+    if isinstance(coordinators, dict):
+        coordinators.pop((CoordinatorType.GROUP, group_id), None)
+
+
+def _offsets(
+    admin: KafkaAdminClient, group_id: str, wanted: list[TopicPartition], response: Any,
+    names: dict[ResourceType, list[str]],
+) -> CommittedOffsets:
+    """The answer's offsets; raises what its error codes say (retried: coordinator not ready, offsets pending)."""
+    from kafka.errors import for_code
+
+    what = f"OffsetFetch({group_id!r})"
+    codes = [(None, response.error_code)] + [
+        (TopicPartition(topic.name, part.partition_index), part.error_code)
+        for topic in response.topics for part in topic.partitions]
+    if any(code in _COORDINATOR_NOT_READY for _, code in codes):
+        _forget_coordinator(admin, group_id)
+        raise CoordinatorNotReady(f"{what}: {for_code(next(c for _, c in codes if c in _COORDINATOR_NOT_READY))}")
+    pending = [f"{tp.topic}-{tp.partition}" for tp, code in codes if tp is not None and code == _UNSTABLE_OFFSET_COMMIT]
+    if pending:
+        raise OffsetsPending(what, pending)
+    for tp, code in codes:
+        if code:
+            error = for_code(code)()
+            raise_if_refused(error, "OffsetFetch", names if tp is None else {**names, ResourceType.TOPIC: [tp.topic]})
+            where = "" if tp is None else f" partition {tp.topic}-{tp.partition}"
+            raise GroupOffsetsError(f"group {group_id!r}{where}: {type(error).__name__}",
+                                    fix="check the group's coordinator and the principal's Describe on the group")
+    found: CommittedOffsets = dict.fromkeys(wanted)
+    for topic in response.topics:
+        for part in topic.partitions:
+            if part.committed_offset >= 0:
+                found[TopicPartition(topic.name, part.partition_index)] = CommittedOffset(
+                    part.committed_offset, metadata_read_back(part.metadata or ""))
+    return found
+
+
+def _read_error(group_id: str, detail: str) -> GroupOffsetsError:
+    return GroupOffsetsError(
+        f"could not read committed offsets of group {group_id!r}: {detail}",
+        fix="check that the broker is reachable with the spec's kafka settings and that the principal may "
+        "Describe the group",
+    )
