@@ -98,6 +98,15 @@ def check_caught_up_pipeline(pipeline: CheckpointedPipeline, api: AirflowApi, *a
                   for action in actions}
     for dag, run in ((HEALTH_DAG, health_run), *((RECOVERY_DAG, run) for run in recoveries.values())):
         api.wait_for_run(dag, run, timeout_s=300)
+    # The pipeline's own health task (one mapped task per spec in the folder, other tests' too) must have
+    # reported: the pages read its report. Its log says why not.
+    tasks = api.task_instances(HEALTH_DAG, health_run)
+    mine = [ti for ti in tasks if (ti.get("rendered_map_index") or "").startswith(f"{name}: ")]
+    assert len(mine) == 1, f"run {health_run} mapped {[ti.get('rendered_map_index') for ti in tasks]}, not {name}"
+    if mine[0]["state"] != "success":
+        log = api.task_log(HEALTH_DAG, health_run, mine[0]["task_id"], try_number=mine[0]["try_number"],
+                           map_index=mine[0]["map_index"])
+        raise AssertionError(f"{name}'s health task ended {mine[0]['state']}:\n{log[-4000:]}")
     return health_run, recoveries
 
 

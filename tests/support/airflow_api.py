@@ -172,10 +172,11 @@ class AirflowApi:
                          f"/xcomEntries/{key}", deserialize=True, stringify=False)
         return entry["value"]
 
-    def task_log(self, dag_id: str, run_id: str, task_id: str, try_number: int | None = None) -> str:
-        number = try_number or self.task_instance(dag_id, run_id, task_id)["try_number"] or 1
+    def task_log(self, dag_id: str, run_id: str, task_id: str, try_number: int | None = None,
+                 map_index: int = -1) -> str:
+        number = try_number or (self.task_instance(dag_id, run_id, task_id)["try_number"] if map_index < 0 else 0) or 1
         answer = self.get(f"/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}/taskInstances/{task_id}"
-                          f"/logs/{number}", full_content=True)
+                          f"/logs/{number}", full_content=True, map_index=map_index)
         content = answer.get("content") if isinstance(answer, dict) else answer
         if isinstance(content, list):
             return "\n".join(_log_line(part) for part in content)
