@@ -25,7 +25,7 @@ from airflow_provider_eos.core.transactions.stable_read import observer_stable_r
 from airflow_provider_eos.kafka.denials import raise_if_refused
 from airflow_provider_eos.kafka.group_offsets import GroupOffsetsError, metadata_read_back, offsets_pending_error
 from airflow_provider_eos.kafka.retriable import STABLE_OFFSETS, CoordinatorNotReady, OffsetsPending
-from airflow_provider_eos.kafka.transactions_admin import answered_within, call_deadline_s, raise_if_no_answer
+from airflow_provider_eos.kafka.transactions_admin import answered_within, raise_if_no_answer
 
 if TYPE_CHECKING:
     from kafka.admin import KafkaAdminClient
@@ -46,7 +46,7 @@ def read_observed_offsets(
 
     :param admin: a connected kafka-python admin client (:func:`~airflow_provider_eos.kafka.transactions_admin.
         admin_client`); each attempt's deadline is its :func:`~airflow_provider_eos.kafka.transactions_admin.
-        call_deadline_s`.
+        call_deadline_s`, and a pending commit is waited for at least one of its request timeouts.
     :param transaction_timeout_ms: the spec's, which bounds how long a pending commit is waited for
         (:func:`~airflow_provider_eos.core.transactions.stable_read.observer_stable_read_timeout_ms`).
     :raises KafkaNoAnswerError: no broker answered an attempt within its deadline (retryable).
@@ -74,9 +74,12 @@ def read_observed_offsets(
             raise
         return _offsets(admin, group_id, wanted, response, names)
 
+    # Never shorter than one request's timeout (as librdkafka's read was): not the call's whole deadline, which
+    # adds a reconnection's and would double an observer's wait.
     stable_s = observer_stable_read_timeout_ms(transaction_timeout_ms) / 1000
+    request_s = int(admin.config["request_timeout_ms"]) / 1000
     try:
-        return STABLE_OFFSETS.bounded(timeout_s=max(call_deadline_s(admin), stable_s)).call(attempt, what=what)
+        return STABLE_OFFSETS.bounded(timeout_s=max(request_s, stable_s)).call(attempt, what=what)
     except RetryExhaustedError as exc:
         if isinstance(exc.last_error, OffsetsPending):
             raise offsets_pending_error(group_id, exc.last_error.partitions, waited_s=exc.elapsed_s,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from airflow_provider_eos.kafka import cluster_facts, observed_group_offsets
 from airflow_provider_eos.kafka.fact_gaps import FactGaps
 from airflow_provider_eos.kafka.group_offsets import GroupOffsetsError
 from airflow_provider_eos.kafka.observed_group_offsets import read_observed_offsets
+from airflow_provider_eos.kafka.retriable import STABLE_OFFSETS
 from tests.support.offset_fetch_admin import BROKERS, OffsetFetchAdmin, answer
 from tests.support.silent_admin import silent_spec
 
@@ -123,3 +125,23 @@ def test_preflight_reads_the_group_over_kafka_python(tmp_path: Path, monkeypatch
     assert gatherer.gaps.unavailable["group_offsets"].startswith(
         f"OffsetFetch('orders-eos'): no answer from the Kafka broker(s) at {BROKERS} within 1 s")
     assert admin.sent, "pre-flight's read went elsewhere"
+
+
+def test_a_pending_commit_is_waited_for_the_observers_wait_or_one_request_timeout_not_a_whole_call_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The integration test of the capped wait (tests/integration/test_observer_stable_read.py) met it: bounded by
+    the call's deadline (bootstrap wait + request timeout), the observer's 30 s became 60 s."""
+    bounds: list[float] = []
+    real_bounded = STABLE_OFFSETS.bounded
+
+    def bounded(*, timeout_s: float) -> Any:
+        bounds.append(timeout_s)
+        return real_bounded(timeout_s=timeout_s)
+
+    monkeypatch.setattr(observed_group_offsets, "STABLE_OFFSETS", SimpleNamespace(bounded=bounded))
+    monkeypatch.setattr(observed_group_offsets, "observer_stable_read_timeout_ms", lambda timeout_ms: 3_000)
+    ok = answer([("orders", 0, 7, "m", 0)])
+    _read(OffsetFetchAdmin(ok, request_timeout_ms=30_000, bootstrap_timeout_ms=30_000), partitions=(TP0,))
+    _read(OffsetFetchAdmin(ok, request_timeout_ms=1_000, bootstrap_timeout_ms=30_000), partitions=(TP0,))
+    assert bounds == [30.0, 3.0]
