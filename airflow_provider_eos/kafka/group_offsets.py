@@ -16,7 +16,6 @@ from airflow_provider_eos.core.markers import CommittedOffset, CommittedOffsets
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.core.transactions.stable_read import (
     STABLE_READ_MARGIN_MS,
-    observer_stable_read_timeout_ms,
     stable_read_timeout_ms,
 )
 from airflow_provider_eos.kafka.denials import Names, raise_if_refused, raise_if_topics_refused
@@ -83,9 +82,9 @@ def offsets_pending_error(group_id: str, partitions: Iterable[str], *, waited_s:
     )
 
 
-def read_committed_offsets(  # noqa: PLR0913  # keyword-only options with defaults
+def read_committed_offsets(
     admin: AdminClient, group_id: str, partitions: Iterable[TopicPartition], *, transaction_timeout_ms: int,
-    timeout_s: float = 30, observer: bool = False, brokers: str | None = None,
+    timeout_s: float = 30, brokers: str | None = None,
 ) -> CommittedOffsets:
     """Committed offset and metadata per partition; ``None`` where the group has none.
 
@@ -98,9 +97,6 @@ def read_committed_offsets(  # noqa: PLR0913  # keyword-only options with defaul
 
     :param transaction_timeout_ms: the spec's ``transaction_timeout_ms``, the sink's transactions' timeout.
     :param timeout_s: each request's timeout.
-    :param observer: an observer's read (health, pre-flight's facts): it waits at most
-        :data:`~airflow_provider_eos.core.transactions.stable_read.OBSERVER_STABLE_WAIT_MS`, reporting
-        a commit pending that long instead of holding its sample for a whole transaction timeout.
     :param brokers: the ``bootstrap.servers`` read from (``spec.brokers``): given, a read no broker answered
         raises :class:`~airflow_provider_eos.core.errors.KafkaNoAnswerError` naming them (as every kafka-python
         call does), instead of :class:`GroupOffsetsError`. Every reader of the package names them (note 70, 76).
@@ -122,14 +118,13 @@ def read_committed_offsets(  # noqa: PLR0913  # keyword-only options with defaul
         return result
 
     names = {ResourceType.GROUP: [group_id], ResourceType.TOPIC: sorted({t for t, _ in wanted})}
-    wait_ms = observer_stable_read_timeout_ms if observer else stable_read_timeout_ms
-    stable_s = wait_ms(transaction_timeout_ms) / 1000
+    stable_s = stable_read_timeout_ms(transaction_timeout_ms) / 1000
     try:
         result = STABLE_OFFSETS.bounded(timeout_s=max(timeout_s, stable_s)).call(fetch, what=what)
     except RetryExhaustedError as exc:
         if isinstance(exc.last_error, OffsetsPending):
             raise offsets_pending_error(group_id, exc.last_error.partitions, waited_s=exc.elapsed_s,
-                                        transaction_timeout_ms=transaction_timeout_ms, observer=observer) from exc
+                                        transaction_timeout_ms=transaction_timeout_ms) from exc
         raise _read_error(group_id, exc, names) from exc
     except (KafkaException, TimeoutError) as exc:  # TimeoutError: the future's own wait ran out first
         raise _read_error(group_id, exc, names, brokers=brokers, timeout_s=timeout_s) from exc
@@ -149,6 +144,11 @@ def _read_error(group_id: str, exc: Exception, names: Names, *, brokers: str | N
     if brokers is not None:
         raise_if_unanswered(exc, brokers=brokers, what=f"OffsetFetch({group_id!r})", timeout_s=timeout_s)
     detail = exc.message if isinstance(exc, RetryExhaustedError) else exc  # its own fix is not this one
+    return group_read_failed(group_id, str(detail))
+
+
+def group_read_failed(group_id: str, detail: str) -> GroupOffsetsError:
+    """The error of a read of the group's offsets that failed for ``detail`` (either client's reader)."""
     return GroupOffsetsError(
         f"could not read committed offsets of group {group_id!r}: {detail}",
         fix="check that the broker is reachable with the spec's kafka settings and that the principal may "

@@ -23,7 +23,12 @@ from airflow_provider_eos.core.markers import CommittedOffset, CommittedOffsets
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.core.transactions.stable_read import observer_stable_read_timeout_ms
 from airflow_provider_eos.kafka.denials import raise_if_refused
-from airflow_provider_eos.kafka.group_offsets import GroupOffsetsError, metadata_read_back, offsets_pending_error
+from airflow_provider_eos.kafka.group_offsets import (
+    GroupOffsetsError,
+    group_read_failed,
+    metadata_read_back,
+    offsets_pending_error,
+)
 from airflow_provider_eos.kafka.retriable import STABLE_OFFSETS, CoordinatorNotReady, OffsetsPending
 from airflow_provider_eos.kafka.transactions_admin import answered_within, raise_if_no_answer
 
@@ -84,9 +89,9 @@ def read_observed_offsets(
         if isinstance(exc.last_error, OffsetsPending):
             raise offsets_pending_error(group_id, exc.last_error.partitions, waited_s=exc.elapsed_s,
                                         transaction_timeout_ms=transaction_timeout_ms, observer=True) from exc
-        raise _read_error(group_id, exc.message) from exc
+        raise group_read_failed(group_id, exc.message) from exc
     except KafkaPythonError as exc:
-        raise _read_error(group_id, f"{type(exc).__name__}: {exc}") from exc
+        raise group_read_failed(group_id, f"{type(exc).__name__}: {exc}") from exc
 
 
 def _request(group_id: str, wanted: list[TopicPartition]) -> Any:
@@ -147,10 +152,3 @@ def _offsets(
                     part.committed_offset, metadata_read_back(part.metadata or ""))
     return found
 
-
-def _read_error(group_id: str, detail: str) -> GroupOffsetsError:
-    return GroupOffsetsError(
-        f"could not read committed offsets of group {group_id!r}: {detail}",
-        fix="check that the broker is reachable with the spec's kafka settings and that the principal may "
-        "Describe the group",
-    )
