@@ -59,6 +59,9 @@ DEVSTACK_USERS = f"{ADMIN_USER}:admin,{VIEWER_USER}:viewer,{GUEST_USER}:"
 Component = Literal["api-server", "scheduler", "dag-processor", "triggerer"]
 #: In start order: the api-server first, it serves the execution API the others' tasks call.
 COMPONENTS: tuple[Component, ...] = ("api-server", "scheduler", "dag-processor", "triggerer")
+#: ``[core] min_serialized_dag_update_interval``: how soon a parsed DAG may be written again, and how long the
+#: scheduler serves its cached copy of a DAG version without checking it was rewritten in place.
+SERIALIZED_DAG_WINDOW_S = 2
 
 
 class AirflowDaemon(BaseModel):
@@ -190,7 +193,7 @@ def _local_environment(info: AirflowDeploymentInfo, home: Path, jwt_secret: str,
         # and scheduler serve their cached copy unchecked): a spec added right after a parse reached the forms
         # and the health check's list only 30-60 s later, touched DAG file or not. Parses are what bound the
         # writes (a DAG is written only when it changed), so a short window costs one indexed lookup a lookup.
-        "AIRFLOW__CORE__MIN_SERIALIZED_DAG_UPDATE_INTERVAL": "2",
+        "AIRFLOW__CORE__MIN_SERIALIZED_DAG_UPDATE_INTERVAL": str(SERIALIZED_DAG_WINDOW_S),
         "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "False",
         "AIRFLOW__TRIGGERER__CAPACITY": "50",
         "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(home / "logs"),

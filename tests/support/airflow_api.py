@@ -14,6 +14,8 @@ from urllib.parse import quote
 
 import httpx
 
+from airflow_provider_eos.devstack.airflow_settings import SERIALIZED_DAG_WINDOW_S
+
 TERMINAL_RUN = frozenset({"success", "failed"})
 TERMINAL_TASK = frozenset({"success", "failed", "skipped", "upstream_failed", "removed"})
 #: How often a wait for a parse asks the dag-processor again (each parse of a DAG file costs it about a second).
@@ -104,6 +106,10 @@ class AirflowApi:
                 self.reparse(dag_id)
                 asked = time.monotonic()
             if parsed(self.dag_details(dag_id)):
+                # A version no run has used yet is rewritten in place, and the scheduler serves the copy it
+                # checked within the last window unchecked: a run created now could be expanded from the
+                # content before this parse (stop 52's health run mapped another test's spec alone).
+                time.sleep(SERIALIZED_DAG_WINDOW_S + 0.5)
                 return
             time.sleep(0.5)
         raise AssertionError(f"{dag_id} was never parsed with {what}")
