@@ -202,8 +202,7 @@ def _run(bootstrap: str, work: Path) -> int:
     from airflow_provider_eos.core.checkpoint import CheckpointReader
     from airflow_provider_eos.core.spec import PipelineSpec
     from airflow_provider_eos.core.verification import verify_checkpoint
-    from airflow_provider_eos.kafka.group_offsets import sink_group_offsets
-    from airflow_provider_eos.kafka.settings import admin_config, with_client_logger
+    from airflow_provider_eos.usecases.clients import PipelineClients
 
     spec = PipelineSpec(
         name="orders_enrich_demo", kafka={"bootstrap.servers": bootstrap}, input_topics=["demo-orders"],
@@ -252,10 +251,9 @@ def _run(bootstrap: str, work: Path) -> int:
     lost = len(valid_ids - set(produced))
     dlq_ok = Counter(dlq) == Counter(malformed)
     reader = CheckpointReader(spec.checkpoint_location)
-    from confluent_kafka.admin import AdminClient
-
     last = reader.latest_committed_batch()
-    committed = sink_group_offsets(AdminClient(with_client_logger("admin", admin_config(spec))), spec, reader)
+    with PipelineClients(spec) as clients:
+        committed = clients.committed_offsets()
     verdict = verify_checkpoint(reader, committed).overall.value
     print("[6/6] report")
     rows = [("records in", len(records)), ("records out", len(output)), ("DLQ", len(dlq)),

@@ -45,8 +45,8 @@ from airflow_provider_eos.kafka.acl_probes import read_permissions
 from airflow_provider_eos.kafka.broker_configs import describe_broker_configs
 from airflow_provider_eos.kafka.broker_protocol import read_broker_protocol
 from airflow_provider_eos.kafka.fact_gaps import FactGaps, reason
+from airflow_provider_eos.kafka.group_offset_fetch import read_group_offsets
 from airflow_provider_eos.kafka.login import connected_admin, destroy_admin
-from airflow_provider_eos.kafka.observed_group_offsets import read_observed_offsets
 from airflow_provider_eos.kafka.retriable import COORDINATOR_LOADING
 from airflow_provider_eos.kafka.settings import admin_config, sink_producer_config
 from airflow_provider_eos.kafka.topic_facts import TopicReads
@@ -161,8 +161,8 @@ class _Gatherer:
             # kafka-python, never librdkafka: a lost connection under librdkafka's read aborts the process
             # (design note 84).
             with admin_client(self.spec, timeout_ms=int(self.timeout_s * 1000)) as admin:
-                return read_observed_offsets(admin, self.spec.group_id, partitions,
-                                             transaction_timeout_ms=self.spec.transaction_timeout_ms)
+                return read_group_offsets(admin, self.spec.group_id, partitions,
+                                          transaction_timeout_ms=self.spec.transaction_timeout_ms, observer=True)
         except EosError as exc:
             self.gaps.missing("group_offsets", exc)
             return None

@@ -1,4 +1,6 @@
-"""The sink group's committed offsets and their batch markers, read and written through the admin API."""
+"""The sink group's committed offsets and their batch markers through librdkafka's admin API: the writers' reads
+inside the job, the repairs' writes, and the partitions a verification compares (every other read of the
+offsets goes over kafka-python: :mod:`airflow_provider_eos.kafka.group_offset_fetch`)."""
 
 from __future__ import annotations
 
@@ -229,15 +231,3 @@ def verification_partitions(admin: AdminClient, spec: PipelineSpec, reader: Chec
             continue
         partitions.update(TopicPartition(topic, p) for p in found.partitions)
     return partitions
-
-
-def sink_group_offsets(admin: AdminClient, spec: PipelineSpec, reader: CheckpointReader,
-                       *, timeout_s: float = 30) -> CommittedOffsets:
-    """The sink group's committed offsets and markers on every partition a verification compares.
-
-    :raises KafkaNoAnswerError: when a request got no answer within ``timeout_s``, naming the spec's brokers.
-    :raises GroupOffsetsError: when the group's offsets cannot be read for any other reason.
-    """
-    partitions = verification_partitions(admin, spec, reader, timeout_s=timeout_s)
-    return read_committed_offsets(admin, spec.group_id, partitions, transaction_timeout_ms=spec.transaction_timeout_ms,
-                                  timeout_s=timeout_s, brokers=spec.brokers)

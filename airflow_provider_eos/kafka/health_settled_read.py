@@ -17,7 +17,7 @@ from airflow_provider_eos.core.errors import EosError
 from airflow_provider_eos.core.health import VerificationSample
 from airflow_provider_eos.core.transactions import to_epoch_ms
 from airflow_provider_eos.core.verification import verify_checkpoint
-from airflow_provider_eos.kafka.observed_group_offsets import read_observed_offsets
+from airflow_provider_eos.kafka.group_offset_fetch import read_group_offsets
 
 if TYPE_CHECKING:
     from airflow_provider_eos.core.checkpoint import CheckpointReader
@@ -77,8 +77,8 @@ def settled_read(
     if not partitions:
         return _settled(lambda: {}, spec, reader)
     with admin_client(spec, timeout_ms=int(timeout_s * 1000)) as group_admin:
-        return _settled(lambda: read_observed_offsets(group_admin, spec.group_id, partitions,
-                                                      transaction_timeout_ms=spec.transaction_timeout_ms),
+        return _settled(lambda: read_group_offsets(group_admin, spec.group_id, partitions,
+                                                   transaction_timeout_ms=spec.transaction_timeout_ms, observer=True),
                         spec, reader)
 
 

@@ -23,12 +23,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_eos.core.checkpoint import CheckpointReader
-from airflow_provider_eos.core.errors import CheckpointError
+from airflow_provider_eos.core.errors import CheckpointError, KafkaConfigError
 from airflow_provider_eos.core.offsets_expiry import RetentionReading
 from airflow_provider_eos.core.secrets import redact_config
-from airflow_provider_eos.kafka.group_offsets import sink_group_offsets
+from airflow_provider_eos.kafka.group_offset_fetch import read_group_offsets
+from airflow_provider_eos.kafka.group_offsets import read_committed_offsets, verification_partitions
 from airflow_provider_eos.kafka.reachability import DEFAULT_CONNECT_TIMEOUT_S
-from airflow_provider_eos.kafka.settings import admin_config
+from airflow_provider_eos.kafka.settings import admin_config, kafka_python_config
 
 if TYPE_CHECKING:
     from confluent_kafka.admin import AdminClient
@@ -133,9 +134,28 @@ class PipelineClients:
         return self.checkpoint
 
     def committed_offsets(self) -> CommittedOffsets:
-        """The sink group's committed offsets and markers on every partition a verification compares."""
+        """The sink group's committed offsets and markers on every partition a verification compares
+        (:func:`~airflow_provider_eos.kafka.group_offsets.verification_partitions`), read stable.
+
+        Over kafka-python (design note 85): librdkafka's read aborts the process when its connection drops, and
+        verification runs in front of an on-call engineer, while brokers misbehave.
+
+        :raises KafkaNoAnswerError: a request got no answer in time, naming the spec's brokers (retryable).
+        :raises GroupOffsetsError: offsets still pending after a transaction's longest life, or the read failed.
+        :raises TransactionsAdminError: kafka-python could not connect where librdkafka had.
+        """
         self.require_kafka()
-        return sink_group_offsets(self.admin, self.spec, self.checkpoint, timeout_s=self.timeout_s)
+        spec = self.spec
+        partitions = verification_partitions(self.admin, spec, self.checkpoint, timeout_s=self.timeout_s)
+        if not partitions:
+            return {}
+        if not _kafka_python_speaks(spec):
+            # Settings kafka-python cannot take (SASL OAUTHBEARER): librdkafka's read, as before note 85.
+            return read_committed_offsets(self.admin, spec.group_id, partitions, brokers=spec.brokers,
+                                          transaction_timeout_ms=spec.transaction_timeout_ms, timeout_s=self.timeout_s)
+        with self.transactions_admin() as admin:
+            return read_group_offsets(admin, spec.group_id, partitions,
+                                      transaction_timeout_ms=spec.transaction_timeout_ms, observer=False)
 
     def offsets_retention(self) -> RetentionReading:
         """The brokers' ``offsets.retention.minutes`` as of now, for the expiry of a batch in flight (note 55).
@@ -156,7 +176,7 @@ class PipelineClients:
 
     @contextlib.contextmanager
     def transactions_admin(self) -> Iterator[KafkaAdminClient]:
-        """A kafka-python admin client for the transaction calls (KIP-664), closed on exit.
+        """A kafka-python admin client for the transaction calls (KIP-664) and the group's offsets, closed on exit.
 
         Not cached as :attr:`admin` is: confluent-kafka has none of these calls, and the
         kafka-python client holds sockets a use case should give back when it is done.
@@ -175,3 +195,12 @@ class PipelineClients:
         self.require_kafka()
         with self.transactions_admin() as admin:
             return scan_prefix(admin, self.spec.transactional_id_prefix)
+
+
+def _kafka_python_speaks(spec: PipelineSpec) -> bool:
+    """Whether kafka-python can connect with the spec's settings (it has no OAUTHBEARER token provider here)."""
+    try:
+        kafka_python_config(spec.kafka)
+    except KafkaConfigError:
+        return False
+    return True

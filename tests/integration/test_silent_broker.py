@@ -304,7 +304,7 @@ def _read_unanswered(raised: BaseException | str, pauses: PausedInScans, bootstr
 @pytest.mark.parametrize(("reader", "request_name", "deadline_s"), [
     # Over kafka-python since design note 84 (its call's deadline): under librdkafka's read this pause aborted the
     # process (librdkafka 2.16, confluentinc/librdkafka#4605).
-    ("read_observed_offsets", "OffsetFetch({group!r})", DEADLINE_S),
+    ("read_group_offsets", "OffsetFetch({group!r})", DEADLINE_S),
     ("list_log_offsets", "ListOffsets (read_committed)", TIMEOUT_S),  # before: HealthProbeError, brokers unnamed
 ])
 def test_a_health_samples_offset_reads_end_with_the_typed_error_when_the_broker_stops_answering(
@@ -314,7 +314,7 @@ def test_a_health_samples_offset_reads_end_with_the_typed_error_when_the_broker_
 ) -> None:
     """The sample's own reads (design note 76): the broker answers the sample's metadata, then is paused for its
     read of the sink group's offsets (kafka-python, note 84), or of the logs' last stable offsets (confluent-kafka)."""
-    module = health_settled_read if reader == "read_observed_offsets" else health_probe
+    module = health_settled_read if reader == "read_group_offsets" else health_probe
     monkeypatch.setattr(module, reader, pauses.wrap_call(getattr(module, reader)))
     clients = clients_of(spec)
     with pytest.raises(EosError) as raised:
@@ -327,7 +327,7 @@ def test_preflights_read_of_the_group_is_not_read_naming_the_brokers_when_the_br
 ) -> None:
     """Pre-flight records the group's offsets as not read, with the no-answer error's words (before: "could not
     read committed offsets of group ...", the brokers unnamed), and goes on once the broker answers again."""
-    monkeypatch.setattr(cluster_facts, "read_observed_offsets", pauses.wrap_call(cluster_facts.read_observed_offsets))
+    monkeypatch.setattr(cluster_facts, "read_group_offsets", pauses.wrap_call(cluster_facts.read_group_offsets))
     facts = cluster_facts.gather_facts(spec, timeout_s=TIMEOUT_S)
     assert facts.group_offsets is None
     _read_unanswered(facts.unavailable["group_offsets"], pauses, bootstrap, f"OffsetFetch({spec.group_id!r})",

@@ -1,5 +1,5 @@
 """A kafka-python admin client stand-in that answers OffsetFetch from a script, for the unit tests of the observers'
-read of the group's offsets (tests/unit/test_observed_group_offsets.py). The answers are kafka-python's own
+read of the group's offsets (tests/unit/test_group_offset_fetch.py). The answers are kafka-python's own
 response objects; the real broker: tests/integration/test_health_live.py and test_silent_broker.py.
 """
 

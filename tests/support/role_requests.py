@@ -66,7 +66,7 @@ def _job(spec: PipelineSpec) -> list[Call]:
         Call("DescribeConfigs(TOPIC)", {"TOPIC": internal}, f"{topic_reads}: internal_topics (min.insync.replicas)"),
         Call("FindCoordinator(GROUP)", {"GROUP": group}, f"{preflight}: describe_consumer_groups"),
         Call("DescribeGroups", {"GROUP": group}, f"{preflight}: describe_consumer_groups"),
-        Call("OffsetFetch", {"GROUP": group, "TOPIC": inputs}, f"{preflight}: read_observed_offsets"),
+        Call("OffsetFetch", {"GROUP": group, "TOPIC": inputs}, f"{preflight}: read_group_offsets"),
         Call("FindCoordinator(TRANSACTION)", {"TRANSACTIONAL_ID": ids}, f"{preflight}: scan_prefix"),
         Call("DescribeTransactions", {"TRANSACTIONAL_ID": ids}, f"{preflight}: scan_prefix"),
         Call("ListTransactions", {"TRANSACTIONAL_ID": ids}, f"{preflight}: scan_prefix"),
@@ -113,8 +113,8 @@ def _recovery(spec: PipelineSpec, *, hanging_abort: bool) -> list[Call]:
     abort = "usecases/abort.py, kafka/transactions_admin.py"
     calls = [
         Call("Metadata", {"TOPIC": inputs}, f"{offsets}: verification_partitions"),
-        Call("FindCoordinator(GROUP)", {"GROUP": group}, f"{offsets}: read_committed_offsets"),
-        Call("OffsetFetch", {"GROUP": group, "TOPIC": inputs}, f"{offsets}: read_committed_offsets"),
+        Call("FindCoordinator(GROUP)", {"GROUP": group}, "kafka/group_offset_fetch.py: read_group_offsets"),
+        Call("OffsetFetch", {"GROUP": group, "TOPIC": inputs}, "kafka/group_offset_fetch.py: read_group_offsets"),
         Call("OffsetCommit", {"GROUP": group, "TOPIC": inputs}, "usecases/align.py: write_committed_offsets"),
         Call("DescribeConfigs(BROKER)", where="usecases/verify.py: offsets_retention (a batch in flight's expiry)"),
         Call("Metadata", {"TOPIC": sink}, f"{abort}: topic_partitions"),

@@ -1,10 +1,12 @@
-"""verify's reads of the sink group: a request no broker answered ends as a kafka-python call's does.
+"""The librdkafka reads of the sink group: a request no broker answered ends as a kafka-python call's does.
 
 A broker that accepts connections and never answers (its process paused) fails librdkafka's requests with its
 own verdicts (``_TIMED_OUT``, ``_TRANSPORT``...), or the caller's wait on the request's future runs out first.
-verify (and align, rewind: :func:`sink_group_offsets`) then raises the retryable :class:`KafkaNoAnswerError`
+verify's Metadata request (:func:`verification_partitions`) and the writers' offset reads
+(:func:`read_committed_offsets` with the spec's brokers) then raise the retryable :class:`KafkaNoAnswerError`
 naming the brokers and the request, as every kafka-python call does; an answer of the broker (a refusal, an
-invalid group) stays what it was. The real paused broker: tests/integration/test_silent_broker.py.
+invalid group) stays what it was. verify reads the offsets themselves over kafka-python (design note 85:
+tests/unit/test_group_offset_fetch.py). The real paused broker: tests/integration/test_silent_broker.py.
 """
 
 from __future__ import annotations
@@ -17,7 +19,11 @@ from confluent_kafka import KafkaError, KafkaException
 from airflow_provider_eos.core.errors import AclMissingError, KafkaNoAnswerError
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.topic_partition import TopicPartition
-from airflow_provider_eos.kafka.group_offsets import GroupOffsetsError, read_committed_offsets, sink_group_offsets
+from airflow_provider_eos.kafka.group_offsets import (
+    GroupOffsetsError,
+    read_committed_offsets,
+    verification_partitions,
+)
 from airflow_provider_eos.usecases.clients import PipelineClients
 from airflow_provider_eos.usecases.verify import verify
 from tests.support.silent_admin import BROKERS, TIMED_OUT, TRANSPORT, silent_spec
@@ -29,9 +35,13 @@ def spec(tmp_path: Path) -> PipelineSpec:
     return silent_spec(tmp_path)
 
 
-def _sink_group_offsets(spec: PipelineSpec, admin: _Admin) -> None:
-    clients = PipelineClients(spec)
-    sink_group_offsets(admin, spec, clients.checkpoint, timeout_s=3)  # type: ignore[arg-type]  # the fake
+def _writers_read(spec: PipelineSpec, admin: _Admin) -> None:
+    read_committed_offsets(admin, spec.group_id, [TopicPartition("orders", 0)],  # type: ignore[arg-type]  # the fake
+                           transaction_timeout_ms=spec.transaction_timeout_ms, timeout_s=3, brokers=spec.brokers)
+
+
+def _verification_partitions(spec: PipelineSpec, admin: _Admin) -> None:
+    verification_partitions(admin, spec, PipelineClients(spec).checkpoint, timeout_s=3)  # type: ignore[arg-type]
 
 
 def test_verify_ends_with_the_no_answer_error_naming_the_brokers_and_the_request(spec: PipelineSpec) -> None:
@@ -57,7 +67,7 @@ def test_the_group_offsets_request_unanswered_is_the_no_answer_error(
     spec: PipelineSpec, error: BaseException, detail: str
 ) -> None:
     with pytest.raises(KafkaNoAnswerError) as raised:
-        _sink_group_offsets(spec, _Admin(offsets=error))
+        _writers_read(spec, _Admin(offsets=error))
     assert raised.value.message == (
         f"OffsetFetch('orders-eos'): no answer from the Kafka broker(s) at {BROKERS} within 3 s ({detail})")
 
@@ -65,13 +75,13 @@ def test_the_group_offsets_request_unanswered_is_the_no_answer_error(
 def test_an_answer_of_the_broker_keeps_its_own_error(spec: PipelineSpec) -> None:
     invalid = KafkaException(KafkaError(KafkaError.INVALID_GROUP_ID, "Broker: Invalid group.id"))
     with pytest.raises(GroupOffsetsError, match="could not read committed offsets of group 'orders-eos'"):
-        _sink_group_offsets(spec, _Admin(offsets=invalid))
+        _writers_read(spec, _Admin(offsets=invalid))
     refused = KafkaException(KafkaError(KafkaError.GROUP_AUTHORIZATION_FAILED, "Broker: Group authorization failed"))
     with pytest.raises(AclMissingError):
-        _sink_group_offsets(spec, _Admin(offsets=refused))
+        _writers_read(spec, _Admin(offsets=refused))
     unknown = KafkaException(KafkaError(KafkaError._INVALID_ARG, "Local: Invalid argument or configuration"))
     with pytest.raises(GroupOffsetsError, match="could not read topic metadata from 'broker-1:9093,broker-2:9093'"):
-        _sink_group_offsets(spec, _Admin(metadata=unknown))
+        _verification_partitions(spec, _Admin(metadata=unknown))
 
 
 @pytest.mark.parametrize("error", [TIMED_OUT, TimeoutError()])

@@ -102,7 +102,7 @@ def _sample(spec: PipelineSpec, admin: SilentAdmin, monkeypatch: pytest.MonkeyPa
 
 @pytest.mark.parametrize(("admin", "request_name", "detail"), [
     (SilentAdmin(metadata=TIMED_OUT), "Metadata", TIMED_OUT_DETAIL),  # before: HealthProbeError
-    # The group's offsets: over kafka-python since design note 84 (tests/unit/test_observed_group_offsets.py).
+    # The group's offsets: over kafka-python since design note 84 (tests/unit/test_group_offset_fetch.py).
 ])
 def test_a_health_sample_ends_with_the_no_answer_error(
     spec: PipelineSpec, monkeypatch: pytest.MonkeyPatch, admin: SilentAdmin, request_name: str, detail: str

@@ -1,7 +1,8 @@
-"""The observers' read of the sink group's offsets (health samples, pre-flight) over kafka-python's OffsetFetch.
+"""The read of the sink group's offsets outside the job (health samples, pre-flight, verification) over
+kafka-python's OffsetFetch.
 
 It replaced librdkafka's ListConsumerGroupOffsets there, which aborts the whole process when its connection is
-lost (librdkafka 2.16, confluentinc/librdkafka#4605; design note 84). The same answers must read the same: the
+lost (librdkafka 2.16, confluentinc/librdkafka#4605; design notes 84, 85). The same answers must read the same: the
 stable read's retries, the markers without librdkafka's NUL, refusals as the missing ACL, no answer as
 :class:`KafkaNoAnswerError`. Against the real broker: tests/integration/test_health_live.py (markers, verdicts)
 and tests/integration/test_silent_broker.py (the broker paused under this read).
@@ -20,26 +21,28 @@ from kafka.errors import GroupAuthorizationFailedError, RequestTimedOutError
 from airflow_provider_eos.core.errors import AclMissingError, KafkaNoAnswerError
 from airflow_provider_eos.core.markers import CommittedOffset
 from airflow_provider_eos.core.topic_partition import TopicPartition
-from airflow_provider_eos.kafka import cluster_facts, observed_group_offsets
+from airflow_provider_eos.core.transactions.stable_read import OBSERVER_STABLE_WAIT_MS, STABLE_READ_MARGIN_MS
+from airflow_provider_eos.kafka import cluster_facts, group_offset_fetch
 from airflow_provider_eos.kafka.fact_gaps import FactGaps
+from airflow_provider_eos.kafka.group_offset_fetch import read_group_offsets
 from airflow_provider_eos.kafka.group_offsets import GroupOffsetsError
-from airflow_provider_eos.kafka.observed_group_offsets import read_observed_offsets
 from airflow_provider_eos.kafka.retriable import STABLE_OFFSETS
+from airflow_provider_eos.usecases.clients import PipelineClients
 from tests.support.offset_fetch_admin import BROKERS, OffsetFetchAdmin, answer
-from tests.support.silent_admin import silent_spec
+from tests.support.silent_admin import TIMED_OUT, SilentAdmin, silent_spec
 
 TP0, TP1 = TopicPartition("orders", 0), TopicPartition("orders", 1)
 UNSTABLE, NOT_COORDINATOR, TOPIC_REFUSED, GROUP_REFUSED = 88, 16, 29, 30
 
 
 def _read(admin: OffsetFetchAdmin, partitions: Any = (TP0, TP1)) -> Any:
-    return read_observed_offsets(admin, "orders-eos", partitions, transaction_timeout_ms=60_000)  # type: ignore[arg-type]
+    return read_group_offsets(admin, "orders-eos", partitions, transaction_timeout_ms=60_000, observer=True)  # type: ignore[arg-type]
 
 
 @pytest.fixture
 def short_observer_wait(monkeypatch: pytest.MonkeyPatch) -> None:
     """The observer's wait for a pending commit cut to 0.3 s (60 s in the product)."""
-    monkeypatch.setattr(observed_group_offsets, "observer_stable_read_timeout_ms", lambda timeout_ms: 300)
+    monkeypatch.setattr(group_offset_fetch, "observer_stable_read_timeout_ms", lambda timeout_ms: 300)
 
 
 def test_offsets_and_markers_read_as_librdkafka_read_them() -> None:
@@ -139,9 +142,63 @@ def test_a_pending_commit_is_waited_for_the_observers_wait_or_one_request_timeou
         bounds.append(timeout_s)
         return real_bounded(timeout_s=timeout_s)
 
-    monkeypatch.setattr(observed_group_offsets, "STABLE_OFFSETS", SimpleNamespace(bounded=bounded))
-    monkeypatch.setattr(observed_group_offsets, "observer_stable_read_timeout_ms", lambda timeout_ms: 3_000)
+    monkeypatch.setattr(group_offset_fetch, "STABLE_OFFSETS", SimpleNamespace(bounded=bounded))
+    monkeypatch.setattr(group_offset_fetch, "observer_stable_read_timeout_ms", lambda timeout_ms: 3_000)
     ok = answer([("orders", 0, 7, "m", 0)])
     _read(OffsetFetchAdmin(ok, request_timeout_ms=30_000, bootstrap_timeout_ms=30_000), partitions=(TP0,))
     _read(OffsetFetchAdmin(ok, request_timeout_ms=1_000, bootstrap_timeout_ms=30_000), partitions=(TP0,))
     assert bounds == [30.0, 3.0]
+
+
+def test_a_non_observer_waits_as_long_as_a_transaction_can_be_open(monkeypatch: pytest.MonkeyPatch) -> None:
+    """verify and the recovery actions act on what they read: a pending commit is waited for as the writers wait
+    for it (the spec's transaction timeout plus the broker's margin), never the observer's cap."""
+    bounds: list[float] = []
+    real_bounded = STABLE_OFFSETS.bounded
+
+    def bounded(*, timeout_s: float) -> Any:
+        bounds.append(timeout_s)
+        return real_bounded(timeout_s=timeout_s)
+
+    monkeypatch.setattr(group_offset_fetch, "STABLE_OFFSETS", SimpleNamespace(bounded=bounded))
+    ok = answer([("orders", 0, 7, "m", 0)])
+    for observer in (True, False):
+        read_group_offsets(OffsetFetchAdmin(ok, request_timeout_ms=1_000), "orders-eos", (TP0,),  # type: ignore[arg-type]
+                           transaction_timeout_ms=900_000, observer=observer)
+    assert bounds == [OBSERVER_STABLE_WAIT_MS / 1000, (900_000 + STABLE_READ_MARGIN_MS) / 1000]
+
+
+def test_verify_reads_the_group_over_kafka_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Design note 85: verification's read of the offsets (verify, align, rewind) is kafka-python's OffsetFetch; the
+    librdkafka client reads the topics' partitions only (its ListConsumerGroupOffsets would fail this test)."""
+    import contextlib
+
+    spec = silent_spec(tmp_path)
+    fetch = OffsetFetchAdmin(answer([("orders", 0, 42, "eos1:q:7\0", 0)]))
+    clients = PipelineClients(spec, timeout_s=3)
+    clients.__dict__["admin"] = SilentAdmin(offsets=AssertionError("librdkafka's group read was used"))
+    monkeypatch.setattr(PipelineClients, "transactions_admin", lambda self: contextlib.nullcontext(fetch))
+    assert clients.committed_offsets() == {TP0: CommittedOffset(42, "eos1:q:7")}
+    [(request, _)] = fetch.sent
+    assert request.require_stable and request.group_id == "orders-eos"
+
+
+def test_verify_with_settings_kafka_python_cannot_take_reads_through_librdkafka(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An OAUTHBEARER spec: kafka-python has no token provider here, so verification keeps librdkafka's read (and its
+    no-answer error) rather than refusing a spec it could verify before note 85."""
+    spec = silent_spec(tmp_path)
+    spec = spec.model_copy(update={"kafka": {**spec.kafka, "sasl.oauthbearer.config": "principal=eos"}})
+    clients = PipelineClients(spec, timeout_s=3)
+    clients.__dict__["admin"] = SilentAdmin(offsets=TIMED_OUT)
+
+    def no_kafka_python(self: PipelineClients) -> Any:
+        raise AssertionError("kafka-python was used with settings it cannot take")
+
+    monkeypatch.setattr(PipelineClients, "transactions_admin", no_kafka_python)
+    with pytest.raises(KafkaNoAnswerError) as raised:
+        clients.committed_offsets()
+    expected = f"OffsetFetch('orders-eos'): no answer from the Kafka broker(s) at {BROKERS}"
+    assert raised.value.message.startswith(expected), raised.value.message
+    assert "_TIMED_OUT" in raised.value.message, raised.value.message  # librdkafka's verdict

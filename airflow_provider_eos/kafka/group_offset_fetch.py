@@ -1,15 +1,17 @@
-"""The sink group's committed offsets as an observer reads them (health samples, pre-flight): over kafka-python.
+"""The sink group's committed offsets as the package reads them outside the job: over kafka-python.
 
 librdkafka 2.16 aborts the whole process when a coordinator-targeted admin request (its
 ListConsumerGroupOffsets) loses its connection: ``rd_kafka_enq_once_del_source_return: Assertion
-'eonce->refcnt > 0' failed`` (confluentinc/librdkafka issue 4605, design notes 83 and 84). A writer's
-read is inside the job, whose failure is the job's own; an observer runs inside processes the package
-does not own: the triggerer, which holds every DAG's triggers, and the workers. Its read goes over
-kafka-python instead, whose lost connection is an exception: the same OffsetFetch with
+'eonce->refcnt > 0' failed`` (confluentinc/librdkafka issue 4605, design notes 83 to 85). A writer's
+read is inside the job, whose failure is the job's own; every other reader runs in a process the
+package does not own, or in front of a person: the triggerer, which holds every DAG's triggers
+(health), a worker's task (pre-flight, verification, the recovery actions) and ``eos verify`` at
+an on-call engineer's prompt, all of which are needed most while brokers misbehave. Their read goes
+over kafka-python instead, whose lost connection is an exception: the same OffsetFetch with
 ``require_stable`` (KIP-447), each attempt bounded by
 :func:`~airflow_provider_eos.kafka.transactions_admin.answered_within`, retried while a transaction holds
-the offsets pending for at most the observer's wait, and read back as librdkafka reads the markers
-(:func:`~airflow_provider_eos.kafka.group_offsets.metadata_read_back`).
+the offsets pending (an observer's capped wait, or the full wait a transaction can last), and read back
+as librdkafka reads the markers (:func:`~airflow_provider_eos.kafka.group_offsets.metadata_read_back`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,10 @@ from airflow_provider_eos.core.acls import ResourceType
 from airflow_provider_eos.core.errors import RetryExhaustedError
 from airflow_provider_eos.core.markers import CommittedOffset, CommittedOffsets
 from airflow_provider_eos.core.topic_partition import TopicPartition
-from airflow_provider_eos.core.transactions.stable_read import observer_stable_read_timeout_ms
+from airflow_provider_eos.core.transactions.stable_read import (
+    observer_stable_read_timeout_ms,
+    stable_read_timeout_ms,
+)
 from airflow_provider_eos.kafka.denials import raise_if_refused
 from airflow_provider_eos.kafka.group_offsets import (
     GroupOffsetsError,
@@ -35,7 +40,7 @@ from airflow_provider_eos.kafka.transactions_admin import answered_within, raise
 if TYPE_CHECKING:
     from kafka.admin import KafkaAdminClient
 
-__all__ = ["read_observed_offsets"]
+__all__ = ["read_group_offsets"]
 
 #: OffsetFetch v7 (Kafka 2.5+) is the first with ``require_stable`` and the last naming one group per request.
 _OFFSET_FETCH_VERSION = 7
@@ -44,19 +49,23 @@ _UNSTABLE_OFFSET_COMMIT = 88
 _COORDINATOR_NOT_READY = frozenset({14, 15, 16})  # COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_COORDINATOR
 
 
-def read_observed_offsets(
-    admin: KafkaAdminClient, group_id: str, partitions: Iterable[TopicPartition], *, transaction_timeout_ms: int
+def read_group_offsets(
+    admin: KafkaAdminClient, group_id: str, partitions: Iterable[TopicPartition], *, transaction_timeout_ms: int,
+    observer: bool,
 ) -> CommittedOffsets:
     """Committed offset and metadata per partition of ``group_id``; ``None`` where the group has none.
 
     :param admin: a connected kafka-python admin client (:func:`~airflow_provider_eos.kafka.transactions_admin.
         admin_client`); each attempt's deadline is its :func:`~airflow_provider_eos.kafka.transactions_admin.
         call_deadline_s`, and a pending commit is waited for at least one of its request timeouts.
-    :param transaction_timeout_ms: the spec's, which bounds how long a pending commit is waited for
-        (:func:`~airflow_provider_eos.core.transactions.stable_read.observer_stable_read_timeout_ms`).
+    :param transaction_timeout_ms: the spec's, which bounds how long a pending commit is waited for.
+    :param observer: the reader only reports what it sees (health, pre-flight): its wait for a pending commit is
+        capped (:func:`~airflow_provider_eos.core.transactions.stable_read.observer_stable_read_timeout_ms`).
+        Otherwise (verification, the recovery actions) it waits as long as such a transaction can be open
+        (:func:`~airflow_provider_eos.core.transactions.stable_read.stable_read_timeout_ms`), as the writers do.
     :raises KafkaNoAnswerError: no broker answered an attempt within its deadline (retryable).
     :raises AclMissingError: the principal may not describe the group or read a topic's offsets.
-    :raises GroupOffsetsError: offsets still pending after the observer's wait, or the group's own error.
+    :raises GroupOffsetsError: offsets still pending after the wait, or the group's own error.
     """
     from kafka.errors import KafkaError as KafkaPythonError
 
@@ -81,14 +90,15 @@ def read_observed_offsets(
 
     # Never shorter than one request's timeout (as librdkafka's read was): not the call's whole deadline, which
     # adds a reconnection's and would double an observer's wait.
-    stable_s = observer_stable_read_timeout_ms(transaction_timeout_ms) / 1000
+    wait_ms = (observer_stable_read_timeout_ms if observer else stable_read_timeout_ms)(transaction_timeout_ms)
+    stable_s = wait_ms / 1000
     request_s = int(admin.config["request_timeout_ms"]) / 1000
     try:
         return STABLE_OFFSETS.bounded(timeout_s=max(request_s, stable_s)).call(attempt, what=what)
     except RetryExhaustedError as exc:
         if isinstance(exc.last_error, OffsetsPending):
             raise offsets_pending_error(group_id, exc.last_error.partitions, waited_s=exc.elapsed_s,
-                                        transaction_timeout_ms=transaction_timeout_ms, observer=True) from exc
+                                        transaction_timeout_ms=transaction_timeout_ms, observer=observer) from exc
         raise group_read_failed(group_id, exc.message) from exc
     except KafkaPythonError as exc:
         raise group_read_failed(group_id, f"{type(exc).__name__}: {exc}") from exc
