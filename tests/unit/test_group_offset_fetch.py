@@ -130,11 +130,9 @@ def test_preflight_reads_the_group_over_kafka_python(tmp_path: Path, monkeypatch
     assert admin.sent, "pre-flight's read went elsewhere"
 
 
-def test_a_pending_commit_is_waited_for_the_observers_wait_or_one_request_timeout_not_a_whole_call_deadline(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The integration test of the capped wait (tests/integration/test_observer_stable_read.py) met it: bounded by
-    the call's deadline (bootstrap wait + request timeout), the observer's 30 s became 60 s."""
+@pytest.fixture
+def wait_bounds(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The seconds each read's wait for a pending commit was bounded by, in order."""
     bounds: list[float] = []
     real_bounded = STABLE_OFFSETS.bounded
 
@@ -143,29 +141,29 @@ def test_a_pending_commit_is_waited_for_the_observers_wait_or_one_request_timeou
         return real_bounded(timeout_s=timeout_s)
 
     monkeypatch.setattr(group_offset_fetch, "STABLE_OFFSETS", SimpleNamespace(bounded=bounded))
+    return bounds
+
+
+def test_a_pending_commit_is_waited_for_the_observers_wait_or_one_request_timeout_not_a_whole_call_deadline(
+    monkeypatch: pytest.MonkeyPatch, wait_bounds: list[float],
+) -> None:
+    """The integration test of the capped wait (tests/integration/test_observer_stable_read.py) met it: bounded by
+    the call's deadline (bootstrap wait + request timeout), the observer's 30 s became 60 s."""
     monkeypatch.setattr(group_offset_fetch, "observer_stable_read_timeout_ms", lambda timeout_ms: 3_000)
     ok = answer([("orders", 0, 7, "m", 0)])
     _read(OffsetFetchAdmin(ok, request_timeout_ms=30_000, bootstrap_timeout_ms=30_000), partitions=(TP0,))
     _read(OffsetFetchAdmin(ok, request_timeout_ms=1_000, bootstrap_timeout_ms=30_000), partitions=(TP0,))
-    assert bounds == [30.0, 3.0]
+    assert wait_bounds == [30.0, 3.0]
 
 
-def test_a_non_observer_waits_as_long_as_a_transaction_can_be_open(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_non_observer_waits_as_long_as_a_transaction_can_be_open(wait_bounds: list[float]) -> None:
     """verify and the recovery actions act on what they read: a pending commit is waited for as the writers wait
     for it (the spec's transaction timeout plus the broker's margin), never the observer's cap."""
-    bounds: list[float] = []
-    real_bounded = STABLE_OFFSETS.bounded
-
-    def bounded(*, timeout_s: float) -> Any:
-        bounds.append(timeout_s)
-        return real_bounded(timeout_s=timeout_s)
-
-    monkeypatch.setattr(group_offset_fetch, "STABLE_OFFSETS", SimpleNamespace(bounded=bounded))
     ok = answer([("orders", 0, 7, "m", 0)])
     for observer in (True, False):
         read_group_offsets(OffsetFetchAdmin(ok, request_timeout_ms=1_000), "orders-eos", (TP0,),  # type: ignore[arg-type]
                            transaction_timeout_ms=900_000, observer=observer)
-    assert bounds == [OBSERVER_STABLE_WAIT_MS / 1000, (900_000 + STABLE_READ_MARGIN_MS) / 1000]
+    assert wait_bounds == [OBSERVER_STABLE_WAIT_MS / 1000, (900_000 + STABLE_READ_MARGIN_MS) / 1000]
 
 
 def test_verify_reads_the_group_over_kafka_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
