@@ -117,10 +117,11 @@ def merge(recorded: dict[str, float], measured: dict[str, float], repo: Path) ->
     """The record after a run: its measurements, and the earlier records of the tests it did not run.
 
     A run of ``make test`` leaves out the long proofs (``make test-long``), whose records still set
-    their timeouts; a record whose module is gone is dropped.
+    their timeouts; a record whose module is gone is dropped, also a measurement of a module renamed
+    since the run (a CI log of an older commit).
     """
-    kept = {nodeid: seconds for nodeid, seconds in recorded.items() if (repo / module_of(nodeid)).exists()}
-    return dict(sorted({**kept, **measured}.items()))
+    merged = {**recorded, **measured}
+    return dict(sorted((nodeid, seconds) for nodeid, seconds in merged.items() if (repo / module_of(nodeid)).exists()))
 
 
 if __name__ == "__main__":
