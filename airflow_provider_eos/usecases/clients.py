@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_eos.core.checkpoint import CheckpointReader
-from airflow_provider_eos.core.errors import CheckpointError, KafkaConfigError
+from airflow_provider_eos.core.errors import CheckpointError
 from airflow_provider_eos.core.offsets_expiry import RetentionReading
 from airflow_provider_eos.core.secrets import redact_config
 from airflow_provider_eos.kafka.group_offset_fetch import read_group_offsets
 from airflow_provider_eos.kafka.group_offsets import read_committed_offsets, verification_partitions
 from airflow_provider_eos.kafka.reachability import DEFAULT_CONNECT_TIMEOUT_S
-from airflow_provider_eos.kafka.settings import admin_config, kafka_python_config
+from airflow_provider_eos.kafka.settings import admin_config, kafka_python_can_take
 
 if TYPE_CHECKING:
     from confluent_kafka.admin import AdminClient
@@ -149,7 +149,7 @@ class PipelineClients:
         partitions = verification_partitions(self.admin, spec, self.checkpoint, timeout_s=self.timeout_s)
         if not partitions:
             return {}
-        if not _kafka_python_speaks(spec):
+        if not kafka_python_can_take(spec.kafka):
             # Settings kafka-python cannot take (SASL OAUTHBEARER): librdkafka's read, as before note 85.
             return read_committed_offsets(self.admin, spec.group_id, partitions, brokers=spec.brokers,
                                           transaction_timeout_ms=spec.transaction_timeout_ms, timeout_s=self.timeout_s)
@@ -196,11 +196,3 @@ class PipelineClients:
         with self.transactions_admin() as admin:
             return scan_prefix(admin, self.spec.transactional_id_prefix)
 
-
-def _kafka_python_speaks(spec: PipelineSpec) -> bool:
-    """Whether kafka-python can connect with the spec's settings (it has no OAUTHBEARER token provider here)."""
-    try:
-        kafka_python_config(spec.kafka)
-    except KafkaConfigError:
-        return False
-    return True

@@ -1,4 +1,4 @@
-"""A kafka-python admin client stand-in that answers OffsetFetch from a script, for the unit tests of the observers'
+"""A kafka-python admin client stand-in that answers OffsetFetch from a script, for the unit tests of the kafka-python
 read of the group's offsets (tests/unit/test_group_offset_fetch.py). The answers are kafka-python's own
 response objects; the real broker: tests/integration/test_health_live.py and test_silent_broker.py.
 """

@@ -23,7 +23,7 @@ from airflow_provider_eos.kafka.settings.java import (
     spark_sink_options,
     spark_source_options,
 )
-from airflow_provider_eos.kafka.settings.kafka_python import kafka_python_config, protect_secrets
+from airflow_provider_eos.kafka.settings.kafka_python import kafka_python_can_take, kafka_python_config, protect_secrets
 from airflow_provider_eos.kafka.settings.librdkafka import (
     admin_config,
     check_librdkafka_settings,
@@ -44,6 +44,7 @@ __all__ = [
     "java_admin_config",
     "java_client_config",
     "java_sink_producer_config",
+    "kafka_python_can_take",
     "kafka_python_config",
     "protect_secrets",
     "sink_producer_config",

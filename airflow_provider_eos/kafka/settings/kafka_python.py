@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_eos.core.errors import KafkaConfigError
 from airflow_provider_eos.core.secrets import is_secret_setting
 from airflow_provider_eos.kafka.settings.keys import Renamed
 from airflow_provider_eos.kafka.settings.translation import require_bootstrap_servers, settings_to_translate
@@ -135,6 +136,16 @@ def kafka_python_config(librdkafka: Mapping[str, Any]) -> dict[str, Any]:
         out["ssl_context"] = context
         out["ssl_check_hostname"] = False
     return out
+
+
+def kafka_python_can_take(librdkafka: Mapping[str, Any]) -> bool:
+    """Whether :func:`kafka_python_config` translates ``librdkafka`` (no OAUTHBEARER, keytab or CA directory...):
+    a reader that librdkafka can serve as well keeps librdkafka for a config kafka-python refuses."""
+    try:
+        kafka_python_config(librdkafka)
+    except KafkaConfigError:
+        return False
+    return True
 
 
 class _RedactSecrets(logging.Filter):
