@@ -73,6 +73,17 @@ def run_driver_token(pipeline: str, host: str, pid: int, started_at: dt.datetime
     return driver_token(pipeline, "eos run", f"{host}\0{pid}\0{started_at.isoformat()}")
 
 
+def untagged_driver_token(pipeline: str, host: str, pid: int, started_at: dt.datetime) -> str:
+    """The token a driver gives itself when its submission gave it none (a spark-submit of the job by hand).
+
+    Nothing outside the driver knows it, so no stop or process search can name this driver; what it
+    buys is the lease: every liveness check sees the driver, and no second driver starts beside it.
+    The driver's host, its process id and its start name it, as :func:`run_driver_token` names an
+    ``eos run`` invocation.
+    """
+    return driver_token(pipeline, "spark-submit", f"{host}\0{pid}\0{started_at.isoformat()}")
+
+
 def submission_environment(token: str, *, owner_pid: int | None) -> dict[str, str]:
     """The variables that tag a submission's processes with its driver token (the driver takes its lease by it).
 

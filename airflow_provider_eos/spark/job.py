@@ -6,6 +6,7 @@ The driver program (:mod:`airflow_provider_eos.spark.entry_point`, which spark-s
 
 from __future__ import annotations
 
+import datetime as dt
 import importlib
 import logging
 import os
@@ -16,7 +17,12 @@ from typing import TYPE_CHECKING
 
 from airflow_provider_eos.core.acls import ResourceType
 from airflow_provider_eos.core.application_links import app_line
-from airflow_provider_eos.core.driver import DRIVER_OWNER_PID_ENV, DRIVER_TOKEN_CONF, DRIVER_TOKEN_ENV
+from airflow_provider_eos.core.driver import (
+    DRIVER_OWNER_PID_ENV,
+    DRIVER_TOKEN_CONF,
+    DRIVER_TOKEN_ENV,
+    untagged_driver_token,
+)
 from airflow_provider_eos.core.errors import AclMissingError, EosError, SpecError
 from airflow_provider_eos.core.output_columns import require_output_columns
 from airflow_provider_eos.core.spec import Mode, PipelineSpec
@@ -24,6 +30,7 @@ from airflow_provider_eos.core.transform_reference import resolve_transform
 from airflow_provider_eos.kafka.settings import spark_source_options
 from airflow_provider_eos.spark.batch_progress import BatchProgressLogger
 from airflow_provider_eos.spark.driver_lease import LeaseKeeper
+from airflow_provider_eos.spark.driver_processes import this_host
 from airflow_provider_eos.spark.sink import AtLeastOnceKafkaSink, ExactlyOnceKafkaSink
 from airflow_provider_eos.spark.sink_clients import driver_checkpoint
 from airflow_provider_eos.spark.sink_points import BatchSink, load_plugin
@@ -207,19 +214,21 @@ def _owner_watch() -> Callable[[], bool]:
     return gone
 
 
-def driver_lease(spark: SparkSession, spec: PipelineSpec) -> LeaseKeeper | None:
-    """The lease keeper of a driver submitted with a driver token; ``None`` without one.
+def driver_lease(spark: SparkSession, spec: PipelineSpec) -> LeaseKeeper:
+    """The driver's lease keeper, under the driver token its submission gave it, or one of its own.
 
-    The submit operator and ``eos run`` give every driver one
-    (:func:`~airflow_provider_eos.core.driver.submission_environment`); only a spark-submit of the
-    job by hand may leave it out, and its driver then holds no lease.
-
-    The token is in the environment (client deploy mode: spark-submit's, inherited) or in the
-    Spark settings (cluster deploy mode, where the driver does not inherit spark-submit's environment).
+    The submit operator and ``eos run`` give every driver a token
+    (:func:`~airflow_provider_eos.core.driver.submission_environment`): in the environment (client
+    deploy mode: spark-submit's, inherited) or in the Spark settings (cluster deploy mode, where the
+    driver does not inherit spark-submit's environment). A spark-submit of the job by hand gives
+    none; such a driver names itself (:func:`~airflow_provider_eos.core.driver.untagged_driver_token`)
+    and holds the lease all the same, so no recovery acts on it and no second driver starts beside it.
     """
     token = os.environ.get(DRIVER_TOKEN_ENV) or spark.sparkContext.getConf().get(DRIVER_TOKEN_CONF)
     if not token:
-        return None
+        token = untagged_driver_token(spec.name, this_host(), os.getpid(), dt.datetime.now(dt.UTC))
+        log.info("EOS-LEASE the driver was submitted without a driver token (a spark-submit by hand): "
+                 "it holds the lease as %s", token)
     return LeaseKeeper(driver_checkpoint(spec, spark), token, spec.driver_lease_ttl_s,
                        app_id=spark.sparkContext.applicationId)
 
@@ -239,10 +248,9 @@ def run_pipeline(spark: SparkSession, spec: PipelineSpec, mode: Mode | str = Mod
     """Run until the query ends (available-now) or SIGTERM; returns a process exit code.
 
     SIGTERM stops the query after the running batch completes, never in the middle of one; one that
-    arrives before the query started stops the driver there (exit 0, its lease released). A
-    driver submitted with a driver token holds the lease in the checkpoint while it runs
-    (:func:`driver_lease`): it starts no batch and commits nothing once it cannot renew it, and
-    releases it once the query has stopped.
+    arrives before the query started stops the driver there (exit 0, its lease released). The
+    driver holds the lease in the checkpoint while it runs (:func:`driver_lease`): it starts no
+    batch and commits nothing once it cannot renew it, and releases it once the query has stopped.
 
     :param stop: the event the driver program's SIGTERM handler sets (:func:`.stop_request.stop_on_sigterm`,
         installed before Spark started); ``None``: installed here.
@@ -251,25 +259,22 @@ def run_pipeline(spark: SparkSession, spec: PipelineSpec, mode: Mode | str = Mod
     announce_application(spark)
     # The lease first: a driver refused beside a live one must not meet that one's metrics port before its refusal.
     lease = driver_lease(spark, spec)
-    if lease is not None:
-        lease.acquire()
+    lease.acquire()
     exporter: PrometheusExporter | None = None
     started = False
     try:
         exporter = _metrics_exporter(spec)
         if stopped_while_starting(stop_requested, "the query started"):
             return 0
-        query, sink = start_query(spark, spec, mode, stop=stop_requested, guard=lease.guard if lease else None,
+        query, sink = start_query(spark, spec, mode, stop=stop_requested, guard=lease.guard,
                                   exporter=exporter)
         started = True
     finally:
         if not started:
-            if lease is not None:
-                lease.release(query_stopped=True)  # no query ever ran
+            lease.release(query_stopped=True)  # no query ever ran
             if exporter is not None:
                 exporter.stop()
-    if lease is not None:
-        lease.started_query(str(query.id), str(query.runId))
+    lease.started_query(str(query.id), str(query.runId))
     exit_code = 1
     try:
         exit_code = _until_stopped(query, sink, spec, stop_requested, lease)
@@ -278,8 +283,7 @@ def run_pipeline(spark: SparkSession, spec: PipelineSpec, mode: Mode | str = Mod
         try:
             sink.close()
         finally:
-            if lease is not None:
-                lease.release(query_stopped=not _active(query))
+            lease.release(query_stopped=not _active(query))
             if exporter is not None:
                 exporter.stop(failed=exit_code != 0)
 
@@ -302,7 +306,7 @@ def _active(query: StreamingQuery) -> bool:
 
 
 def _until_stopped(query: StreamingQuery, sink, spec: PipelineSpec, stop_requested: threading.Event,
-                   lease: LeaseKeeper | None) -> int:
+                   lease: LeaseKeeper) -> int:
     """Wait for the query to end, stopping it between batches on SIGTERM (``stop_requested``, set by the
     handler the driver installed first), its owner's end or a lapsed lease."""
     announced = False
@@ -333,21 +337,21 @@ def _until_stopped(query: StreamingQuery, sink, spec: PipelineSpec, stop_request
             query.stop()
     # The StopGate may refuse a batch within the wait the signal arrived in: say it was seen.
     announce_stop()
-    lapsed = lease.lapsed() if lease is not None else None
+    lapsed = lease.lapsed()
     if lapsed:
         log.error("EOS-QUERY stopped: the driver lease lapsed (%s); it committed nothing since", lapsed)
         return 1
     return _exit_code(query.exception(), spec, stopped=stop_requested.is_set())
 
 
-def _stop_conditions(lease: LeaseKeeper | None) -> Callable[[], str | None]:
+def _stop_conditions(lease: LeaseKeeper) -> Callable[[], str | None]:
     """Why the driver must stop by itself now, or ``None``: its submitter is gone, or its lease lapsed."""
     owner_gone = _owner_watch()
 
     def reason() -> str | None:
         if owner_gone():
             return "the process that submitted this driver is gone"
-        lapsed = lease.lapsed() if lease is not None else None
+        lapsed = lease.lapsed()
         return f"the driver lease lapsed ({lapsed})" if lapsed else None
 
     return reason

@@ -47,7 +47,7 @@ def driver_checkpoint(spec: PipelineSpec, session: SparkSession | None) -> Check
 
 
 def _no_guard() -> None:
-    """Without a lease (a spark-submit of the job by hand, no driver token) nothing stops the driver's commits."""
+    """Without a lease (a sink made outside :func:`~.job.run_pipeline`: a harness's own) nothing stops its commits."""
 
 
 class SinkClients:

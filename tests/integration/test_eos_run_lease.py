@@ -11,16 +11,27 @@ transactional ids and two queries on one checkpoint. Here: a real broker, local 
 from __future__ import annotations
 
 import datetime as dt
+import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
 from airflow_provider_eos.core.dag_ids import pipeline_dag_id
-from airflow_provider_eos.core.driver import DRIVER_TOKEN_ENV, DriverHandle, Liveness, driver_token, is_driver_token
+from airflow_provider_eos.core.driver import (
+    DRIVER_OWNER_PID_ENV,
+    DRIVER_TOKEN_ENV,
+    DriverHandle,
+    Liveness,
+    driver_token,
+    is_driver_token,
+)
 from airflow_provider_eos.core.driver_lease import read_driver_lease
+from airflow_provider_eos.core.submit_environment import submit_environment
 from airflow_provider_eos.spark.driver_processes import this_host_identity
+from airflow_provider_eos.spark.submit_command import plan_submit, spark_submit_executable
 from airflow_provider_eos.usecases.driver_liveness import observe_driver_anywhere
 from airflow_provider_eos.usecases.liveness import lease_signs_of_life
 from tests.support.observers import another_worker
@@ -94,3 +105,58 @@ def test_a_dag_driver_is_refused_beside_a_live_eos_run_stream_which_releases_the
     assert ended is not None and ended.token == dag_driver.token and ended.released, ended
     late = json_events(50, prefix="late")
     assert_exactly_once(harness, valid + late[1], malformed + late[2])
+
+
+def test_a_driver_spark_submitted_by_hand_holds_the_lease_and_no_eos_run_starts_beside_it(
+    bootstrap: str, tmp_path: Path
+) -> None:
+    """spark-submit of the job without a driver token (what no operator or ``eos run`` does): the driver
+    names itself and takes the lease, so the recovery gate sees it and a second driver is refused."""
+    harness = PipelineHarness(bootstrap, tmp_path, trigger="2 seconds", max_offsets_per_trigger=100,
+                              writers="driver", transform=None, master="local[1]")
+    records, valid, malformed = json_events(200)
+    harness.produce_input(records)
+    checkpoint = harness.checkpoint()
+    (tmp_path / "submit").mkdir(mode=0o700)
+    plan = plan_submit(harness.spec_file, harness.spec, mode="exactly-once", work_dir=tmp_path / "submit")
+    shell = {k: v for k, v in os.environ.items() if k not in (DRIVER_TOKEN_ENV, DRIVER_OWNER_PID_ENV)}
+    hand_log = tmp_path / "by-hand.log"
+    with hand_log.open("w") as out:
+        by_hand = subprocess.Popen(plan.command(spark_submit_executable(), "local[1]"), stdout=out,
+                                   stderr=subprocess.STDOUT, env=submit_environment(shell, plan.environment()),
+                                   start_new_session=True)
+    try:
+        drained = wait_for(lambda: by_hand.poll() is not None or (checkpoint.latest_committed_batch() or 0) >= 1, 240)
+        assert drained and by_hand.poll() is None, hand_log.read_text(errors="replace")[-4000:]
+        held = read_driver_lease(checkpoint)
+        assert held is not None and not held.released, f"the driver submitted by hand took no lease: {held}"
+        assert is_driver_token(held.token) and held.host == this_host_identity().host, held
+        assert f"it holds the lease as {held.token}" in hand_log.read_text(errors="replace")
+        assert lease_signs_of_life(checkpoint), "the recovery gate sees no sign of the driver submitted by hand"
+
+        second, second_log = harness.start()  # a plain `eos run` on the same checkpoint
+        try:
+            returncode = second.wait(300)
+        finally:
+            kill_group(second)
+        refusal = second_log.read_text(errors="replace")
+        assert returncode == 2, f"`eos run` ran beside the one by hand (exit {returncode}):\n{refusal[-4000:]}"
+        assert "another driver holds the pipeline's lease" in refusal and held.token in refusal, refusal[-4000:]
+        assert by_hand.poll() is None, "the refused driver stopped the one submitted by hand"
+
+        # SIGTERM to its Python driver (the lease names it) stops it between batches and releases the lease.
+        os.kill(held.pid, signal.SIGTERM)
+        assert by_hand.wait(120) == 0, hand_log.read_text(errors="replace")[-4000:]
+    finally:
+        kill_group(by_hand)
+    released = read_driver_lease(checkpoint)
+    assert released is not None and released.token == held.token and released.released, released
+
+    # `eos run` takes over, drains what is left; exactly once across the two drivers.
+    harness.with_overrides(trigger="available_now")
+    third, third_log = harness.start()
+    try:
+        assert third.wait(300) == 0, third_log.read_text(errors="replace")[-4000:]
+    finally:
+        kill_group(third)
+    assert_exactly_once(harness, valid, malformed)

@@ -14,6 +14,8 @@ from airflow_provider_eos.core.driver import (
     driver_token,
     is_driver_token,
     observe_driver,
+    run_driver_token,
+    untagged_driver_token,
 )
 
 NOW = dt.datetime(2026, 11, 23, 12, 0, tzinfo=dt.UTC)
@@ -38,6 +40,19 @@ def test_token_is_stable_per_run_and_differs_between_runs_dags_and_pipelines() -
         driver_token("payments", "eos_pipeline__orders", "manual__2026-11-23T12:00:00+00:00"),
     }
     assert token not in others and len(others) == 3
+
+
+def test_a_driver_without_a_token_names_itself_apart_from_eos_run_and_from_any_other_start() -> None:
+    token = untagged_driver_token("orders", "worker-1", 4242, NOW)
+    assert is_driver_token(token) and token.startswith("eos-orders-")
+    assert token == untagged_driver_token("orders", "worker-1", 4242, NOW)
+    others = {
+        run_driver_token("orders", "worker-1", 4242, NOW),  # `eos run` on the same host, pid and time
+        untagged_driver_token("orders", "worker-1", 4243, NOW),
+        untagged_driver_token("orders", "worker-2", 4242, NOW),
+        untagged_driver_token("orders", "worker-1", 4242, NOW + dt.timedelta(seconds=1)),
+    }
+    assert token not in others and len(others) == 4
 
 
 def test_no_process_with_the_token_on_the_drivers_host_is_positive_evidence_of_gone() -> None:
