@@ -4,7 +4,7 @@ Broker and topic configs come from DescribeConfigs, live brokers from DescribeCl
 partitions and replicas from the metadata (the internal topics' in-sync replicas too; a pipeline
 topic the metadata leaves out is asked about by name, :mod:`~airflow_provider_eos.kafka.topic_reads`,
 since Kafka hides a topic from a principal without DESCRIBE on it), the sink
-group from DescribeConsumerGroups and its committed offsets (with batch markers), transactions
+group from DescribeGroups and its committed offsets (both over kafka-python) (with batch markers), transactions
 under the prefix from the KIP-664 admin calls (:mod:`airflow_provider_eos.kafka.transactions_admin`),
 the checkpoint through :class:`~airflow_provider_eos.core.checkpoint.CheckpointReader`. The
 topics' reads are :mod:`airflow_provider_eos.kafka.topic_facts`'s.
@@ -45,10 +45,11 @@ from airflow_provider_eos.kafka.acl_probes import read_permissions
 from airflow_provider_eos.kafka.broker_configs import describe_broker_configs
 from airflow_provider_eos.kafka.broker_protocol import read_broker_protocol
 from airflow_provider_eos.kafka.fact_gaps import FactGaps, reason
+from airflow_provider_eos.kafka.group_description import describe_group
 from airflow_provider_eos.kafka.group_offset_fetch import read_group_offsets
 from airflow_provider_eos.kafka.login import connected_admin, destroy_admin
 from airflow_provider_eos.kafka.retriable import COORDINATOR_LOADING
-from airflow_provider_eos.kafka.settings import admin_config, sink_producer_config
+from airflow_provider_eos.kafka.settings import admin_config, kafka_python_can_take, sink_producer_config
 from airflow_provider_eos.kafka.topic_facts import TopicReads
 from airflow_provider_eos.kafka.transactions_admin import admin_client, scan_prefix
 
@@ -108,6 +109,19 @@ class _Gatherer:
         return self.topic_reads.internal_topics()
 
     def group(self) -> tuple[str | None, tuple[str, ...] | None]:
+        """The sink group's state and live members; over kafka-python, never librdkafka, whose lost connection
+        under this coordinator request aborts the process (design note 87), but for settings kafka-python
+        cannot take (SASL OAUTHBEARER), which keep librdkafka's read."""
+        if not kafka_python_can_take(self.spec.kafka):
+            return self._group_over_librdkafka()
+        try:
+            with admin_client(self.spec, timeout_ms=int(self.timeout_s * 1000)) as admin:
+                return describe_group(admin, self.spec.group_id, timeout_s=self.timeout_s)
+        except EosError as exc:
+            self.gaps.missing("group", exc)
+            return None, None
+
+    def _group_over_librdkafka(self) -> tuple[str | None, tuple[str, ...] | None]:
         group_id = self.spec.group_id
 
         def describe() -> Any:

@@ -40,13 +40,14 @@ from airflow_provider_eos.kafka.transactions_admin import answered_within, raise
 if TYPE_CHECKING:
     from kafka.admin import KafkaAdminClient
 
-__all__ = ["read_group_offsets"]
+__all__ = ["COORDINATOR_NOT_READY", "forget_coordinator", "read_group_offsets"]
 
 #: OffsetFetch v7 (Kafka 2.5+) is the first with ``require_stable`` and the last naming one group per request.
 _OFFSET_FETCH_VERSION = 7
 #: Kafka's error codes an answer may carry that this read acts on.
 _UNSTABLE_OFFSET_COMMIT = 88
-_COORDINATOR_NOT_READY = frozenset({14, 15, 16})  # COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_COORDINATOR
+#: Also the group description's (:mod:`.group_description`).
+COORDINATOR_NOT_READY = frozenset({14, 15, 16})  # COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_COORDINATOR
 
 
 def read_group_offsets(
@@ -82,8 +83,8 @@ def read_group_offsets(
         except KafkaPythonError as exc:
             raise_if_no_answer(admin, what, exc)
             raise_if_refused(exc, "OffsetFetch", names)
-            if getattr(exc, "errno", None) in _COORDINATOR_NOT_READY:
-                _forget_coordinator(admin, group_id)
+            if getattr(exc, "errno", None) in COORDINATOR_NOT_READY:
+                forget_coordinator(admin, group_id)
                 raise CoordinatorNotReady(f"{what}: {type(exc).__name__}") from exc
             raise
         return _offsets(admin, group_id, wanted, response, names)
@@ -121,7 +122,7 @@ async def _fetch(admin: KafkaAdminClient, group_id: str, request: Any) -> Any:
     return await admin._manager.send(request, node_id=coordinator)
 
 
-def _forget_coordinator(admin: KafkaAdminClient, group_id: str) -> None:
+def forget_coordinator(admin: KafkaAdminClient, group_id: str) -> None:
     """Drop kafka-python's cached coordinator of ``group_id``: a moved one is looked up again next attempt."""
     from kafka.protocol.metadata import CoordinatorType
 
@@ -141,9 +142,9 @@ def _offsets(
     codes = [(None, response.error_code)] + [
         (TopicPartition(topic.name, part.partition_index), part.error_code)
         for topic in response.topics for part in topic.partitions]
-    if any(code in _COORDINATOR_NOT_READY for _, code in codes):
-        _forget_coordinator(admin, group_id)
-        raise CoordinatorNotReady(f"{what}: {for_code(next(c for _, c in codes if c in _COORDINATOR_NOT_READY))}")
+    if any(code in COORDINATOR_NOT_READY for _, code in codes):
+        forget_coordinator(admin, group_id)
+        raise CoordinatorNotReady(f"{what}: {for_code(next(c for _, c in codes if c in COORDINATOR_NOT_READY))}")
     pending = [f"{tp.topic}-{tp.partition}" for tp, code in codes if tp is not None and code == _UNSTABLE_OFFSET_COMMIT]
     if pending:
         raise OffsetsPending(what, pending)

@@ -64,8 +64,8 @@ def _job(spec: PipelineSpec) -> list[Call]:
         # EOS201, EOS204: the all-topics metadata lists a topic only to a principal that may DESCRIBE it.
         Call("Metadata", {"TOPIC": internal}, f"{topic_reads}: internal_topics (replicas, in-sync replicas)"),
         Call("DescribeConfigs(TOPIC)", {"TOPIC": internal}, f"{topic_reads}: internal_topics (min.insync.replicas)"),
-        Call("FindCoordinator(GROUP)", {"GROUP": group}, f"{preflight}: describe_consumer_groups"),
-        Call("DescribeGroups", {"GROUP": group}, f"{preflight}: describe_consumer_groups"),
+        Call("FindCoordinator(GROUP)", {"GROUP": group}, f"{preflight}: describe_group"),
+        Call("DescribeGroups", {"GROUP": group}, f"{preflight}: describe_group"),
         Call("OffsetFetch", {"GROUP": group, "TOPIC": inputs}, f"{preflight}: read_group_offsets"),
         Call("FindCoordinator(TRANSACTION)", {"TRANSACTIONAL_ID": ids}, f"{preflight}: scan_prefix"),
         Call("DescribeTransactions", {"TRANSACTIONAL_ID": ids}, f"{preflight}: scan_prefix"),
