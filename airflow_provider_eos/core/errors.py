@@ -196,7 +196,7 @@ class KafkaWriteNoAnswerError(KafkaNoAnswerError):
     """A write no broker answered within its deadline: it may have gone through or not, and nobody knows which.
 
     The broker may have applied the request and lost only its answer (align's OffsetCommit to the sink
-    group: :func:`airflow_provider_eos.kafka.group_offsets.write_committed_offsets`). Not retryable: a retry
+    group: :func:`airflow_provider_eos.kafka.group_offset_commit.commit_group_offsets`). Not retryable: a retry
     would act on a state nobody read; the operator reads what Kafka holds (``eos verify``) first.
     """
 

@@ -162,7 +162,9 @@ def write_committed_offsets(
     admin: AdminClient, group_id: str, offsets: Mapping[TopicPartition, tuple[int, str]], *, timeout_s: float = 30,
     brokers: str | None = None,
 ) -> None:
-    """Commit ``{partition: (offset, metadata)}`` for a group without members (repairs only).
+    """Commit ``{partition: (offset, metadata)}`` for a group without members over librdkafka: the repairs' write
+    where kafka-python cannot take the settings (SASL OAUTHBEARER; otherwise
+    :func:`~airflow_provider_eos.kafka.group_offset_commit.commit_group_offsets`, design note 88), and the tests'.
 
     :param brokers: the ``bootstrap.servers`` written to (``spec.brokers``), as a no-answer error names them.
     :raises KafkaWriteNoAnswerError: the OffsetCommit got no answer within ``timeout_s``: the broker may have

@@ -8,7 +8,6 @@ from airflow_provider_eos.core.in_flight_batch import InFlightBatch, parse_in_fl
 from airflow_provider_eos.core.repair import AlignPlan, check_expected_plan, expectation_notes, plan_align
 from airflow_provider_eos.core.transactions import SafetyCheck
 from airflow_provider_eos.core.verification import VerificationReport, verify_checkpoint
-from airflow_provider_eos.kafka.group_offsets import write_committed_offsets
 from airflow_provider_eos.usecases.clients import PipelineClients
 from airflow_provider_eos.usecases.liveness import check_not_alive, forced_notes
 from airflow_provider_eos.usecases.result import Outcome, UseCaseResult
@@ -80,8 +79,7 @@ def align(
     if executed:
         check_expected_plan(plan.fingerprint, expected_plan, repair="align")
         safety = check_not_alive(clients, action="align", force=force)
-        write_committed_offsets(clients.admin, spec.group_id, plan.offsets_with_metadata(), timeout_s=clients.timeout_s,
-                                brokers=spec.brokers)
+        clients.commit_offsets(plan.offsets_with_metadata())
     # Read back from Kafka rather than trusting the plan, so "after" is what the group holds.
     after = verify_checkpoint(reader, clients.committed_offsets(), spec_writers=spec.writers, retention=retention)
     disagrees = executed and not after.ok

@@ -26,8 +26,13 @@ from airflow_provider_eos.core.checkpoint import CheckpointReader
 from airflow_provider_eos.core.errors import CheckpointError
 from airflow_provider_eos.core.offsets_expiry import RetentionReading
 from airflow_provider_eos.core.secrets import redact_config
+from airflow_provider_eos.kafka.group_offset_commit import commit_group_offsets
 from airflow_provider_eos.kafka.group_offset_fetch import read_group_offsets
-from airflow_provider_eos.kafka.group_offsets import read_committed_offsets, verification_partitions
+from airflow_provider_eos.kafka.group_offsets import (
+    read_committed_offsets,
+    verification_partitions,
+    write_committed_offsets,
+)
 from airflow_provider_eos.kafka.reachability import DEFAULT_CONNECT_TIMEOUT_S
 from airflow_provider_eos.kafka.settings import admin_config, kafka_python_can_take
 
@@ -37,6 +42,7 @@ if TYPE_CHECKING:
 
     from airflow_provider_eos.core.markers import CommittedOffsets
     from airflow_provider_eos.core.spec import PipelineSpec
+    from airflow_provider_eos.core.topic_partition import TopicPartition
     from airflow_provider_eos.core.transactions import Transaction
 
 __all__ = ["DEFAULT_CONNECT_TIMEOUT_S", "DEFAULT_TIMEOUT_S", "PipelineClients"]
@@ -156,6 +162,25 @@ class PipelineClients:
         with self.transactions_admin() as admin:
             return read_group_offsets(admin, spec.group_id, partitions,
                                       transaction_timeout_ms=spec.transaction_timeout_ms, observer=False)
+
+    def commit_offsets(self, offsets: Mapping[TopicPartition, tuple[int, str]]) -> None:
+        """Commit ``{partition: (offset, metadata)}`` to the sink group, which must have no members (the repairs).
+
+        Over kafka-python (design note 88), as the group's reads: librdkafka's AlterConsumerGroupOffsets aborts the
+        process when its connection drops, and the repairs run while brokers misbehave.
+
+        :raises KafkaWriteNoAnswerError: the write got no answer: it may have gone through (verify first).
+        :raises AclMissingError: the principal may not commit to the group or the topics.
+        :raises GroupOffsetsError: the group refused the offsets, or the coordinator stayed unavailable.
+        """
+        self.require_kafka()
+        spec = self.spec
+        if not kafka_python_can_take(spec.kafka):
+            # Settings kafka-python cannot take (SASL OAUTHBEARER): librdkafka's write, as before note 88.
+            write_committed_offsets(self.admin, spec.group_id, offsets, timeout_s=self.timeout_s, brokers=spec.brokers)
+            return
+        with self.transactions_admin() as admin:
+            commit_group_offsets(admin, spec.group_id, offsets, timeout_s=self.timeout_s)
 
     def offsets_retention(self) -> RetentionReading:
         """The brokers' ``offsets.retention.minutes`` as of now, for the expiry of a batch in flight (note 55).

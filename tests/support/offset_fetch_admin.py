@@ -1,6 +1,7 @@
-"""A kafka-python admin client stand-in that answers OffsetFetch from a script, for the unit tests of the kafka-python
-read of the group's offsets (tests/unit/test_group_offset_fetch.py). The answers are kafka-python's own
-response objects; the real broker: tests/integration/test_health_live.py and test_silent_broker.py.
+"""kafka-python admin client stand-ins answering from a script: OffsetFetch, for the unit tests of the read of the
+group's offsets (tests/unit/test_group_offset_fetch.py, test_group_description.py), and OffsetCommit, for the
+repairs' write (tests/unit/test_group_offset_commit.py). The answers are kafka-python's own response objects;
+the real broker: tests/integration/test_health_live.py, test_silent_broker.py and test_recovery_cli.py.
 """
 
 from __future__ import annotations
@@ -72,3 +73,23 @@ class OffsetFetchAdmin:
     @property
     def sent(self) -> list[tuple[Any, Any]]:
         return self._manager.sent
+
+
+class OffsetCommitAdmin:
+    """Answers each ``alter_group_offsets`` (kafka-python's OffsetCommit for a group without members) with the next
+    step of ``script``: ``{TopicPartition: error class}``, or an exception raised (the last step repeats). What it
+    was asked to commit is in ``committed``; its coordinator cache is kafka-python's own shape, as above."""
+
+    def __init__(self, *script: Any, request_timeout_ms: int = 1000, bootstrap_servers: str = BROKERS) -> None:
+        self.script = list(script)
+        self.config = {"bootstrap_servers": bootstrap_servers, "request_timeout_ms": request_timeout_ms,
+                       "bootstrap_timeout_ms": 1000}
+        self.committed: list[tuple[str, dict[Any, Any]]] = []
+        self._manager = _Manager([])
+
+    def alter_group_offsets(self, group_id: str, offsets: dict[Any, Any]) -> dict[Any, Any]:
+        self.committed.append((group_id, dict(offsets)))
+        step = self.script.pop(0) if len(self.script) > 1 else self.script[0]
+        if isinstance(step, BaseException):
+            raise step
+        return step

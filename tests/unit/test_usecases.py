@@ -8,6 +8,7 @@ on demand (a commit the group does not hold afterwards) and the CLI's output con
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kafka.errors import RequestTimedOutError
 
 from airflow_provider_eos.cli.output import ExitCode, emit, emit_error
 from airflow_provider_eos.core.errors import CheckpointError, KafkaWriteNoAnswerError, RepairError, UnsafeToActError
@@ -29,14 +31,14 @@ from airflow_provider_eos.core.presentation import result_text
 from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.core.transactions import Transaction
-from airflow_provider_eos.usecases import align as align_module
+from airflow_provider_eos.usecases import clients as clients_module
 from airflow_provider_eos.usecases.align import align
 from airflow_provider_eos.usecases.clients import PipelineClients
 from airflow_provider_eos.usecases.result import Outcome
 from airflow_provider_eos.usecases.rewind import rewind
 from airflow_provider_eos.usecases.verify import verify
 from tests.support.checkpoints import batch_end_offsets, write_checkpoint
-from tests.support.silent_admin import TIMED_OUT, SilentAdmin
+from tests.support.offset_fetch_admin import OffsetCommitAdmin
 
 TOPIC = "orders-in"
 PARTITIONS = 2
@@ -49,6 +51,8 @@ class ScriptedClients(PipelineClients):
 
     reads: list[CommittedOffsets] = field(default_factory=list)
     transactions: list[Transaction] = field(default_factory=list)
+    #: The kafka-python admin align's write goes to (a stand-in answering every commit).
+    commit_admin: Any = field(default_factory=lambda: OffsetCommitAdmin({}))
 
     @property
     def admin(self) -> Any:  # type: ignore[override]
@@ -63,6 +67,10 @@ class ScriptedClients(PipelineClients):
 
     def transactions_under_prefix(self) -> list[Transaction]:
         return self.transactions
+
+    @contextlib.contextmanager
+    def transactions_admin(self) -> Iterator[Any]:
+        yield self.commit_admin
 
 
 def group_at(batch: int) -> CommittedOffsets:
@@ -99,7 +107,7 @@ def commits(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[dict[Any, Any]]]:
     def record(admin: Any, group: str, offsets: dict[Any, Any], **kwargs: Any) -> None:
         sent.append(offsets)
 
-    monkeypatch.setattr(align_module, "write_committed_offsets", record)
+    monkeypatch.setattr(clients_module, "commit_group_offsets", record)
     yield sent
 
 
@@ -191,17 +199,14 @@ def test_an_execution_holds_the_plan_to_the_fingerprint_the_dry_run_showed(tmp_p
                             "this call, not one a person read",)
 
 
-def test_an_align_whose_write_got_no_answer_says_the_write_may_have_gone_through(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_an_align_whose_write_got_no_answer_says_the_write_may_have_gone_through(tmp_path: Path) -> None:
     """The commit's OffsetCommit unanswered (a broker paused): the typed error names the spec's brokers and says what
-    the group holds is unknown, so no retry acts before verify has read it (design note 76)."""
-    silent = SilentAdmin(commit=TIMED_OUT)
-    real = align_module.write_committed_offsets
-    monkeypatch.setattr(align_module, "write_committed_offsets",
-                        lambda admin, *args, **kwargs: real(silent, *args, **kwargs))  # align's own arguments
+    the group holds is unknown, so no retry acts before verify has read it (design notes 76, 88)."""
+    scripted = clients(tmp_path, nothing())
+    scripted.commit_admin = OffsetCommitAdmin(RequestTimedOutError(), bootstrap_servers="localhost:1",
+                                              request_timeout_ms=30_000)
     with pytest.raises(KafkaWriteNoAnswerError) as raised:
-        align(clients(tmp_path, nothing()), execute=True)
+        align(scripted, execute=True)
     assert not raised.value.retryable
     assert raised.value.message.startswith("OffsetCommit('orders-sink'): no answer from the Kafka broker(s) at "
                                            "localhost:1 within 30 s"), raised.value.message
