@@ -6,9 +6,11 @@ reported to a principal with DESCRIBE on the cluster (:func:`read_permissions`).
 
 The probes change nothing:
 
-- topics and the group: DescribeTopics / DescribeConsumerGroups with
-  ``include_authorized_operations`` (the broker lists the operations the caller may perform,
-  implied ones included; a group that does not exist is described as ``DEAD`` with them);
+- topics and the group: DescribeTopics / DescribeGroups with ``include_authorized_operations``
+  (the broker lists the operations the caller may perform, implied ones included; a group that
+  does not exist is described as ``DEAD`` with them). The group's goes over kafka-python
+  (:func:`~airflow_provider_eos.kafka.group_description.group_authorized_operations`): librdkafka's
+  DescribeConsumerGroups aborts the process when its connection drops (design note 89);
 - ``DESCRIBE_CONFIGS``: DescribeConfigs of a broker or the topic;
 - transactional ids: ``WRITE`` by an EndTxn for an id under the prefix that no producer uses
   (``<prefix>-eos-acl-probe``, with producer id -1). Kafka checks ``WRITE`` on the id before it
@@ -43,9 +45,10 @@ from airflow_provider_eos.core.acls import (
     ResourceType,
     covers,
 )
-from airflow_provider_eos.core.errors import EosError
+from airflow_provider_eos.core.errors import AclMissingError, EosError
 from airflow_provider_eos.kafka.acls_admin import NoAuthorizerError, describe_acls
-from airflow_provider_eos.kafka.settings import with_client_logger
+from airflow_provider_eos.kafka.group_description import group_authorized_operations
+from airflow_provider_eos.kafka.settings import kafka_python_can_take, with_client_logger
 
 __all__ = ["PROBE_TRANSACTIONAL_ID_SUFFIX", "probe_transactional_id", "read_permissions"]
 
@@ -133,7 +136,9 @@ class _Prober:
                 what = f"DescribeTopics({name})"
                 future = self.admin.describe_topics(TopicCollection([name]), include_authorized_operations=True,
                                                     request_timeout=t)[name]
-            else:
+            elif kafka_python_can_take(self.librdkafka):
+                return self._group_operations(name)
+            else:  # settings kafka-python cannot take (SASL OAUTHBEARER): librdkafka's, as before note 89
                 what = f"DescribeConsumerGroups({name})"
                 future = self.admin.describe_consumer_groups([name], include_authorized_operations=True,
                                                              request_timeout=t)[name]
@@ -141,6 +146,20 @@ class _Prober:
         except KafkaException as exc:
             return None, f"{what}: {_error_name(exc)}"
         names = {op.name for op in ops or ()}
+        return names, f"{what} authorized operations: {', '.join(sorted(names)) or 'none'}"
+
+    def _group_operations(self, name: str) -> tuple[set[str] | None, str]:
+        """DescribeGroups over kafka-python: librdkafka's aborts the process when its connection drops (note 89)."""
+        from airflow_provider_eos.kafka.transactions_admin import admin_client
+
+        what = f"DescribeGroups({name})"
+        try:
+            with admin_client(self.librdkafka, timeout_ms=int(self.timeout_s * 1000)) as admin:
+                names = group_authorized_operations(admin, name, timeout_s=self.timeout_s)
+        except AclMissingError:
+            return None, f"{what}: GROUP_AUTHORIZATION_FAILED"
+        if names is None:
+            return None, f"{what}: the broker lists no authorized operations"
         return names, f"{what} authorized operations: {', '.join(sorted(names)) or 'none'}"
 
     def _describe_configs(self, acl: Acl) -> tuple[bool | None, str]:

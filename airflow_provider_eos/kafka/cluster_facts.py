@@ -4,7 +4,7 @@ Broker and topic configs come from DescribeConfigs, live brokers from DescribeCl
 partitions and replicas from the metadata (the internal topics' in-sync replicas too; a pipeline
 topic the metadata leaves out is asked about by name, :mod:`~airflow_provider_eos.kafka.topic_reads`,
 since Kafka hides a topic from a principal without DESCRIBE on it), the sink
-group from DescribeGroups and its committed offsets (both over kafka-python) (with batch markers), transactions
+group from DescribeGroups and its committed offsets with batch markers (both over kafka-python), transactions
 under the prefix from the KIP-664 admin calls (:mod:`airflow_provider_eos.kafka.transactions_admin`),
 the checkpoint through :class:`~airflow_provider_eos.core.checkpoint.CheckpointReader`. The
 topics' reads are :mod:`airflow_provider_eos.kafka.topic_facts`'s.

@@ -12,16 +12,20 @@ JVM writer's included, finds the marker it always found.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from airflow_provider_eos.core.acls import ResourceType
 from airflow_provider_eos.core.errors import KafkaNoAnswerError, KafkaWriteNoAnswerError, RetryExhaustedError
 from airflow_provider_eos.core.topic_partition import TopicPartition
 from airflow_provider_eos.kafka.denials import Names, raise_if_refused
-from airflow_provider_eos.kafka.group_offset_fetch import COORDINATOR_NOT_READY, forget_coordinator
+from airflow_provider_eos.kafka.group_offset_fetch import (
+    COORDINATOR_NOT_READY,
+    forget_coordinator,
+    raise_coordinator_request_error,
+)
 from airflow_provider_eos.kafka.group_offsets import GroupOffsetsError, stored_metadata
 from airflow_provider_eos.kafka.retriable import COORDINATOR_LOADING, CoordinatorNotReady
-from airflow_provider_eos.kafka.transactions_admin import answered_within, raise_if_no_answer
+from airflow_provider_eos.kafka.transactions_admin import answered_within
 
 if TYPE_CHECKING:
     from kafka.admin import KafkaAdminClient
@@ -75,16 +79,12 @@ def _write_unanswered(unanswered: KafkaNoAnswerError) -> KafkaWriteNoAnswerError
     return KafkaWriteNoAnswerError(unanswered.brokers, unanswered.what, unanswered.timeout_s, detail=unanswered.detail)
 
 
-def _raise_typed(admin: KafkaAdminClient, group_id: str, what: str, names: Names, exc: BaseException) -> None:
+def _raise_typed(admin: KafkaAdminClient, group_id: str, what: str, names: Names, exc: BaseException) -> NoReturn:
     """Raise the package's error for kafka-python's ``exc`` (the whole request failed)."""
     try:
-        raise_if_no_answer(admin, what, exc)
+        raise_coordinator_request_error(admin, group_id, what, "OffsetCommit", names, exc)
     except KafkaNoAnswerError as unanswered:
         raise _write_unanswered(unanswered) from exc
-    raise_if_refused(exc, "OffsetCommit", names)
-    if getattr(exc, "errno", None) in COORDINATOR_NOT_READY:
-        forget_coordinator(admin, group_id)
-        raise CoordinatorNotReady(f"{what}: {type(exc).__name__}") from exc
     raise GroupOffsetsError(f"could not write offsets of group {group_id!r}: {type(exc).__name__}: {exc}",
                             fix="the group must have no active members (stop the job first)") from exc
 

@@ -27,7 +27,7 @@ from airflow_provider_eos.core.transactions.stable_read import (
     observer_stable_read_timeout_ms,
     stable_read_timeout_ms,
 )
-from airflow_provider_eos.kafka.denials import raise_if_refused
+from airflow_provider_eos.kafka.denials import Names, raise_if_refused
 from airflow_provider_eos.kafka.group_offsets import (
     GroupOffsetsError,
     group_read_failed,
@@ -40,7 +40,7 @@ from airflow_provider_eos.kafka.transactions_admin import answered_within, raise
 if TYPE_CHECKING:
     from kafka.admin import KafkaAdminClient
 
-__all__ = ["COORDINATOR_NOT_READY", "forget_coordinator", "read_group_offsets"]
+__all__ = ["COORDINATOR_NOT_READY", "forget_coordinator", "raise_coordinator_request_error", "read_group_offsets"]
 
 #: OffsetFetch v7 (Kafka 2.5+) is the first with ``require_stable`` and the last naming one group per request.
 _OFFSET_FETCH_VERSION = 7
@@ -81,11 +81,7 @@ def read_group_offsets(
         try:
             response = answered_within(admin, what, admin._manager.run, _fetch, admin, group_id, request)
         except KafkaPythonError as exc:
-            raise_if_no_answer(admin, what, exc)
-            raise_if_refused(exc, "OffsetFetch", names)
-            if getattr(exc, "errno", None) in COORDINATOR_NOT_READY:
-                forget_coordinator(admin, group_id)
-                raise CoordinatorNotReady(f"{what}: {type(exc).__name__}") from exc
+            raise_coordinator_request_error(admin, group_id, what, "OffsetFetch", names, exc)
             raise
         return _offsets(admin, group_id, wanted, response, names)
 
@@ -120,6 +116,19 @@ def _request(group_id: str, wanted: list[TopicPartition]) -> Any:
 async def _fetch(admin: KafkaAdminClient, group_id: str, request: Any) -> Any:
     coordinator = await admin._find_coordinator_id(group_id)
     return await admin._manager.send(request, node_id=coordinator)
+
+
+def raise_coordinator_request_error(admin: KafkaAdminClient, group_id: str, what: str, request: str, names: Names,
+                                    exc: BaseException) -> None:
+    """Raise the package's error for kafka-python's ``exc`` out of a request to ``group_id``'s coordinator: no
+    answer (:class:`~airflow_provider_eos.core.errors.KafkaNoAnswerError`), a refusal of ``names`` (the missing
+    ACL), a coordinator not ready (forgotten first, so the next attempt looks it up again). Returns for any other
+    error: the caller names it."""
+    raise_if_no_answer(admin, what, exc)
+    raise_if_refused(exc, request, names)
+    if getattr(exc, "errno", None) in COORDINATOR_NOT_READY:
+        forget_coordinator(admin, group_id)
+        raise CoordinatorNotReady(f"{what}: {type(exc).__name__}") from exc
 
 
 def forget_coordinator(admin: KafkaAdminClient, group_id: str) -> None:

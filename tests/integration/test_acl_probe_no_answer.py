@@ -67,7 +67,8 @@ def job_spec(pausable_admin_settings: dict[str, Any], tmp_path: Path) -> Iterato
 def broker_paused_in_probes(
     pausable_secured_kafka: BrokerInfo, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[list[str]]:
-    """Pause the broker for a while once each transactional-id probe's kafka-python client is connected.
+    """Pause the broker for a while once each kafka-python probe's client is connected (the group's, the
+    transactional ids').
 
     The probes open their client through ``transactions_admin.admin_client``; this wraps it: connect
     for real, open the client's connection to the broker (a Metadata request), SIGSTOP the broker and
@@ -102,7 +103,8 @@ def test_preflight_reports_a_write_probe_without_an_answer_as_unverified(
     job_spec: PipelineSpec, broker_paused_in_probes: list[str]
 ) -> None:
     facts = gather_facts(job_spec, timeout_s=20)  # before the fix: kafka-python's timeout ended pre-flight here
-    assert broker_paused_in_probes == ["pause 1"], "the job set's one transactional-id probe was not paused"
+    # Two probes of the job's set use kafka-python: the group's and the transactional ids' (in that order).
+    assert broker_paused_in_probes == ["pause 1", "pause 2"], broker_paused_in_probes
     report = evaluate(facts)
     job_acls = report.finding("EOS501")
     assert job_acls.status is Status.PASS and "could not be verified (EOS502)" in job_acls.message, job_acls
@@ -110,3 +112,5 @@ def test_preflight_reports_a_write_probe_without_an_answer_as_unverified(
     assert unverified.status is Status.FAIL and unverified.severity is Severity.INFO, unverified
     assert f"TRANSACTIONAL_ID '{job_spec.transactional_id_prefix}-' (PREFIXED) WRITE" in unverified.message
     assert "EndTxn(" in unverified.message and "no answer" in unverified.message, unverified.message
+    # The group's probe (DescribeGroups over kafka-python since design note 89) met the paused broker too.
+    assert f"GROUP '{job_spec.group_id}' (LITERAL) READ [the probe failed: KafkaNoAnswerError]" in unverified.message

@@ -35,7 +35,13 @@ from airflow_provider_eos.spark.submit_command import plan_submit, spark_submit_
 from airflow_provider_eos.usecases.driver_liveness import observe_driver_anywhere
 from airflow_provider_eos.usecases.liveness import lease_signs_of_life
 from tests.support.observers import another_worker
-from tests.support.pipeline import PipelineHarness, assert_exactly_once, json_events, kill_group, wait_for
+from tests.support.pipeline import (
+    PipelineHarness,
+    assert_exactly_once,
+    json_events,
+    kill_group,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -43,6 +49,17 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark]
 def _dag_token(harness: PipelineHarness) -> str:
     """The token a new run of the pipeline's DAG gives its driver (the submit operator's)."""
     return driver_token(harness.spec.name, pipeline_dag_id(harness.spec.name), f"manual__{time.time()}")
+
+
+def _refused_beside(harness: PipelineHarness, holder: str, env_extra: dict[str, str] | None = None) -> str:
+    """Start a second driver on the harness's checkpoint: it must end at once, refused by the lease ``holder``
+    holds (exit 2; the lease's own refusal, not any failure: its class does not contain "DriverLeaseError").
+    Returns its log."""
+    refused = harness.run(timeout_s=300, env_extra=env_extra)
+    assert refused.returncode == 2, f"a second driver ran beside the holder (exit {refused.returncode}):\n" + \
+        refused.log[-4000:]
+    assert "another driver holds the pipeline's lease" in refused.log and holder in refused.log, refused.log[-4000:]
+    return refused.log
 
 
 def test_a_dag_driver_is_refused_beside_a_live_eos_run_stream_which_releases_the_lease_when_it_stops(
@@ -70,16 +87,8 @@ def test_a_dag_driver_is_refused_beside_a_live_eos_run_stream_which_releases_the
         assert seen.liveness is Liveness.ALIVE, f"the submit's check sees no driver running: {seen.evidence}"
 
         # A driver of the DAG, tagged as the submit operator tags it, must not start beside the stream.
-        second, second_log = harness.start(env_extra={DRIVER_TOKEN_ENV: dag_driver.token})
-        try:
-            returncode = second.wait(300)
-        finally:
-            kill_group(second)
-        refusal = second_log.read_text(errors="replace")
-        assert returncode == 2, f"a second driver ran beside the stream (exit {returncode}):\n{refusal[-4000:]}"
-        # The lease's own refusal, not any failure (its class does not contain "DriverLeaseError").
-        assert "another driver holds the pipeline's lease" in refusal, refusal[-4000:]
-        assert held.token in refusal and f"pid {held.pid}" in refusal and "Fix:" in refusal, refusal[-4000:]
+        refusal = _refused_beside(harness, held.token, env_extra={DRIVER_TOKEN_ENV: dag_driver.token})
+        assert f"pid {held.pid}" in refusal and "Fix:" in refusal, refusal[-4000:]
         assert stream.poll() is None, "the refused driver stopped the stream"
         still = read_driver_lease(checkpoint)
         assert still is not None and still.token == held.token and not still.released, still
@@ -134,14 +143,7 @@ def test_a_driver_spark_submitted_by_hand_holds_the_lease_and_no_eos_run_starts_
         assert f"it holds the lease as {held.token}" in hand_log.read_text(errors="replace")
         assert lease_signs_of_life(checkpoint), "the recovery gate sees no sign of the driver submitted by hand"
 
-        second, second_log = harness.start()  # a plain `eos run` on the same checkpoint
-        try:
-            returncode = second.wait(300)
-        finally:
-            kill_group(second)
-        refusal = second_log.read_text(errors="replace")
-        assert returncode == 2, f"`eos run` ran beside the one by hand (exit {returncode}):\n{refusal[-4000:]}"
-        assert "another driver holds the pipeline's lease" in refusal and held.token in refusal, refusal[-4000:]
+        _refused_beside(harness, held.token)  # a plain `eos run` on the same checkpoint
         assert by_hand.poll() is None, "the refused driver stopped the one submitted by hand"
 
         # SIGTERM to its Python driver (the lease names it) stops it between batches and releases the lease.
@@ -154,9 +156,6 @@ def test_a_driver_spark_submitted_by_hand_holds_the_lease_and_no_eos_run_starts_
 
     # `eos run` takes over, drains what is left; exactly once across the two drivers.
     harness.with_overrides(trigger="available_now")
-    third, third_log = harness.start()
-    try:
-        assert third.wait(300) == 0, third_log.read_text(errors="replace")[-4000:]
-    finally:
-        kill_group(third)
+    drained = harness.run(timeout_s=300)
+    assert drained.returncode == 0, drained.log[-4000:]
     assert_exactly_once(harness, valid, malformed)

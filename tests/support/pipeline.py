@@ -145,8 +145,9 @@ class PipelineHarness:
                                        start_new_session=True)
         return process, log_path
 
-    def run(self, *, fault: str | None = None, mode: str = "exactly-once", timeout_s: float = 420) -> JobResult:
-        process, log_path = self.start(fault=fault, mode=mode)
+    def run(self, *, fault: str | None = None, mode: str = "exactly-once", timeout_s: float = 420,
+            env_extra: dict[str, str] | None = None) -> JobResult:
+        process, log_path = self.start(fault=fault, mode=mode, env_extra=env_extra)
         try:
             returncode = process.wait(timeout_s)
         finally:

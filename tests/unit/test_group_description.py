@@ -10,6 +10,7 @@ tests/integration/test_preflight_live.py (a live member fires EOS401 naming it a
 from __future__ import annotations
 
 import contextlib
+import io
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +19,13 @@ from kafka.errors import GroupAuthorizationFailedError, RequestTimedOutError
 from kafka.protocol.admin import DescribeGroupsResponse
 
 from airflow_provider_eos.core.errors import AclMissingError, KafkaNoAnswerError, RetryExhaustedError
-from airflow_provider_eos.kafka import cluster_facts
+from airflow_provider_eos.kafka import acl_probes, cluster_facts
 from airflow_provider_eos.kafka.fact_gaps import FactGaps
-from airflow_provider_eos.kafka.group_description import GroupDescriptionError, describe_group
+from airflow_provider_eos.kafka.group_description import (
+    GroupDescriptionError,
+    describe_group,
+    group_authorized_operations,
+)
 from tests.support.offset_fetch_admin import BROKERS, OffsetFetchAdmin
 from tests.support.silent_admin import silent_spec
 
@@ -29,14 +34,18 @@ Member = Group.DescribedGroupMember
 LOADING, NOT_COORDINATOR, GROUP_REFUSED, INVALID_GROUP = 14, 16, 30, 24
 
 
-def _answer(state: str = "Empty", members: tuple[tuple[str, str, str], ...] = (), error_code: int = 0) -> Any:
-    """A DescribeGroups answer for ``orders-eos``: ``(member id, client id, host)`` per member."""
+def _answer(state: str = "Empty", members: tuple[tuple[str, str, str], ...] = (), error_code: int = 0,
+            operations: set[int] | None = None) -> Any:
+    """A DescribeGroups answer for ``orders-eos``: ``(member id, client id, host)`` per member; ``operations`` the
+    caller's authorized operations as kafka-python decodes the broker's bit field (its bits; ``None``: not listed)."""
     described = [Member(member_id=m, group_instance_id=None, client_id=c, client_host=h, member_metadata=b"",
                         member_assignment=b"") for m, c, h in members]
     group = Group(error_code=error_code, error_message=None, group_id="orders-eos", group_state=state,
                   protocol_type="consumer", protocol_data="range", members=described,
-                  authorized_operations=-2147483648)
-    return DescribeGroupsResponse(throttle_time_ms=0, groups=[group], version=5)
+                  authorized_operations=operations)
+    response = DescribeGroupsResponse(throttle_time_ms=0, groups=[group], version=5)
+    # Through the wire and back: what kafka-python hands the reader (the bit field decoded into its bits).
+    return DescribeGroupsResponse.decode(io.BytesIO(response.encode()), version=5)
 
 
 def _describe(admin: OffsetFetchAdmin, timeout_s: float = 5) -> tuple[str, tuple[str, ...]]:
@@ -101,3 +110,38 @@ def test_preflight_describes_the_group_over_kafka_python_and_records_a_gap(
     assert gatherer.gaps.unavailable["group"].startswith(
         f"DescribeGroups('orders-eos'): no answer from the Kafka broker(s) at {BROKERS}")
     assert admin.sent, "pre-flight's description went elsewhere"
+
+
+# -- the principal's operations on the group (a secured pre-flight's permission probe) --------------------------
+
+READ, DESCRIBE = 3, 8  # Kafka's ACL operation codes: the bit each takes in the answer's field
+
+
+def test_the_operations_are_read_from_the_brokers_bit_field_and_asked_for() -> None:
+    admin = OffsetFetchAdmin(_answer("Dead", operations={READ, DESCRIBE}))
+    assert group_authorized_operations(admin, "orders-eos", timeout_s=5) == {"READ", "DESCRIBE"}  # type: ignore[arg-type]
+    [(request, _)] = admin.sent
+    assert request.include_authorized_operations
+
+
+def test_an_answer_that_lists_no_operations_is_none_not_nothing_granted() -> None:
+    assert group_authorized_operations(OffsetFetchAdmin(_answer()), "orders-eos", timeout_s=5) is None  # type: ignore[arg-type]
+
+
+def _probe(admin: OffsetFetchAdmin, monkeypatch: pytest.MonkeyPatch) -> tuple[set[str] | None, str]:
+    monkeypatch.setattr("airflow_provider_eos.kafka.transactions_admin.admin_client",
+                        lambda config, **kw: contextlib.nullcontext(admin))
+    prober = object.__new__(acl_probes._Prober)
+    prober.librdkafka, prober.timeout_s = {"bootstrap.servers": BROKERS}, 5
+    return prober._group_operations("orders-eos")
+
+
+def test_the_permission_probe_describes_the_group_over_kafka_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    admin = OffsetFetchAdmin(_answer("Dead", operations={READ}))
+    assert _probe(admin, monkeypatch) == ({"READ"}, "DescribeGroups(orders-eos) authorized operations: READ")
+    assert admin.sent, "the probe went elsewhere"
+
+
+def test_a_refused_description_is_evidence_of_the_missing_acl(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _probe(OffsetFetchAdmin(GroupAuthorizationFailedError()), monkeypatch) == (
+        None, "DescribeGroups(orders-eos): GROUP_AUTHORIZATION_FAILED")
