@@ -32,6 +32,9 @@ __all__ = ["GroupDescriptionError", "describe_group", "group_authorized_operatio
 _DESCRIBE_GROUPS_VERSION = 1
 #: The first version that lists the caller's authorized operations (KIP-430, Kafka 2.3).
 _WITH_OPERATIONS = 3
+#: librdkafka's enum names (which the pre-flight rules quote) of the states Kafka's wire spells in two words run
+#: together; every other state is the wire's name upper-cased ("Stable" is STABLE).
+_LIBRDKAFKA_STATES = {"PreparingRebalance": "PREPARING_REBALANCE", "CompletingRebalance": "COMPLETING_REBALANCE"}
 
 
 class GroupDescriptionError(EosError):
@@ -52,9 +55,7 @@ def describe_group(admin: KafkaAdminClient, group_id: str, *, timeout_s: float) 
     """
     group = _described(admin, group_id, timeout_s=timeout_s, authorized_operations=False)
     members = tuple(f"{m.client_id} on {m.client_host.lstrip('/')} (member {m.member_id})" for m in group.members)
-    # Kafka's wire names are "Stable", "PreparingRebalance"...; librdkafka's enum, which the rules quote, upper-cased.
-    return group.group_state.upper().replace("PREPARINGREBALANCE", "PREPARING_REBALANCE").replace(
-        "COMPLETINGREBALANCE", "COMPLETING_REBALANCE"), members
+    return _LIBRDKAFKA_STATES.get(group.group_state, group.group_state.upper()), members
 
 
 def group_authorized_operations(admin: KafkaAdminClient, group_id: str, *, timeout_s: float) -> set[str] | None:
