@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "HEALTH_DAG_ID",
+    "HEALTH_PIPELINES_TASK_ID",
     "HEALTH_TASK_ID",
     "PIPELINE_DAG_PREFIX",
     "PROVIDER_DAG_IDS",
@@ -22,6 +23,8 @@ PIPELINE_DAG_PREFIX = "eos_pipeline__"
 HEALTH_DAG_ID = "eos_health_check"
 #: The health check's mapped task: one health report per pipeline.
 HEALTH_TASK_ID = "health_report"
+#: The health check's first task: the spec files of the pipelines to check, read as the run starts.
+HEALTH_PIPELINES_TASK_ID = "pipelines_to_check"
 RECOVERY_DAG_ID = "eos_manual_recovery"
 #: The DAGs every deployment has, whatever its specs folder holds (the pipelines' DAGs come with their specs).
 PROVIDER_DAG_IDS = (HEALTH_DAG_ID, RECOVERY_DAG_ID)

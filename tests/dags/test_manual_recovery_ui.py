@@ -234,6 +234,9 @@ def test_health_check_shows_the_report_as_a_card_without_kafka_client_chatter(
     run = run_dag("eos_health_check", {}, tmp_path / "health.json", timeout_s=600,
                   env={"EOS_SPECS_DIR": str(pipeline.spec_path.parent), "EOS_HEALTH_CHECK_INTERVAL_S": "1"})
 
+    # The listing first (the folder as the run finds it: this pipeline alone), then the one report.
+    assert run.states.pop("pipelines_to_check") == "success", run.log[-6000:]
+    assert run.xcoms["pipelines_to_check"] == [str(pipeline.spec_path)]
     (state,) = run.states.values()
     assert state in {"success", "failed"}, run.log[-6000:]
     report = run.xcoms["health_report[0]"]

@@ -107,8 +107,8 @@ class AirflowApi:
                 asked = time.monotonic()
             if parsed(self.dag_details(dag_id)):
                 # A version no run has used yet is rewritten in place, and the scheduler serves the copy it
-                # checked within the last window unchecked: a run created now could be expanded from the
-                # content before this parse (stop 52's health run mapped another test's spec alone).
+                # checked within the last window unchecked: a run created now could be scheduled from the
+                # content before this parse.
                 time.sleep(SERIALIZED_DAG_WINDOW_S + 0.5)
                 return
             time.sleep(0.5)
@@ -182,9 +182,9 @@ class AirflowApi:
 
     # -- results ---------------------------------------------------------------------------
 
-    def xcom(self, dag_id: str, run_id: str, task_id: str, key: str = "return_value") -> Any:
+    def xcom(self, dag_id: str, run_id: str, task_id: str, key: str = "return_value", map_index: int = -1) -> Any:
         entry = self.get(f"/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}/taskInstances/{task_id}"
-                         f"/xcomEntries/{key}", deserialize=True, stringify=False)
+                         f"/xcomEntries/{key}", deserialize=True, stringify=False, map_index=map_index)
         return entry["value"]
 
     def task_log(self, dag_id: str, run_id: str, task_id: str, try_number: int | None = None,

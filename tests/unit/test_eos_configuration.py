@@ -125,7 +125,7 @@ def test_the_health_check_samples_its_pipelines_the_configured_seconds_apart(mon
     shutil.copy(Path(__file__).parents[2] / "dags" / "pipelines" / "orders_enrich.yaml", tmp_path)
 
     def sampling() -> tuple[int, float]:
-        (task,) = health_check_dag(tmp_path).tasks
+        task = health_check_dag(tmp_path).get_task("health_report")
         return task.partial_kwargs["samples"], task.partial_kwargs["interval_s"]
 
     assert sampling() == (3, 10.0)  # the default: three samples 10 s apart
