@@ -27,12 +27,11 @@ PYTEST_ARGS ?=
 SOAK_ARGS ?=
 # Two pytest workers (pytest-xdist) sharing one broker, one secured broker, one YARN cluster and one
 # Airflow deployment (tests/support/shared_services.py); each has its own Spark. PYTEST_WORKERS=0 runs
-# serially. The tests arrive longest module first (tests/durations.json) and one at a time, kept in that
-# order (`loadgroup` with --no-loadscope-reorder): a worker that is free takes the next, so the long ones
-# start early and both workers end together. A group (`xdist_group`: the Celery deployment's tests,
-# which hold its workers one at a time) goes to one worker whole.
+# serially. The tests arrive longest module first (tests/durations.json) and one at a time
+# (`load` with --maxschedchunk 1): a worker that is free takes the next, so the long ones start early
+# and both workers end together.
 PYTEST_WORKERS ?= 2
-PYTEST := $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+PYTEST := $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist load --maxschedchunk 1
 
 # Debian packages for the browser (UI) tests: Playwright drives the system's Chromium (its own browser
 # download cannot work here). And for `eos airflow up --executor celery --db postgres` (tests/deployment_celery):

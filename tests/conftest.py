@@ -78,13 +78,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     from tests.support import durations
 
     recorded = durations.load()
-    # Under --dist loadgroup a worker's node ids of an xdist_group carry "@<group>" (when xdist's hook ran first).
-    nodeids = {item: durations.base_nodeid(item.nodeid) for item in items}
-    keys = durations.start_order(list(nodeids.values()), recorded)
-    items.sort(key=lambda item: keys[nodeids[item]])
+    keys = durations.start_order([item.nodeid for item in items], recorded)
+    items.sort(key=lambda item: keys[item.nodeid])
     for item in items:
         if item.get_closest_marker("timeout") is None:
-            item.add_marker(pytest.mark.timeout(durations.timeout_for(recorded.get(nodeids[item]))))
+            item.add_marker(pytest.mark.timeout(durations.timeout_for(recorded.get(item.nodeid))))
 
 
 def kafka_version_under_test() -> str:

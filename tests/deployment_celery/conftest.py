@@ -29,10 +29,6 @@ from tests.support.shared_services import shared_service
 
 TEST_DAGS = Path(__file__).parent / "dags"
 SERVICE = "airflow-celery-deployment"
-#: This package's pytest-xdist group (``--dist loadgroup``): its tests hold the deployment's workers one at a
-#: time (:func:`worker_hosts`), so on two pytest-xdist workers the second one waited idle for the lock, about
-#: 270 s of one CI run; one pytest-xdist worker runs them in a row and the other goes on with other tests.
-CELERY_GROUP = "celery_deployment"
 #: A pipeline DAG's driver on one host and its recovery on the other (test_cross_worker_pipeline.py).
 EOS_SETTINGS = {"queue_submit": "worker-1", "queue_recovery": "worker-2"}
 
@@ -66,9 +62,8 @@ def worker_hosts(celery_deployment: AirflowDeploymentInfo, tmp_path_factory: pyt
                  ) -> Iterator[LocalAirflow]:
     """The deployment's workers, for this test alone (an flock beside the deployment's folder).
 
-    Autouse: a test that does not kill a worker still has its tasks on them. ``make test`` runs the
-    package on one pytest-xdist worker (:data:`CELERY_GROUP`); under ``--dist load`` two would take its
-    tests in turn, so the cross-worker pipeline test (its driver's task on
+    Autouse: a test that does not kill a worker still has its tasks on them. CI's two pytest-xdist
+    workers take the package's tests in turn, so the cross-worker pipeline test (its driver's task on
     worker-1 for minutes) could otherwise run while the other test SIGKILLs worker-1 and then stops its
     old host, driver included.
     """

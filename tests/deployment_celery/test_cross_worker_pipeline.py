@@ -37,13 +37,12 @@ from airflow_provider_eos.devstack.airflow_settings import AirflowDeploymentInfo
 from airflow_provider_eos.devstack.broker_nodes import pid_alive
 from airflow_provider_eos.spark.driver_processes import processes_with_token
 from tests.deployment.conftest import deploy_spec
-from tests.deployment_celery.conftest import CELERY_GROUP
 from tests.support.airflow_api import AirflowApi
 from tests.support.deployed_stream import DeployedStream
 from tests.support.pipeline import PipelineHarness, wait_for
 
 pytestmark = [pytest.mark.airflow, pytest.mark.integration, pytest.mark.spark, pytest.mark.deployment,
-              pytest.mark.chaos, pytest.mark.xdist_group(CELERY_GROUP)]
+              pytest.mark.chaos]
 
 RECOVERY = ("confirm_driver_gone", "recover_abort", "recover_verify")
 SUBMIT_HOST, RECOVERY_HOST = "eos-worker-1", "eos-worker-2"

@@ -9,11 +9,10 @@ import pytest
 
 from airflow_provider_eos.devstack.airflow_deployment import LocalAirflow
 from airflow_provider_eos.devstack.airflow_settings import AirflowDeploymentInfo
-from tests.deployment_celery.conftest import CELERY_GROUP, db_password, eos_status, wait_for_dag
+from tests.deployment_celery.conftest import db_password, eos_status, wait_for_dag
 from tests.support.airflow_api import AirflowApi
 
-pytestmark = [pytest.mark.airflow, pytest.mark.integration, pytest.mark.deployment,
-              pytest.mark.xdist_group(CELERY_GROUP)]
+pytestmark = [pytest.mark.airflow, pytest.mark.integration, pytest.mark.deployment]
 
 DAG = "eos_celery_hosts"
 

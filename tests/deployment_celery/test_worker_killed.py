@@ -20,11 +20,10 @@ import pytest
 from airflow_provider_eos.devstack.airflow_deployment import LocalAirflow
 from airflow_provider_eos.devstack.airflow_settings import AirflowDeploymentInfo
 from airflow_provider_eos.devstack.broker_nodes import pid_alive
-from tests.deployment_celery.conftest import CELERY_GROUP, eos_status, wait_for_dag
+from tests.deployment_celery.conftest import eos_status, wait_for_dag
 from tests.support.airflow_api import AirflowApi
 
-pytestmark = [pytest.mark.airflow, pytest.mark.integration, pytest.mark.deployment, pytest.mark.chaos,
-              pytest.mark.xdist_group(CELERY_GROUP)]
+pytestmark = [pytest.mark.airflow, pytest.mark.integration, pytest.mark.deployment, pytest.mark.chaos]
 
 DAG, TASK = "eos_celery_long", "long_on_worker_2"
 

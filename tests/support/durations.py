@@ -37,19 +37,13 @@ def load(path: Path = DURATIONS_FILE) -> dict[str, float]:
     return {str(k): float(v) for k, v in json.loads(path.read_text()).items()}
 
 
-def base_nodeid(nodeid: str) -> str:
-    """``nodeid`` without the ``@<group>`` pytest-xdist adds under ``--dist loadgroup`` (as xdist tells them apart
-    from a parameter holding an ``@``: after the last ``]``)."""
-    return nodeid.rsplit("@", 1)[0] if nodeid.rfind("@") > nodeid.rfind("]") else nodeid
-
-
 def from_pytest_report(text: str) -> dict[str, float]:
     """Seconds per node id from pytest's ``--durations=0`` lines (setup, call and teardown added up)."""
     found: dict[str, float] = {}
     for line in text.splitlines():
         match = _LINE.match(line)
         if match:
-            nodeid = base_nodeid(match["nodeid"])
+            nodeid = match["nodeid"]
             found[nodeid] = round(found.get(nodeid, 0.0) + float(match["seconds"]), 2)
     return found
 

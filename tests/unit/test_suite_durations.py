@@ -30,17 +30,6 @@ def test_a_report_adds_up_setup_call_and_teardown_per_test() -> None:
     }
 
 
-def test_a_groups_node_ids_under_loadgroup_are_recorded_without_the_group() -> None:
-    # pytest-xdist's --dist loadgroup appends "@<group>" to the node ids of an xdist_group's tests.
-    report = ("12.50s setup    tests/deployment_celery/test_worker_hosts.py::test_hosts@celery_deployment\n"
-              "3.25s call     tests/deployment_celery/test_worker_hosts.py::test_hosts@celery_deployment\n"
-              "1.00s call     tests/unit/test_spec.py::test_mail[a@b]\n")
-    assert durations.from_pytest_report(report) == {
-        "tests/deployment_celery/test_worker_hosts.py::test_hosts": 15.75,
-        "tests/unit/test_spec.py::test_mail[a@b]": 1.0,  # an "@" in a parameter is no group
-    }
-
-
 def test_timeouts_are_five_times_the_record_in_whole_minutes_never_below_the_default() -> None:
     assert durations.timeout_for(None) == durations.DEFAULT_TIMEOUT_S
     assert durations.timeout_for(0.01) == durations.DEFAULT_TIMEOUT_S
