@@ -20,8 +20,8 @@ DAG_ID = HEALTH_DAG_ID
 DOC_MD = """\
 eos_health_check: every 15 minutes, one health report per configured pipeline.
 
-Its first task, `pipelines_to_check`, reads the specs folder as the run starts: a spec added or
-removed since the list below was parsed is checked, or not, all the same.
+Its first task, `pipelines_to_check`, reads the specs folder as the run starts: a spec added since
+the list below was parsed is checked too, and one removed since is not.
 
 Each mapped task (labelled ``<pipeline>: <status>`` once it reported) samples its pipeline three
 times, ``[eos] health_check_interval_s`` apart (10 s by default): commit age, lag trend, LSO pinned
