@@ -109,13 +109,20 @@ def check_caught_up_pipeline(pipeline: CheckpointedPipeline, api: AirflowApi, *a
     return health_run, recoveries
 
 
+def place_spec(deployment: AirflowDeploymentInfo, spec_file: Path, name: str) -> Path:
+    """Copy a pipeline's spec into the deployment's pipelines folder (owner-only, as it holds settings), no more:
+    the DAGs see it at their next parse."""
+    target = Path(deployment.specs_dir) / f"{name}{spec_file.suffix}"
+    shutil.copy(spec_file, target)
+    os.chmod(target, 0o600)
+    return target
+
+
 def deploy_spec(deployment: AirflowDeploymentInfo, spec_file: Path, api: AirflowApi, name: str,
                 dag_ids: tuple[str, ...] = ("eos_manual_recovery",)) -> Path:
     """Put a pipeline's spec into the deployment's pipelines folder and wait until the DAGs offer it (the
     recovery's form) or its own DAG (``eos_pipeline__<name>``) is there."""
-    target = Path(deployment.specs_dir) / f"{name}{spec_file.suffix}"
-    shutil.copy(spec_file, target)
-    os.chmod(target, 0o600)
+    target = place_spec(deployment, spec_file, name)
     # The DAG files read the folder: a newer mtime has the dag-processor parse them now, not at its next
     # round (every 30 s, which keeps an idle deployment's parsing cheap).
     for dag_file in Path(deployment.dags_folder).glob("*.py"):

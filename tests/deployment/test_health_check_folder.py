@@ -9,8 +9,6 @@ before the others shifted them, and the last one went unchecked.
 
 from __future__ import annotations
 
-import os
-import shutil
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -18,8 +16,9 @@ from typing import Any
 
 import pytest
 
+from airflow_provider_eos.core.dag_ids import HEALTH_PIPELINES_TASK_ID, HEALTH_TASK_ID
 from airflow_provider_eos.devstack.airflow_settings import AirflowDeploymentInfo
-from tests.deployment.conftest import HEALTH_DAG, deploy_spec
+from tests.deployment.conftest import HEALTH_DAG, deploy_spec, place_spec
 from tests.support.airflow_api import AirflowApi
 from tests.support.checkpointed_pipeline import LAST_COMMITTED, CheckpointedPipeline, checkpointed_pipeline
 
@@ -42,33 +41,34 @@ def test_a_spec_the_last_parse_did_not_see_is_checked_and_each_report_checks_its
     first = _caught_up(bootstrap, topic_factory, tmp_path / "first", f"aa{uuid.uuid4().hex[:8]}")
     deployed_last = deploy_spec(airflow_deployment, last.spec_path, airflow_api, last.spec.name)
     airflow_api.wait_for_doc_mention(HEALTH_DAG, f"`{last.spec.name}`")
-    # Copied, not deployed: no DAG file is touched, so the DAG the run is created from does not list it.
-    deployed_first = Path(airflow_deployment.specs_dir) / f"{first.spec.name}.json"
+    # Placed, not deployed: no DAG file is touched, so the DAG the run is created from does not list it.
+    deployed_first = place_spec(airflow_deployment, first.spec_path, first.spec.name)
     try:
-        shutil.copy(first.spec_path, deployed_first)
-        os.chmod(deployed_first, 0o600)
         run = airflow_api.trigger(HEALTH_DAG, {})
+        # The fault's precondition: the run was created from a DAG whose parse had not seen the new spec.
+        assert f"`{first.spec.name}`" not in (airflow_api.dag_details(HEALTH_DAG).get("doc_md") or ""), \
+            "a parse saw the new spec before the run was created: the old mapping would have been right too"
         airflow_api.wait_for_run(HEALTH_DAG, run, timeout_s=300)
     finally:
         deployed_first.unlink(missing_ok=True)
         deployed_last.unlink(missing_ok=True)
 
     tasks = airflow_api.task_instances(HEALTH_DAG, run)
-    labels = [ti.get("rendered_map_index") or "" for ti in tasks if ti["task_id"] == "health_report"]
+    labels = [ti.get("rendered_map_index") or "" for ti in tasks if ti["task_id"] == HEALTH_TASK_ID]
     for pipeline in (first, last):
         mine = [label for label in labels if label.startswith(f"{pipeline.spec.name}: ")]
         assert len(mine) == 1, f"{pipeline.spec.name} checked {len(mine)} times in run {run}: {labels}"
-        report = airflow_api.xcom(HEALTH_DAG, run, "health_report",
+        report = airflow_api.xcom(HEALTH_DAG, run, HEALTH_TASK_ID,
                                   map_index=_map_index(tasks, pipeline.spec.name))
         # The report under the label is the labelled pipeline's: its checkpoint, its last committed batch.
         assert report["pipeline"] == pipeline.spec.name, report
         assert (report["query_id"], report["last_committed"]) == (pipeline.query_id, LAST_COMMITTED), report
     # Listed by the run's first task, which read the folder as the run started.
-    listed = airflow_api.xcom(HEALTH_DAG, run, "pipelines_to_check")
+    listed = airflow_api.xcom(HEALTH_DAG, run, HEALTH_PIPELINES_TASK_ID)
     assert {str(Path(airflow_deployment.specs_dir) / f"{p.spec.name}.json") for p in (first, last)} <= set(listed)
 
 
 def _map_index(tasks: list[dict[str, Any]], name: str) -> int:
     (index,) = [ti["map_index"] for ti in tasks
-                if ti["task_id"] == "health_report" and (ti.get("rendered_map_index") or "").startswith(f"{name}: ")]
+                if ti["task_id"] == HEALTH_TASK_ID and (ti.get("rendered_map_index") or "").startswith(f"{name}: ")]
     return int(index)
