@@ -10,6 +10,7 @@ from typing import Any
 from bench.ratios import CPU_TARGET, EXECUTOR_LETTERS, RATIO_TARGETS, SPARK_LETTERS, master, mode_key
 from bench.report_cells import loads, mmm
 from bench.report_machine import cpu_bound_lines, cpu_lines, request_lines
+from bench.spark_phases import phase_lines
 
 #: Latency modes of the exactly-once writers, newest first; ``exactly-once`` is the pre-writers driver sink.
 EOS_LATENCY_MODES = ("exactly-once executors", "exactly-once driver", "exactly-once")
@@ -136,7 +137,7 @@ def throughput_section(tp: dict[str, Any], title: str = "Throughput") -> list[st
                  for k in keys]
         if any(cell != "-" for cell in cells):
             out.append(f"| {name} without batch 0 (no target; warm-up left out) | " + " | ".join(cells) + " |")
-    out += [*cpu_lines(tp), *cpu_bound_lines(tp), *request_lines(tp)]
+    out += [*cpu_lines(tp), *cpu_bound_lines(tp), *request_lines(tp), *phase_lines(tp)]
     if tp.get("scaling"):
         low, high = min(tp["cores"]), max(tp["cores"])
         out += ["", f"Scaling from {master(low)} to {master(high)} (records/s on {high} cores over {low}): "

@@ -51,6 +51,7 @@ from bench.measure import loadavg, log, summarize
 from bench.process_tree import listener_pid
 from bench.ratios import LETTERS, STEADY_RATE, label, ordered_keys, ratios, scaling, split_key
 from bench.records import bench_records, record_bytes
+from bench.spark_phases import median_phase_ms, steady_phase_ms
 from bench.specs import AT_LEAST_ONCE, EXACTLY_ONCE, PRODUCER_SETTINGS, SPARK_CONF, write_spec
 
 PARTITIONS = 4
@@ -248,6 +249,7 @@ def job_run(bootstrap: str, work_dir: Path, data: ThroughputInput, key: str, bat
         if cpu.get("broker_cpu_s") and rows_in else None,
         "broker_cpu_steady_us_per_record": round(cpu["broker_cpu_steady_s"] / later_rows * 1e6, 2)
         if cpu.get("broker_cpu_steady_s") and later_rows else None,
+        "spark_phase_ms": steady_phase_ms(later),
     }
     if during is not None:
         # The bench's own chores (topic creation, end offsets) run outside this window.
@@ -323,6 +325,7 @@ def run(bootstrap: str, work_dir: Path, *, records: int, batch: int, repetitions
                         **{figure: summarize([r[figure] for r in done if r.get(figure)], 2)
                            for figure in CPU_FIGURES},
                         "broker_requests_per_batch": median_per_batch(done),
+                        "spark_phase_ms": median_phase_ms(done),
                         "broker_jit_ms": summarize([r["broker_jit_ms"] for r in done if "broker_jit_ms" in r], 0),
                         "runs": items}
     found = ratios(summary, runs, cores)

@@ -22,6 +22,10 @@ log = logging.getLogger("airflow_provider_eos.job")
 #: The executor writers' batch sums its tasks' EOS-TASK lines into these.
 _TASK_SUMS = ("tasks", "tasks_ms", "partitions_produced", "partitions_skipped", "partitions_committed_by_driver")
 
+#: Spark's phases of a batch (``durationMs``) beside its total, so a slow batch says where its time went:
+#: finding the end offsets, planning, the WAL, the sink, the commit log.
+_SPARK_PHASES = ("latestOffset", "getBatch", "queryPlanning", "walCommit", "addBatch", "commitOffsets")
+
 
 class BatchProgressLogger:
     """One ``EOS-PROGRESS`` JSON line per finished batch: Spark's counts joined with the sink's."""
@@ -48,8 +52,10 @@ class BatchProgressLogger:
     def log_progress(self, progress: dict[str, Any]) -> None:
         """Log one finished batch: ``progress`` is Spark's ``StreamingQueryProgress`` as its JSON."""
         batch_id = progress["batchId"]
+        durations = progress.get("durationMs") or {}
         line = {"mode": self.mode, "batch_id": batch_id, "rows_in": progress["numInputRows"],
-                "batch_ms": (progress.get("durationMs") or {}).get("triggerExecution")}
+                "batch_ms": durations.get("triggerExecution"),
+                "spark_ms": {phase: durations[phase] for phase in _SPARK_PHASES if phase in durations}}
         if stats := self.sink.stats.pop(batch_id, None):
             line.update(action=stats.action, rows_out=stats.rows_out, rows_dlq=stats.rows_dlq,
                         replay_skipped=stats.action == "skip_replay", collect_ms=stats.collect_ms,

@@ -51,6 +51,7 @@ def test_a_progress_event_is_read_as_its_json_and_joined_with_the_sinks_batch(ca
     assert line["batch_id"] == 7 and line["rows_in"] == 1200 and line["batch_ms"] == 640
     assert line["rows_out"] == 1190 and line["rows_dlq"] == 10 and line["writers"] == "executors"
     assert line["tasks"] == 4 and line["tasks_ms"] == 410
+    assert line["spark_ms"] == {"addBatch": 500}, "Spark's phases beside the total, which is batch_ms"
     assert sink.stats == {}, "the batch's stats are logged once"
     # The exporter gets the lag and batch time Spark's progress says (core/metrics/updates.py decides them).
     assert exporter.applied and all(dict(u.labels)["pipeline"] == "orders" for u in exporter.applied)
@@ -60,4 +61,5 @@ def test_a_batch_the_sink_did_not_see_is_logged_with_sparks_counts_only(caplog) 
     logger = BatchProgressLogger(SimpleNamespace(stats={}), "noop")  # type: ignore[arg-type]
     with caplog.at_level(logging.INFO, logger="airflow_provider_eos.job"):
         logger.log_progress({**PROGRESS, "durationMs": {}})
-    assert _progress_line(caplog) == {"batch_id": 7, "batch_ms": None, "mode": "noop", "rows_in": 1200}
+    assert _progress_line(caplog) == {"batch_id": 7, "batch_ms": None, "mode": "noop", "rows_in": 1200,
+                                     "spark_ms": {}}
