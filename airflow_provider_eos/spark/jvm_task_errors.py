@@ -17,7 +17,13 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_eos.core.errors import EosError, ScanRangeMismatchError, SinkError, SpecError
+from airflow_provider_eos.core.errors import (
+    EosError,
+    KafkaNoAnswerError,
+    ScanRangeMismatchError,
+    SinkError,
+    SpecError,
+)
 from airflow_provider_eos.core.markers import CommittedOffset
 from airflow_provider_eos.core.output_columns import column_type_error, null_header_error
 from airflow_provider_eos.core.sink_failures import KafkaFailure, sink_failure_error, sink_init_error
@@ -122,6 +128,9 @@ def _fenced_twice(facts: dict[str, Any], tasks: BatchTasks) -> EosError:
 
 
 def _group_offsets(facts: dict[str, Any], tasks: BatchTasks) -> EosError:
+    if facts.get("no_answer"):  # as the Python writer's read of the same: the retryable error naming the brokers
+        return KafkaNoAnswerError(tasks.spec.brokers, f"OffsetFetch({facts.get('group_id')!r})",
+                                  round(int(facts.get("waited_ms") or 0) / 1000, 1), detail=facts.get("detail"))
     return GroupOffsetsError(
         f"could not read committed offsets of group {facts.get('group_id')!r} for "
         f"{facts.get('topic')}-{facts.get('partition')}: {facts.get('detail')}",

@@ -32,6 +32,7 @@ from airflow_provider_eos.core.spec import PipelineSpec
 from airflow_provider_eos.devstack.broker import LocalKafka
 from airflow_provider_eos.devstack.broker_state import BrokerInfo
 from airflow_provider_eos.kafka import cluster_facts, health_probe, health_settled_read, transactions_admin
+from airflow_provider_eos.kafka.settings import java_admin_config
 from airflow_provider_eos.usecases import health
 from airflow_provider_eos.usecases.abort import abort
 from airflow_provider_eos.usecases.clients import PipelineClients
@@ -333,3 +334,46 @@ def test_preflights_read_of_the_group_is_not_read_naming_the_brokers_when_the_br
     _read_unanswered(facts.unavailable["group_offsets"], pauses, bootstrap, f"OffsetFetch({spec.group_id!r})",
                      DEADLINE_S)
     assert facts.topics is not None, facts.unavailable  # the reads before the pause went through
+
+
+#: The JVM writer's read of the group waits this long for an answer (``CommittedOffsets.REQUEST_TIMEOUT_MS``).
+JVM_READ_DEADLINE_S = 30
+
+
+@pytest.mark.spark
+def test_the_jvm_writers_read_of_the_group_says_no_broker_answered(spark, pauses: PausedInScans,
+                                                                    spec: PipelineSpec) -> None:
+    """The JVM executor writer's stable read of the group, met by the silent broker, fails as "no answer": its task's
+    facts then make the Python driver raise :class:`KafkaNoAnswerError`, as the Python writer's read does
+    (tests/unit/test_jvm_writer.py), not a refusal of the group. The same read answered is not one."""
+    from py4j.protocol import Py4JJavaError
+
+    jvm = spark.sparkContext._jvm
+    offsets = jvm.io.github.airflowprovidereos.writer.CommittedOffsets
+    # Kafka's Admin gives up on a call after its own timeouts; the read asks again until its deadline.
+    config = {**java_admin_config(spec), "request.timeout.ms": str(TIMEOUT_S * 1000),
+              "default.api.timeout.ms": str(TIMEOUT_S * 1000)}
+    partition = jvm.org.apache.kafka.common.TopicPartition(spec.input_topics[0], 0)
+    assert offsets.read(config, spec.group_id, partition, 1_000) is None, "answered: nothing committed yet"
+
+    pauses.kafka.fault("pause", pauses.node)
+    timer = threading.Timer(RESUME_AFTER_S + JVM_READ_DEADLINE_S, pauses.resume)
+    started = time.monotonic()
+    try:
+        timer.start()
+        with pytest.raises(Py4JJavaError) as raised:
+            offsets.read(config, spec.group_id, partition, 1_000)
+        waited = time.monotonic() - started
+    finally:
+        timer.cancel()
+        pauses.resume()
+        pauses.answering()
+    failure = raised.value.java_exception
+    assert offsets.noAnswer(failure), failure.toString()
+    assert waited < JVM_READ_DEADLINE_S + TIMEOUT_S + SLACK_S, f"{waited:.1f} s"
+    # A broker that answers with a refusal (here of the login) is not "no answer".
+    refused = {**config, "sasl.jaas.config": config["sasl.jaas.config"].replace(
+        spec.kafka["sasl.username"], f"nobody-{uuid.uuid4().hex[:6]}")}
+    with pytest.raises(Py4JJavaError) as denied:
+        offsets.read(refused, spec.group_id, partition, 1_000)
+    assert not offsets.noAnswer(denied.value.java_exception), denied.value.java_exception.toString()

@@ -14,6 +14,7 @@ import pytest
 
 from airflow_provider_eos.core.errors import (
     InconsistentOffsetsError,
+    KafkaNoAnswerError,
     ProducerFencedError,
     ScanRangeMismatchError,
     SinkAuthorizationError,
@@ -92,6 +93,19 @@ def test_offsets_still_pending_are_the_python_readers_error():
     same = offsets_pending_error("orders-sink", ["orders-2"], waited_s=90.412, transaction_timeout_ms=60_000)
     assert isinstance(error, GroupOffsetsError) and (error.message, error.fix) == (same.message, same.fix)
     assert "'orders-sink' still holds a pending transactional offset commit on orders-2 after 90 s" in error.message
+
+
+def test_a_group_read_no_broker_answered_is_the_python_readers_no_answer_error():
+    error = typed_task_error(failed(kind="group_offsets", group_id="orders-sink", topic="orders", partition=0,
+                                    detail="org.apache.kafka.common.errors.TimeoutException: timed out",
+                                    no_answer=True, waited_ms=90_412), tasks())
+    assert isinstance(error, KafkaNoAnswerError), error
+    assert "OffsetFetch('orders-sink'): no answer from the Kafka broker(s) at localhost:9092 within 90.4 s" \
+        in error.message, error.message
+    answered = typed_task_error(failed(kind="group_offsets", group_id="orders-sink", topic="orders", partition=0,
+                                       detail="GroupAuthorizationException", no_answer=False, waited_ms=12), tasks())
+    assert isinstance(answered, GroupOffsetsError) and not isinstance(answered, KafkaNoAnswerError)
+    assert "GroupAuthorizationException" in answered.message
 
 
 def test_armed_faults_travel_with_the_plan():

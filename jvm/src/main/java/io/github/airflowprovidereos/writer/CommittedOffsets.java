@@ -10,6 +10,7 @@ import org.apache.kafka.clients.admin.ListConsumerGroupOffsetsOptions;
 import org.apache.kafka.clients.admin.ListConsumerGroupOffsetsSpec;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.DisconnectException;
 import org.apache.kafka.common.errors.RetriableException;
 import org.apache.kafka.common.errors.UnstableOffsetCommitException;
 import org.slf4j.Logger;
@@ -108,6 +109,24 @@ public final class CommittedOffsets {
             Thread.sleep(backoff);
             backoff = Math.min(1_000, backoff * 2);
         }
+    }
+
+    /**
+     * Whether the read ended because no broker answered: the caller's wait on the request ran out, the
+     * client's own request or call timed out, or it lost its connection. The broker may answer by the
+     * next attempt; any other failure is the broker's answer (a refusal, an unknown group...).
+     *
+     * @param error what {@link #read} threw
+     * @return whether it is a failure to get an answer
+     */
+    public static boolean noAnswer(Throwable error) {
+        for (Throwable t = error; t != null && t.getCause() != t; t = t.getCause()) {
+            if (t instanceof TimeoutException || t instanceof org.apache.kafka.common.errors.TimeoutException
+                    || t instanceof DisconnectException) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**

@@ -232,6 +232,7 @@ final class PartitionWriter implements DataWriter<InternalRow> {
     }
 
     private OffsetAndMetadata readCommitted(Map<String, String> adminConfig, TopicPartition tp) {
+        long started = System.nanoTime();
         try {
             return CommittedOffsets.read(adminConfig, plan.groupId, tp, plan.stableReadTimeoutMs);
         } catch (CommittedOffsets.StillPending e) {
@@ -242,8 +243,11 @@ final class PartitionWriter implements DataWriter<InternalRow> {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while reading the group's offsets", e);
         } catch (Exception e) {
+            // No answer is its own fact: the Python writer's read of the same raises KafkaNoAnswerError.
             throw TaskFailure.of("group_offsets", "group_id", plan.groupId, "topic", part.topic,
-                    "partition", part.partition, "detail", String.valueOf(e));
+                    "partition", part.partition, "detail", String.valueOf(e),
+                    "no_answer", CommittedOffsets.noAnswer(e),
+                    "waited_ms", (System.nanoTime() - started) / 1_000_000L);
         }
     }
 
