@@ -31,6 +31,8 @@ def test_a_transactions_requests_are_counted_by_type(bootstrap, topic_factory, t
     assert during.get("Produce", 0) >= 1, during
     for kind in ("InitProducerId", "AddPartitionsToTxn", "EndTxn", "WriteTxnMarkers"):
         assert during.get(kind, 0) >= 1, (kind, during)
-    assert "AddOffsetsToTxn" not in during  # no offsets were sent: a type is counted only when served
+    # A type is counted only when served. Not "AddOffsetsToTxn is absent": the broker is shared with the other
+    # test worker, whose transactions send offsets at the same time (CI met it once).
+    assert during and all(count > 0 for count in during.values()), during
     # A broker that has served requests has compiled code, and its total only grows.
     assert 0 < compiled <= requests.compilation_ms()
