@@ -10,10 +10,9 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-__all__ = ["PHASES", "median_phase_ms", "phase_lines", "steady_phase_ms"]
+from airflow_provider_eos.spark.batch_progress import SPARK_PHASES as PHASES
 
-#: Spark's phases of a micro-batch, in the order it runs them.
-PHASES = ("latestOffset", "getBatch", "queryPlanning", "walCommit", "addBatch", "commitOffsets")
+__all__ = ["PHASES", "median_phase_ms", "phase_lines", "steady_phase_ms"]
 
 
 def steady_phase_ms(progress: list[dict[str, Any]]) -> dict[str, float]:

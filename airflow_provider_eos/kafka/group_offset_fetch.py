@@ -32,6 +32,7 @@ from airflow_provider_eos.kafka.group_offsets import (
     GroupOffsetsError,
     group_read_failed,
     metadata_read_back,
+    offset_fetch_request,
     offsets_pending_error,
 )
 from airflow_provider_eos.kafka.retriable import STABLE_OFFSETS, CoordinatorNotReady, OffsetsPending
@@ -73,7 +74,7 @@ def read_group_offsets(
     wanted = sorted(set(partitions))
     if not wanted:
         return {}
-    what = f"OffsetFetch({group_id!r})"
+    what = offset_fetch_request(group_id)
     names = {ResourceType.GROUP: [group_id], ResourceType.TOPIC: sorted({t for t, _ in wanted})}
     request = _request(group_id, wanted)
 
@@ -147,7 +148,7 @@ def _offsets(
     """The answer's offsets; raises what its error codes say (retried: coordinator not ready, offsets pending)."""
     from kafka.errors import for_code
 
-    what = f"OffsetFetch({group_id!r})"
+    what = offset_fetch_request(group_id)
     codes = [(None, response.error_code)] + [
         (TopicPartition(topic.name, part.partition_index), part.error_code)
         for topic in response.topics for part in topic.partitions]

@@ -84,6 +84,11 @@ def offsets_pending_error(group_id: str, partitions: Iterable[str], *, waited_s:
     )
 
 
+def offset_fetch_request(group_id: str) -> str:
+    """The group read's request as a no-answer error names it (``OffsetFetch('<group>')``), whichever client sent it."""
+    return f"OffsetFetch({group_id!r})"
+
+
 def read_committed_offsets(
     admin: AdminClient, group_id: str, partitions: Iterable[TopicPartition], *, transaction_timeout_ms: int,
     timeout_s: float = 30, brokers: str | None = None,
@@ -144,7 +149,7 @@ def _read_error(group_id: str, exc: Exception, names: Names, *, brokers: str | N
                 timeout_s: float = 30) -> GroupOffsetsError:
     raise_if_refused(exc, "OffsetFetch", names)
     if brokers is not None:
-        raise_if_unanswered(exc, brokers=brokers, what=f"OffsetFetch({group_id!r})", timeout_s=timeout_s)
+        raise_if_unanswered(exc, brokers=brokers, what=offset_fetch_request(group_id), timeout_s=timeout_s)
     detail = exc.message if isinstance(exc, RetryExhaustedError) else exc  # its own fix is not this one
     return group_read_failed(group_id, str(detail))
 

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from airflow_provider_eos.spark.metrics_exporter import PrometheusExporter
     from airflow_provider_eos.spark.sink_points import BatchSink
 
-__all__ = ["BatchProgressLogger"]
+__all__ = ["SPARK_PHASES", "BatchProgressLogger"]
 
 log = logging.getLogger("airflow_provider_eos.job")
 
@@ -24,7 +24,7 @@ _TASK_SUMS = ("tasks", "tasks_ms", "partitions_produced", "partitions_skipped", 
 
 #: Spark's phases of a batch (``durationMs``) beside its total, so a slow batch says where its time went:
 #: finding the end offsets, planning, the WAL, the sink, the commit log.
-_SPARK_PHASES = ("latestOffset", "getBatch", "queryPlanning", "walCommit", "addBatch", "commitOffsets")
+SPARK_PHASES = ("latestOffset", "getBatch", "queryPlanning", "walCommit", "addBatch", "commitOffsets")
 
 
 class BatchProgressLogger:
@@ -55,7 +55,7 @@ class BatchProgressLogger:
         durations = progress.get("durationMs") or {}
         line = {"mode": self.mode, "batch_id": batch_id, "rows_in": progress["numInputRows"],
                 "batch_ms": durations.get("triggerExecution"),
-                "spark_ms": {phase: durations[phase] for phase in _SPARK_PHASES if phase in durations}}
+                "spark_ms": {phase: durations[phase] for phase in SPARK_PHASES if phase in durations}}
         if stats := self.sink.stats.pop(batch_id, None):
             line.update(action=stats.action, rows_out=stats.rows_out, rows_dlq=stats.rows_dlq,
                         replay_skipped=stats.action == "skip_replay", collect_ms=stats.collect_ms,

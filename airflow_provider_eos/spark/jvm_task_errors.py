@@ -29,7 +29,12 @@ from airflow_provider_eos.core.output_columns import column_type_error, null_hea
 from airflow_provider_eos.core.sink_failures import KafkaFailure, sink_failure_error, sink_init_error
 from airflow_provider_eos.core.sink_protocol import decide_partition
 from airflow_provider_eos.core.topic_partition import TopicPartition
-from airflow_provider_eos.kafka.group_offsets import GroupOffsetsError, metadata_read_back, offsets_pending_error
+from airflow_provider_eos.kafka.group_offsets import (
+    GroupOffsetsError,
+    metadata_read_back,
+    offset_fetch_request,
+    offsets_pending_error,
+)
 from airflow_provider_eos.spark.record_producer import require_dlq_topic
 
 if TYPE_CHECKING:
@@ -129,7 +134,7 @@ def _fenced_twice(facts: dict[str, Any], tasks: BatchTasks) -> EosError:
 
 def _group_offsets(facts: dict[str, Any], tasks: BatchTasks) -> EosError:
     if facts.get("no_answer"):  # as the Python writer's read of the same: the retryable error naming the brokers
-        return KafkaNoAnswerError(tasks.spec.brokers, f"OffsetFetch({facts.get('group_id')!r})",
+        return KafkaNoAnswerError(tasks.spec.brokers, offset_fetch_request(str(facts.get("group_id"))),
                                   round(int(facts.get("waited_ms") or 0) / 1000, 1), detail=facts.get("detail"))
     return GroupOffsetsError(
         f"could not read committed offsets of group {facts.get('group_id')!r} for "

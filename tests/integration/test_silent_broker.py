@@ -354,26 +354,31 @@ def test_the_jvm_writers_read_of_the_group_says_no_broker_answered(spark, pauses
     config = {**java_admin_config(spec), "request.timeout.ms": str(TIMEOUT_S * 1000),
               "default.api.timeout.ms": str(TIMEOUT_S * 1000)}
     partition = jvm.org.apache.kafka.common.TopicPartition(spec.input_topics[0], 0)
-    assert offsets.read(config, spec.group_id, partition, 1_000) is None, "answered: nothing committed yet"
-
-    pauses.kafka.fault("pause", pauses.node)
-    timer = threading.Timer(RESUME_AFTER_S + JVM_READ_DEADLINE_S, pauses.resume)
-    started = time.monotonic()
-    try:
-        timer.start()
-        with pytest.raises(Py4JJavaError) as raised:
-            offsets.read(config, spec.group_id, partition, 1_000)
-        waited = time.monotonic() - started
-    finally:
-        timer.cancel()
-        pauses.resume()
-        pauses.answering()
-    failure = raised.value.java_exception
-    assert offsets.noAnswer(failure), failure.toString()
-    assert waited < JVM_READ_DEADLINE_S + TIMEOUT_S + SLACK_S, f"{waited:.1f} s"
     # A broker that answers with a refusal (here of the login) is not "no answer".
     refused = {**config, "sasl.jaas.config": config["sasl.jaas.config"].replace(
         spec.kafka["sasl.username"], f"nobody-{uuid.uuid4().hex[:6]}")}
-    with pytest.raises(Py4JJavaError) as denied:
-        offsets.read(refused, spec.group_id, partition, 1_000)
-    assert not offsets.noAnswer(denied.value.java_exception), denied.value.java_exception.toString()
+    try:
+        assert offsets.read(config, spec.group_id, partition, 1_000) is None, "answered: nothing committed yet"
+
+        pauses.kafka.fault("pause", pauses.node)
+        timer = threading.Timer(RESUME_AFTER_S + JVM_READ_DEADLINE_S, pauses.resume)
+        started = time.monotonic()
+        try:
+            timer.start()
+            with pytest.raises(Py4JJavaError) as raised:
+                offsets.read(config, spec.group_id, partition, 1_000)
+            waited = time.monotonic() - started
+        finally:
+            timer.cancel()
+            pauses.resume()
+            pauses.answering()
+        failure = raised.value.java_exception
+        assert offsets.noAnswer(failure), failure.toString()
+        assert waited < JVM_READ_DEADLINE_S + TIMEOUT_S + SLACK_S, f"{waited:.1f} s"
+        with pytest.raises(Py4JJavaError) as denied:
+            offsets.read(refused, spec.group_id, partition, 1_000)
+        assert not offsets.noAnswer(denied.value.java_exception), denied.value.java_exception.toString()
+    finally:
+        # The worker's Spark session outlives the test: its admin clients (one with a refused login) must not.
+        for settings in (config, refused):
+            offsets.closeIdle(settings)

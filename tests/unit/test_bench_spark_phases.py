@@ -17,7 +17,7 @@ def test_a_runs_phases_are_its_mean_per_batch_and_a_missing_phase_counts_zero() 
 
 def test_a_job_that_logged_no_phases_has_none() -> None:
     assert steady_phase_ms([{"batch_ms": 500}]) == {}
-    assert median_phase_ms([{"seconds": 1.0}, None or {}]) == {}
+    assert median_phase_ms([{"seconds": 1.0}, {}]) == {}
 
 
 def test_the_table_shows_each_mode_with_its_median_and_the_time_outside_the_writer() -> None:

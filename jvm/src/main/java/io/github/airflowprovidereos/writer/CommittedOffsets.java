@@ -130,12 +130,13 @@ public final class CommittedOffsets {
     }
 
     /**
-     * Close this JVM's unused admin clients of {@code adminConfig} (the sink's close, in local mode).
+     * Close this JVM's unused admin clients of {@code adminConfig} (the sink's close, in local mode; the
+     * real-broker tests' own clients).
      *
      * @param adminConfig the admin settings the sink registered
      * @return how many were closed
      */
-    static int closeIdle(Map<String, String> adminConfig) {
+    public static int closeIdle(Map<String, String> adminConfig) {
         return SharedAdmins.SHARED.closeIdle(adminConfig);
     }
 
