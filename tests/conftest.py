@@ -188,7 +188,7 @@ def pausable_admin_settings(pausable_secured_kafka) -> dict:
 
 
 @pytest.fixture(scope="session")
-def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+def _spark_standalone_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
     """A Spark standalone master and two workers on different loopback host names, always stopped.
 
     One per xdist worker, unlike the brokers: its tests kill workers, executors and Python workers of
@@ -201,6 +201,13 @@ def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
         yield cluster.up()
     finally:
         cluster.down()
+
+
+@pytest.fixture
+def spark_standalone(_spark_standalone_cluster):
+    """The session's standalone cluster once the previous test's application left it: every core free."""
+    _spark_standalone_cluster.wait_until_idle()
+    return _spark_standalone_cluster
 
 
 @pytest.fixture

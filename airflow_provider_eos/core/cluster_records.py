@@ -81,6 +81,8 @@ class StandaloneWorker(BaseModel):
     host: str
     port: int
     state: str
+    cores: int = 0
+    coresfree: int = 0
 
 
 class StandaloneMasterRecord(BaseModel):

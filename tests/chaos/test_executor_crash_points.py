@@ -296,11 +296,13 @@ def test_a_speculative_attempt_on_another_host_stays_exactly_once(bootstrap, tmp
     assert result.returncode == 0, result.log[-3000:]
     assert f"EOS-FAULT fired: task_stall batch {FAULT_BATCH} partition 0" in result.log
     assert_exactly_once(harness, valid_ids, malformed)
-    winner = [t for t in task_lines(result) if (t["batch_id"], t["partition"]) == (FAULT_BATCH, 0)]
-    assert len(winner) == 1 and winner[0]["attempt"] >= 1 and winner[0]["action"] == "produce", winner
     # Spark 4 writes a rolling event log: a folder of event files.
     started = [json.loads(line) for log in events.rglob("events_*") for line in log.read_text().splitlines()
                if '"SparkListenerTaskStart"' in line]
+    where = [(e["Stage ID"], e["Task Info"]["Index"], e["Task Info"]["Host"], e["Task Info"]["Speculative"])
+             for e in started]
+    assert {e["Task Info"]["Host"] for e in started} == {"127.0.0.1", "localhost"}, where
     speculative = [e["Task Info"] for e in started if e["Task Info"]["Speculative"]]
-    assert speculative, "Spark launched no speculative task"
-    assert {e["Task Info"]["Host"] for e in started} == {"127.0.0.1", "localhost"}
+    assert speculative, f"Spark launched no speculative task: {where}"
+    winner = [t for t in task_lines(result) if (t["batch_id"], t["partition"]) == (FAULT_BATCH, 0)]
+    assert len(winner) == 1 and winner[0]["attempt"] >= 1 and winner[0]["action"] == "produce", (winner, where)
