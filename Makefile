@@ -27,11 +27,13 @@ PYTEST_ARGS ?=
 SOAK_ARGS ?=
 # Two pytest workers (pytest-xdist) sharing one broker, one secured broker, one YARN cluster and one
 # Airflow deployment (tests/support/shared_services.py); each has its own Spark. PYTEST_WORKERS=0 runs
-# serially. The tests arrive longest module first (tests/durations.json) and one at a time
-# (`load` with --maxschedchunk 1): a worker that is free takes the next, so the long ones start early
-# and both workers end together.
+# serially. The tests arrive longest module first (tests/durations.json, kept in that order by
+# --no-loadscope-reorder): a worker with at most two tests queued takes the next, so the long ones start
+# early and both workers end together. The tests that hold a fixture one at a time (the Celery deployment's
+# workers, the broker the silent-broker tests pause) are one scope, run by one worker in a row, which so
+# never waits on the other's lock (tests/support/durations.py, make_scheduler).
 PYTEST_WORKERS ?= 2
-PYTEST := $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist load --maxschedchunk 1
+PYTEST := $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 # Debian packages for the browser (UI) tests: Playwright drives the system's Chromium (its own browser
 # download cannot work here). And for `eos airflow up --executor celery --db postgres` (tests/deployment_celery):

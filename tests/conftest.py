@@ -73,6 +73,17 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(CpuAccounting(worker), "eos-cpu-accounting")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """Under ``--dist loadscope`` (the Makefile's): the tests that hold a fixture one at a time on one worker
+    (``tests.support.durations.make_scheduler``); any other ``--dist``: pytest-xdist's own."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from tests.support import durations
+
+    return durations.make_scheduler(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Longest groups of tests first; a timeout per test from its recorded duration (``tests.support.durations``)."""
     from tests.support import durations

@@ -60,6 +60,37 @@ def timeout_for(recorded_s: float | None) -> int:
 PACKAGE_GROUPS = ("tests/deployment/", "tests/deployment_celery/", "tests/yarn/")
 
 
+#: Tests that hold a fixture one test at a time (an ``flock``), by package or module: each set is one scope
+#: of the suite's scheduler (:func:`make_scheduler`), so one pytest-xdist worker runs it in a row, where a
+#: worker that took one of them while the other ran its sibling sat idle on the lock (145 s before one
+#: Celery test in CI). The Celery deployment's workers (``tests/deployment_celery/conftest.py``) and the
+#: broker the silent-broker tests pause (``pausable_secured_kafka``).
+ONE_AT_A_TIME = {
+    "tests/deployment_celery/": "celery-workers",
+    "tests/integration/test_silent_broker.py": "pausable-secured-kafka",
+    "tests/integration/test_acl_probe_no_answer.py": "pausable-secured-kafka",
+}
+def scope_of(nodeid: str) -> str:
+    """The scheduler's unit for a test: its one-at-a-time group, else the test alone."""
+    return next((group for prefix, group in ONE_AT_A_TIME.items() if nodeid.startswith(prefix)), nodeid)
+
+
+def make_scheduler(config: object, log: object) -> object:
+    """pytest-xdist's ``loadscope`` with :func:`scope_of` for scopes: the tests arrive in the start order
+    (``--no-loadscope-reorder``) and a worker with at most two queued takes the next scope.
+
+    Not ``--dist loadgroup`` with ``xdist_group`` marks: under pytest 9 its node id suffix does not take,
+    and every marked test ran as if unmarked.
+    """
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OneAtATimeScopes(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scope_of(nodeid)
+
+    return OneAtATimeScopes(config, log)
+
+
 def module_of(nodeid: str) -> str:
     """The test file of a node id."""
     return nodeid.split("::", 1)[0]

@@ -124,3 +124,36 @@ def test_the_modules_of_a_package_with_a_shared_service_start_together_as_one_gr
     keys = durations.start_order(nodeids, recorded)
     assert durations.group_of(nodeids[0]) == durations.group_of(nodeids[2]) == package
     assert sorted(nodeids, key=keys.__getitem__) == [nodeids[2], nodeids[0], nodeids[1]]
+
+
+
+def test_the_tests_that_hold_a_fixture_one_at_a_time_are_one_scope_the_others_each_their_own() -> None:
+    scope = durations.scope_of
+    assert scope("tests/deployment_celery/test_worker_hosts.py::test_two_hosts") == "celery-workers"
+    assert scope("tests/deployment_celery/test_worker_killed.py::test_kill[x]") == "celery-workers"
+    assert scope("tests/integration/test_silent_broker.py::test_verify") == "pausable-secured-kafka"
+    assert scope("tests/integration/test_acl_probe_no_answer.py::test_probe") == "pausable-secured-kafka"
+    alone = "tests/integration/test_expired_offsets.py::test_align[after_kafka_commit@1-written]"
+    assert scope(alone) == alone
+
+
+def test_every_module_that_takes_the_pausable_broker_is_in_its_scope() -> None:
+    """A new test module pausing that broker, left out, would wait on the lock again."""
+    import ast
+
+    tests = durations.DURATIONS_FILE.parent
+    taking = set()
+    for path in tests.rglob("test_*.py"):
+        tree = ast.parse(path.read_text())
+        args = {arg.arg for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                for arg in node.args.args + node.args.kwonlyargs}
+        if args & {"pausable_secured_kafka", "pausable_admin_settings"} and "unit" not in path.parts:
+            taking.add(path.relative_to(tests.parent).as_posix())
+    assert taking and all(durations.scope_of(f"{module}::t") == "pausable-secured-kafka" for module in taking), taking
+
+
+def test_the_suite_schedules_by_these_scopes_in_the_recorded_order() -> None:
+    """The Makefile's pytest: ``loadscope`` (which tests/conftest.py gives these scopes), not reordered by size."""
+    makefile = (durations.DURATIONS_FILE.parents[1] / "Makefile").read_text()
+    line = next(line for line in makefile.splitlines() if line.startswith("PYTEST :="))
+    assert "--dist loadscope" in line and "--no-loadscope-reorder" in line, line
