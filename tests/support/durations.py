@@ -1,4 +1,5 @@
-"""The suite's recorded test durations (``tests/durations.json``): the order tests start in and each one's timeout.
+"""The suite's recorded test durations (``tests/durations.json``): the order tests start in and each one's timeout;
+and the scopes its pytest-xdist scheduler hands out whole (:func:`make_scheduler`).
 
 Two pytest-xdist workers on two cores finish together only if the longest tests start first (a
 40-second unit module is easy to fit in at the end; a seven-minute chaos test is not). The record is
@@ -70,6 +71,8 @@ ONE_AT_A_TIME = {
     "tests/integration/test_silent_broker.py": "pausable-secured-kafka",
     "tests/integration/test_acl_probe_no_answer.py": "pausable-secured-kafka",
 }
+
+
 def scope_of(nodeid: str) -> str:
     """The scheduler's unit for a test: its one-at-a-time group, else the test alone."""
     return next((group for prefix, group in ONE_AT_A_TIME.items() if nodeid.startswith(prefix)), nodeid)
