@@ -13,6 +13,7 @@ import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -74,7 +75,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Under ``--dist loadscope`` (the Makefile's): the tests that hold a fixture one at a time on one worker
     (``tests.support.durations.make_scheduler``); any other ``--dist``: pytest-xdist's own."""
     if config.getvalue("dist") != "loadscope":

@@ -240,6 +240,11 @@ class SparkCluster(RecordedDaemons[SparkClusterInfo]):
             )
         return SparkDaemon(role=role, pid=process.pid, host=host, log_file=str(log_file))
 
+    def master_view(self, *, http_timeout_s: float = 2) -> MasterView | None:
+        """The recorded master's ``/json/`` now: its workers and applications; None if it does not answer."""
+        info = self.recorded()
+        return None if info is None else self._master_view(info, http_timeout_s)
+
     @staticmethod
     def _master_view(info: SparkClusterInfo, http_timeout_s: float) -> MasterView | None:
         """The master's ``/json/``; None while it does not answer or when the port serves another master."""

@@ -22,6 +22,10 @@ import math
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pytest
 
 DURATIONS_FILE = Path(__file__).resolve().parents[1] / "durations.json"
 DEFAULT_TIMEOUT_S = 300
@@ -78,7 +82,7 @@ def scope_of(nodeid: str) -> str:
     return next((group for prefix, group in ONE_AT_A_TIME.items() if nodeid.startswith(prefix)), nodeid)
 
 
-def make_scheduler(config: object, log: object) -> object:
+def make_scheduler(config: pytest.Config, log: Any) -> Any:
     """pytest-xdist's ``loadscope`` with :func:`scope_of` for scopes: the tests arrive in the start order
     (``--no-loadscope-reorder``) and a worker with at most two queued takes the next scope.
 

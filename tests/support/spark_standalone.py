@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import os
 import time
-import urllib.request
 from pathlib import Path
 
-from airflow_provider_eos.core.cluster_records import StandaloneMasterRecord
 from airflow_provider_eos.devstack.spark_cluster import WORKER_HOSTS, SparkCluster, SparkClusterInfo
 
 __all__ = ["WORKER_HOSTS", "StandaloneCluster"]
@@ -35,12 +33,6 @@ class StandaloneCluster:
                                      stop_with_pid=os.getpid())
         return self
 
-    def master_view(self) -> StandaloneMasterRecord:
-        """The master's ``/json/`` now."""
-        assert self.info is not None, "the cluster is not up"
-        with urllib.request.urlopen(f"{self.info.webui_url}/json/", timeout=5) as response:
-            return StandaloneMasterRecord.model_validate_json(response.read())
-
     def wait_until_idle(self, timeout_s: float = 120) -> None:
         """Return once every worker host has one ALIVE worker with all its cores free and no application runs.
 
@@ -48,19 +40,19 @@ class StandaloneCluster:
         test's application while it exits) runs its tasks on one host: a speculative copy, which Spark
         never starts on the host of the attempt it copies, then has nowhere to run.
         """
+        hosts = sorted(WORKER_HOSTS[i % len(WORKER_HOSTS)] for i in range(self.workers))
         deadline = time.monotonic() + timeout_s
         while True:
-            view = self.master_view()
-            alive = [w for w in view.workers if w.state == "ALIVE"]
-            idle = (sorted(w.host for w in alive) == sorted(WORKER_HOSTS[i % len(WORKER_HOSTS)]
-                                                          for i in range(self.workers))
-                    and all(w.coresfree == w.cores for w in alive) and not view.activeapps)
-            if idle:
+            view = self._cluster.master_view()
+            alive = [w for w in view.workers if w.state == "ALIVE"] if view else []
+            if (view is not None and sorted(w.host for w in alive) == hosts
+                    and all(w.coresfree == w.cores for w in alive) and not view.activeapps):
                 return
             if time.monotonic() > deadline:
-                raise AssertionError(f"the standalone cluster was not idle within {timeout_s:.0f} s: workers "
-                                     f"{[(w.host, w.state, w.coresfree, w.cores) for w in view.workers]}, "
-                                     f"applications {[(a.id, a.name, a.state) for a in view.activeapps]}")
+                seen = "its master did not answer" if view is None else (
+                    f"workers {[(w.host, w.state, w.coresfree, w.cores) for w in view.workers]}, "
+                    f"applications {[(a.id, a.name, a.state) for a in view.activeapps]}")
+                raise AssertionError(f"the standalone cluster was not idle within {timeout_s:.0f} s: {seen}")
             time.sleep(0.5)
 
     def kill_worker(self, index: int) -> int:
